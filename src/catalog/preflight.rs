@@ -1,0 +1,244 @@
+//! The preflight: every server of every stack checked in parallel, each bounded by its own
+//! timeouts, so a full `list` costs about the slowest handshake, not the sum.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use crate::config::{ConfigError, ServerEntry, ServerSpec};
+use crate::error::Actionable;
+use crate::mcp::{ConnectOptions, Endpoint, McpError, Session};
+use crate::process::SpawnSpec;
+
+use super::tokens::TokenCounter;
+
+/// A server's state after preflight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Handshake and `tools/list` succeeded.
+    Connected,
+    /// It could not be configured, started, or talked to.
+    Error,
+    /// `"disabled": true`; not started.
+    Disabled,
+}
+
+impl Status {
+    /// The name used in output and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Connected => "connected",
+            Status::Error => "error",
+            Status::Disabled => "disabled",
+        }
+    }
+}
+
+/// Why one server failed: its config entry, or the conversation with it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ServerProblem {
+    /// The entry in the config file is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Starting or talking to the server failed.
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+}
+
+impl Actionable for ServerProblem {
+    fn kind(&self) -> &'static str {
+        match self {
+            ServerProblem::Config(e) => e.kind(),
+            ServerProblem::Mcp(e) => e.kind(),
+        }
+    }
+    fn help(&self) -> String {
+        match self {
+            ServerProblem::Config(e) => e.help(),
+            ServerProblem::Mcp(e) => e.help(),
+        }
+    }
+}
+
+/// What the preflight learned about one server.
+#[derive(Debug, Clone)]
+pub struct ServerReport {
+    /// The name users type (qualified by stack where two stacks share it).
+    pub name: String,
+    /// The stack (config file) it belongs to.
+    pub stack: String,
+    /// `stdio`, `http` or `sse` (`"-"` when the entry is unusable).
+    pub transport: &'static str,
+    /// The outcome.
+    pub status: Status,
+    /// Tool definitions as sent.
+    pub tools: Vec<Value>,
+    /// Token cost of each tool, parallel to `tools` (empty when tokens were not counted).
+    pub tool_tokens: Vec<usize>,
+    /// Time to the `initialize` answer.
+    pub init_time: Option<Duration>,
+    /// The protocol version the server chose.
+    pub protocol_version: Option<String>,
+    /// True when the server answered only in the slow window.
+    pub used_slow_window: bool,
+    /// Non-fatal problems (malformed tools skipped, cursor loops).
+    pub warnings: Vec<String>,
+    /// Why it failed, when `status` is `Error`.
+    pub error: Option<ServerProblem>,
+}
+
+impl ServerReport {
+    /// Total token cost of the server's tools, if counted.
+    pub fn tokens(&self) -> Option<usize> {
+        (self.tool_tokens.len() == self.tools.len() && self.status == Status::Connected)
+            .then(|| self.tool_tokens.iter().sum())
+    }
+}
+
+/// How the preflight runs.
+#[derive(Debug, Clone, Copy)]
+pub struct PreflightOptions {
+    /// Handshake and listing timeouts.
+    pub connect: ConnectOptions,
+    /// Count tokens of every tool (loads the tokenizer once, in parallel with the handshakes).
+    pub count_tokens: bool,
+}
+
+/// The transport endpoint for a configured server.
+pub fn endpoint(spec: &ServerSpec) -> Endpoint {
+    match spec {
+        ServerSpec::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => Endpoint::Stdio(SpawnSpec {
+            program: command.clone(),
+            args: args.clone(),
+            env: env.clone(),
+            cwd: cwd.clone(),
+        }),
+        ServerSpec::Http { url, headers } => Endpoint::StreamableHttp {
+            url: url.clone(),
+            headers: headers.clone(),
+        },
+        ServerSpec::Sse { url, headers } => Endpoint::Sse {
+            url: url.clone(),
+            headers: headers.clone(),
+        },
+    }
+}
+
+/// Connects to one configured server (for `call` and `inspect`).
+pub async fn connect(entry: &ServerEntry, opts: &ConnectOptions) -> Result<Session, ServerProblem> {
+    let spec = entry
+        .spec
+        .as_ref()
+        .map_err(|e| ServerProblem::Config(e.clone()))?;
+    Ok(Session::connect(&endpoint(spec), opts).await?)
+}
+
+/// Checks every entry in parallel; reports come back in the order of `entries`.
+pub async fn preflight(entries: &[ServerEntry], opts: &PreflightOptions) -> Vec<ServerReport> {
+    let counter = opts
+        .count_tokens
+        .then(|| tokio::task::spawn_blocking(TokenCounter::load));
+    let mut set = JoinSet::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let entry = entry.clone();
+        let connect = opts.connect;
+        let span = tracing::info_span!("preflight", server = %entry.qualified);
+        set.spawn(async move { (index, check(entry, connect).await) }.instrument(span));
+    }
+    let mut reports: Vec<Option<ServerReport>> = vec![None; entries.len()];
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((index, report)) => reports[index] = Some(report),
+            // A panic in one check is a bug; the other servers still report.
+            Err(e) => tracing::error!(error = %e, "a preflight task failed"),
+        }
+    }
+    let counter = match counter {
+        Some(task) => task.await.ok().flatten(),
+        None => None,
+    };
+    reports
+        .into_iter()
+        .zip(entries)
+        .map(|(report, entry)| {
+            let mut report = report.unwrap_or_else(|| {
+                failed(
+                    entry,
+                    "-",
+                    McpError::Protocol("internal error during preflight".into()).into(),
+                )
+            });
+            if let Some(counter) = &counter {
+                report.tool_tokens = report.tools.iter().map(|t| counter.count_tool(t)).collect();
+            }
+            report
+        })
+        .collect()
+}
+
+async fn check(entry: ServerEntry, opts: ConnectOptions) -> ServerReport {
+    let transport = entry
+        .spec
+        .as_ref()
+        .map(ServerSpec::transport_name)
+        .unwrap_or("-");
+    if entry.disabled {
+        return ServerReport {
+            status: Status::Disabled,
+            ..blank(&entry, transport)
+        };
+    }
+    let session = match connect(&entry, &opts).await {
+        Ok(session) => session,
+        Err(problem) => return failed(&entry, transport, problem),
+    };
+    let listed = session.list_tools(opts.list_timeout).await;
+    let info = session.info().clone();
+    session.close().await;
+    match listed {
+        Ok(list) => ServerReport {
+            status: Status::Connected,
+            tools: list.tools,
+            warnings: list.warnings,
+            init_time: Some(info.init_time),
+            protocol_version: Some(info.protocol_version),
+            used_slow_window: info.used_slow_window,
+            ..blank(&entry, transport)
+        },
+        Err(e) => ServerReport {
+            init_time: Some(info.init_time),
+            protocol_version: Some(info.protocol_version),
+            ..failed(&entry, transport, e.into())
+        },
+    }
+}
+
+fn blank(entry: &ServerEntry, transport: &'static str) -> ServerReport {
+    ServerReport {
+        name: entry.qualified.clone(),
+        stack: entry.stack.clone(),
+        transport,
+        status: Status::Error,
+        tools: Vec::new(),
+        tool_tokens: Vec::new(),
+        init_time: None,
+        protocol_version: None,
+        used_slow_window: false,
+        warnings: Vec::new(),
+        error: None,
+    }
+}
+
+fn failed(entry: &ServerEntry, transport: &'static str, problem: ServerProblem) -> ServerReport {
+    ServerReport {
+        error: Some(problem),
+        ..blank(entry, transport)
+    }
+}

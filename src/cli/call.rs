@@ -1,0 +1,276 @@
+//! `mcp-launch call SERVER TOOL [ARGS | --stdin] [--timeout S]`.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::catalog;
+use crate::mcp::ConnectOptions;
+use crate::output::{self, style};
+
+use super::{find_server, find_tool, load_config, CliError, GlobalArgs, Outcome};
+
+/// Call a tool with JSON arguments.
+///
+/// The arguments are checked as JSON before anything starts, and against the tool's
+/// inputSchema before the call is sent. A result with isError: true exits 1.
+///
+/// Example: mcp-launch call time get_current_time '{"timezone": "Europe/Paris"}'
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The server (name, or stack/name).
+    #[arg(value_name = "SERVER")]
+    pub server: String,
+    /// The tool.
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+    /// Arguments as one JSON object (default {}).
+    #[arg(value_name = "JSON", conflicts_with = "stdin")]
+    pub arguments: Option<String>,
+    /// Read the JSON arguments from stdin.
+    #[arg(long)]
+    pub stdin: bool,
+    /// Seconds to wait for the tool's answer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = positive_seconds)]
+    pub timeout: f64,
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
+}
+
+pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    // Bad JSON is reported before any server starts.
+    let arguments = read_arguments(&args)?;
+    let loaded = load_config(global)?;
+    let entry = find_server(&loaded, &args.server)?;
+    let server = entry.qualified.clone();
+    let connect = ConnectOptions::from_env();
+    let session = catalog::connect(entry, &connect)
+        .await
+        .map_err(|problem| CliError::server(&server, problem))?;
+    let outcome = call(&session, &server, &args, arguments, connect).await;
+    session.close().await;
+    let result = outcome?;
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    if global.json {
+        if is_error {
+            output::print_json(&json!({
+                "success": false,
+                "error": {
+                    "type": "tool_error",
+                    "message": format!("{server}/{} returned an error: {}", args.tool, result_text(&result)),
+                    "help": "the tool reported a failure; check the arguments and the message",
+                },
+                "result": result,
+            }))?;
+        } else {
+            output::print_json(&json!({"success": true, "result": result}))?;
+        }
+    } else {
+        print_result(&result, is_error)?;
+    }
+    Ok(if is_error {
+        Outcome::Failed
+    } else {
+        Outcome::Success
+    })
+}
+
+async fn call(
+    session: &crate::mcp::Session,
+    server: &str,
+    args: &CallArgs,
+    arguments: Value,
+    connect: ConnectOptions,
+) -> Result<Value, CliError> {
+    let server_error = |e: crate::mcp::McpError| CliError::server(server, e);
+    let tools = session
+        .list_tools(connect.list_timeout)
+        .await
+        .map_err(server_error)?;
+    let tool_def = find_tool(server, &tools.tools, &args.tool)?;
+    let violations = catalog::argument_violations(tool_def, &arguments);
+    if !violations.is_empty() {
+        return Err(CliError::InvalidArguments {
+            server: server.to_string(),
+            tool: args.tool.clone(),
+            violations,
+            expected: catalog::expected_shape(tool_def),
+        });
+    }
+    session
+        .call_tool(&args.tool, arguments, Duration::from_secs_f64(args.timeout))
+        .await
+        .map_err(server_error)
+}
+
+fn read_arguments(args: &CallArgs) -> Result<Value, CliError> {
+    let (text, origin) = if args.stdin {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::Stdin(e.to_string()))?;
+        (text, "stdin")
+    } else {
+        (
+            args.arguments.clone().unwrap_or_default(),
+            "the command line",
+        )
+    };
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    let value: Value = serde_json::from_str(&text).map_err(|e| CliError::InvalidJson {
+        origin,
+        message: e
+            .to_string()
+            .split(" at line")
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        line: e.line(),
+        column: e.column(),
+    })?;
+    match value {
+        Value::Object(_) => Ok(value),
+        other => Err(CliError::ArgumentsNotObject {
+            found: match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                Value::Array(_) => "an array",
+                Value::Object(_) => "an object",
+            },
+        }),
+    }
+}
+
+/// The text parts of a result, joined (for messages).
+fn result_text(result: &Value) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// Human output: text as text, structured content as JSON, other content described.
+fn print_result(result: &Value, is_error: bool) -> std::io::Result<()> {
+    let mut out = anstream::stdout().lock();
+    if is_error {
+        let bad = style::BAD;
+        let mut err = anstream::stderr().lock();
+        writeln!(
+            err,
+            "{bad}error:{bad:#} the tool returned an error (isError: true)"
+        )?;
+    }
+    let items = result
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for item in &items {
+        match item.get("type").and_then(Value::as_str) {
+            Some("text") => writeln!(
+                out,
+                "{}",
+                item.get("text").and_then(Value::as_str).unwrap_or("")
+            )?,
+            Some(kind @ ("image" | "audio")) => {
+                let mime = item.get("mimeType").and_then(Value::as_str).unwrap_or("?");
+                let bytes = item
+                    .get("data")
+                    .and_then(Value::as_str)
+                    .map_or(0, |d| d.len() * 3 / 4);
+                writeln!(
+                    out,
+                    "[{kind}: {mime}, ~{bytes} bytes; --json shows the data]"
+                )?;
+            }
+            Some("resource") => {
+                let res = item.get("resource").cloned().unwrap_or_default();
+                let uri = res.get("uri").and_then(Value::as_str).unwrap_or("?");
+                writeln!(out, "[resource {uri}]")?;
+                if let Some(text) = res.get("text").and_then(Value::as_str) {
+                    writeln!(out, "{text}")?;
+                }
+            }
+            Some("resource_link") => {
+                let uri = item.get("uri").and_then(Value::as_str).unwrap_or("?");
+                writeln!(out, "[resource link {uri}]")?;
+            }
+            _ => writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(item).unwrap_or_default()
+            )?,
+        }
+    }
+    if let Some(structured) = result.get("structuredContent") {
+        if items.is_empty() {
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(structured).unwrap_or_default()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<CallArgs, clap::Error> {
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            call: CallArgs,
+        }
+        T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).map(|t| t.call)
+    }
+
+    #[test]
+    fn json_errors_carry_line_and_column() {
+        let args = parse(&["s", "t", "{\n  \"a\": 1,\n  \"b\": }"]).unwrap();
+        match read_arguments(&args).unwrap_err() {
+            CliError::InvalidJson { line, column, .. } => assert_eq!((line, column), (3, 8)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn arguments_must_be_an_object() {
+        let args = parse(&["s", "t", "[1]"]).unwrap();
+        assert!(matches!(
+            read_arguments(&args),
+            Err(CliError::ArgumentsNotObject { found: "an array" })
+        ));
+        let empty = parse(&["s", "t"]).unwrap();
+        assert_eq!(read_arguments(&empty).unwrap(), json!({}));
+    }
+
+    #[test]
+    fn timeout_must_be_positive_and_stdin_excludes_inline_json() {
+        assert!(parse(&["s", "t", "--timeout", "0"]).is_err());
+        assert!(parse(&["s", "t", "--timeout", "abc"]).is_err());
+        assert_eq!(parse(&["s", "t", "--timeout", "2.5"]).unwrap().timeout, 2.5);
+        assert!(parse(&["s", "t", "{}", "--stdin"]).is_err());
+    }
+}

@@ -1,0 +1,126 @@
+//! `mcp-launch inspect SERVER TOOL [--example]`.
+
+use std::io::Write;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::catalog::{self, tool, PreflightOptions};
+use crate::mcp::ConnectOptions;
+use crate::output::{self, style, thousands};
+
+use super::{find_server, find_tool, load_config, CliError, GlobalArgs, Outcome};
+
+/// Show a tool's full definition and a ready-to-run example call.
+///
+/// Example: mcp-launch inspect filesystem read_text_file --example
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The server (name, or stack/name).
+    #[arg(value_name = "SERVER")]
+    pub server: String,
+    /// The tool.
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+    /// Print only the example call, ready to paste into a shell.
+    #[arg(long)]
+    pub example: bool,
+}
+
+pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    let loaded = load_config(global)?;
+    let entry = find_server(&loaded, &args.server)?.clone();
+    let opts = PreflightOptions {
+        connect: ConnectOptions::from_env(),
+        count_tokens: true,
+    };
+    let report = catalog::preflight(std::slice::from_ref(&entry), &opts)
+        .await
+        .pop()
+        .expect("one report per entry");
+    if let Some(problem) = report.error.clone() {
+        return Err(CliError::server(&report.name, problem));
+    }
+    let found = find_tool(&report.name, &report.tools, &args.tool)?;
+    let index = report.tools.iter().position(|t| std::ptr::eq(t, found));
+    let tokens = index.and_then(|i| report.tool_tokens.get(i).copied());
+    let example = example_call(global, &report.name, found);
+
+    if global.json {
+        output::print_json(&json!({
+            "server": report.name,
+            "tool": tool::name(found),
+            "description": tool::description(found),
+            "inputSchema": tool::input_schema(found),
+            "requiredParams": tool::required_params(found),
+            "tokens": tokens,
+            "exampleCall": example,
+            "exampleArguments": tool::example_arguments(found),
+            "definition": found,
+        }))?;
+        return Ok(Outcome::Success);
+    }
+    let mut out = anstream::stdout().lock();
+    if args.example {
+        writeln!(out, "{example}")?;
+        return Ok(Outcome::Success);
+    }
+    let (head, dim) = (style::HEAD, style::DIM);
+    writeln!(
+        out,
+        "{head}{} / {}{head:#}  {dim}{} tokens{dim:#}",
+        report.name,
+        tool::name(found),
+        tokens.map(thousands).unwrap_or_else(|| "?".into())
+    )?;
+    let description = tool::description(found);
+    if !description.is_empty() {
+        writeln!(out, "\n{}", description.trim_end())?;
+    }
+    writeln!(out, "\n{head}Parameters{head:#}")?;
+    for line in catalog::expected_shape(found).lines() {
+        writeln!(out, "  {line}")?;
+    }
+    let schema = serde_json::to_string_pretty(&tool::input_schema(found)).unwrap_or_default();
+    writeln!(out, "\n{head}Input schema{head:#}\n{schema}")?;
+    writeln!(out, "\n{head}Example{head:#}\n  {example}")?;
+    Ok(Outcome::Success)
+}
+
+/// `mcp-launch [--config …] call SERVER TOOL '{…}'`, quoted for a POSIX shell.
+fn example_call(global: &GlobalArgs, server: &str, tool_def: &serde_json::Value) -> String {
+    let mut parts = vec!["mcp-launch".to_string()];
+    for config in &global.configs {
+        parts.push("--config".into());
+        parts.push(shell_quote(&config.display().to_string()));
+    }
+    parts.push("call".into());
+    parts.push(shell_quote(server));
+    parts.push(shell_quote(tool::name(tool_def)));
+    parts.push(shell_quote(&tool::example_arguments(tool_def).to_string()));
+    parts.join(" ")
+}
+
+/// Quotes `s` for a POSIX shell when it needs it.
+fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r#"'\''"#))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_a_shell() {
+        assert_eq!(shell_quote("echo"), "echo");
+        assert_eq!(shell_quote(r#"{"a":"it's"}"#), r#"'{"a":"it'\''s"}'"#);
+        assert_eq!(shell_quote(""), "''");
+    }
+}

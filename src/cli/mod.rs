@@ -1,0 +1,324 @@
+//! The command line: clap definitions, one file per command. Commands orchestrate — load the
+//! config, ask `catalog`, hand results to `output` — and hold no logic of their own.
+
+mod call;
+mod inspect;
+mod list;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::catalog::ServerProblem;
+use crate::config::{self, ConfigError, Loaded, ServerEntry};
+use crate::error::Actionable;
+
+/// Inspect, trim, launch and serve stacks of MCP servers.
+///
+/// Reads Claude Desktop / Claude Code / Cursor (`mcpServers`) and VS Code (`servers`) config
+/// files. Without --config it uses the first of ./.mcp.json, ./mcp.config.json,
+/// ./.claude/mcp.json, ~/.claude/mcp.json.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcp-launch",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Flags every command accepts.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags accepted before or after any command.
+#[derive(Debug, Args, Clone, Default)]
+pub struct GlobalArgs {
+    /// Print machine-readable JSON on stdout (errors included).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Show more: -v handshake steps and timings, -vv every message and skipped line.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Also write everything (debug level) to this file.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+    /// Config file to use; repeat for several stacks (one stack per file).
+    #[arg(long = "config", global = true, value_name = "PATH")]
+    pub configs: Vec<PathBuf>,
+    /// Extra .env file for ${VAR} interpolation; repeatable, later files win.
+    #[arg(long = "env-file", global = true, value_name = "PATH")]
+    pub env_files: Vec<PathBuf>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check every server in parallel, or list one server's tools.
+    List(list::ListArgs),
+    /// Show a tool's full definition and an example call.
+    Inspect(inspect::InspectArgs),
+    /// Call a tool with JSON arguments.
+    Call(call::CallArgs),
+}
+
+/// How a command ended when it did not fail outright.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything worked.
+    Success,
+    /// Output was printed, but a server or tool failed (exit 1).
+    Failed,
+}
+
+/// Errors a command reports (rendered once, by `main`, through [`crate::output`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The config could not be loaded.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No server of that name.
+    #[error("no server named {name:?} in {}", .config_files.join(", "))]
+    UnknownServer {
+        /// The name asked for.
+        name: String,
+        /// The servers that exist.
+        available: Vec<String>,
+        /// The config files read.
+        config_files: Vec<String>,
+    },
+    /// The server has no tool of that name.
+    #[error("server {server:?} has no tool named {tool:?}")]
+    UnknownTool {
+        /// The server.
+        server: String,
+        /// The name asked for.
+        tool: String,
+        /// Similar tool names, each with its required parameters.
+        suggestions: Vec<String>,
+        /// How many tools the server has.
+        count: usize,
+    },
+    /// The arguments are not valid JSON.
+    #[error(
+        "arguments from {origin} are not valid JSON: {message} at line {line}, column {column}"
+    )]
+    InvalidJson {
+        /// `the command line` or `stdin`.
+        origin: &'static str,
+        /// serde_json's message.
+        message: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+    },
+    /// The arguments are JSON but not an object.
+    #[error("arguments must be a JSON object like '{{\"key\": \"value\"}}', not {found}")]
+    ArgumentsNotObject {
+        /// What was given (a type name).
+        found: &'static str,
+    },
+    /// The arguments break the tool's inputSchema.
+    #[error("arguments for {server}/{tool} do not fit its inputSchema:\n{}", .violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n"))]
+    InvalidArguments {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// One line per violation.
+        violations: Vec<String>,
+        /// The parameters the tool expects.
+        expected: String,
+    },
+    /// The server could not be configured, started or talked to.
+    #[error("server {server:?}: {problem}")]
+    Server {
+        /// The server.
+        server: String,
+        /// What went wrong (boxed: server errors are large and rare).
+        problem: Box<ServerProblem>,
+    },
+    /// Reading stdin failed.
+    #[error("could not read arguments from stdin: {0}")]
+    Stdin(String),
+    /// Writing output failed.
+    #[error("could not write output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+impl CliError {
+    /// A failure of `server`.
+    pub fn server(server: &str, problem: impl Into<ServerProblem>) -> Self {
+        CliError::Server {
+            server: server.to_string(),
+            problem: Box::new(problem.into()),
+        }
+    }
+
+    /// True for usage and configuration errors (exit 2); false for failures of servers and
+    /// tools (exit 1).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            CliError::Server { problem, .. } => matches!(**problem, ServerProblem::Config(_)),
+            CliError::Stdin(_) | CliError::Output(_) => false,
+            _ => true,
+        }
+    }
+}
+
+impl Actionable for CliError {
+    fn kind(&self) -> &'static str {
+        match self {
+            CliError::Config(e) => e.kind(),
+            CliError::UnknownServer { .. } => "unknown_server",
+            CliError::UnknownTool { .. } => "unknown_tool",
+            CliError::InvalidJson { .. } => "invalid_json",
+            CliError::ArgumentsNotObject { .. } => "invalid_arguments",
+            CliError::InvalidArguments { .. } => "invalid_arguments",
+            CliError::Server { problem, .. } => problem.kind(),
+            CliError::Stdin(_) => "stdin_error",
+            CliError::Output(_) => "output_error",
+        }
+    }
+
+    fn help(&self) -> String {
+        match self {
+            CliError::Config(e) => e.help(),
+            CliError::UnknownServer { available, .. } if available.is_empty() => {
+                "the config has no servers; add one under \"mcpServers\"".into()
+            }
+            CliError::UnknownServer { available, .. } => {
+                format!("available servers: {}", available.join(", "))
+            }
+            CliError::UnknownTool { server, suggestions, count, .. } if suggestions.is_empty() => {
+                format!("run `mcp-launch list {server}` to see its {count} tools")
+            }
+            CliError::UnknownTool { suggestions, .. } => {
+                format!("did you mean: {}", suggestions.join("; "))
+            }
+            CliError::InvalidJson { .. } | CliError::ArgumentsNotObject { .. } => {
+                "pass one JSON object, e.g. mcp-launch call SERVER TOOL '{\"message\": \"hi\"}', or pipe it with --stdin".into()
+            }
+            CliError::InvalidArguments { server, tool, expected, .. } => format!(
+                "expected parameters:\n{}\n(`mcp-launch inspect {server} {tool} --example` prints a ready-to-run call)",
+                expected.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
+            ),
+            CliError::Server { problem, .. } => problem.help(),
+            CliError::Stdin(_) => "pipe a JSON object into --stdin, or pass it as an argument".into(),
+            CliError::Output(_) => "check that the output destination is writable".into(),
+        }
+    }
+}
+
+/// Runs the parsed command.
+pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
+    match cli.command {
+        Command::List(args) => list::run(args, &cli.global).await,
+        Command::Inspect(args) => inspect::run(args, &cli.global).await,
+        Command::Call(args) => call::run(args, &cli.global).await,
+    }
+}
+
+/// Loads the config(s) named by the global flags (or discovers one), saying which was found.
+fn load_config(global: &GlobalArgs) -> Result<Loaded, CliError> {
+    let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
+    let loaded = config::load(&opts)?;
+    if let Some(path) = &loaded.discovered {
+        tracing::info!(path = %path.display(), "using discovered config");
+        if !global.json {
+            let dim = crate::output::style::DIM;
+            anstream::eprintln!(
+                "{dim}using {} (found by discovery; --config PATH picks another){dim:#}",
+                path.display()
+            );
+        }
+    }
+    Ok(loaded)
+}
+
+/// The entry named `name`, or an error naming the servers that exist.
+fn find_server<'a>(loaded: &'a Loaded, name: &str) -> Result<&'a ServerEntry, CliError> {
+    loaded.find(name).ok_or_else(|| CliError::UnknownServer {
+        name: name.to_string(),
+        available: loaded
+            .server_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        config_files: loaded
+            .stacks
+            .iter()
+            .map(|s| s.path.display().to_string())
+            .collect(),
+    })
+}
+
+/// The tool named `name` among `tools`, or an error suggesting similar names.
+fn find_tool<'a>(
+    server: &str,
+    tools: &'a [serde_json::Value],
+    name: &str,
+) -> Result<&'a serde_json::Value, CliError> {
+    use crate::catalog::tool;
+    if let Some(found) = tools.iter().find(|t| tool::name(t) == name) {
+        return Ok(found);
+    }
+    let suggestions = crate::catalog::similar_names(name, tools.iter().map(tool::name), 5)
+        .into_iter()
+        .map(|n| {
+            let required = tools
+                .iter()
+                .find(|t| tool::name(t) == n)
+                .map(tool::required_params)
+                .unwrap_or_default();
+            if required.is_empty() {
+                n
+            } else {
+                format!("{n} (requires {})", required.join(", "))
+            }
+        })
+        .collect();
+    Err(CliError::UnknownTool {
+        server: server.to_string(),
+        tool: name.to_string(),
+        suggestions,
+        count: tools.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_flags_go_before_or_after_the_command() {
+        let a =
+            Cli::try_parse_from(["mcp-launch", "--json", "--config", "a.json", "list"]).unwrap();
+        let b =
+            Cli::try_parse_from(["mcp-launch", "list", "--json", "--config", "a.json"]).unwrap();
+        assert!(a.global.json && b.global.json);
+        assert_eq!(a.global.configs, b.global.configs);
+        let c = Cli::try_parse_from([
+            "mcp-launch",
+            "-vv",
+            "list",
+            "--config",
+            "a",
+            "--config",
+            "b",
+        ])
+        .unwrap();
+        assert_eq!(c.global.verbose, 2);
+        assert_eq!(c.global.configs.len(), 2);
+    }
+}

@@ -1,0 +1,165 @@
+//! Configuration: which MCP servers exist and how to reach them.
+//!
+//! [`load`] finds the config files (explicit `--config` paths, else discovery), reads the
+//! variables (process environment > `--env-file` > `./.env` > `~/.claude/.env`), and turns each
+//! file into a [`Stack`] of [`ServerEntry`]s whose [`ServerSpec`] is validated and has every
+//! `${VAR}` / `${VAR:-default}` expanded.
+//!
+//! Invariants:
+//! - File-level problems (missing file, bad JSON, no server section, bad env file) are `Err`
+//!   from [`load`]; a problem in one server (bad shape, unset variable) lives in that entry's
+//!   `spec` and never hides the other servers.
+//! - Every error carries its facts (file, line, column, server, variable) and a `help` line.
+//! - Nothing here reads the real process environment except [`LoadOptions::from_process`]; all
+//!   else takes the environment, working directory and home as data, so tests are hermetic.
+//! - This module knows nothing of sessions, processes or output formats.
+//!
+//! Layout: `discovery` (where to look), `dotenv` (the `.env` parser), `variables` (layering),
+//! `interpolate` (`${…}`), `file` (one JSON file → entries), `shape` (one raw entry → typed
+//! fields), `server` (typed fields → [`ServerSpec`]), `stack` (naming and qualification),
+//! `error`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+mod discovery;
+mod dotenv;
+mod error;
+mod file;
+mod interpolate;
+mod server;
+mod shape;
+mod stack;
+mod variables;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::{ConfigError, ServerFault};
+pub use server::ServerSpec;
+pub use stack::Stack;
+
+use variables::Variables;
+
+/// What [`load`] needs to know, all explicit so tests can use temporary directories.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `--config` paths, one stack each; empty means discover one file.
+    pub configs: Vec<PathBuf>,
+    /// `--env-file` paths; a later file wins over an earlier one. Each must exist.
+    pub env_files: Vec<PathBuf>,
+    /// The working directory: relative paths, `./.env` and discovery start here.
+    pub cwd: PathBuf,
+    /// The home directory, for `~/.claude/mcp.json` and `~/.claude/.env`; `None` skips both.
+    pub home: Option<PathBuf>,
+    /// The process environment: the highest-precedence variables.
+    pub process_env: BTreeMap<String, String>,
+}
+
+impl LoadOptions {
+    /// Options from the real process: `std::env` (variables that are not UTF-8 are skipped),
+    /// the current directory and the user's home directory.
+    pub fn from_process(
+        configs: Vec<PathBuf>,
+        env_files: Vec<PathBuf>,
+    ) -> Result<Self, ConfigError> {
+        let cwd = std::env::current_dir().map_err(|err| ConfigError::Environment {
+            reason: err.to_string(),
+        })?;
+        let process_env = std::env::vars_os()
+            .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
+            .collect();
+        Ok(Self {
+            configs,
+            env_files,
+            cwd,
+            home: dirs::home_dir(),
+            process_env,
+        })
+    }
+}
+
+/// One server as configured, usable or not.
+#[derive(Debug, Clone)]
+pub struct ServerEntry {
+    /// The key under `mcpServers` / `servers`.
+    pub name: String,
+    /// What users type: `name`, or `stack/name` when the name appears in several stacks.
+    pub qualified: String,
+    /// The name of the stack (config file) it comes from.
+    pub stack: String,
+    /// Approximate 1-based line of the entry in its file (first `"name":` in the section).
+    pub line: Option<usize>,
+    /// `"disabled": true` in the file. The spec is still built, so it can be shown.
+    pub disabled: bool,
+    /// How to reach it, or why it cannot be reached (this server's error only).
+    pub spec: Result<ServerSpec, ConfigError>,
+}
+
+/// Everything [`load`] found.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// One stack per config file, in the order given (or the one discovered).
+    pub stacks: Vec<Stack>,
+    /// The file discovery chose, when no `--config` was given, so the CLI can say which.
+    pub discovered: Option<PathBuf>,
+}
+
+impl Loaded {
+    /// The entry whose qualified name is `name`, else the only entry whose plain name is
+    /// `name`; `None` when nothing matches or a plain name is shared by several stacks.
+    pub fn find(&self, name: &str) -> Option<&ServerEntry> {
+        if let Some(exact) = self.servers().find(|entry| entry.qualified == name) {
+            return Some(exact);
+        }
+        let mut entries = self.servers();
+        let first = entries.find(|entry| entry.name == name)?;
+        let is_unique = !entries.any(|entry| entry.name == name);
+        is_unique.then_some(first)
+    }
+
+    /// Every server's qualified name, in stack then file order.
+    pub fn server_names(&self) -> Vec<&str> {
+        self.servers()
+            .map(|entry| entry.qualified.as_str())
+            .collect()
+    }
+
+    /// Every server entry, in stack then file order.
+    pub fn servers(&self) -> impl Iterator<Item = &ServerEntry> {
+        self.stacks.iter().flat_map(|stack| &stack.servers)
+    }
+}
+
+/// Finds, reads and validates the configuration.
+///
+/// Order of checks: the config files are located first (so "no config" wins over env-file
+/// problems), then every env file is read, then each config file is parsed.
+pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
+    let home = opts.home.as_deref();
+    let (paths, discovered) = if opts.configs.is_empty() {
+        let found = discovery::discover(&opts.cwd, home)?;
+        (vec![found.clone()], Some(found))
+    } else {
+        let paths = opts
+            .configs
+            .iter()
+            .map(|path| opts.cwd.join(path))
+            .collect();
+        (paths, None)
+    };
+    let vars = Variables::load(&opts.process_env, &opts.env_files, &opts.cwd, home)?;
+
+    let names = stack::unique_names(&paths);
+    let mut stacks = Vec::with_capacity(paths.len());
+    for (path, name) in paths.into_iter().zip(names) {
+        let servers = file::read(&path, &name, &vars)?;
+        stacks.push(Stack {
+            name,
+            path,
+            servers,
+        });
+    }
+    stack::qualify(&mut stacks);
+    Ok(Loaded { stacks, discovered })
+}

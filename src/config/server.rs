@@ -1,0 +1,318 @@
+//! One server entry resolved into a [`ServerSpec`]: the "resolve" half after `shape` parsed it.
+//!
+//! Invariants: a `ServerSpec` is ready to use — `${…}` is expanded in `command`, `args`, `env`
+//! values, `url` and header values (never in keys, never in `cwd`); `cwd` is joined to the
+//! config file's directory; a stdio server's `env` is the complete overlay with unique keys.
+//! Every error names the server, its file and the entry's line.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::error::{ConfigError, ServerFault};
+use super::interpolate::{interpolate, Fault};
+use super::shape::Shape;
+use super::variables::Variables;
+
+/// How to reach one MCP server, after validation and interpolation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerSpec {
+    /// A local process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio {
+        /// The program to run.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables to set on top of the inherited environment: variables from `.env` files
+        /// the process environment lacks, overridden by the entry's own `env`. Keys are unique.
+        env: Vec<(String, String)>,
+        /// Working directory, resolved against the config file's directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A remote server speaking Streamable HTTP.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Extra request headers, in file order.
+        headers: Vec<(String, String)>,
+    },
+    /// A remote server speaking the legacy HTTP+SSE transport.
+    Sse {
+        /// The SSE endpoint.
+        url: String,
+        /// Extra request headers, in file order.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl ServerSpec {
+    /// The transport's short name as shown to users: `"stdio"`, `"http"` or `"sse"`.
+    pub fn transport_name(&self) -> &'static str {
+        match self {
+            Self::Stdio { .. } => "stdio",
+            Self::Http { .. } => "http",
+            Self::Sse { .. } => "sse",
+        }
+    }
+}
+
+/// Where an entry sits and what it may read, so its errors can say where they come from.
+pub(crate) struct Context<'a> {
+    /// The config file.
+    pub(crate) path: &'a Path,
+    /// Approximate line of the entry.
+    pub(crate) line: Option<usize>,
+    /// The server's name.
+    pub(crate) server: &'a str,
+    /// Variables for `${…}`.
+    pub(crate) vars: &'a Variables<'a>,
+}
+
+/// Validates, interpolates and resolves one entry.
+pub(crate) fn build(value: &Value, ctx: &Context<'_>) -> Result<ServerSpec, ConfigError> {
+    let shape = Shape::of(value).map_err(|fault| ctx.invalid(fault))?;
+    match shape {
+        Shape::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => Ok(ServerSpec::Stdio {
+            command: ctx.expand(command)?,
+            args: args
+                .into_iter()
+                .map(|arg| ctx.expand(arg))
+                .collect::<Result<_, _>>()?,
+            env: overlay(ctx.vars, ctx.expand_pairs(env)?),
+            // Not interpolated: VS Code writes `${workspaceFolder}` here, which we cannot know.
+            cwd: cwd.map(|cwd| ctx.path.parent().unwrap_or(Path::new(".")).join(cwd)),
+        }),
+        Shape::Http { url, headers } => Ok(ServerSpec::Http {
+            url: ctx.expand(url)?,
+            headers: ctx.expand_pairs(headers)?,
+        }),
+        Shape::Sse { url, headers } => Ok(ServerSpec::Sse {
+            url: ctx.expand(url)?,
+            headers: ctx.expand_pairs(headers)?,
+        }),
+    }
+}
+
+impl Context<'_> {
+    fn invalid(&self, fault: ServerFault) -> ConfigError {
+        ConfigError::InvalidServer {
+            path: self.path.to_path_buf(),
+            line: self.line,
+            server: self.server.to_string(),
+            fault,
+        }
+    }
+
+    /// Interpolates one string, turning faults into errors that name this entry.
+    fn expand(&self, text: &str) -> Result<String, ConfigError> {
+        interpolate(text, |name| self.vars.get(name)).map_err(|fault| match fault {
+            Fault::Unset { var } => ConfigError::UnsetVariable {
+                var,
+                server: self.server.to_string(),
+                path: self.path.to_path_buf(),
+                line: self.line,
+            },
+            syntax => ConfigError::InvalidInterpolation {
+                server: self.server.to_string(),
+                path: self.path.to_path_buf(),
+                line: self.line,
+                text: text.to_string(),
+                reason: syntax.reason(),
+            },
+        })
+    }
+
+    /// Interpolates the values (not the keys) of `env` or `headers` pairs.
+    fn expand_pairs(&self, pairs: Vec<(&str, &str)>) -> Result<Vec<(String, String)>, ConfigError> {
+        pairs
+            .into_iter()
+            .map(|(key, value)| Ok((key.to_string(), self.expand(value)?)))
+            .collect()
+    }
+}
+
+/// The stdio env overlay: the entry's own `env` (file order), then `.env`-only variables it
+/// does not set (sorted). Each key appears once.
+fn overlay(vars: &Variables<'_>, own: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut env = own;
+    let inherited: Vec<(String, String)> = vars
+        .overlay()
+        .filter(|(key, _)| !env.iter().any(|(own_key, _)| own_key == key))
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect();
+    env.extend(inherited);
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn build_with(
+        value: Value,
+        process: &[(&str, &str)],
+        dotenv: &[(&str, &str)],
+    ) -> Result<ServerSpec, ConfigError> {
+        let process = map(process);
+        let vars = Variables::from_layers(&process, map(dotenv));
+        let ctx = Context {
+            path: Path::new("/cfg/dir/.mcp.json"),
+            line: Some(3),
+            server: "srv",
+            vars: &vars,
+        };
+        build(&value, &ctx)
+    }
+
+    #[test]
+    fn shape_faults_become_this_servers_invalid_server_error() {
+        let err = build_with(json!({"command": "x", "args": "-y"}), &[], &[]).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::InvalidServer {
+                path: PathBuf::from("/cfg/dir/.mcp.json"),
+                line: Some(3),
+                server: "srv".into(),
+                fault: ServerFault::WrongType {
+                    field: "args",
+                    expected: "an array of strings"
+                },
+            }
+        );
+    }
+
+    #[test]
+    fn builds_each_transport() {
+        let stdio = build_with(json!({"command": "npx", "args": ["-y", "pkg"]}), &[], &[]).unwrap();
+        assert_eq!(
+            stdio,
+            ServerSpec::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "pkg".into()],
+                env: vec![],
+                cwd: None
+            }
+        );
+        assert_eq!(stdio.transport_name(), "stdio");
+        let http = build_with(json!({"url": "https://h/mcp"}), &[], &[]).unwrap();
+        assert_eq!(
+            http,
+            ServerSpec::Http {
+                url: "https://h/mcp".into(),
+                headers: vec![]
+            }
+        );
+        assert_eq!(http.transport_name(), "http");
+        let sse = build_with(json!({"type": "sse", "url": "https://h/sse"}), &[], &[]).unwrap();
+        assert_eq!(sse.transport_name(), "sse");
+    }
+
+    #[test]
+    fn cwd_is_relative_to_the_config_directory() {
+        let spec = build_with(json!({"command": "x", "cwd": "sub/dir"}), &[], &[]).unwrap();
+        let ServerSpec::Stdio { cwd, .. } = spec else {
+            panic!("not stdio")
+        };
+        assert_eq!(cwd, Some(PathBuf::from("/cfg/dir/sub/dir")));
+        let spec = build_with(json!({"command": "x", "cwd": "/abs"}), &[], &[]).unwrap();
+        let ServerSpec::Stdio { cwd, .. } = spec else {
+            panic!("not stdio")
+        };
+        assert_eq!(cwd, Some(PathBuf::from("/abs")));
+    }
+
+    #[test]
+    fn env_overlay_is_dotenv_only_vars_replaced_by_own_env() {
+        let spec = build_with(
+            json!({"command": "x", "env": {"B": "own-${A}", "Z": "z"}}),
+            &[("IN_PROCESS", "p")],
+            &[("A", "a"), ("B", "dot"), ("C", "c"), ("IN_PROCESS", "dot")],
+        )
+        .unwrap();
+        let ServerSpec::Stdio { env, .. } = spec else {
+            panic!("not stdio")
+        };
+        assert_eq!(
+            env,
+            vec![
+                ("B".to_string(), "own-a".to_string()),
+                ("Z".to_string(), "z".to_string()),
+                ("A".to_string(), "a".to_string()),
+                ("C".to_string(), "c".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn interpolates_command_args_env_url_and_headers() {
+        let vars = [("BIN", "/opt/bin"), ("TOKEN", "t0k")];
+        let spec = build_with(
+            json!({"command": "${BIN}/srv", "args": ["--token=${TOKEN}", "${MISSING:-d}"], "cwd": "${BIN}"}),
+            &vars,
+            &[],
+        )
+        .unwrap();
+        let ServerSpec::Stdio {
+            command, args, cwd, ..
+        } = spec
+        else {
+            panic!("not stdio")
+        };
+        assert_eq!(command, "/opt/bin/srv");
+        assert_eq!(args, vec!["--token=t0k".to_string(), "d".to_string()]);
+        assert_eq!(
+            cwd,
+            Some(PathBuf::from("/cfg/dir/${BIN}")),
+            "cwd is not interpolated"
+        );
+
+        let spec = build_with(
+            json!({"url": "https://${MISSING:-h}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}),
+            &vars,
+            &[],
+        );
+        assert_eq!(
+            spec.unwrap(),
+            ServerSpec::Http {
+                url: "https://h/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer t0k".into())]
+            }
+        );
+    }
+
+    #[test]
+    fn interpolation_errors_name_the_server_and_file() {
+        let err = build_with(
+            json!({"url": "https://h", "headers": {"X": "${NOPE}"}}),
+            &[],
+            &[],
+        );
+        assert_eq!(
+            err.unwrap_err(),
+            ConfigError::UnsetVariable {
+                var: "NOPE".into(),
+                server: "srv".into(),
+                path: PathBuf::from("/cfg/dir/.mcp.json"),
+                line: Some(3),
+            }
+        );
+        let err = build_with(json!({"command": "a ${OPEN"}), &[], &[]).unwrap_err();
+        assert_eq!(err.kind(), "invalid_interpolation");
+        assert!(err.to_string().contains("unterminated"), "{err}");
+        assert!(err.to_string().contains("server \"srv\""), "{err}");
+    }
+}

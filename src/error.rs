@@ -1,0 +1,28 @@
+//! The one shape every user-facing error takes before `output` renders it as
+//! `{type, message, help}`.
+
+/// An error a user can act on: a stable type name, a message (its `Display`), and what to do.
+pub trait Actionable: std::fmt::Display {
+    /// A stable snake_case name for the JSON envelope's `type`.
+    fn kind(&self) -> &'static str;
+    /// The next step: a flag, an environment variable, a command, a file to fix.
+    fn help(&self) -> String;
+}
+
+impl Actionable for crate::config::ConfigError {
+    fn kind(&self) -> &'static str {
+        crate::config::ConfigError::kind(self)
+    }
+    fn help(&self) -> String {
+        crate::config::ConfigError::help(self)
+    }
+}
+
+impl Actionable for crate::mcp::McpError {
+    fn kind(&self) -> &'static str {
+        crate::mcp::McpError::kind(self)
+    }
+    fn help(&self) -> String {
+        crate::mcp::McpError::help(self)
+    }
+}

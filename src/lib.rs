@@ -1,0 +1,21 @@
+//! mcp-launch: inspect, trim, launch and serve stacks of MCP servers.
+//!
+//! Layout (arrows point down only):
+//! - [`cli`]: clap definitions, one file per command; commands orchestrate, they hold no logic.
+//! - [`catalog`]: what we know of each server: status, tools, token cost (the preflight).
+//! - [`config`]: discovery, `mcpServers` / `servers` formats, `.env` loading, `${VAR}`
+//!   interpolation, validation with file:line:column.
+//! - [`mcp`]: the MCP client: JSON-RPC messages, the hardened stdio transport, Streamable HTTP
+//!   and legacy SSE transports, the session (handshake, paging, multiplexing).
+//! - [`process`]: the one way we spawn and end child processes (own process group, stderr ring
+//!   buffer, kill-the-group on drop).
+//! - [`output`]: human tables, `--json` rendering and the one error envelope.
+#![warn(missing_docs)]
+
+pub mod catalog;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod mcp;
+pub mod output;
+pub mod process;

@@ -1,0 +1,132 @@
+//! The `mcp-launch` binary: parse the command line, set up logging, run one command, render
+//! its error once, choose the exit code (0 success, 1 a server or tool failed, 2 usage or
+//! configuration error).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use mcp_launch::cli::{self, Cli, CliError, GlobalArgs, Outcome};
+use mcp_launch::output;
+use tracing_subscriber::{fmt, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    let _log_guard = match init_logging(&cli.global) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("error: cannot open log file: {e:#}\n  help: check that the directory of --log-file exists and is writable");
+            return ExitCode::from(2);
+        }
+    };
+    let json = cli.global.json;
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(cli::run(cli));
+    // Children are killed by their guards; do not wait for lingering reader tasks.
+    runtime.shutdown_background();
+    exit_code(result, json)
+}
+
+/// The one place that turns a command's result into an exit code.
+fn exit_code(result: Result<Outcome, CliError>, json: bool) -> ExitCode {
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::from(1),
+        // Output piped into `head` that stops reading is not a failure.
+        Err(CliError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(err) => {
+            let _ = output::print_error(&err, json);
+            ExitCode::from(if err.is_usage() { 2 } else { 1 })
+        }
+    }
+}
+
+/// Clap's own errors: help and version exit 0; usage errors exit 2, as JSON with `--json`.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::from(
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                2
+            } else {
+                0
+            },
+        );
+    }
+    if std::env::args().any(|a| a == "--json") {
+        let message = e.to_string();
+        let first = message
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ");
+        let envelope = serde_json::json!({"success": false, "error": {
+            "type": "usage", "message": first, "help": "run `mcp-launch --help` or `mcp-launch COMMAND --help`"}});
+        println!("{envelope:#}");
+        return ExitCode::from(2);
+    }
+    let _ = e.print();
+    ExitCode::from(2)
+}
+
+/// Stderr gets warnings (or more with -v/-vv); `--log-file` gets everything at debug level
+/// (trace with -vvv). The returned guard flushes the file on exit.
+fn init_logging(
+    global: &GlobalArgs,
+) -> anyhow::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
+    let level = match global.verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let stderr_filter = EnvFilter::try_from_env("MCP_LAUNCH_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(format!("mcp_launch={level},warn")));
+    let stderr_layer = fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_timer(fmt::time::uptime())
+        .with_filter(stderr_filter);
+    let (file_layer, guard) = match &global.log_file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            let (writer, guard) = tracing_appender::non_blocking(file);
+            let file_level = if global.verbose >= 3 {
+                "trace"
+            } else {
+                "debug"
+            };
+            let layer = fmt::layer()
+                .with_writer(writer)
+                .with_ansi(false)
+                .with_filter(EnvFilter::new(format!("mcp_launch={file_level},info")));
+            (Some(layer), Some(guard))
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(stderr_layer)
+        .with(file_layer)
+        .init();
+    Ok(guard)
+}

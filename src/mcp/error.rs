@@ -1,0 +1,152 @@
+//! Errors of the MCP client. Each variant carries the facts a user needs to act: the phase,
+//! the exit status, the stderr tail, the window that expired.
+
+use std::time::Duration;
+
+use crate::process::{Exit, SpawnError};
+
+use super::message::RpcError;
+
+/// Why talking to a server failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum McpError {
+    /// The server process could not be started.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// The server process ended (or closed its stdout) while we waited for `method`.
+    #[error("server {} during {method}{}", exit_text(.exit), tail_text(.stderr_tail))]
+    Exited {
+        /// The request that was pending (or the phase).
+        method: String,
+        /// How the process ended, if it did.
+        exit: Option<Exit>,
+        /// The last stderr lines.
+        stderr_tail: String,
+    },
+    /// No answer to `initialize` within the fast and then the slow window.
+    #[error("no answer to initialize after {}s (fast window {}s, then slow window {}s){}", (.fast.as_secs_f64() + .slow.as_secs_f64()).round(), .fast.as_secs(), .slow.as_secs(), tail_text(.stderr_tail))]
+    InitTimeout {
+        /// The first window.
+        fast: Duration,
+        /// The second window (`MCP_INIT_TIMEOUT_SEC`).
+        slow: Duration,
+        /// The last stderr lines.
+        stderr_tail: String,
+    },
+    /// A request got no answer in time.
+    #[error("{method} got no answer within {}s", .after.as_secs_f64())]
+    Timeout {
+        /// The request (e.g. `tools/call echo`).
+        method: String,
+        /// The limit that expired.
+        after: Duration,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("{method} failed: {error}")]
+    Rpc {
+        /// The request that failed.
+        method: String,
+        /// The server's error (boxed: it carries arbitrary `data`).
+        error: Box<RpcError>,
+    },
+    /// The server broke the protocol (e.g. a result of the wrong shape).
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// An HTTP server answered with an error status.
+    #[error("HTTP {status} from {url}{}", if .body.is_empty() { String::new() } else { format!(": {}", .body) })]
+    Http {
+        /// The URL we called.
+        url: String,
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+    },
+    /// An HTTP server could not be reached.
+    #[error("cannot reach {url}: {message}")]
+    Connect {
+        /// The URL we called.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The connection is closed; no more requests can be sent.
+    #[error("connection to the server is closed{}", tail_text(.stderr_tail))]
+    Closed {
+        /// The last stderr lines, if any.
+        stderr_tail: String,
+    },
+}
+
+fn exit_text(exit: &Option<Exit>) -> String {
+    match exit {
+        Some(exit) => exit.to_string(),
+        None => "closed its output".to_string(),
+    }
+}
+
+fn tail_text(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; last stderr lines:\n{tail}")
+    }
+}
+
+impl McpError {
+    /// A stable snake_case name for the `type` field of the JSON error envelope.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            McpError::Spawn(SpawnError::NotFound { .. }) => "command_not_found",
+            McpError::Spawn(_) => "spawn_failed",
+            McpError::Exited { .. } => "server_exited",
+            McpError::InitTimeout { .. } => "init_timeout",
+            McpError::Timeout { .. } => "timeout",
+            McpError::Rpc { .. } => "server_error",
+            McpError::Protocol(_) => "protocol_error",
+            McpError::Http { .. } => "http_error",
+            McpError::Connect { .. } => "connection_failed",
+            McpError::Closed { .. } => "connection_closed",
+        }
+    }
+
+    /// What the user can do about it.
+    pub fn help(&self) -> String {
+        match self {
+            McpError::Spawn(SpawnError::NotFound { program }) => format!(
+                "install `{program}` or put it on PATH, or use an absolute path in the server's \"command\"; `mcp-launch doctor` checks node/npx, uv/uvx and python3"
+            ),
+            McpError::Spawn(SpawnError::PermissionDenied { program }) => {
+                format!("make `{program}` executable (chmod +x) or fix the path in \"command\"")
+            }
+            McpError::Spawn(SpawnError::MissingCwd { .. }) => {
+                "fix the server's \"cwd\" in the config file, or create the directory".into()
+            }
+            McpError::Spawn(SpawnError::Other { .. }) => {
+                "check the server's \"command\" and \"args\" in the config file".into()
+            }
+            McpError::Exited { .. } => {
+                "the server crashed: read its stderr above; run its command by hand to see the full output, and check its args and env in the config".into()
+            }
+            McpError::InitTimeout { .. } => {
+                "a first `npx`/`uvx` run may need longer: retry with MCP_INIT_TIMEOUT_SEC=60; if it never answers, the command may not be an MCP stdio server (run it with -vv to see what it prints)".into()
+            }
+            McpError::Timeout { .. } => {
+                "raise the limit with --timeout SECONDS, or check that the server is not stuck (-vv shows the traffic)".into()
+            }
+            McpError::Rpc { .. } => {
+                "the server refused the request; check the arguments against `mcp-launch inspect SERVER TOOL`".into()
+            }
+            McpError::Protocol(_) => {
+                "the server does not follow the MCP protocol; run with -vv to see the traffic".into()
+            }
+            McpError::Http { status: 401 | 403, .. } => {
+                "check the server's \"headers\" (e.g. an Authorization token) in the config".into()
+            }
+            McpError::Http { .. } | McpError::Connect { .. } => {
+                "check the server's \"url\" and that the server is running".into()
+            }
+            McpError::Closed { .. } => "the server went away; run the command again".into(),
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The Streamable HTTP transport: every message is a POST; an answer comes back as JSON or as
+//! an SSE stream on that POST. The server's `Mcp-Session-Id` is echoed on every later request,
+//! and the negotiated version travels in `MCP-Protocol-Version`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::error::McpError;
+use super::peer::Peer;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// Bytes of an error body quoted in messages.
+const ERROR_BODY_BYTES: usize = 500;
+
+/// Limit for connecting to a remote server; an unreachable host must not hang preflight.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Default)]
+struct SessionState {
+    session_id: Option<String>,
+    protocol_version: Option<String>,
+}
+
+/// Owns the writer task; aborts it on drop.
+pub(crate) struct Handle {
+    writer: JoinHandle<()>,
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    state: Arc<Mutex<SessionState>>,
+}
+
+impl Handle {
+    /// Stops sending and deletes the session on the server (best effort, bounded).
+    pub(crate) async fn shutdown(self) {
+        self.writer.abort();
+        let session_id = lock(&self.state).session_id.clone();
+        if let Some(id) = session_id {
+            let _ = self
+                .client
+                .delete(&self.url)
+                .headers(self.headers.clone())
+                .header(SESSION_HEADER, id)
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await;
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.writer.abort();
+    }
+}
+
+/// Builds a header map from configured pairs, naming a bad one.
+pub(crate) fn header_map(url: &str, headers: &[(String, String)]) -> Result<HeaderMap, McpError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let invalid = |what: &str| McpError::Connect {
+            url: url.to_string(),
+            message: format!("invalid header {what} in the config: {name:?}"),
+        };
+        let name_h = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid("name"))?;
+        let value_h = HeaderValue::from_str(value).map_err(|_| invalid("value for"))?;
+        map.insert(name_h, value_h);
+    }
+    Ok(map)
+}
+
+/// A pooled client with our connect timeout.
+pub(crate) fn client(url: &str) -> Result<reqwest::Client, McpError> {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .map_err(|e| McpError::Connect {
+            url: url.to_string(),
+            message: e.to_string(),
+        })
+}
+
+/// Starts the writer task that POSTs each outgoing message.
+pub(crate) fn start(
+    url: &str,
+    headers: &[(String, String)],
+    peer: Arc<Peer>,
+    mut outbox: mpsc::UnboundedReceiver<Value>,
+) -> Result<Handle, McpError> {
+    let headers = header_map(url, headers)?;
+    let client = client(url)?;
+    let state = Arc::new(Mutex::new(SessionState::default()));
+    let writer = {
+        let (client, url, headers, state) = (
+            client.clone(),
+            url.to_string(),
+            headers.clone(),
+            Arc::clone(&state),
+        );
+        tokio::spawn(async move {
+            while let Some(msg) = outbox.recv().await {
+                let post = Post {
+                    client: client.clone(),
+                    url: url.clone(),
+                    headers: headers.clone(),
+                    state: Arc::clone(&state),
+                    peer: Arc::clone(&peer),
+                };
+                // Requests are independent: each POST (and its answer stream) runs on its own.
+                tokio::spawn(post.send(msg));
+            }
+        })
+    };
+    Ok(Handle {
+        writer,
+        client,
+        url: url.to_string(),
+        headers,
+        state,
+    })
+}
+
+struct Post {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    state: Arc<Mutex<SessionState>>,
+    peer: Arc<Peer>,
+}
+
+impl Post {
+    async fn send(self, msg: Value) {
+        let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
+        let is_initialize = msg.get("method").and_then(Value::as_str) == Some("initialize");
+        let mut req = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .json(&msg);
+        {
+            let state = lock(&self.state);
+            if let Some(id) = &state.session_id {
+                req = req.header(SESSION_HEADER, id.as_str());
+            }
+            if let Some(version) = &state.protocol_version {
+                req = req.header(VERSION_HEADER, version.as_str());
+            }
+        }
+        let resp = match req.send().await {
+            Ok(resp) => resp,
+            Err(e) => {
+                let error = McpError::Connect {
+                    url: self.url.clone(),
+                    message: error_chain(&e),
+                };
+                return self.fail(request_id, error);
+            }
+        };
+        let status = resp.status();
+        if !status.is_success() {
+            let body = resp.text().await.unwrap_or_default();
+            let error = McpError::Http {
+                url: self.url.clone(),
+                status: status.as_u16(),
+                body: body
+                    .chars()
+                    .take(ERROR_BODY_BYTES)
+                    .collect::<String>()
+                    .trim()
+                    .to_string(),
+            };
+            return self.fail(request_id, error);
+        }
+        if let Some(id) = resp
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            lock(&self.state).session_id = Some(id.to_string());
+        }
+        let is_sse = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        if is_sse {
+            let mut events = resp.bytes_stream().eventsource();
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(event) if !event.data.trim().is_empty() => {
+                        self.deliver(&event.data, is_initialize)
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::debug!(error = %e, "SSE response stream broke");
+                        break;
+                    }
+                }
+            }
+        } else {
+            match resp.bytes().await {
+                Ok(body) if !body.is_empty() => {
+                    self.deliver(&String::from_utf8_lossy(&body), is_initialize)
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let error = McpError::Connect {
+                        url: self.url.clone(),
+                        message: error_chain(&e),
+                    };
+                    return self.fail(request_id, error);
+                }
+            }
+        }
+        // A stream that ended without our answer would otherwise leave the caller waiting for
+        // its timeout.
+        self.fail(
+            request_id,
+            McpError::Protocol("the server's HTTP response ended without an answer".into()),
+        );
+    }
+
+    fn deliver(&self, text: &str, is_initialize: bool) {
+        let Ok(value) = serde_json::from_str::<Value>(text) else {
+            tracing::debug!(text = %text.chars().take(200).collect::<String>(), "skipped non-JSON HTTP payload");
+            return;
+        };
+        let messages = match value {
+            Value::Array(batch) => batch,
+            one => vec![one],
+        };
+        for message in messages {
+            if is_initialize {
+                if let Some(version) = message
+                    .pointer("/result/protocolVersion")
+                    .and_then(Value::as_str)
+                {
+                    lock(&self.state).protocol_version = Some(version.to_string());
+                }
+            }
+            self.peer.handle(message);
+        }
+    }
+
+    fn fail(&self, request_id: Option<u64>, error: McpError) {
+        match request_id {
+            Some(id) => self.peer.fail(id, error),
+            None => tracing::debug!(%error, "HTTP notification or answer failed"),
+        }
+    }
+}
+
+fn lock(state: &Mutex<SessionState>) -> std::sync::MutexGuard<'_, SessionState> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The error and its causes, e.g. "error sending request: connection refused".
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,23 @@
+//! The MCP client: JSON-RPC messages, the hardened stdio transport, Streamable HTTP and legacy
+//! SSE transports, and the [`Session`] (handshake, paging, request multiplexing, server→client
+//! requests).
+//!
+//! Knows nothing of configs, catalogs or terminals. Invariants: one reader task per
+//! connection; responses matched by exact id; a closed connection fails every pending request
+//! at once; non-JSON output never reaches the session.
+
+mod error;
+pub mod framing;
+mod http;
+pub mod message;
+mod peer;
+mod session;
+mod sse;
+mod stdio;
+
+pub use error::McpError;
+pub use message::RpcError;
+pub use session::{
+    ConnectOptions, Endpoint, ServerInfo, Session, ToolList, INIT_FAST_WINDOW, INIT_SLOW_WINDOW,
+    INIT_TIMEOUT_ENV, MAX_TOOL_PAGES,
+};

@@ -1,0 +1,253 @@
+//! The state a connection's reader and its callers share: the pending requests (id → oneshot),
+//! answers to server→client requests, and the close reason.
+//!
+//! Transports feed every message they receive into [`Peer::handle`] from one reader task and
+//! call [`Peer::close`] once when the connection ends; every pending request then fails at
+//! once with the reason instead of waiting for its timeout.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use super::error::McpError;
+use super::message::{self, Incoming, METHOD_NOT_FOUND};
+
+type Reply = oneshot::Sender<Result<Value, McpError>>;
+
+struct PendingRequest {
+    method: String,
+    reply: Reply,
+}
+
+/// Why a connection ended; turned into an error for each request still pending.
+#[derive(Debug, Clone)]
+pub(crate) enum CloseReason {
+    /// The process ended or closed stdout.
+    Exited {
+        exit: Option<crate::process::Exit>,
+        stderr_tail: String,
+    },
+    /// A network connection broke.
+    Disconnected { url: String, message: String },
+}
+
+impl CloseReason {
+    fn error_for(&self, method: &str) -> McpError {
+        match self {
+            CloseReason::Exited { exit, stderr_tail } => McpError::Exited {
+                method: method.to_string(),
+                exit: *exit,
+                stderr_tail: stderr_tail.clone(),
+            },
+            CloseReason::Disconnected { url, message } => McpError::Connect {
+                url: url.clone(),
+                message: message.clone(),
+            },
+        }
+    }
+}
+
+/// Shared between the session (callers) and the transport's reader.
+pub(crate) struct Peer {
+    next_id: AtomicU64,
+    pending: Mutex<Pending>,
+    /// Messages to the server; the transport's writer owns the receiving end.
+    outbox: mpsc::UnboundedSender<Value>,
+    /// Notifications received (method names), for `-vv` and tests.
+    notifications: AtomicU64,
+}
+
+#[derive(Default)]
+struct Pending {
+    requests: HashMap<u64, PendingRequest>,
+    closed: Option<CloseReason>,
+}
+
+impl Peer {
+    /// A peer writing to `outbox`.
+    pub(crate) fn new(outbox: mpsc::UnboundedSender<Value>) -> Self {
+        Self {
+            next_id: AtomicU64::new(1),
+            pending: Mutex::new(Pending::default()),
+            outbox,
+            notifications: AtomicU64::new(0),
+        }
+    }
+
+    /// Registers a request and sends it; the receiver yields its answer (or the close reason).
+    pub(crate) fn send_request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(u64, oneshot::Receiver<Result<Value, McpError>>), McpError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = self.lock();
+            if let Some(reason) = &pending.closed {
+                return Err(reason.error_for(method));
+            }
+            pending.requests.insert(
+                id,
+                PendingRequest {
+                    method: method.to_string(),
+                    reply: tx,
+                },
+            );
+        }
+        tracing::debug!(id, method, "→ request");
+        tracing::trace!(params = %params.as_ref().map(|p| p.to_string()).unwrap_or_default(), "→ params");
+        if self
+            .outbox
+            .send(message::request(id, method, params))
+            .is_err()
+        {
+            self.forget(id);
+            return Err(McpError::Closed {
+                stderr_tail: String::new(),
+            });
+        }
+        Ok((id, rx))
+    }
+
+    /// Sends a notification (no answer expected).
+    pub(crate) fn notify(&self, method: &str, params: Option<Value>) {
+        tracing::debug!(method, "→ notification");
+        let _ = self.outbox.send(message::notification(method, params));
+    }
+
+    /// Drops a pending request (after a timeout), so a late answer is ignored.
+    pub(crate) fn forget(&self, id: u64) {
+        self.lock().requests.remove(&id);
+    }
+
+    /// Fails one pending request with `error` (an HTTP transport's POST failed).
+    pub(crate) fn fail(&self, id: u64, error: McpError) {
+        if let Some(req) = self.lock().requests.remove(&id) {
+            let _ = req.reply.send(Err(error));
+        }
+    }
+
+    /// Handles one message from the server: resolves a pending request, answers a server
+    /// request, records a notification, or logs and skips anything else.
+    pub(crate) fn handle(&self, value: Value) {
+        match Incoming::classify(value) {
+            Some(Incoming::Response { id, outcome }) => {
+                let request = id.as_u64().and_then(|id| self.lock().requests.remove(&id));
+                match request {
+                    Some(req) => {
+                        tracing::debug!(%id, method = %req.method, ok = outcome.is_ok(), "← response");
+                        let result = outcome.map_err(|error| McpError::Rpc {
+                            method: req.method,
+                            error: Box::new(error),
+                        });
+                        let _ = req.reply.send(result);
+                    }
+                    None => tracing::debug!(%id, "← response to no pending request, ignored"),
+                }
+            }
+            Some(Incoming::Request { id, method, .. }) => {
+                tracing::debug!(%id, %method, "← server request");
+                let answer = match method.as_str() {
+                    "ping" => message::response(id, json!({})),
+                    // We declare no roots capability; a server that asks anyway gets none.
+                    "roots/list" => message::response(id, json!({"roots": []})),
+                    _ => message::error_response(
+                        id,
+                        METHOD_NOT_FOUND,
+                        "method not supported by mcp-launch",
+                    ),
+                };
+                let _ = self.outbox.send(answer);
+            }
+            Some(Incoming::Notification { method }) => {
+                tracing::debug!(%method, "← notification");
+                self.notifications.fetch_add(1, Ordering::Relaxed);
+            }
+            None => tracing::debug!("skipped a JSON message that is not JSON-RPC"),
+        }
+    }
+
+    /// Marks the connection closed and fails every pending request with `reason`. Idempotent:
+    /// only the first reason counts.
+    pub(crate) fn close(&self, reason: CloseReason) {
+        let drained: Vec<PendingRequest> = {
+            let mut pending = self.lock();
+            if pending.closed.is_some() {
+                return;
+            }
+            pending.closed = Some(reason.clone());
+            pending.requests.drain().map(|(_, req)| req).collect()
+        };
+        tracing::debug!(?reason, failed = drained.len(), "connection closed");
+        for req in drained {
+            let _ = req.reply.send(Err(reason.error_for(&req.method)));
+        }
+    }
+
+    /// Why the connection closed, if it did.
+    pub(crate) fn close_reason(&self) -> Option<CloseReason> {
+        self.lock().closed.clone()
+    }
+
+    /// Notifications received so far.
+    pub(crate) fn notification_count(&self) -> u64 {
+        self.notifications.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        // A poisoned lock means a panic elsewhere already; the map itself is still coherent.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn answers_server_requests_and_matches_ids() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let peer = Peer::new(tx);
+        let (id, reply) = peer.send_request("tools/list", None).unwrap();
+        let sent = rx.recv().await.unwrap();
+        assert_eq!(sent["id"], json!(id));
+
+        peer.handle(json!({"jsonrpc": "2.0", "id": "s1", "method": "ping"}));
+        assert_eq!(
+            rx.recv().await.unwrap(),
+            json!({"jsonrpc": "2.0", "id": "s1", "result": {}})
+        );
+        peer.handle(json!({"jsonrpc": "2.0", "id": 9, "method": "roots/list"}));
+        assert_eq!(rx.recv().await.unwrap()["result"], json!({"roots": []}));
+        peer.handle(json!({"jsonrpc": "2.0", "id": 10, "method": "sampling/createMessage"}));
+        assert_eq!(rx.recv().await.unwrap()["error"]["code"], json!(-32601));
+
+        // A response with a string id equal to ours is not ours.
+        peer.handle(json!({"jsonrpc": "2.0", "id": id.to_string(), "result": {"wrong": true}}));
+        peer.handle(json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}}));
+        assert_eq!(reply.await.unwrap().unwrap(), json!({"tools": []}));
+    }
+
+    #[tokio::test]
+    async fn close_fails_pending_at_once_and_later_requests_too() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let peer = Peer::new(tx);
+        let (_, a) = peer.send_request("tools/call", None).unwrap();
+        peer.close(CloseReason::Exited {
+            exit: Some(crate::process::Exit::Code(7)),
+            stderr_tail: "boom".into(),
+        });
+        let err = a.await.unwrap().unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("exited with code 7 during tools/call"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("boom"));
+        assert!(peer.send_request("ping", None).is_err());
+    }
+}

@@ -1,0 +1,415 @@
+//! A session with one MCP server: the hardened handshake, tool paging, multiplexed requests.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::process::{ProcessGuard, SpawnSpec};
+
+use super::error::McpError;
+use super::message::{KNOWN_PROTOCOL_VERSIONS, METHOD_NOT_FOUND, PROTOCOL_VERSION};
+use super::peer::{CloseReason, Peer};
+use super::{http, sse, stdio};
+
+/// The first window for the `initialize` answer. Most servers answer in well under a second;
+/// after this we log that we are waiting longer (a cold `npx`/`uvx` install).
+pub const INIT_FAST_WINDOW: Duration = Duration::from_secs(6);
+
+/// The default slow window that follows the fast one, overridable by `MCP_INIT_TIMEOUT_SEC`.
+pub const INIT_SLOW_WINDOW: Duration = Duration::from_secs(20);
+
+/// Environment variable that sets the slow window, in seconds.
+pub const INIT_TIMEOUT_ENV: &str = "MCP_INIT_TIMEOUT_SEC";
+
+/// `tools/list` pages we follow at most; a server that pages forever is cut off here.
+pub const MAX_TOOL_PAGES: usize = 1000;
+
+/// Where a server lives and how to reach it.
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    /// A local process speaking newline-delimited JSON-RPC on stdio.
+    Stdio(SpawnSpec),
+    /// A remote server speaking Streamable HTTP.
+    StreamableHttp {
+        /// The MCP endpoint URL.
+        url: String,
+        /// Extra headers (e.g. `Authorization`).
+        headers: Vec<(String, String)>,
+    },
+    /// A remote server speaking the legacy HTTP+SSE transport.
+    Sse {
+        /// The SSE endpoint URL.
+        url: String,
+        /// Extra headers.
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// Timeouts for connecting and listing.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectOptions {
+    /// First window for the `initialize` answer.
+    pub fast_window: Duration,
+    /// Second window, used only when the first expires.
+    pub slow_window: Duration,
+    /// Limit for each `tools/list` page.
+    pub list_timeout: Duration,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        Self {
+            fast_window: INIT_FAST_WINDOW,
+            slow_window: INIT_SLOW_WINDOW,
+            list_timeout: INIT_SLOW_WINDOW,
+        }
+    }
+}
+
+impl ConnectOptions {
+    /// Defaults, with the slow window read from `MCP_INIT_TIMEOUT_SEC` when it is a positive
+    /// number of seconds.
+    pub fn from_env() -> Self {
+        let mut opts = Self::default();
+        if let Some(secs) = std::env::var(INIT_TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+        {
+            opts.slow_window = Duration::from_secs_f64(secs);
+            opts.list_timeout = opts.slow_window;
+        }
+        opts
+    }
+}
+
+/// What the server said about itself in the handshake.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    /// The protocol version the server chose.
+    pub protocol_version: String,
+    /// `serverInfo` as sent (name, version, title, …).
+    pub server_info: Value,
+    /// `capabilities` as sent.
+    pub capabilities: Value,
+    /// `instructions`, if any.
+    pub instructions: Option<String>,
+    /// Time from start (spawn or first request) to the `initialize` answer.
+    pub init_time: Duration,
+    /// True when the answer came only in the slow window.
+    pub used_slow_window: bool,
+}
+
+/// The tools of a server, with what went wrong while listing them.
+#[derive(Debug, Clone, Default)]
+pub struct ToolList {
+    /// Tool definitions as the server sent them (unknown fields kept).
+    pub tools: Vec<Value>,
+    /// Non-fatal problems: skipped malformed tools, a repeated cursor, the page cap.
+    pub warnings: Vec<String>,
+}
+
+enum Connection {
+    Stdio(ProcessGuard),
+    Http(http::Handle),
+    Sse(sse::Handle),
+}
+
+/// A live session with one server. Requests may be issued concurrently from many tasks.
+pub struct Session {
+    peer: Arc<Peer>,
+    connection: Connection,
+    info: ServerInfo,
+}
+
+impl Session {
+    /// Starts or connects to the server and performs the handshake: one `initialize` with our
+    /// protocol version, the fast then the slow window, then `notifications/initialized`.
+    pub async fn connect(endpoint: &Endpoint, opts: &ConnectOptions) -> Result<Self, McpError> {
+        let started = Instant::now();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let peer = Arc::new(Peer::new(tx));
+        let connection = match endpoint {
+            Endpoint::Stdio(spec) => {
+                tracing::debug!(command = %spec.program, args = ?spec.args, "spawning server");
+                Connection::Stdio(stdio::start(spec, Arc::clone(&peer), rx)?)
+            }
+            Endpoint::StreamableHttp { url, headers } => {
+                Connection::Http(http::start(url, headers, Arc::clone(&peer), rx)?)
+            }
+            Endpoint::Sse { url, headers } => {
+                Connection::Sse(sse::start(url, headers, Arc::clone(&peer), rx, opts).await?)
+            }
+        };
+        let mut session = Session {
+            peer,
+            connection,
+            info: ServerInfo {
+                protocol_version: String::new(),
+                server_info: Value::Null,
+                capabilities: Value::Null,
+                instructions: None,
+                init_time: Duration::ZERO,
+                used_slow_window: false,
+            },
+        };
+        session.initialize(opts, started).await?;
+        Ok(session)
+    }
+
+    async fn initialize(
+        &mut self,
+        opts: &ConnectOptions,
+        started: Instant,
+    ) -> Result<(), McpError> {
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let (_, mut reply) = self.peer.send_request("initialize", Some(params))?;
+        // The same receiver spans both windows: an answer that arrives after the fast window
+        // is still taken (the tool we port lost it to a race).
+        let mut used_slow_window = false;
+        let outcome = match tokio::time::timeout(opts.fast_window, &mut reply).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                tracing::info!(
+                    fast_s = opts.fast_window.as_secs_f64(),
+                    slow_s = opts.slow_window.as_secs_f64(),
+                    "no initialize answer in the fast window; waiting the slow window"
+                );
+                used_slow_window = true;
+                match tokio::time::timeout(opts.slow_window, &mut reply).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => {
+                        return Err(McpError::InitTimeout {
+                            fast: opts.fast_window,
+                            slow: opts.slow_window,
+                            stderr_tail: self.stderr_tail(),
+                        })
+                    }
+                }
+            }
+        };
+        let result = outcome.map_err(|_| self.closed_error("initialize"))??;
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| McpError::Protocol("initialize answer has no protocolVersion".into()))?;
+        if !KNOWN_PROTOCOL_VERSIONS.contains(&version) {
+            tracing::warn!(
+                version,
+                "server chose a protocol version we do not know; continuing"
+            );
+        }
+        self.info = ServerInfo {
+            protocol_version: version.to_string(),
+            server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
+            capabilities: result.get("capabilities").cloned().unwrap_or(Value::Null),
+            instructions: result
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            init_time: started.elapsed(),
+            used_slow_window,
+        };
+        tracing::debug!(
+            version,
+            ms = self.info.init_time.as_millis() as u64,
+            "initialized"
+        );
+        self.peer.notify("notifications/initialized", None);
+        Ok(())
+    }
+
+    /// What the server said in the handshake.
+    pub fn info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// Sends a request and waits up to `timeout` for its answer. On timeout the request is
+    /// cancelled (`notifications/cancelled`) and a late answer is ignored.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Value, McpError> {
+        let (id, reply) = self.peer.send_request(method, params)?;
+        match tokio::time::timeout(timeout, reply).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(self.closed_error(method)),
+            Err(_) => {
+                self.peer.forget(id);
+                self.peer.notify(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": "timeout"})),
+                );
+                Err(McpError::Timeout {
+                    method: method.to_string(),
+                    after: timeout,
+                })
+            }
+        }
+    }
+
+    /// Lists every tool: the first page with the params shapes servers accept in turn, then
+    /// `nextCursor` until it ends, repeats, or hits [`MAX_TOOL_PAGES`].
+    pub async fn list_tools(&self, timeout: Duration) -> Result<ToolList, McpError> {
+        let mut list = ToolList::default();
+        let mut page = self.first_tools_page(timeout, &mut list).await?;
+        let mut seen_cursors = HashSet::new();
+        let mut pages = 1;
+        loop {
+            collect_tools(&page, &mut list);
+            let Some(cursor) = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+            else {
+                break;
+            };
+            if !seen_cursors.insert(cursor.clone()) {
+                list.warnings.push(format!(
+                    "the server repeated cursor {cursor:?}; stopped paging after {pages} pages"
+                ));
+                break;
+            }
+            if pages >= MAX_TOOL_PAGES {
+                list.warnings.push(format!(
+                    "stopped paging after {MAX_TOOL_PAGES} pages; the server keeps sending cursors"
+                ));
+                break;
+            }
+            page = self
+                .request("tools/list", Some(json!({"cursor": cursor})), timeout)
+                .await?;
+            pages += 1;
+        }
+        Ok(list)
+    }
+
+    async fn first_tools_page(
+        &self,
+        timeout: Duration,
+        list: &mut ToolList,
+    ) -> Result<Value, McpError> {
+        // Servers disagree on the shape of an empty first request; some reject `{}`, some
+        // reject a missing params key. Move on only when the server rejects the shape.
+        let shapes = [
+            Some(json!({})),
+            Some(json!({"cursor": ""})),
+            Some(json!({"cursor": null})),
+            None,
+        ];
+        let mut last_rejection = None;
+        for shape in shapes {
+            match self.request("tools/list", shape.clone(), timeout).await {
+                Ok(page) => return Ok(page),
+                Err(McpError::Rpc { error, .. }) if error.code == METHOD_NOT_FOUND => {
+                    list.warnings
+                        .push("the server does not implement tools/list".to_string());
+                    return Ok(json!({"tools": []}));
+                }
+                Err(rejection @ McpError::Rpc { .. }) => {
+                    tracing::debug!(?shape, error = %rejection, "tools/list params shape rejected");
+                    last_rejection = Some(rejection);
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Err(last_rejection.unwrap_or_else(|| McpError::Protocol("tools/list failed".into())))
+    }
+
+    /// Calls a tool and returns the `CallToolResult` exactly as the server sent it (a result
+    /// with `isError: true` is still `Ok`: it is the tool's answer, not a protocol failure).
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Result<Value, McpError> {
+        self.request(
+            "tools/call",
+            Some(json!({"name": name, "arguments": arguments})),
+            timeout,
+        )
+        .await
+    }
+
+    /// The last lines the server wrote to stderr (stdio servers only).
+    pub fn stderr_tail(&self) -> String {
+        match &self.connection {
+            Connection::Stdio(guard) => guard.stderr_tail(stdio::STDERR_TAIL_LINES),
+            _ => String::new(),
+        }
+    }
+
+    /// The process group id of a stdio server.
+    pub fn pgid(&self) -> Option<i32> {
+        match &self.connection {
+            Connection::Stdio(guard) => guard.pgid(),
+            _ => None,
+        }
+    }
+
+    /// Notifications the server sent so far.
+    pub fn notification_count(&self) -> u64 {
+        self.peer.notification_count()
+    }
+
+    /// Ends the session: a stdio server's whole process group is stopped (TERM, then KILL); an
+    /// HTTP session is deleted on the server.
+    pub async fn close(self) {
+        match self.connection {
+            Connection::Stdio(guard) => guard.shutdown().await,
+            Connection::Http(handle) => handle.shutdown().await,
+            Connection::Sse(handle) => handle.shutdown(),
+        }
+    }
+
+    fn closed_error(&self, method: &str) -> McpError {
+        match self.peer.close_reason() {
+            Some(CloseReason::Exited { exit, stderr_tail }) => McpError::Exited {
+                method: method.to_string(),
+                exit,
+                stderr_tail,
+            },
+            Some(CloseReason::Disconnected { url, message }) => McpError::Connect { url, message },
+            None => McpError::Closed {
+                stderr_tail: self.stderr_tail(),
+            },
+        }
+    }
+}
+
+/// Appends the well-formed tools of one page; a malformed tool is skipped with a warning
+/// instead of losing the whole page.
+fn collect_tools(page: &Value, list: &mut ToolList) {
+    let Some(tools) = page.get("tools").and_then(Value::as_array) else {
+        list.warnings
+            .push("a tools/list page had no \"tools\" array".to_string());
+        return;
+    };
+    for tool in tools {
+        match tool.get("name").and_then(Value::as_str) {
+            Some(name) if !name.is_empty() => list.tools.push(tool.clone()),
+            _ => list.warnings.push(format!(
+                "skipped a tool without a name: {}",
+                truncate(&tool.to_string(), 120)
+            )),
+        }
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}

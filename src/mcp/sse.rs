@@ -1,0 +1,151 @@
+//! The legacy HTTP+SSE transport (protocol 2024-11-05): a long-lived GET stream carries the
+//! server's messages; its first `endpoint` event names the URL we POST ours to.
+
+use std::sync::Arc;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use reqwest::header::ACCEPT;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::error::McpError;
+use super::http::{client, error_chain, header_map};
+use super::peer::{CloseReason, Peer};
+use super::session::ConnectOptions;
+
+/// Owns the reader and writer tasks; aborts both on drop.
+pub(crate) struct Handle {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Handle {
+    /// Stops both tasks, which closes the stream.
+    pub(crate) fn shutdown(self) {}
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// Opens the event stream, waits for the `endpoint` event, then starts the reader and writer.
+pub(crate) async fn start(
+    url: &str,
+    headers: &[(String, String)],
+    peer: Arc<Peer>,
+    mut outbox: mpsc::UnboundedReceiver<Value>,
+    opts: &ConnectOptions,
+) -> Result<Handle, McpError> {
+    let headers = header_map(url, headers)?;
+    let client = client(url)?;
+    let connect_error = |message: String| McpError::Connect {
+        url: url.to_string(),
+        message,
+    };
+    let resp = client
+        .get(url)
+        .headers(headers.clone())
+        .header(ACCEPT, "text/event-stream")
+        .send()
+        .await
+        .map_err(|e| connect_error(error_chain(&e)))?;
+    if !resp.status().is_success() {
+        let status = resp.status().as_u16();
+        let body = resp.text().await.unwrap_or_default();
+        return Err(McpError::Http {
+            url: url.to_string(),
+            status,
+            body: body.chars().take(500).collect(),
+        });
+    }
+    let mut events = resp.bytes_stream().eventsource();
+    let wait = opts.fast_window + opts.slow_window;
+    let endpoint = tokio::time::timeout(wait, async {
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) if event.event == "endpoint" => return Ok(event.data),
+                Ok(_) => continue,
+                Err(e) => return Err(connect_error(format!("SSE stream broke: {e}"))),
+            }
+        }
+        Err(connect_error(
+            "SSE stream ended before the endpoint event".into(),
+        ))
+    })
+    .await
+    .map_err(|_| connect_error(format!("no endpoint event within {}s", wait.as_secs())))??;
+    let base = reqwest::Url::parse(url).map_err(|e| connect_error(e.to_string()))?;
+    let post_url = base
+        .join(endpoint.trim())
+        .map_err(|e| connect_error(format!("bad endpoint {endpoint:?}: {e}")))?;
+    tracing::debug!(%post_url, "legacy SSE endpoint");
+
+    let reader = {
+        let peer = Arc::clone(&peer);
+        let url = url.to_string();
+        tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(event) if event.event == "message" || event.event.is_empty() => {
+                        match serde_json::from_str::<Value>(&event.data) {
+                            Ok(value) => peer.handle(value),
+                            Err(_) => {
+                                tracing::debug!(data = %event.data, "skipped non-JSON SSE event")
+                            }
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::debug!(error = %e, "SSE stream broke");
+                        break;
+                    }
+                }
+            }
+            peer.close(CloseReason::Disconnected {
+                url,
+                message: "the SSE stream ended".into(),
+            });
+        })
+    };
+    let writer = tokio::spawn(async move {
+        while let Some(msg) = outbox.recv().await {
+            let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
+            let sent = client
+                .post(post_url.clone())
+                .headers(headers.clone())
+                .json(&msg)
+                .send()
+                .await;
+            let error = match sent {
+                Ok(resp) if resp.status().is_success() => continue,
+                Ok(resp) => McpError::Http {
+                    url: post_url.to_string(),
+                    status: resp.status().as_u16(),
+                    body: resp
+                        .text()
+                        .await
+                        .unwrap_or_default()
+                        .chars()
+                        .take(500)
+                        .collect(),
+                },
+                Err(e) => McpError::Connect {
+                    url: post_url.to_string(),
+                    message: error_chain(&e),
+                },
+            };
+            match request_id {
+                Some(id) => peer.fail(id, error),
+                None => tracing::debug!(%error, "SSE POST failed"),
+            }
+        }
+    });
+    Ok(Handle {
+        tasks: vec![reader, writer],
+    })
+}

@@ -1,0 +1,205 @@
+//! Human tables, `--json` rendering and the one error envelope `{type, message, help}`.
+//!
+//! Colour goes through `anstream`, which strips it when stdout is not a terminal and honours
+//! `NO_COLOR`. Human errors go to stderr; JSON (errors included) goes to stdout, so scripts
+//! read one stream.
+
+use std::io::{self, Write};
+
+use anstyle::{AnsiColor, Style};
+use serde_json::{json, Value};
+use unicode_width::UnicodeWidthStr;
+
+use crate::error::Actionable;
+
+/// Styles used in human output.
+pub mod style {
+    use super::*;
+    /// Success (connected).
+    pub const GOOD: Style = AnsiColor::Green.on_default();
+    /// Failure (error).
+    pub const BAD: Style = AnsiColor::Red.on_default().bold();
+    /// Warnings.
+    pub const WARN: Style = AnsiColor::Yellow.on_default();
+    /// Secondary information.
+    pub const DIM: Style = Style::new().dimmed();
+    /// Headings.
+    pub const HEAD: Style = Style::new().bold();
+}
+
+/// The `{type, message, help}` object of an error.
+pub fn error_object(err: &dyn Actionable) -> Value {
+    json!({"type": err.kind(), "message": err.to_string(), "help": err.help()})
+}
+
+/// The full JSON error envelope: `{"success": false, "error": {...}}`.
+pub fn error_envelope(err: &dyn Actionable) -> Value {
+    json!({"success": false, "error": error_object(err)})
+}
+
+/// Writes `value` as pretty JSON to stdout.
+pub fn print_json(value: &Value) -> io::Result<()> {
+    let mut out = anstream::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)
+}
+
+/// Reports an error: the envelope on stdout with `--json`, else a styled message on stderr.
+pub fn print_error(err: &dyn Actionable, json: bool) -> io::Result<()> {
+    if json {
+        return print_json(&error_envelope(err));
+    }
+    let mut out = anstream::stderr().lock();
+    let bad = style::BAD;
+    writeln!(out, "{bad}error:{bad:#} {err}")?;
+    let help = err.help();
+    if !help.is_empty() {
+        let dim = style::HEAD;
+        writeln!(out, "  {dim}help:{dim:#} {help}")?;
+    }
+    Ok(())
+}
+
+/// A warning line on stderr.
+pub fn warn(message: &str) -> io::Result<()> {
+    let w = style::WARN;
+    writeln!(anstream::stderr().lock(), "{w}warning:{w:#} {message}")
+}
+
+/// `12345` → `"12,345"`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Cuts `text` to at most `width` display columns, ending with `…` when cut; the first line only.
+pub fn clip(text: &str, width: usize) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    if line.width() <= width && !text.trim().contains('\n') {
+        return line.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in line.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// The terminal width, or 100 when stdout is not a terminal (`COLUMNS` wins when set).
+pub fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(100)
+}
+
+/// A table with aligned columns; each cell may carry a style.
+pub struct Table {
+    headers: Vec<&'static str>,
+    rows: Vec<Vec<(String, Style)>>,
+    /// Columns aligned right (numbers).
+    right: Vec<bool>,
+}
+
+impl Table {
+    /// A table with these headers; columns listed in `right_aligned` are aligned right.
+    pub fn new(headers: Vec<&'static str>, right_aligned: &[usize]) -> Self {
+        let right = (0..headers.len())
+            .map(|i| right_aligned.contains(&i))
+            .collect();
+        Self {
+            headers,
+            rows: Vec::new(),
+            right,
+        }
+    }
+
+    /// Adds a row of plain cells.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows
+            .push(cells.into_iter().map(|c| (c, Style::new())).collect());
+    }
+
+    /// Adds a row of styled cells.
+    pub fn styled_row(&mut self, cells: Vec<(String, Style)>) {
+        self.rows.push(cells);
+    }
+
+    /// Renders the table with two spaces between columns and no trailing spaces.
+    pub fn render(&self) -> String {
+        let cols = self.headers.len();
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.width()).collect();
+        for row in &self.rows {
+            for (i, (cell, _)) in row.iter().enumerate().take(cols) {
+                widths[i] = widths[i].max(cell.width());
+            }
+        }
+        let mut out = String::new();
+        let head: Vec<(String, Style)> = self
+            .headers
+            .iter()
+            .map(|h| (h.to_string(), style::HEAD))
+            .collect();
+        for row in std::iter::once(&head).chain(&self.rows) {
+            let mut line = String::new();
+            for (i, (cell, st)) in row.iter().enumerate().take(cols) {
+                let pad = widths[i].saturating_sub(cell.width());
+                let last = i + 1 == row.len().min(cols);
+                if self.right[i] {
+                    line.push_str(&" ".repeat(pad));
+                }
+                line.push_str(&format!("{st}{cell}{st:#}"));
+                if !self.right[i] && !last {
+                    line.push_str(&" ".repeat(pad));
+                }
+                if !last {
+                    line.push_str("  ");
+                }
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_and_trim() {
+        let mut t = Table::new(vec!["NAME", "TOOLS", "NOTE"], &[1]);
+        t.row(vec!["a".into(), "5".into(), "x".into()]);
+        t.row(vec!["longer".into(), "123".into(), "".into()]);
+        let plain = anstream::adapter::strip_str(&t.render()).to_string();
+        assert_eq!(
+            plain,
+            "NAME    TOOLS  NOTE\na           5  x\nlonger    123  \n"
+        );
+    }
+
+    #[test]
+    fn numbers_and_clipping() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(clip("short", 10), "short");
+        assert_eq!(clip("a very long description", 8), "a very …");
+        assert_eq!(clip("first line\nsecond", 40), "first line…");
+        assert_eq!(clip("日本語のテキスト", 7), "日本語…");
+    }
+}
