@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Install every external MCP server the tests talk to into ./.deps/ (gitignored).
+#
+# Never relies on globally installed servers. Idempotent: each step writes a marker
+# holding its pinned spec and is skipped when the marker matches and the expected
+# executables exist, so a second run takes well under a second.
+#
+#   .deps/npm/node_modules/.bin/mcp-server-everything   (stdio | sse | streamableHttp)
+#   .deps/npm/node_modules/.bin/mcp-server-filesystem   DIR...
+#   .deps/npm/node_modules/.bin/mcp-server-memory
+#   .deps/venv-time/bin/mcp-server-time
+#   .deps/venv-git/bin/mcp-server-git                   [--repository DIR]
+#   .deps/venv-tools/bin/uv, uvx                        (optional; failure is not fatal)
+#
+# Usage: scripts/install-test-deps.sh [--verify]
+#   --verify   afterwards, start each stdio server and do a real MCP handshake
+#              (initialize 2025-06-18, notifications/initialized, tools/list); print its tools.
+#
+# Environment:
+#   SKIP_OPTIONAL_DEPS=1   do not try to install uv
+#   PYTHON=python3.x       interpreter used to create the venvs (default: python3)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEPS="$ROOT/.deps"
+VERIFY=0
+for arg in "$@"; do
+  case "$arg" in
+    --verify) VERIFY=1 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown argument: $arg (try --help)" >&2; exit 2 ;;
+  esac
+done
+PYTHON="${PYTHON:-python3}"
+
+NPM_PKGS=(
+  "@modelcontextprotocol/server-everything@2026.8.31"
+  "@modelcontextprotocol/server-filesystem@2026.8.31"
+  "@modelcontextprotocol/server-memory@2026.8.31"
+)
+NPM_BINS=(mcp-server-everything mcp-server-filesystem mcp-server-memory)
+TIME_SPEC="mcp-server-time==2026.10.19"
+GIT_SPEC="mcp-server-git==2026.10.19"
+UV_SPEC="uv==0.13.9"
+
+mkdir -p "$DEPS"
+installed=()
+skipped=()
+
+log() { printf '[install-test-deps] %s\n' "$*" >&2; }
+
+# marker_ok DIR SPEC BIN... : true when DIR/.installed holds exactly SPEC and every BIN is executable.
+marker_ok() {
+  local dir="$1" spec="$2"
+  shift 2
+  [[ -f "$dir/.installed" ]] || return 1
+  [[ "$(cat "$dir/.installed")" == "$spec" ]] || return 1
+  local bin
+  for bin in "$@"; do
+    [[ -x "$bin" ]] || return 1
+  done
+}
+
+# --- npm servers ---------------------------------------------------------------------------
+npm_dir="$DEPS/npm"
+npm_spec="${NPM_PKGS[*]}"
+npm_bin_paths=()
+for b in "${NPM_BINS[@]}"; do npm_bin_paths+=("$npm_dir/node_modules/.bin/$b"); done
+if marker_ok "$npm_dir" "$npm_spec" "${npm_bin_paths[@]}"; then
+  skipped+=("npm")
+else
+  command -v npm >/dev/null || { log "npm not found: install Node.js (>= 18)"; exit 1; }
+  log "npm install ${NPM_PKGS[*]}"
+  mkdir -p "$npm_dir"
+  rm -f "$npm_dir/.installed"
+  # A package.json of our own keeps npm from walking up to the repo and keeps the prefix self-contained.
+  [[ -f "$npm_dir/package.json" ]] || printf '{"name":"mcp-launch-test-deps","private":true}\n' >"$npm_dir/package.json"
+  npm install --prefix "$npm_dir" --no-audit --no-fund --no-update-notifier --loglevel=error \
+    --save-exact "${NPM_PKGS[@]}" >&2
+  for b in "${npm_bin_paths[@]}"; do
+    [[ -x "$b" ]] || { log "expected executable missing after npm install: $b"; exit 1; }
+  done
+  printf '%s' "$npm_spec" >"$npm_dir/.installed"
+  installed+=("npm(${#NPM_PKGS[@]} pkgs)")
+fi
+
+# --- Python venvs ----------------------------------------------------------------------------
+# venv_install NAME SPEC BIN
+venv_install() {
+  local name="$1" spec="$2" bin="$3"
+  local dir="$DEPS/$name"
+  if marker_ok "$dir" "$spec" "$dir/bin/python" "$dir/bin/$bin"; then
+    skipped+=("$name")
+    return 0
+  fi
+  log "pip install $spec into .deps/$name"
+  rm -rf "$dir"
+  "$PYTHON" -m venv "$dir"
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$spec" >&2
+  [[ -x "$dir/bin/$bin" ]] || { log "expected executable missing after pip install: $dir/bin/$bin"; return 1; }
+  printf '%s' "$spec" >"$dir/.installed"
+  installed+=("$name($spec)")
+}
+
+venv_install venv-time "$TIME_SPEC" mcp-server-time
+venv_install venv-git "$GIT_SPEC" mcp-server-git
+
+if [[ "${SKIP_OPTIONAL_DEPS:-0}" != "1" ]]; then
+  if ! venv_install venv-tools "$UV_SPEC" uvx; then
+    log "optional: uv could not be installed; examples using uvx will be skipped"
+    rm -rf "$DEPS/venv-tools"
+  fi
+fi
+
+if ((VERIFY)); then
+  log "verifying: MCP handshake with each stdio server"
+  verify_dir="$(mktemp -d)"
+  trap 'rm -rf "$verify_dir"' EXIT
+  "$PYTHON" - "$DEPS" "$verify_dir" <<'PY' >&2
+import json, subprocess, sys, threading
+deps, tmp = sys.argv[1], sys.argv[2]
+servers = {
+    "everything": [f"{deps}/npm/node_modules/.bin/mcp-server-everything"],
+    "filesystem": [f"{deps}/npm/node_modules/.bin/mcp-server-filesystem", tmp],
+    "memory": [f"{deps}/npm/node_modules/.bin/mcp-server-memory"],
+    "time": [f"{deps}/venv-time/bin/mcp-server-time"],
+    "git": [f"{deps}/venv-git/bin/mcp-server-git"],
+}
+failed = 0
+for name, cmd in servers.items():
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp,
+                         env={**__import__("os").environ, "MEMORY_FILE_PATH": f"{tmp}/memory.jsonl"})
+    timer = threading.Timer(30, p.kill)
+    timer.start()
+    def send(msg):
+        p.stdin.write((json.dumps(msg) + "\n").encode()); p.stdin.flush()
+    def wait(i):
+        for line in p.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if msg.get("id") == i and "method" not in msg:
+                return msg
+        raise RuntimeError("server exited: " + p.stderr.read().decode(errors="replace")[-300:])
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+              "capabilities": {}, "clientInfo": {"name": "install-test-deps", "version": "0"}}})
+        version = wait(1)["result"]["protocolVersion"]
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        tools = [t["name"] for t in wait(2)["result"]["tools"]]
+        print(f"  ok {name}: protocol {version}, {len(tools)} tools: {' '.join(tools)}")
+    except Exception as e:
+        failed += 1
+        print(f"  FAILED {name}: {e}")
+    finally:
+        timer.cancel()
+        p.kill()
+        p.wait()
+sys.exit(1 if failed else 0)
+PY
+fi
+
+summary="test deps in .deps/:"
+if ((${#installed[@]})); then summary+=" installed ${installed[*]};"; fi
+if ((${#skipped[@]})); then summary+=" up to date ${skipped[*]};"; fi
+echo "${summary%;}"
