@@ -2,6 +2,7 @@
 //! its error once, choose the exit code (0 success, 1 a server or tool failed, 2 usage or
 //! configuration error).
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -101,6 +102,7 @@ fn init_logging(
         .unwrap_or_else(|_| EnvFilter::new(format!("mcp_launch={level},warn")));
     let stderr_layer = fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .with_target(false)
         .with_timer(fmt::time::uptime())
         .with_filter(stderr_filter);

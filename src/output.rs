@@ -55,6 +55,7 @@ pub fn print_error(err: &dyn Actionable, json: bool) -> io::Result<()> {
     let help = err.help();
     if !help.is_empty() {
         let dim = style::HEAD;
+        let help = help.replace('\n', "\n        ");
         writeln!(out, "  {dim}help:{dim:#} {help}")?;
     }
     Ok(())

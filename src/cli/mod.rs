@@ -228,7 +228,6 @@ fn load_config(global: &GlobalArgs) -> Result<Loaded, CliError> {
     let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
     let loaded = config::load(&opts)?;
     if let Some(path) = &loaded.discovered {
-        tracing::info!(path = %path.display(), "using discovered config");
         if !global.json {
             let dim = crate::output::style::DIM;
             anstream::eprintln!(

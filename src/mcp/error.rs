@@ -89,7 +89,8 @@ fn tail_text(tail: &str) -> String {
     if tail.is_empty() {
         String::new()
     } else {
-        format!("; last stderr lines:\n{tail}")
+        let indented: Vec<String> = tail.lines().map(|l| format!("    {l}")).collect();
+        format!("; last stderr lines:\n{}", indented.join("\n"))
     }
 }
 

@@ -134,13 +134,15 @@ impl Session {
         let peer = Arc::new(Peer::new(tx));
         let connection = match endpoint {
             Endpoint::Stdio(spec) => {
-                tracing::debug!(command = %spec.program, args = ?spec.args, "spawning server");
+                tracing::info!(command = %spec.program, args = spec.args.len(), "spawning server");
                 Connection::Stdio(stdio::start(spec, Arc::clone(&peer), rx)?)
             }
             Endpoint::StreamableHttp { url, headers } => {
+                tracing::info!(%url, "connecting over Streamable HTTP");
                 Connection::Http(http::start(url, headers, Arc::clone(&peer), rx)?)
             }
             Endpoint::Sse { url, headers } => {
+                tracing::info!(%url, "connecting over legacy SSE");
                 Connection::Sse(sse::start(url, headers, Arc::clone(&peer), rx, opts).await?)
             }
         };
@@ -217,10 +219,11 @@ impl Session {
             init_time: started.elapsed(),
             used_slow_window,
         };
-        tracing::debug!(
+        tracing::info!(
             version,
             ms = self.info.init_time.as_millis() as u64,
-            "initialized"
+            slow_window = used_slow_window,
+            "initialize answered"
         );
         self.peer.notify("notifications/initialized", None);
         Ok(())
@@ -291,6 +294,7 @@ impl Session {
                 .await?;
             pages += 1;
         }
+        tracing::info!(tools = list.tools.len(), pages, "tools listed");
         Ok(list)
     }
 

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Benchmark of the core CLI (issue: core config, client and discovery CLI).
+
+Figures, all on the real servers installed by scripts/install-test-deps.sh:
+
+1. `list` over 10 servers (everything x3, filesystem x3, time x2, memory x2):
+   - each server's single handshake measured alone by this script's own minimal client
+     (spawn, initialize, notifications/initialized, tools/list, close): wall time and CPU time
+     of the server process;
+   - the physical limit = max(slowest single handshake, sum of handshake CPU / cores);
+   - the sequential cost = sum of single handshake wall times (what a sequential preflight pays);
+   - `mcp-launch list` wall time over all 10 (median of N runs), and its ratio to the limit.
+2. `call everything echo`:
+   - the server's own work, measured by the minimal client (spawn → handshake → tools/list →
+     tools/call → exit), against `mcp-launch call` end to end: the difference is what our
+     process adds;
+   - peak RSS (VmHWM) of the mcp-launch process itself, sampled from /proc while it runs.
+
+Usage: python3 bench/core.py [--runs N] [--bin target/release/mcp-launch]
+Prints a markdown report on stdout.
+"""
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN_DIR = os.path.join(ROOT, ".deps", "npm", "node_modules", ".bin")
+
+
+def servers(tmp):
+    everything = [os.path.join(BIN_DIR, "mcp-server-everything")]
+    filesystem = [os.path.join(BIN_DIR, "mcp-server-filesystem"), tmp]
+    memory = [os.path.join(BIN_DIR, "mcp-server-memory")]
+    time_srv = [os.path.join(ROOT, ".deps", "venv-time", "bin", "mcp-server-time")]
+    out = {}
+    for i in range(3):
+        out[f"everything-{i}"] = everything
+        out[f"filesystem-{i}"] = filesystem
+    for i in range(2):
+        out[f"time-{i}"] = time_srv
+        out[f"memory-{i}"] = memory
+    return out
+
+
+def config_json(srvs, tmp):
+    entries = {}
+    for name, argv in srvs.items():
+        entry = {"command": argv[0], "args": argv[1:]}
+        if name.startswith("memory"):
+            entry["env"] = {"MEMORY_FILE_PATH": os.path.join(tmp, f"{name}.jsonl")}
+        entries[name] = entry
+    return {"mcpServers": entries}
+
+
+def child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def rpc(proc, msg):
+    proc.stdin.write((json.dumps(msg) + "\n").encode())
+    proc.stdin.flush()
+
+
+def read_response(proc, want_id):
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError("server closed stdout")
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if msg.get("id") == want_id and ("result" in msg or "error" in msg):
+            return msg
+
+
+def direct_session(argv, env=None, call=None):
+    """Minimal client: returns (wall seconds, server CPU seconds)."""
+    cpu0 = child_cpu()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"}}})
+    read_response(proc, 1)
+    rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+    read_response(proc, 2)
+    if call:
+        rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        read_response(proc, 3)
+    proc.stdin.close()
+    proc.terminate()
+    proc.wait()
+    return time.perf_counter() - t0, child_cpu() - cpu0
+
+
+def run_ours(args, env=None):
+    """Runs mcp-launch; returns (wall seconds, peak RSS kB of mcp-launch itself, stdout)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    peak = [0]
+
+    def sample():
+        path = f"/proc/{proc.pid}/status"
+        while proc.poll() is None:
+            try:
+                with open(path) as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            peak[0] = max(peak[0], int(line.split()[1]))
+            except OSError:
+                return
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    out, _ = proc.communicate()
+    wall = time.perf_counter() - t0
+    sampler.join()
+    return wall, peak[0], out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "mcp-launch"))
+    a = ap.parse_args()
+    cores = os.cpu_count() or 1
+    tmp = tempfile.mkdtemp(prefix="mcpl-bench-")
+    srvs = servers(tmp)
+    cfg = os.path.join(tmp, "bench.json")
+    with open(cfg, "w") as f:
+        json.dump(config_json(srvs, tmp), f)
+    env = dict(os.environ, NO_COLOR="1")
+
+    # Warm caches (node module loading, python bytecode) once.
+    for argv in set(map(tuple, srvs.values())):
+        direct_session(list(argv))
+
+    singles = {}
+    for name, argv in srvs.items():
+        walls, cpus = [], []
+        for _ in range(a.runs):
+            e = dict(env, MEMORY_FILE_PATH=os.path.join(tmp, f"{name}.jsonl"))
+            w, c = direct_session(argv, env=e)
+            walls.append(w)
+            cpus.append(c)
+        singles[name] = (statistics.median(walls), statistics.median(cpus))
+    slowest = max(w for w, _ in singles.values())
+    cpu_sum = sum(c for _, c in singles.values())
+    seq_sum = sum(w for w, _ in singles.values())
+    limit = max(slowest, cpu_sum / cores)
+
+    list_walls, list_rss = [], []
+    for _ in range(a.runs):
+        w, rss, out = run_ours([a.bin, "--config", cfg, "list", "--json"], env=env)
+        data = json.loads(out)
+        bad = [s["name"] for s in data["servers"] if s["status"] != "connected"]
+        if bad:
+            sys.exit(f"servers failed during the benchmark: {bad}")
+        list_walls.append(w)
+        list_rss.append(rss)
+    list_wall = statistics.median(list_walls)
+
+    # call echo: server's own work vs our end to end.
+    ev = srvs["everything-0"]
+    direct_calls = [direct_session(ev, env=env, call={"name": "echo", "arguments": {"message": "hi"}})[0]
+                    for _ in range(a.runs * 2)]
+    ours = [run_ours([a.bin, "--config", cfg, "call", "everything-0", "echo", '{"message":"hi"}', "--json"], env=env)
+            for _ in range(a.runs * 2)]
+    for _, _, out in ours:
+        if json.loads(out).get("success") is not True:
+            sys.exit(f"call failed: {out!r}")
+    direct_call = statistics.median(direct_calls)
+    our_call = statistics.median(w for w, _, _ in ours)
+    call_rss = max(r for _, r, _ in ours)
+
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    print(f"## Core CLI — {time.strftime('%Y-%m-%d')} — {platform.machine()}, {cores} cores, {cpu}")
+    print()
+    print(f"Runs per figure: {a.runs} (medians). Binary: `{os.path.relpath(a.bin, ROOT)}`.")
+    print()
+    print("| server | single handshake wall (ms) | server CPU (ms) |")
+    print("|---|---:|---:|")
+    for name, (w, c) in singles.items():
+        print(f"| {name} | {w*1000:.0f} | {c*1000:.0f} |")
+    print()
+    print("| figure | value |")
+    print("|---|---:|")
+    print(f"| slowest single handshake | {slowest*1000:.0f} ms |")
+    print(f"| CPU of all handshakes ÷ {cores} cores | {cpu_sum/cores*1000:.0f} ms |")
+    print(f"| physical limit = max of the two | {limit*1000:.0f} ms |")
+    print(f"| sequential preflight (sum of single handshakes) | {seq_sum*1000:.0f} ms |")
+    print(f"| **`mcp-launch list` over 10 servers** | **{list_wall*1000:.0f} ms** ({list_wall/limit:.2f} × limit; target ≤ 1.2) |")
+    print(f"| `list` peak RSS of mcp-launch (tokenizer loaded) | {max(list_rss)/1024:.1f} MB |")
+    print(f"| server's own work for `echo` (spawn → handshake → list → call → exit) | {direct_call*1000:.0f} ms |")
+    print(f"| `mcp-launch call everything echo` end to end | {our_call*1000:.0f} ms |")
+    print(f"| **time our process adds to `call`** | **{(our_call-direct_call)*1000:.0f} ms** |")
+    print(f"| **peak RSS of mcp-launch during `call`** | **{call_rss/1024:.1f} MB** (target < 15 MB) |")
+
+
+if __name__ == "__main__":
+    main()
