@@ -11,6 +11,7 @@ pub mod tool;
 
 pub use check::{argument_violations, expected_shape, similar_names};
 pub use preflight::{
-    connect, endpoint, preflight, PreflightOptions, ServerProblem, ServerReport, Status,
+    connect, endpoint, preflight, preflight_one, PreflightOptions, ServerProblem, ServerReport,
+    Status,
 };
 pub use tokens::TokenCounter;

@@ -5,11 +5,10 @@ use std::io::Write;
 use clap::Args;
 use serde_json::json;
 
-use crate::catalog::{self, tool, PreflightOptions};
-use crate::mcp::ConnectOptions;
+use crate::catalog::{self, tool};
 use crate::output::{self, style, thousands};
 
-use super::{find_server, find_tool, load_config, CliError, GlobalArgs, Outcome};
+use super::{connected_report, find_tool, CliError, GlobalArgs, Outcome};
 
 /// Show a tool's full definition and a ready-to-run example call.
 ///
@@ -28,19 +27,7 @@ pub struct InspectArgs {
 }
 
 pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
-    let loaded = load_config(global)?;
-    let entry = find_server(&loaded, &args.server)?.clone();
-    let opts = PreflightOptions {
-        connect: ConnectOptions::from_env(),
-        count_tokens: true,
-    };
-    let report = catalog::preflight(std::slice::from_ref(&entry), &opts)
-        .await
-        .pop()
-        .expect("one report per entry");
-    if let Some(problem) = report.error.clone() {
-        return Err(CliError::server(&report.name, problem));
-    }
+    let report = connected_report(global, &args.server).await?;
     let found = find_tool(&report.name, &report.tools, &args.tool)?;
     let index = report.tools.iter().position(|t| std::ptr::eq(t, found));
     let tokens = index.and_then(|i| report.tool_tokens.get(i).copied());

@@ -8,7 +8,7 @@ use crate::error::Actionable;
 use crate::mcp::ConnectOptions;
 use crate::output::{self, style, thousands, Table};
 
-use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
+use super::{connected_report, load_config, CliError, GlobalArgs, Outcome};
 
 /// Check every server in parallel, or list one server's tools.
 ///
@@ -29,52 +29,41 @@ pub struct ListArgs {
 }
 
 pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    if let Some(name) = &args.server {
+        let report = connected_report(global, name).await?;
+        if global.json {
+            output::print_json(&tools_json(&report))?;
+        } else {
+            print_tools(&report)?;
+        }
+        return Ok(Outcome::Success);
+    }
     let loaded = load_config(global)?;
     let opts = PreflightOptions {
         connect: ConnectOptions::from_env(),
         count_tokens: true,
     };
-    match &args.server {
-        None => {
-            let entries: Vec<_> = loaded.servers().cloned().collect();
-            let reports = catalog::preflight(&entries, &opts).await;
-            let configs: Vec<String> = loaded
-                .stacks
-                .iter()
-                .map(|s| s.path.display().to_string())
-                .collect();
-            if global.json {
-                output::print_json(&json!({
-                    "configs": configs,
-                    "servers": reports.iter().map(server_json).collect::<Vec<_>>(),
-                }))?;
-            } else {
-                print_servers(&reports, loaded.stacks.len() > 1)?;
-            }
-            let any_failed = reports.iter().any(|r| r.status == Status::Error);
-            Ok(if any_failed {
-                Outcome::Failed
-            } else {
-                Outcome::Success
-            })
-        }
-        Some(name) => {
-            let entry = find_server(&loaded, name)?.clone();
-            let report = catalog::preflight(std::slice::from_ref(&entry), &opts)
-                .await
-                .pop()
-                .expect("one report per entry");
-            if let Some(problem) = report.error.clone() {
-                return Err(CliError::server(&report.name, problem));
-            }
-            if global.json {
-                output::print_json(&tools_json(&report))?;
-            } else {
-                print_tools(&report)?;
-            }
-            Ok(Outcome::Success)
-        }
+    let entries: Vec<_> = loaded.servers().cloned().collect();
+    let reports = catalog::preflight(&entries, &opts).await;
+    if global.json {
+        let configs: Vec<String> = loaded
+            .stacks
+            .iter()
+            .map(|s| s.path.display().to_string())
+            .collect();
+        output::print_json(&json!({
+            "configs": configs,
+            "servers": reports.iter().map(server_json).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        print_servers(&reports, loaded.stacks.len() > 1)?;
     }
+    let any_failed = reports.iter().any(|r| r.status == Status::Error);
+    Ok(if any_failed {
+        Outcome::Failed
+    } else {
+        Outcome::Success
+    })
 }
 
 fn server_json(r: &ServerReport) -> Value {

@@ -239,6 +239,25 @@ fn load_config(global: &GlobalArgs) -> Result<Loaded, CliError> {
     Ok(loaded)
 }
 
+/// Loads the config, finds server `name` and preflights it (tokens counted): its report if it
+/// connected, else the server's error.
+async fn connected_report(
+    global: &GlobalArgs,
+    name: &str,
+) -> Result<crate::catalog::ServerReport, CliError> {
+    let loaded = load_config(global)?;
+    let entry = find_server(&loaded, name)?;
+    let opts = crate::catalog::PreflightOptions {
+        connect: crate::mcp::ConnectOptions::from_env(),
+        count_tokens: true,
+    };
+    let report = crate::catalog::preflight_one(entry, &opts).await;
+    match &report.error {
+        Some(problem) => Err(CliError::server(&report.name, problem.clone())),
+        None => Ok(report),
+    }
+}
+
 /// The entry named `name`, or an error naming the servers that exist.
 fn find_server<'a>(loaded: &'a Loaded, name: &str) -> Result<&'a ServerEntry, CliError> {
     loaded.find(name).ok_or_else(|| CliError::UnknownServer {
