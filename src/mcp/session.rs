@@ -417,3 +417,61 @@ fn truncate(s: &str, max: usize) -> String {
         None => s.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn silent_server() -> Endpoint {
+        // Reads nothing, answers nothing: only the windows can end the wait.
+        Endpoint::Stdio(SpawnSpec {
+            program: "sleep".into(),
+            args: vec!["1000".into()],
+            ..SpawnSpec::default()
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn silence_expires_the_fast_then_the_slow_window() {
+        let opts = ConnectOptions {
+            slow_window: Duration::from_secs(45),
+            ..ConnectOptions::default()
+        };
+        let started = tokio::time::Instant::now();
+        let err = Session::connect(&silent_server(), &opts)
+            .await
+            .err()
+            .expect("a silent server cannot connect");
+        // Virtual time: exactly the two windows, and not one more.
+        assert_eq!(started.elapsed(), Duration::from_secs(6 + 45));
+        assert!(matches!(err, McpError::InitTimeout { .. }), "{err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains("fast window 6s, then slow window 45s"),
+            "{message}"
+        );
+        assert!(err.help().contains("MCP_INIT_TIMEOUT_SEC"));
+    }
+
+    #[test]
+    fn slow_window_comes_from_the_environment() {
+        // Only this test touches the variable.
+        std::env::set_var(INIT_TIMEOUT_ENV, "2.5");
+        let opts = ConnectOptions::from_env();
+        std::env::set_var(INIT_TIMEOUT_ENV, "not a number");
+        let fallback = ConnectOptions::from_env();
+        std::env::remove_var(INIT_TIMEOUT_ENV);
+        assert_eq!(opts.slow_window, Duration::from_millis(2500));
+        assert_eq!(opts.fast_window, INIT_FAST_WINDOW);
+        assert_eq!(fallback.slow_window, INIT_SLOW_WINDOW);
+    }
+
+    #[test]
+    fn malformed_tools_are_skipped_not_the_page() {
+        let mut list = ToolList::default();
+        let page = json!({"tools": [{"name": "ok"}, {"description": "no name"}, 7, {"name": ""}]});
+        collect_tools(&page, &mut list);
+        assert_eq!(list.tools, vec![json!({"name": "ok"})]);
+        assert_eq!(list.warnings.len(), 3);
+    }
+}
