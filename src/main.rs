@@ -33,10 +33,42 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(cli::run(cli));
-    // Children are killed by their guards; do not wait for lingering reader tasks.
-    runtime.shutdown_background();
-    exit_code(result, json)
+    let result = runtime.block_on(run_until_signal(cli));
+    // Dropping the runtime's tasks drops every session still alive (e.g. preflight tasks of an
+    // interrupted `list`), and each session's guard kills its process group. Bounded: a task
+    // stuck in blocking code must not hold the exit.
+    runtime.shutdown_timeout(SHUTDOWN_WAIT);
+    match result {
+        Ok(result) => exit_code(result, json),
+        Err(signal) => {
+            eprintln!("interrupted by {signal}; stopped every server we started");
+            ExitCode::from(128 + signal as u8)
+        }
+    }
+}
+
+/// How long exit waits for tasks to be dropped (and their process groups killed).
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Runs the command until it ends or SIGINT/SIGTERM arrives. The handlers are installed before
+/// the command starts any server, so an early Ctrl-C cannot orphan one; on a signal the
+/// command's future is dropped, which drops its sessions and kills their process groups.
+async fn run_until_signal(cli: Cli) -> Result<Result<Outcome, CliError>, nix::sys::signal::Signal> {
+    use nix::sys::signal::Signal;
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without handlers the default actions apply; still run the command.
+        return Ok(cli::run(cli).await);
+    };
+    tokio::select! {
+        biased;
+        _ = interrupt.recv() => Err(Signal::SIGINT),
+        _ = terminate.recv() => Err(Signal::SIGTERM),
+        result = cli::run(cli) => Ok(result),
+    }
 }
 
 /// The one place that turns a command's result into an exit code.

@@ -1,10 +1,11 @@
 //! `mcp-launch call SERVER TOOL [ARGS | --stdin] [--timeout S]`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
 use serde_json::{json, Value};
+use tokio::io::AsyncReadExt;
 
 use crate::catalog;
 use crate::mcp::ConnectOptions;
@@ -46,7 +47,7 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
 
 pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     // Bad JSON is reported before any server starts.
-    let arguments = read_arguments(&args)?;
+    let arguments = parse_arguments(&read_argument_text(&args).await?)?;
     let loaded = load_config(global)?;
     let entry = find_server(&loaded, &args.server)?;
     let server = entry.qualified.clone();
@@ -110,23 +111,30 @@ async fn call(
         .map_err(server_error)
 }
 
-fn read_arguments(args: &CallArgs) -> Result<Value, CliError> {
-    let (text, origin) = if args.stdin {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| CliError::Stdin(e.to_string()))?;
-        (text, "stdin")
-    } else {
-        (
+/// The raw arguments text and where it came from. Stdin is read asynchronously so a Ctrl-C
+/// while waiting for it is still handled.
+async fn read_argument_text(args: &CallArgs) -> Result<(String, &'static str), CliError> {
+    if !args.stdin {
+        return Ok((
             args.arguments.clone().unwrap_or_default(),
             "the command line",
-        )
-    };
+        ));
+    }
+    let mut text = String::new();
+    tokio::io::stdin()
+        .read_to_string(&mut text)
+        .await
+        .map_err(|e| CliError::Stdin(e.to_string()))?;
+    Ok((text, "stdin"))
+}
+
+/// Parses the arguments: one JSON object (empty text means `{}`).
+fn parse_arguments((text, origin): &(String, &'static str)) -> Result<Value, CliError> {
+    let origin = *origin;
     if text.trim().is_empty() {
         return Ok(json!({}));
     }
-    let value: Value = serde_json::from_str(&text).map_err(|e| CliError::InvalidJson {
+    let value: Value = serde_json::from_str(text).map_err(|e| CliError::InvalidJson {
         origin,
         message: e
             .to_string()
@@ -248,8 +256,8 @@ mod tests {
 
     #[test]
     fn json_errors_carry_line_and_column() {
-        let args = parse(&["s", "t", "{\n  \"a\": 1,\n  \"b\": }"]).unwrap();
-        match read_arguments(&args).unwrap_err() {
+        let text = ("{\n  \"a\": 1,\n  \"b\": }".to_string(), "the command line");
+        match parse_arguments(&text).unwrap_err() {
             CliError::InvalidJson { line, column, .. } => assert_eq!((line, column), (3, 8)),
             other => panic!("{other:?}"),
         }
@@ -257,13 +265,15 @@ mod tests {
 
     #[test]
     fn arguments_must_be_an_object() {
-        let args = parse(&["s", "t", "[1]"]).unwrap();
+        let array = ("[1]".to_string(), "stdin");
         assert!(matches!(
-            read_arguments(&args),
+            parse_arguments(&array),
             Err(CliError::ArgumentsNotObject { found: "an array" })
         ));
-        let empty = parse(&["s", "t"]).unwrap();
-        assert_eq!(read_arguments(&empty).unwrap(), json!({}));
+        assert_eq!(
+            parse_arguments(&(" \n".to_string(), "stdin")).unwrap(),
+            json!({})
+        );
     }
 
     #[test]

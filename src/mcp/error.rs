@@ -24,7 +24,7 @@ pub enum McpError {
         stderr_tail: String,
     },
     /// No answer to `initialize` within the fast and then the slow window.
-    #[error("no answer to initialize after {}s (fast window {}s, then slow window {}s){}", (.fast.as_secs_f64() + .slow.as_secs_f64()).round(), .fast.as_secs(), .slow.as_secs(), tail_text(.stderr_tail))]
+    #[error("no answer to initialize after {} (fast window {}, then slow window {}){}", secs(*.fast + *.slow), secs(*.fast), secs(*.slow), tail_text(.stderr_tail))]
     InitTimeout {
         /// The first window.
         fast: Duration,
@@ -34,7 +34,7 @@ pub enum McpError {
         stderr_tail: String,
     },
     /// A request got no answer in time.
-    #[error("{method} got no answer within {}s", .after.as_secs_f64())]
+    #[error("{method} got no answer within {}", secs(*.after))]
     Timeout {
         /// The request (e.g. `tools/call echo`).
         method: String,
@@ -76,6 +76,16 @@ pub enum McpError {
         /// The last stderr lines, if any.
         stderr_tail: String,
     },
+}
+
+/// `6s`, `0.5s`, `1.25s`: whole seconds without decimals.
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{}s", (s * 1000.0).round() / 1000.0)
+    }
 }
 
 fn exit_text(exit: &Option<Exit>) -> String {

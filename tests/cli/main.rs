@@ -1,1 +1,15 @@
 //! End-to-end tests of the mcp-launch binary.
+//!
+//! One test binary, a module per command or topic; `util` holds the strict builder that runs
+//! the binary in a fresh directory (`HOME` and the cache inside it), paths of the real test
+//! servers installed by `scripts/install-test-deps.sh`, and the fault server's helpers.
+
+mod util;
+
+mod call;
+mod config;
+mod handshake;
+mod inspect;
+mod list;
+mod remote;
+mod session;

@@ -1,0 +1,671 @@
+//! The harness: a strict builder that runs the real binary in a fresh directory, paths of the
+//! real test servers and of the fault server, and small process helpers.
+//!
+//! Strict in the style of `just`'s tests: a run fails unless the exit code is the expected one
+//! (0 unless `.status(N)`), stderr is empty unless the test says what it holds
+//! (`.stderr_has(..)` / `.stderr_any()`), and `--json` output parses as one JSON document.
+//! Every failure prints the command, its directory, status, time, stdout and stderr.
+
+use std::fmt;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_launch::mcp::Endpoint;
+use mcp_launch::process::SpawnSpec;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-launch");
+
+/// A run longer than this is a hang: the binary is killed and the test fails.
+const WATCHDOG: Duration = Duration::from_secs(90);
+
+/// Variables of the developer's shell that would change the binary's behaviour.
+const SCRUBBED_ENV: &[&str] = &[
+    "MCP_INIT_TIMEOUT_SEC",
+    "MCP_LAUNCH_LOG",
+    "RUST_LOG",
+    "COLUMNS",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "XDG_CONFIG_HOME",
+];
+
+/// The crate root (fixtures and `.deps/` live there).
+pub fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn installed(relative: &str) -> String {
+    let path = manifest_dir().join(".deps").join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-test-deps.sh",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// `@modelcontextprotocol/server-everything` (stdio by default).
+pub fn everything_bin() -> String {
+    installed("npm/node_modules/.bin/mcp-server-everything")
+}
+
+/// `@modelcontextprotocol/server-filesystem`.
+pub fn filesystem_bin() -> String {
+    installed("npm/node_modules/.bin/mcp-server-filesystem")
+}
+
+/// `mcp-server-time` (Python).
+pub fn time_bin() -> String {
+    installed("venv-time/bin/mcp-server-time")
+}
+
+/// The fault-injecting server script.
+pub fn fault_script() -> String {
+    let path = manifest_dir().join("tests/fixtures/fault_server.py");
+    assert!(path.exists(), "{} is missing", path.display());
+    path.display().to_string()
+}
+
+/// Config entry: server-everything over stdio.
+pub fn everything() -> Value {
+    json!({"command": everything_bin()})
+}
+
+/// Config entry: the filesystem server allowed to touch `dir` only.
+pub fn filesystem(dir: &Path) -> Value {
+    json!({"command": filesystem_bin(), "args": [dir.display().to_string()]})
+}
+
+/// Config entry: the time server.
+pub fn time() -> Value {
+    json!({"command": time_bin()})
+}
+
+/// Config entry: the fault server with these flags.
+pub fn fault(flags: &[&str]) -> Value {
+    let mut args = vec![fault_script()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    json!({"command": "python3", "args": args})
+}
+
+/// The same entry with `"disabled": true`.
+pub fn disabled(mut entry: Value) -> Value {
+    entry["disabled"] = json!(true);
+    entry
+}
+
+/// An endpoint for the `Session` API: the fault server with these flags.
+pub fn fault_endpoint(flags: &[&str]) -> Endpoint {
+    let mut args = vec![fault_script()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    Endpoint::Stdio(SpawnSpec {
+        program: "python3".into(),
+        args,
+        ..SpawnSpec::default()
+    })
+}
+
+/// The messages a fault server logged with `--log FILE` (empty when the file is missing).
+pub fn read_log(path: &Path) -> Vec<Value> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("bad log line {line:?} in {}: {e}", path.display()))
+        })
+        .collect()
+}
+
+/// The logged messages whose `method` is `method`.
+pub fn logged<'a>(log: &'a [Value], method: &str) -> Vec<&'a Value> {
+    log.iter().filter(|m| m["method"] == method).collect()
+}
+
+/// Reads `--grandchild PIDFILE`: (grandchild pid, server pid), waiting up to 5 s for it.
+pub fn read_pidfile(path: &Path) -> (i32, i32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if let [grandchild, server] = pids[..] {
+                return (grandchild, server);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pid file {} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The state letter of a process from `/proc/PID/stat`, `None` when it does not exist.
+fn process_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) S …`: comm may hold spaces and parentheses; the state follows the last ')'.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.trim_start().chars().next()
+}
+
+/// True when `pid` is gone within ~5 s (a zombie counts as gone: PID 1 here does not reap).
+pub fn pid_gone(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match process_state(pid) {
+            None | Some('Z') | Some('X') => return true,
+            Some(_) if Instant::now() >= deadline => return false,
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Panics unless `pid` is gone within ~5 s.
+pub fn assert_pid_gone(pid: i32, what: &str) {
+    assert!(
+        pid_gone(pid),
+        "{what} (pid {pid}) is still alive: state {:?}",
+        process_state(pid)
+    );
+}
+
+/// A port nothing listens on right now (bound, then released).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// Splits a POSIX shell command line into words (single quotes, double quotes, backslashes).
+pub fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    word.push(q);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' => {
+                            if let Some(n) = chars.next() {
+                                if !"\"\\$`".contains(n) {
+                                    word.push('\\');
+                                }
+                                word.push(n);
+                            }
+                        }
+                        _ => word.push(q),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+enum StderrRule {
+    Empty,
+    Has(Vec<String>),
+    Any,
+}
+
+/// One run of the binary, built up and then `run()`.
+#[must_use]
+pub struct Cmd {
+    dir: Arc<TempDir>,
+    cwd: Option<PathBuf>,
+    config: bool,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    stdin: Option<String>,
+    status: i32,
+    stderr: StderrRule,
+}
+
+impl Cmd {
+    /// A command in a fresh temporary directory (also `HOME` and the cache's parent).
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("mcp-launch-test-")
+            .tempdir()
+            .expect("create a temp dir");
+        Self::in_dir(Arc::new(dir))
+    }
+
+    fn in_dir(dir: Arc<TempDir>) -> Self {
+        Self {
+            dir,
+            cwd: None,
+            config: false,
+            args: Vec::new(),
+            env: Vec::new(),
+            stdin: None,
+            status: 0,
+            stderr: StderrRule::Empty,
+        }
+    }
+
+    /// The temporary directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// An absolute path inside the temporary directory.
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.dir().join(relative)
+    }
+
+    /// Creates a directory inside the temporary directory and returns its absolute path.
+    pub fn mkdir(&self, relative: &str) -> PathBuf {
+        let path = self.path(relative);
+        std::fs::create_dir_all(&path).expect("create dir");
+        path
+    }
+
+    /// Writes `config.json` and passes `--config config.json` before the other arguments.
+    pub fn config_json(mut self, config: Value) -> Self {
+        self = self.file(
+            "config.json",
+            &serde_json::to_string_pretty(&config).unwrap(),
+        );
+        self.config = true;
+        self
+    }
+
+    /// Writes a file (parents created) relative to the temporary directory.
+    pub fn file(self, relative: &str, text: &str) -> Self {
+        let path = self.path(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dir");
+        }
+        std::fs::write(&path, text).expect("write file");
+        self
+    }
+
+    /// Runs in this subdirectory of the temporary directory (created) instead of its root.
+    pub fn current_dir(mut self, relative: &str) -> Self {
+        self.mkdir(relative);
+        self.cwd = Some(PathBuf::from(relative));
+        self
+    }
+
+    /// Appends arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_string()));
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Feeds this text on stdin (else stdin is empty).
+    pub fn stdin(mut self, text: &str) -> Self {
+        self.stdin = Some(text.into());
+        self
+    }
+
+    /// The exit code the run must end with (default 0).
+    pub fn status(mut self, code: i32) -> Self {
+        self.status = code;
+        self
+    }
+
+    /// Stderr must contain this text (repeatable); otherwise it must be empty.
+    pub fn stderr_has(mut self, text: &str) -> Self {
+        match &mut self.stderr {
+            StderrRule::Has(all) => all.push(text.into()),
+            _ => self.stderr = StderrRule::Has(vec![text.into()]),
+        }
+        self
+    }
+
+    /// Anything on stderr is fine (for runs whose stderr the test does not judge).
+    pub fn stderr_any(mut self) -> Self {
+        self.stderr = StderrRule::Any;
+        self
+    }
+
+    /// Runs the binary and checks the exit code, stderr and (with `--json`) stdout's syntax.
+    pub fn run(self) -> Output {
+        self.spawn().wait()
+    }
+
+    /// Starts the binary without waiting for it (to signal it while it runs); `wait()` then
+    /// applies the same checks as `run()`.
+    pub fn spawn(self) -> Running {
+        let mut argv = Vec::new();
+        if self.config {
+            argv.extend(["--config".to_string(), "config.json".to_string()]);
+        }
+        argv.extend(self.args.iter().cloned());
+        let cwd = match &self.cwd {
+            Some(sub) => self.dir().join(sub),
+            None => self.dir().to_path_buf(),
+        };
+        let mut command = Command::new(BIN);
+        command
+            .args(&argv)
+            .current_dir(&cwd)
+            .env("HOME", self.dir())
+            .env("XDG_CACHE_HOME", self.dir().join(".cache"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for key in SCRUBBED_ENV {
+            command.env_remove(key);
+        }
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        let shown = std::iter::once("mcp-launch".to_string())
+            .chain(argv.iter().map(|a| quote(a)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let env_shown: String = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={} ", quote(v)))
+            .collect();
+
+        let started = Instant::now();
+        let mut child = command.spawn().expect("spawn the mcp-launch binary");
+        let mut stdin = child.stdin.take().expect("stdin pipe");
+        let input = self.stdin.clone().unwrap_or_default();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(input.as_bytes());
+        });
+        let stdout = drain(child.stdout.take().expect("stdout pipe"));
+        let stderr = drain(child.stderr.take().expect("stderr pipe"));
+        Running {
+            child,
+            started,
+            writer,
+            stdout,
+            stderr,
+            is_json: argv.iter().any(|a| a == "--json"),
+            command: format!("{env_shown}{shown}"),
+            cwd,
+            cmd: self,
+        }
+    }
+}
+
+/// A run of the binary that has not ended yet.
+pub struct Running {
+    child: std::process::Child,
+    started: Instant,
+    writer: std::thread::JoinHandle<()>,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+    stderr: std::thread::JoinHandle<Vec<u8>>,
+    is_json: bool,
+    command: String,
+    cwd: PathBuf,
+    cmd: Cmd,
+}
+
+impl Running {
+    /// The binary's pid.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Waits for the end of the run (killing it after the watchdog limit) and checks it.
+    pub fn wait(mut self) -> Output {
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the binary") {
+                break status;
+            }
+            if self.started.elapsed() > WATCHDOG {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "watchdog: `{}` in {} ran for more than {WATCHDOG:?} and was killed",
+                    self.command,
+                    self.cwd.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let elapsed = self.started.elapsed();
+        let _ = self.writer.join();
+        use std::os::unix::process::ExitStatusExt;
+        let output = Output {
+            dir: Arc::clone(&self.cmd.dir),
+            cwd: self.cwd,
+            command: self.command,
+            // Death by a signal reads as the shell shows it: 128 + the signal number.
+            status: status
+                .code()
+                .or_else(|| status.signal().map(|s| 128 + s))
+                .unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&self.stdout.join().expect("stdout reader"))
+                .into_owned(),
+            stderr: String::from_utf8_lossy(&self.stderr.join().expect("stderr reader"))
+                .into_owned(),
+            elapsed,
+        };
+
+        assert_eq!(
+            output.status, self.cmd.status,
+            "unexpected exit code\n{output}"
+        );
+        match &self.cmd.stderr {
+            StderrRule::Empty => assert!(
+                output.stderr.is_empty(),
+                "unexpected output on stderr\n{output}"
+            ),
+            StderrRule::Has(parts) => {
+                for part in parts {
+                    assert!(
+                        output.stderr.contains(part.as_str()),
+                        "stderr lacks {part:?}\n{output}"
+                    );
+                }
+            }
+            StderrRule::Any => {}
+        }
+        if self.is_json {
+            output.json();
+        }
+        output
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = pipe.read_to_end(&mut buf);
+        buf
+    })
+}
+
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// What a run produced. `Display` shows everything, for assertion messages: `"{out}"`.
+pub struct Output {
+    dir: Arc<TempDir>,
+    /// Where the binary ran.
+    pub cwd: PathBuf,
+    /// The command line as a shell would show it.
+    pub command: String,
+    /// The exit code (128 + N when killed by signal N).
+    pub status: i32,
+    /// Everything on stdout.
+    pub stdout: String,
+    /// Everything on stderr.
+    pub stderr: String,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+}
+
+impl Output {
+    /// Stdout parsed as JSON (panics with the full context when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{self}"))
+    }
+
+    /// The temporary directory of the run.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// An absolute path inside the temporary directory.
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.dir().join(relative)
+    }
+
+    /// A new command in the same directory (no implicit `--config`).
+    pub fn cmd(&self) -> Cmd {
+        Cmd::in_dir(Arc::clone(&self.dir))
+    }
+
+    /// The entry of `list --json` for server `name`.
+    pub fn server(&self, name: &str) -> Value {
+        let json = self.json();
+        let servers = json["servers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no \"servers\" array\n{self}"));
+        servers
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no server {name:?} in the list\n{self}"))
+    }
+
+    /// The `error` object of a JSON error envelope, after checking the envelope's shape.
+    pub fn error(&self) -> Value {
+        let json = self.json();
+        assert_eq!(
+            json["success"],
+            json!(false),
+            "not an error envelope\n{self}"
+        );
+        let error = json["error"].clone();
+        for key in ["type", "message", "help"] {
+            assert!(
+                error[key].as_str().is_some_and(|s| !s.is_empty()),
+                "error.{key} is not a non-empty string\n{self}"
+            );
+        }
+        error
+    }
+}
+
+impl fmt::Display for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "--- command: {}", self.command)?;
+        writeln!(f, "--- cwd:     {}", self.cwd.display())?;
+        writeln!(f, "--- status:  {} after {:?}", self.status, self.elapsed)?;
+        writeln!(f, "--- stdout ({} bytes):", self.stdout.len())?;
+        writeln!(f, "{}", clipped(&self.stdout))?;
+        writeln!(f, "--- stderr ({} bytes):", self.stderr.len())?;
+        writeln!(f, "{}", clipped(&self.stderr))?;
+        write!(f, "---")
+    }
+}
+
+/// Huge outputs (a 5 MB tool result) are cut in the middle so a failure stays readable.
+fn clipped(text: &str) -> String {
+    const KEEP: usize = 4000;
+    if text.len() <= 2 * KEEP {
+        return text.to_string();
+    }
+    let mut head = KEEP;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - KEEP;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[… {} bytes cut …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+/// Runs `future` on the current runtime, failing the test if it takes longer than `secs`.
+pub async fn within<F: std::future::Future>(secs: u64, future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(secs), future)
+        .await
+        .unwrap_or_else(|_| panic!("did not finish within {secs}s"))
+}
+
+#[test]
+fn shell_words_undo_the_quoting_of_example_calls() {
+    assert_eq!(
+        shell_words(r#"mcp-launch --config 'my dir/c.json' call s t '{"a":"it'\''s"}'"#),
+        vec![
+            "mcp-launch",
+            "--config",
+            "my dir/c.json",
+            "call",
+            "s",
+            "t",
+            r#"{"a":"it's"}"#
+        ]
+    );
+    assert_eq!(
+        shell_words(r#"a "b \" c" d\ e ''"#),
+        vec!["a", "b \" c", "d e", ""]
+    );
+}
