@@ -12,7 +12,7 @@ use crate::error::Actionable;
 use crate::mcp::{ConnectOptions, Endpoint, McpError, Session};
 use crate::process::SpawnSpec;
 
-use super::tokens::TokenCounter;
+use super::tokens::count_tools;
 
 /// A server's state after preflight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,9 +142,6 @@ pub async fn connect(entry: &ServerEntry, opts: &ConnectOptions) -> Result<Sessi
 
 /// Checks every entry in parallel; reports come back in the order of `entries`.
 pub async fn preflight(entries: &[ServerEntry], opts: &PreflightOptions) -> Vec<ServerReport> {
-    let counter = opts
-        .count_tokens
-        .then(|| tokio::task::spawn_blocking(TokenCounter::load));
     let mut set = JoinSet::new();
     for (index, entry) in entries.iter().enumerate() {
         let entry = entry.clone();
@@ -160,27 +157,42 @@ pub async fn preflight(entries: &[ServerEntry], opts: &PreflightOptions) -> Vec<
             Err(e) => tracing::error!(error = %e, "a preflight task failed"),
         }
     }
-    let counter = match counter {
-        Some(task) => task.await.ok().flatten(),
-        None => None,
-    };
-    reports
+    let mut reports: Vec<ServerReport> = reports
         .into_iter()
         .zip(entries)
         .map(|(report, entry)| {
-            let mut report = report.unwrap_or_else(|| {
-                failed(
-                    entry,
-                    "-",
-                    McpError::Protocol("internal error during preflight".into()).into(),
-                )
-            });
-            if let Some(counter) = &counter {
-                report.tool_tokens = report.tools.iter().map(|t| counter.count_tool(t)).collect();
-            }
-            report
+            report.unwrap_or_else(|| {
+                let bug = McpError::Protocol("internal error during preflight".into());
+                failed(entry, "-", bug.into())
+            })
         })
-        .collect()
+        .collect();
+    if opts.count_tokens {
+        attach_token_counts(&mut reports).await;
+    }
+    reports
+}
+
+/// Fills `tool_tokens` of every report, from the token cache or the tokenizer (off the async
+/// threads: both are blocking).
+async fn attach_token_counts(reports: &mut [ServerReport]) {
+    let tools: Vec<Value> = reports
+        .iter()
+        .flat_map(|r| r.tools.iter().cloned())
+        .collect();
+    if tools.is_empty() {
+        return;
+    }
+    let counted = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&Value> = tools.iter().collect();
+        count_tools(&refs)
+    })
+    .await;
+    let Ok(Some(counts)) = counted else { return };
+    let mut counts = counts.into_iter();
+    for report in reports {
+        report.tool_tokens = counts.by_ref().take(report.tools.len()).collect();
+    }
 }
 
 /// Checks one entry (the preflight of a single server, tokens included when asked).
