@@ -437,3 +437,48 @@ fn the_log_file_records_the_traffic() {
         "colour codes in the log file:\n{log}"
     );
 }
+
+#[test]
+fn malformed_tools_are_skipped_one_by_one_with_warnings() {
+    let out = Cmd::new()
+        .config_json(json!({"mcpServers": {"f": fault(&["--malformed-tools"])}}))
+        .args(["list", "f", "--json"])
+        .run();
+    let json = out.json();
+    let names: Vec<&str> = json["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    // Every good tool of the page survives; only the three bad entries go.
+    assert_eq!(
+        names,
+        ["echo", "fail", "add", "hang", "crash", "huge", "slow", "roots"],
+        "{out}"
+    );
+    let warnings = json["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 3, "{out}");
+    assert!(
+        warnings.iter().all(|w| w
+            .as_str()
+            .unwrap()
+            .starts_with("skipped a tool without a name")),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_string_id_with_our_digits_is_not_our_answer() {
+    let out = Cmd::new()
+        .config_json(json!({"mcpServers": {"f": fault(&["--decoy-ids"])}}))
+        .args(["call", "f", "echo", r#"{"message": "real"}"#, "--json"])
+        .run();
+    // The decoys ({"decoy": true} under id "N") arrive first for every request, the handshake
+    // included; taking one would break initialize, tools/list or this result.
+    assert_eq!(
+        out.json(),
+        json!({"success": true, "result": {"content": [{"type": "text", "text": "real"}]}}),
+        "{out}"
+    );
+}
