@@ -115,8 +115,17 @@ pub(crate) fn start(
                     state: Arc::clone(&state),
                     peer: Arc::clone(&peer),
                 };
-                // Requests are independent: each POST (and its answer stream) runs on its own.
-                tokio::spawn(post.send(msg));
+                let is_request = msg.get("method").is_some() && msg.get("id").is_some();
+                if is_request {
+                    // Requests are independent: each POST (and its answer stream) runs on its
+                    // own, so slow tool calls do not hold up the others.
+                    tokio::spawn(post.send(msg));
+                } else {
+                    // Notifications and answers are acknowledged at once (202) and must reach
+                    // the server in order: `tools/list` racing ahead of
+                    // `notifications/initialized` misses tools a server registers on it.
+                    post.send(msg).await;
+                }
             }
         })
     };

@@ -70,6 +70,25 @@ fn check_remote(transport: &str, url: String) {
     assert_eq!(s["transport"], transport, "{out}");
     assert!(s["tools"].as_u64().unwrap() >= 13, "{out}");
     assert!(s["tokens"].as_u64().unwrap() > 0, "{out}");
+    // Regression: server-everything registers `simulate-research-query` when it processes
+    // `notifications/initialized`; a `tools/list` that overtook that notification (concurrent
+    // POSTs) missed it about one time in three. Several listings make the race visible.
+    for _ in 0..4 {
+        let again = out
+            .cmd()
+            .args(["--config", "config.json", "list", "remote", "--json"])
+            .run();
+        let names: Vec<String> = again.json()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            names.iter().any(|n| n == "simulate-research-query"),
+            "{again}"
+        );
+    }
 
     let call = out
         .cmd()
