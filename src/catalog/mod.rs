@@ -6,13 +6,26 @@
 //! server's failure lands in its own [`ServerReport`].
 
 mod check;
+mod fingerprint;
+mod index;
+mod overrides;
 mod preflight;
+mod resolve;
 mod tokens;
 pub mod tool;
+mod trim;
 
 pub use check::{argument_violations, expected_shape, similar_names};
+pub use fingerprint::server_identity;
+pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL_ENV};
+pub use overrides::{
+    plain_name, Action, Change, Overrides, OverridesError, ServerOverrides, ToolView,
+    OVERRIDES_FILE, OVERRIDES_VERSION,
+};
 pub use preflight::{
     connect, endpoint, preflight, preflight_one, PreflightOptions, ServerProblem, ServerReport,
     Status,
 };
+pub use resolve::{resolve, ResolveOptions};
 pub use tokens::TokenCounter;
+pub use trim::{trim_description, CHATGPT_DESCRIPTION_LIMIT, ELLIPSIS};

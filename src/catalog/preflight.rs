@@ -23,6 +23,8 @@ pub enum Status {
     Error,
     /// `"disabled": true`; not started.
     Disabled,
+    /// Answered from the tool index; not started.
+    Cached,
 }
 
 impl Status {
@@ -32,6 +34,7 @@ impl Status {
             Status::Connected => "connected",
             Status::Error => "error",
             Status::Disabled => "disabled",
+            Status::Cached => "cached",
         }
     }
 }
@@ -87,13 +90,41 @@ pub struct ServerReport {
     pub warnings: Vec<String>,
     /// Why it failed, when `status` is `Error`.
     pub error: Option<ServerProblem>,
+    /// Tools it offered before and no longer does (from the tool index).
+    pub stale: Vec<String>,
+    /// When its tools were seen live, for a report from the tool index.
+    pub checked_at: Option<std::time::SystemTime>,
 }
 
 impl ServerReport {
     /// Total token cost of the server's tools, if counted.
     pub fn tokens(&self) -> Option<usize> {
-        (self.tool_tokens.len() == self.tools.len() && self.status == Status::Connected)
+        (self.tool_tokens.len() == self.tools.len() && self.has_tools())
             .then(|| self.tool_tokens.iter().sum())
+    }
+
+    /// True when the tools are known: connected now, or answered from the index.
+    pub fn has_tools(&self) -> bool {
+        matches!(self.status, Status::Connected | Status::Cached)
+    }
+
+    /// An error report with no tools yet; the other constructors fill it in.
+    pub(crate) fn blank(entry: &ServerEntry, transport: &'static str) -> ServerReport {
+        ServerReport {
+            name: entry.qualified.clone(),
+            stack: entry.stack.clone(),
+            transport,
+            status: Status::Error,
+            tools: Vec::new(),
+            tool_tokens: Vec::new(),
+            init_time: None,
+            protocol_version: None,
+            used_slow_window: false,
+            warnings: Vec::new(),
+            error: None,
+            stale: Vec::new(),
+            checked_at: None,
+        }
     }
 }
 
@@ -195,6 +226,15 @@ async fn attach_token_counts(reports: &mut [ServerReport]) {
     }
 }
 
+/// The transport name of an entry (`"-"` when the entry is unusable).
+pub(crate) fn transport_of(entry: &ServerEntry) -> &'static str {
+    entry
+        .spec
+        .as_ref()
+        .map(ServerSpec::transport_name)
+        .unwrap_or("-")
+}
+
 /// Checks one entry (the preflight of a single server, tokens included when asked).
 pub async fn preflight_one(entry: &ServerEntry, opts: &PreflightOptions) -> ServerReport {
     let mut reports = preflight(std::slice::from_ref(entry), opts).await;
@@ -203,15 +243,11 @@ pub async fn preflight_one(entry: &ServerEntry, opts: &PreflightOptions) -> Serv
 }
 
 async fn check(entry: ServerEntry, opts: ConnectOptions) -> ServerReport {
-    let transport = entry
-        .spec
-        .as_ref()
-        .map(ServerSpec::transport_name)
-        .unwrap_or("-");
+    let transport = transport_of(&entry);
     if entry.disabled {
         return ServerReport {
             status: Status::Disabled,
-            ..blank(&entry, transport)
+            ..ServerReport::blank(&entry, transport)
         };
     }
     let session = match connect(&entry, &opts).await {
@@ -229,7 +265,7 @@ async fn check(entry: ServerEntry, opts: ConnectOptions) -> ServerReport {
             init_time: Some(info.init_time),
             protocol_version: Some(info.protocol_version),
             used_slow_window: info.used_slow_window,
-            ..blank(&entry, transport)
+            ..ServerReport::blank(&entry, transport)
         },
         Err(e) => ServerReport {
             init_time: Some(info.init_time),
@@ -239,25 +275,9 @@ async fn check(entry: ServerEntry, opts: ConnectOptions) -> ServerReport {
     }
 }
 
-fn blank(entry: &ServerEntry, transport: &'static str) -> ServerReport {
-    ServerReport {
-        name: entry.qualified.clone(),
-        stack: entry.stack.clone(),
-        transport,
-        status: Status::Error,
-        tools: Vec::new(),
-        tool_tokens: Vec::new(),
-        init_time: None,
-        protocol_version: None,
-        used_slow_window: false,
-        warnings: Vec::new(),
-        error: None,
-    }
-}
-
 fn failed(entry: &ServerEntry, transport: &'static str, problem: ServerProblem) -> ServerReport {
     ServerReport {
         error: Some(problem),
-        ..blank(entry, transport)
+        ..ServerReport::blank(entry, transport)
     }
 }

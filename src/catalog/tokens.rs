@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tiktoken_rs::CoreBPE;
 
+use super::fingerprint::fnv1a;
+use super::index::write_atomically;
+
 /// The tokenizer whose counts we report and cache.
 pub const TOKENIZER: &str = "o200k_base";
 
@@ -91,7 +94,7 @@ fn count_tools_with_cache(tools: &[&Value], cache: Option<&Path>) -> Option<Vec<
                     }
                 });
             }
-            if let Err(e) = write_cache(path, &file) {
+            if let Err(e) = write_atomically(path, &file) {
                 tracing::warn!(path = %path.display(), error = %e, "could not save token counts");
             }
         }
@@ -120,26 +123,6 @@ fn read_cache(path: &Path) -> CacheFile {
             empty()
         }
     }
-}
-
-/// Writes the cache to a temporary file beside it, then renames it into place: readers see
-/// the old file or the new one, never half of one.
-fn write_cache(path: &Path, file: &CacheFile) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".token-counts.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec(file)?)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
-/// 64-bit FNV-1a: stable across runs and Rust versions (unlike `DefaultHasher`), and plenty
-/// for keying a few thousand tool definitions.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]
@@ -176,7 +159,7 @@ mod tests {
         let key = format!("{:016x}", fnv1a(b.to_string().as_bytes()));
         let mut planted = saved;
         planted.counts.insert(key, 999);
-        write_cache(&path, &planted).unwrap();
+        write_atomically(&path, &planted).unwrap();
         assert_eq!(
             count_tools_with_cache(&[&a, &b], Some(&path)).unwrap(),
             vec![fresh[0], 999]
@@ -189,11 +172,5 @@ mod tests {
         );
         let rebuilt: CacheFile = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(rebuilt.counts.len(), 2, "a corrupt cache is rebuilt");
-    }
-
-    #[test]
-    fn fnv_is_stable() {
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 }

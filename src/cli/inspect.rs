@@ -27,24 +27,42 @@ pub struct InspectArgs {
 }
 
 pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    let overrides = super::server::load_overrides()?;
     let report = connected_report(global, &args.server).await?;
     let found = find_tool(&report.name, &report.tools, &args.tool)?;
     let index = report.tools.iter().position(|t| std::ptr::eq(t, found));
+    // The project's view of the tool: effective description, allowed or denied.
+    let key = catalog::plain_name(&report.stack, &report.name);
+    let view = index.and_then(|i| {
+        overrides
+            .apply(&report.stack, key, &report.tools)
+            .into_iter()
+            .nth(i)
+    });
+    let (description, is_overridden, is_allowed) = view.map_or_else(
+        || (tool::description(found).to_string(), false, true),
+        |v| (v.description, v.is_overridden, v.is_allowed),
+    );
     let tokens = index.and_then(|i| report.tool_tokens.get(i).copied());
     let example = example_call(global, &report.name, found);
 
     if global.json {
-        output::print_json(&json!({
+        let mut v = json!({
             "server": report.name,
             "tool": tool::name(found),
-            "description": tool::description(found),
+            "description": description,
             "inputSchema": tool::input_schema(found),
             "requiredParams": tool::required_params(found),
             "tokens": tokens,
             "exampleCall": example,
             "exampleArguments": tool::example_arguments(found),
             "definition": found,
-        }))?;
+            "allowed": is_allowed,
+        });
+        if is_overridden {
+            v["originalDescription"] = json!(tool::description(found));
+        }
+        output::print_json(&v)?;
         return Ok(Outcome::Success);
     }
     let mut out = anstream::stdout().lock();
@@ -60,9 +78,16 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
         tool::name(found),
         tokens.map(thousands).unwrap_or_else(|| "?".into())
     )?;
-    let description = tool::description(found);
     if !description.is_empty() {
         writeln!(out, "\n{}", description.trim_end())?;
+    }
+    let file = overrides.path().display();
+    if is_overridden {
+        let (server, name) = (&report.name, tool::name(found));
+        writeln!(out, "{dim}(description overridden in {file}; `mcp-launch tool describe {server} {name} --clear` restores the server's){dim:#}")?;
+    }
+    if !is_allowed {
+        writeln!(out, "{dim}(denied by {file}: hidden from listings){dim:#}")?;
     }
     writeln!(out, "\n{head}Parameters{head:#}")?;
     for line in catalog::expected_shape(found).lines() {

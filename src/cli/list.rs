@@ -3,12 +3,14 @@
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::catalog::{self, tool, PreflightOptions, ServerReport, Status};
+use crate::catalog::{self, tool, ServerReport, Status};
 use crate::error::Actionable;
-use crate::mcp::ConnectOptions;
 use crate::output::{self, style, thousands, Table};
 
-use super::{connected_report, load_config, CliError, GlobalArgs, Outcome};
+use super::server::load_overrides;
+use super::{load_config, server_report, CliError, GlobalArgs, Outcome};
+use crate::catalog::{Overrides, ToolView};
+use crate::config::ServerEntry;
 
 /// Check every server in parallel, or list one server's tools.
 ///
@@ -22,29 +24,37 @@ pub struct ListArgs {
     /// Show this server's tools (name, or stack/name when two stacks share it).
     #[arg(value_name = "SERVER")]
     pub server: Option<String>,
-    /// Re-check servers live instead of answering from the tool index (every check is live
-    /// until the index exists).
+    /// Check servers live instead of answering from the tool index (only this server's
+    /// entry is replaced when SERVER is given).
     #[arg(long)]
     pub refresh: bool,
+    /// With SERVER: also show the tools the overrides deny, marked `denied`.
+    #[arg(long)]
+    pub all: bool,
 }
 
 pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     if let Some(name) = &args.server {
-        let report = connected_report(global, name).await?;
+        let overrides = load_overrides()?;
+        let report = server_report(global, name, args.refresh).await?;
+        let shown = Exposed::of(&report, &overrides);
         if global.json {
-            output::print_json(&tools_json(&report))?;
+            output::print_json(&tools_json(&report, &shown, args.all))?;
         } else {
-            print_tools(&report)?;
+            print_tools(&report, &shown, args.all)?;
         }
         return Ok(Outcome::Success);
     }
     let loaded = load_config(global)?;
-    let opts = PreflightOptions {
-        connect: ConnectOptions::from_env(),
-        count_tokens: true,
-    };
-    let entries: Vec<_> = loaded.servers().cloned().collect();
-    let reports = catalog::preflight(&entries, &opts).await;
+    let opts = catalog::ResolveOptions::from_env(args.refresh);
+    let overrides = load_overrides()?;
+    let mut entries: Vec<_> = loaded.servers().cloned().collect();
+    for entry in &mut entries {
+        // The project's choice wins over the config's, and a disabled server is not started.
+        entry.disabled = overrides.is_disabled(entry);
+    }
+    let mut reports = catalog::resolve(&entries, &opts).await;
+    let hidden = hide_denied(&mut reports, &entries, &overrides);
     if global.json {
         let configs: Vec<String> = loaded
             .stacks
@@ -53,10 +63,27 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
             .collect();
         output::print_json(&json!({
             "configs": configs,
-            "servers": reports.iter().map(server_json).collect::<Vec<_>>(),
+            "servers": reports.iter().zip(&entries).zip(&hidden).map(|((r, e), hidden)| {
+                let mut v = server_json(r);
+                if *hidden > 0 {
+                    v["hiddenTools"] = json!(hidden);
+                }
+                if overrides.for_server(&e.stack, &e.name).is_some_and(|o| o.disabled.is_some()) {
+                    v["disabledBy"] = json!("overrides");
+                }
+                v
+            }).collect::<Vec<_>>(),
         }))?;
     } else {
         print_servers(&reports, loaded.stacks.len() > 1)?;
+        let hidden: usize = hidden.iter().sum();
+        if hidden > 0 {
+            let dim = style::DIM;
+            anstream::println!(
+                "{dim}{hidden} tools hidden by {} (`list SERVER --all` shows them){dim:#}",
+                overrides.path().display()
+            );
+        }
     }
     let any_failed = reports.iter().any(|r| r.status == Status::Error);
     Ok(if any_failed {
@@ -82,6 +109,15 @@ fn server_json(r: &ServerReport) -> Value {
     if r.used_slow_window {
         v["slowWindow"] = json!(true);
     }
+    if let Some(at) = r.checked_at {
+        let secs = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        v["checkedAt"] = json!(secs);
+    }
+    if !r.stale.is_empty() {
+        v["stale"] = json!(r.stale);
+    }
     if !r.warnings.is_empty() {
         v["warnings"] = json!(r.warnings);
     }
@@ -91,21 +127,87 @@ fn server_json(r: &ServerReport) -> Value {
     v
 }
 
-fn tools_json(r: &ServerReport) -> Value {
-    let tools: Vec<Value> = r
-        .tools
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            json!({
-                "name": tool::name(t),
-                "description": tool::description(t),
-                "requiredParams": tool::required_params(t),
-                "tokens": r.tool_tokens.get(i),
-            })
+/// Drops the tools the overrides deny (and their token counts) from each report, in place;
+/// returns how many each report lost. `reports` and `entries` are parallel.
+fn hide_denied(
+    reports: &mut [ServerReport],
+    entries: &[ServerEntry],
+    overrides: &Overrides,
+) -> Vec<usize> {
+    let mut hidden = Vec::with_capacity(reports.len());
+    for (r, e) in reports.iter_mut().zip(entries) {
+        let allowed: Vec<bool> = (overrides.apply(&e.stack, &e.name, &r.tools).iter())
+            .map(|v| v.is_allowed)
+            .collect();
+        let before = r.tools.len();
+        if r.tool_tokens.len() == before {
+            let mut keep = allowed.iter();
+            r.tool_tokens
+                .retain(|_| keep.next().copied().unwrap_or(true));
+        }
+        let mut keep = allowed.iter();
+        r.tools.retain(|_| keep.next().copied().unwrap_or(true));
+        hidden.push(before - r.tools.len());
+    }
+    hidden
+}
+
+/// One server's tools as the project's overrides expose them.
+struct Exposed<'a> {
+    views: Vec<ToolView<'a>>,
+    /// Names the server no longer offers: the tool index's and the overrides' (sorted).
+    stale: Vec<String>,
+    /// Where the overrides live, for notes.
+    file: String,
+    /// The overrides switch the server off (it still answered, for this listing).
+    is_disabled: bool,
+}
+
+impl<'a> Exposed<'a> {
+    fn of(r: &'a ServerReport, overrides: &Overrides) -> Self {
+        let key = catalog::plain_name(&r.stack, &r.name);
+        let mut stale = overrides.stale_names(&r.stack, key, &r.tools);
+        stale.extend(r.stale.iter().cloned());
+        stale.sort();
+        stale.dedup();
+        Exposed {
+            views: overrides.apply(&r.stack, key, &r.tools),
+            stale,
+            file: overrides.path().display().to_string(),
+            is_disabled: (overrides.for_server(&r.stack, key))
+                .is_some_and(|o| o.disabled == Some(true)),
+        }
+    }
+
+    /// The tools to show: allowed ones, or all of them with `--all`.
+    fn shown(&self, all: bool) -> impl Iterator<Item = &ToolView<'a>> {
+        self.views.iter().filter(move |v| all || v.is_allowed)
+    }
+}
+
+fn tools_json(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> Value {
+    let tools: Vec<Value> = exposed
+        .shown(all)
+        .map(|view| {
+            let mut v = json!({
+                "name": view.name,
+                "description": view.description,
+                "requiredParams": tool::required_params(view.def),
+                "tokens": r.tool_tokens.get(view.index),
+                "allowed": view.is_allowed,
+            });
+            if view.is_overridden {
+                v["originalDescription"] = json!(view.original_description());
+            }
+            v
         })
         .collect();
-    json!({"server": r.name, "status": r.status.as_str(), "tokens": r.tokens(), "tools": tools, "warnings": r.warnings})
+    let hidden = exposed.views.len() - exposed.shown(false).count();
+    let mut v = json!({"server": r.name, "status": r.status.as_str(), "tokens": r.tokens(), "tools": tools, "warnings": r.warnings, "stale": exposed.stale, "hiddenTools": hidden});
+    if exposed.is_disabled {
+        v["disabledBy"] = json!("overrides");
+    }
+    v
 }
 
 fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<()> {
@@ -122,12 +224,12 @@ fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<
     let mut table = Table::new(headers, &right);
     for r in reports {
         let status_style = match r.status {
-            Status::Connected => style::GOOD,
+            Status::Connected | Status::Cached => style::GOOD,
             Status::Error => style::BAD,
             Status::Disabled => style::DIM,
         };
         let dash = || "-".to_string();
-        let connected = r.status == Status::Connected;
+        let connected = r.has_tools();
         let mut init = r
             .init_time
             .map(|t| format!("{} ms", t.as_millis()))
@@ -187,36 +289,47 @@ fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<
     )
 }
 
-fn print_tools(r: &ServerReport) -> std::io::Result<()> {
+fn print_tools(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> std::io::Result<()> {
     use std::io::Write;
     let mut table = Table::new(vec!["TOOL", "REQUIRED", "TOKENS", "DESCRIPTION"], &[2]);
-    let name_width = r
-        .tools
-        .iter()
-        .map(|t| tool::name(t).len())
+    // A `*` marks an overridden description; `(denied)` a tool shown only with --all.
+    let label = |v: &ToolView<'_>| {
+        let star = if v.is_overridden { "*" } else { "" };
+        let denied = if v.is_allowed { "" } else { " (denied)" };
+        format!("{}{star}{denied}", v.name)
+    };
+    let name_width = exposed
+        .shown(all)
+        .map(|v| label(v).len())
         .max()
         .unwrap_or(4);
-    let req_width = r
-        .tools
-        .iter()
-        .map(|t| tool::required_params(t).join(", ").len())
+    let req_width = exposed
+        .shown(all)
+        .map(|v| tool::required_params(v.def).join(", ").len())
         .max()
         .unwrap_or(8);
     let room = output::terminal_width()
         .saturating_sub(name_width + req_width.max(8) + 14)
         .max(20);
-    for (i, t) in r.tools.iter().enumerate() {
+    for v in exposed.shown(all) {
         table.styled_row(vec![
-            (tool::name(t).to_string(), style::HEAD),
-            (tool::required_params(t).join(", "), Default::default()),
+            (
+                label(v),
+                if v.is_allowed {
+                    style::HEAD
+                } else {
+                    style::DIM
+                },
+            ),
+            (tool::required_params(v.def).join(", "), Default::default()),
             (
                 r.tool_tokens
-                    .get(i)
+                    .get(v.index)
                     .map(|n| thousands(*n))
                     .unwrap_or_default(),
                 Default::default(),
             ),
-            (output::clip(tool::description(t), room), style::DIM),
+            (output::clip(&v.description, room), style::DIM),
         ]);
     }
     let mut out = anstream::stdout().lock();
@@ -226,9 +339,34 @@ fn print_tools(r: &ServerReport) -> std::io::Result<()> {
         writeln!(out, "{st}warning:{st:#} {w}")?;
     }
     let dim = style::DIM;
+    if exposed.shown(all).any(|v| v.is_overridden) {
+        writeln!(
+            out,
+            "{dim}* description overridden in {}{dim:#}",
+            exposed.file
+        )?;
+    }
+    if !exposed.stale.is_empty() {
+        let (names, server) = (exposed.stale.join(", "), &r.name);
+        writeln!(out, "{dim}stale (no longer offered; choices kept): {names} — `mcp-launch tool reset {server} NAME` forgets one{dim:#}")?;
+    }
+    if exposed.is_disabled {
+        let st = style::WARN;
+        writeln!(
+            out,
+            "{st}note:{st:#} {} is disabled by {} (`mcp-launch server enable {}`)",
+            r.name, exposed.file, r.name
+        )?;
+    }
+    let hidden = exposed.views.len() - exposed.shown(false).count();
+    let hidden = match (hidden, all) {
+        (0, _) => String::new(),
+        (n, false) => format!(" ({n} hidden by overrides; --all shows them)"),
+        (n, true) => format!(" ({n} denied)"),
+    };
     writeln!(
         out,
-        "\n{dim}{}: {} tools · {} tokens{dim:#}",
+        "\n{dim}{}: {} tools{hidden} · {} tokens{dim:#}",
         r.name,
         r.tools.len(),
         r.tokens().map(thousands).unwrap_or_else(|| "-".into())

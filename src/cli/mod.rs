@@ -4,6 +4,8 @@
 mod call;
 mod inspect;
 mod list;
+mod server;
+mod tool;
 
 use std::path::PathBuf;
 
@@ -63,6 +65,10 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Call a tool with JSON arguments.
     Call(call::CallArgs),
+    /// Enable, disable or reset a server in this project's overrides.
+    Server(server::ServerArgs),
+    /// Allow, deny, reset or describe a server's tools in this project's overrides.
+    Tool(tool::ToolArgs),
 }
 
 /// How a command ended when it did not fail outright.
@@ -148,6 +154,9 @@ pub enum CliError {
     /// Writing output failed.
     #[error("could not write output: {0}")]
     Output(#[from] std::io::Error),
+    /// The project's overrides file could not be read or written.
+    #[error(transparent)]
+    Overrides(#[from] crate::catalog::OverridesError),
 }
 
 impl CliError {
@@ -165,6 +174,7 @@ impl CliError {
         match self {
             CliError::Server { problem, .. } => matches!(**problem, ServerProblem::Config(_)),
             CliError::Stdin(_) | CliError::Output(_) => false,
+            CliError::Overrides(_) => true,
             _ => true,
         }
     }
@@ -182,6 +192,7 @@ impl Actionable for CliError {
             CliError::Server { problem, .. } => problem.kind(),
             CliError::Stdin(_) => "stdin_error",
             CliError::Output(_) => "output_error",
+            CliError::Overrides(e) => e.kind(),
         }
     }
 
@@ -210,6 +221,7 @@ impl Actionable for CliError {
             CliError::Server { problem, .. } => problem.help(),
             CliError::Stdin(_) => "pipe a JSON object into --stdin, or pass it as an argument".into(),
             CliError::Output(_) => "check that the output destination is writable".into(),
+            CliError::Overrides(e) => e.help(),
         }
     }
 }
@@ -220,6 +232,8 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::List(args) => list::run(args, &cli.global).await,
         Command::Inspect(args) => inspect::run(args, &cli.global).await,
         Command::Call(args) => call::run(args, &cli.global).await,
+        Command::Server(args) => server::run(args, &cli.global).await,
+        Command::Tool(args) => tool::run(args, &cli.global).await,
     }
 }
 
@@ -239,23 +253,31 @@ fn load_config(global: &GlobalArgs) -> Result<Loaded, CliError> {
     Ok(loaded)
 }
 
-/// Loads the config, finds server `name` and preflights it (tokens counted): its report if it
-/// connected, else the server's error.
-async fn connected_report(
+/// Loads the config, finds server `name` and learns its tools (tokens counted) from the tool
+/// index when fresh, else live: its report if it has tools, else the server's error.
+async fn server_report(
     global: &GlobalArgs,
     name: &str,
+    refresh: bool,
 ) -> Result<crate::catalog::ServerReport, CliError> {
     let loaded = load_config(global)?;
     let entry = find_server(&loaded, name)?;
-    let opts = crate::catalog::PreflightOptions {
-        connect: crate::mcp::ConnectOptions::from_env(),
-        count_tokens: true,
-    };
-    let report = crate::catalog::preflight_one(entry, &opts).await;
+    let opts = crate::catalog::ResolveOptions::from_env(refresh);
+    let report = crate::catalog::resolve(std::slice::from_ref(entry), &opts)
+        .await
+        .swap_remove(0);
     match &report.error {
         Some(problem) => Err(CliError::server(&report.name, problem.clone())),
         None => Ok(report),
     }
+}
+
+/// [`server_report`] answering from the tool index when it can.
+async fn connected_report(
+    global: &GlobalArgs,
+    name: &str,
+) -> Result<crate::catalog::ServerReport, CliError> {
+    server_report(global, name, false).await
 }
 
 /// The entry named `name`, or an error naming the servers that exist.

@@ -76,7 +76,14 @@ fn check_remote(transport: &str, url: String) {
     for _ in 0..4 {
         let again = out
             .cmd()
-            .args(["--config", "config.json", "list", "remote", "--json"])
+            .args([
+                "--config",
+                "config.json",
+                "list",
+                "remote",
+                "--refresh",
+                "--json",
+            ])
             .run();
         let names: Vec<String> = again.json()["tools"]
             .as_array()

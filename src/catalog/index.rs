@@ -1,0 +1,366 @@
+//! The tool index: each server's tools as last seen live, in the user cache dir, so `list`,
+//! `inspect` and `search` can answer without starting anything.
+//!
+//! Entries are keyed by `stack/name` and carry the server's identity (a hash of its
+//! definition, see [`server_identity`]); an entry answers only while that identity matches and
+//! it is younger than the TTL (24 h unless `MCP_LAUNCH_INDEX_TTL` says otherwise). Only servers
+//! that connected are recorded. A refresh replaces one entry and keeps the others; tools that
+//! vanish are remembered as stale names. The file is a cache: a corrupt or unreadable one is
+//! rebuilt with a warning, never a crash; writes are atomic (temp file + rename).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::ServerEntry;
+
+use super::fingerprint::server_identity;
+use super::preflight::{ServerReport, Status};
+use super::tool;
+
+/// Bumped when the file's shape changes; another version is ignored (and rebuilt).
+const FORMAT_VERSION: u32 = 1;
+
+/// How long an entry answers for its server by default.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Environment variable overriding the TTL: `90s`, `30m`, `12h`, `7d`, or seconds; `0`
+/// disables answering from the index.
+pub const TTL_ENV: &str = "MCP_LAUNCH_INDEX_TTL";
+
+/// Stale tool names remembered per server at most (a server that renames tools on every start
+/// must not grow the file forever).
+const MAX_STALE: usize = 200;
+
+/// One server as last seen live.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexEntry {
+    /// The server's identity when it was checked.
+    pub identity: String,
+    /// When it was checked, in seconds since the Unix epoch.
+    pub checked_at: u64,
+    /// `stdio`, `http` or `sse`.
+    pub transport: String,
+    /// The protocol version it chose.
+    pub protocol_version: Option<String>,
+    /// Time to its `initialize` answer, in milliseconds.
+    pub init_ms: Option<u64>,
+    /// Tool definitions as sent.
+    pub tools: Vec<Value>,
+    /// Token cost of each tool, parallel to `tools` (empty if not counted).
+    pub tool_tokens: Vec<usize>,
+    /// Names of tools it offered before and no longer does.
+    #[serde(default)]
+    pub stale: Vec<String>,
+    /// Warnings of that check.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct IndexFile {
+    version: u32,
+    servers: BTreeMap<String, IndexEntry>,
+}
+
+/// The index file, loaded.
+pub struct ToolIndex {
+    path: Option<PathBuf>,
+    file: IndexFile,
+    is_dirty: bool,
+}
+
+impl ToolIndex {
+    /// The index in the user cache dir (`$XDG_CACHE_HOME/mcp-launch/tool-index.json`); empty
+    /// when there is none, or when it is unreadable (with a warning).
+    pub fn open() -> Self {
+        Self::open_at(dirs::cache_dir().map(|d| d.join("mcp-launch").join("tool-index.json")))
+    }
+
+    /// The index at `path` (`None`: an in-memory index that is never saved).
+    pub fn open_at(path: Option<PathBuf>) -> Self {
+        let file = path.as_deref().map(read_file).unwrap_or_default();
+        Self {
+            path,
+            file,
+            is_dirty: false,
+        }
+    }
+
+    /// The entry for `entry` if it matches the server's identity and is younger than `ttl`.
+    pub fn fresh(
+        &self,
+        entry: &ServerEntry,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> Option<&IndexEntry> {
+        let found = self.file.servers.get(&key(entry))?;
+        let identity = server_identity(entry)?;
+        let age = unix_secs(now).saturating_sub(found.checked_at);
+        (found.identity == identity && Duration::from_secs(age) < ttl).then_some(found)
+    }
+
+    /// Records a live check and returns the server's stale tool names. Only connected servers
+    /// are recorded; tools the previous entry had and this one lacks become stale names (until
+    /// they come back).
+    pub fn record(
+        &mut self,
+        entry: &ServerEntry,
+        report: &ServerReport,
+        now: SystemTime,
+    ) -> Vec<String> {
+        let (Status::Connected, Some(identity)) = (report.status, server_identity(entry)) else {
+            return Vec::new();
+        };
+        let key = key(entry);
+        let current: std::collections::HashSet<&str> =
+            report.tools.iter().map(tool::name).collect();
+        let mut stale: Vec<String> = Vec::new();
+        if let Some(previous) = self.file.servers.get(&key) {
+            let vanished = previous.tools.iter().map(tool::name).map(str::to_owned);
+            for name in previous.stale.iter().cloned().chain(vanished) {
+                if !current.contains(name.as_str()) && !stale.contains(&name) {
+                    stale.push(name);
+                }
+            }
+        }
+        stale.truncate(MAX_STALE);
+        self.file.servers.insert(
+            key,
+            IndexEntry {
+                identity,
+                checked_at: unix_secs(now),
+                transport: report.transport.to_string(),
+                protocol_version: report.protocol_version.clone(),
+                init_ms: report.init_time.map(|t| t.as_millis() as u64),
+                tools: report.tools.clone(),
+                tool_tokens: report.tool_tokens.clone(),
+                stale: stale.clone(),
+                warnings: report.warnings.clone(),
+            },
+        );
+        self.is_dirty = true;
+        stale
+    }
+
+    /// Writes the index if anything changed (atomically). Failures are logged: the index is a
+    /// cache and the command's answer does not depend on it.
+    pub fn save(&mut self) {
+        let Some(path) = &self.path else { return };
+        if !self.is_dirty {
+            return;
+        }
+        self.file.version = FORMAT_VERSION;
+        match write_atomically(path, &self.file) {
+            Ok(()) => self.is_dirty = false,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "could not save the tool index")
+            }
+        }
+    }
+}
+
+/// The TTL from `MCP_LAUNCH_INDEX_TTL`, or [`DEFAULT_TTL`]; an unreadable value is warned about
+/// and ignored.
+pub fn ttl_from_env() -> Duration {
+    match std::env::var(TTL_ENV) {
+        Ok(text) => parse_ttl(&text).unwrap_or_else(|| {
+            tracing::warn!(value = %text, "{TTL_ENV} is not a duration like 90s, 30m, 12h or 7d; using 24h");
+            DEFAULT_TTL
+        }),
+        Err(_) => DEFAULT_TTL,
+    }
+}
+
+fn parse_ttl(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let n: u64 = digits.parse().ok()?;
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => return None,
+    };
+    Some(Duration::from_secs(secs))
+}
+
+/// Builds the report a fresh entry gives: `Status::Cached`, no process started.
+pub(crate) fn cached_report(entry: &ServerEntry, found: &IndexEntry) -> ServerReport {
+    let mut report = ServerReport::blank(entry, super::preflight::transport_of(entry));
+    report.status = Status::Cached;
+    report.tools = found.tools.clone();
+    report.tool_tokens = found.tool_tokens.clone();
+    report.init_time = found.init_ms.map(Duration::from_millis);
+    report.protocol_version = found.protocol_version.clone();
+    report.warnings = found.warnings.clone();
+    report.stale = found.stale.clone();
+    report.checked_at = Some(UNIX_EPOCH + Duration::from_secs(found.checked_at));
+    report
+}
+
+fn key(entry: &ServerEntry) -> String {
+    format!("{}/{}", entry.stack, entry.name)
+}
+
+fn unix_secs(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn read_file(path: &Path) -> IndexFile {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return IndexFile::default(),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot read the tool index; rebuilding it");
+            return IndexFile::default();
+        }
+    };
+    match serde_json::from_slice::<IndexFile>(&bytes) {
+        Ok(file) if file.version == FORMAT_VERSION => file,
+        Ok(_) => IndexFile::default(),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "the tool index is corrupt; rebuilding it");
+            IndexFile::default()
+        }
+    }
+}
+
+/// Writes `value` as JSON to a temp file beside `path`, then renames it into place: readers
+/// see the old file or the new one, never half of one.
+pub(crate) fn write_atomically<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_vec(value)?)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerSpec;
+    use serde_json::json;
+
+    fn entry(arg: &str) -> ServerEntry {
+        ServerEntry {
+            name: "srv".into(),
+            qualified: "srv".into(),
+            stack: "stack".into(),
+            line: None,
+            disabled: false,
+            spec: Ok(ServerSpec::Stdio {
+                command: "cmd".into(),
+                args: vec![arg.into()],
+                env: vec![],
+                cwd: None,
+            }),
+        }
+    }
+
+    fn connected(entry: &ServerEntry, tools: &[&str]) -> ServerReport {
+        let mut r = ServerReport::blank(entry, "stdio");
+        r.status = Status::Connected;
+        r.tools = tools.iter().map(|n| json!({"name": n})).collect();
+        r.tool_tokens = vec![5; tools.len()];
+        r
+    }
+
+    #[test]
+    fn fresh_until_the_ttl_or_the_identity_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx.json");
+        let now = SystemTime::now();
+        let e = entry("a");
+        let mut index = ToolIndex::open_at(Some(path.clone()));
+        index.record(&e, &connected(&e, &["t1"]), now);
+        index.save();
+
+        let index = ToolIndex::open_at(Some(path));
+        let ttl = Duration::from_secs(3600);
+        assert!(index.fresh(&e, ttl, now).is_some());
+        assert!(index
+            .fresh(&e, ttl, now + Duration::from_secs(3599))
+            .is_some());
+        assert!(
+            index
+                .fresh(&e, ttl, now + Duration::from_secs(3600))
+                .is_none(),
+            "expired"
+        );
+        assert!(
+            index.fresh(&entry("b"), ttl, now).is_none(),
+            "identity changed"
+        );
+        assert!(
+            index.fresh(&e, Duration::ZERO, now).is_none(),
+            "TTL 0 disables"
+        );
+    }
+
+    #[test]
+    fn errors_are_not_recorded_and_vanished_tools_turn_stale() {
+        let e = entry("a");
+        let now = SystemTime::now();
+        let mut index = ToolIndex::open_at(None);
+        index.record(&e, &ServerReport::blank(&e, "stdio"), now);
+        assert!(index.fresh(&e, DEFAULT_TTL, now).is_none());
+
+        index.record(&e, &connected(&e, &["keep", "gone"]), now);
+        index.record(&e, &connected(&e, &["keep", "new"]), now);
+        assert_eq!(
+            index.fresh(&e, DEFAULT_TTL, now).unwrap().stale,
+            vec!["gone"]
+        );
+        index.record(&e, &connected(&e, &["keep", "gone"]), now);
+        assert_eq!(
+            index.fresh(&e, DEFAULT_TTL, now).unwrap().stale,
+            vec!["new"]
+        );
+    }
+
+    #[test]
+    fn a_corrupt_or_foreign_file_is_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx.json");
+        std::fs::write(&path, b"{broken").unwrap();
+        let e = entry("a");
+        let mut index = ToolIndex::open_at(Some(path.clone()));
+        assert!(index.fresh(&e, DEFAULT_TTL, SystemTime::now()).is_none());
+        index.record(&e, &connected(&e, &["t"]), SystemTime::now());
+        index.save();
+        assert!(ToolIndex::open_at(Some(path.clone()))
+            .fresh(&e, DEFAULT_TTL, SystemTime::now())
+            .is_some());
+        std::fs::write(&path, br#"{"version": 999, "servers": {}}"#).unwrap();
+        assert!(ToolIndex::open_at(Some(path))
+            .fresh(&e, DEFAULT_TTL, SystemTime::now())
+            .is_none());
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp files left behind");
+    }
+
+    #[test]
+    fn ttl_parsing() {
+        assert_eq!(parse_ttl("90"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_ttl("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_ttl("30m"), Some(Duration::from_secs(1800)));
+        assert_eq!(parse_ttl("12h"), Some(Duration::from_secs(43_200)));
+        assert_eq!(parse_ttl("7d"), Some(Duration::from_secs(604_800)));
+        assert_eq!(parse_ttl("0"), Some(Duration::ZERO));
+        assert_eq!(parse_ttl("soon"), None);
+        assert_eq!(parse_ttl("5w"), None);
+    }
+}

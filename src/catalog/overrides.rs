@@ -1,0 +1,500 @@
+//! Overrides: what a project chooses to expose of its stacks — servers switched off or on,
+//! tool allow / deny lists, description overrides — kept in `./.mcp-launch/overrides.json`:
+//!
+//! ```json
+//! {
+//!   "version": 1,
+//!   "stacks": {
+//!     "mcp": {
+//!       "github": {
+//!         "disabled": false,
+//!         "allow": ["create_issue", "search_code"],
+//!         "deny": ["delete_repository"],
+//!         "descriptions": {"search_code": "Search code across GitHub repositories."}
+//!       }
+//!     }
+//!   }
+//! }
+//! ```
+//!
+//! Invariants:
+//! - The file is the user's data: one we cannot read or parse (bad JSON, an unknown field, an
+//!   unknown `version`) is an error naming the file, line and column, and is never overwritten.
+//! - Choices are never dropped by a refresh: names of tools a server no longer offers stay in
+//!   the file and are reported as stale ([`Overrides::stale_names`]). Tools that appear are
+//!   allowed unless the server has an allow list, so nothing is stored for them.
+//! - Entries are keyed by stack name and the server's plain (unqualified) config key.
+//! - Writes are atomic (a temporary file in the same directory, then a rename) and stable
+//!   (sorted keys and names, pretty JSON, empty entries left out), so diffs read well.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::tool;
+use crate::config::ServerEntry;
+
+/// The file, relative to the project directory (the current directory for the CLI).
+pub const OVERRIDES_FILE: &str = ".mcp-launch/overrides.json";
+
+/// The file format version this build reads and writes.
+pub const OVERRIDES_VERSION: u64 = 1;
+
+/// What a project chose for one server. Every field is optional; absent means "as configured /
+/// as the server says".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerOverrides {
+    /// Wins over the config's `"disabled"`, either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    /// When present, only these tools are exposed (tools that appear later stay hidden).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<BTreeSet<String>>,
+    /// Tools never exposed.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub deny: BTreeSet<String>,
+    /// Description overrides: tool name → the text clients see instead of the server's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub descriptions: BTreeMap<String, String>,
+}
+
+/// The entry of a server nobody chose anything for.
+static NO_OVERRIDES: ServerOverrides = ServerOverrides {
+    disabled: None,
+    allow: None,
+    deny: BTreeSet::new(),
+    descriptions: BTreeMap::new(),
+};
+
+/// What a mutation did to one tool (or, with `tool: None`, to the server).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// The tool, or `None` for the server itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// What was done.
+    pub action: Action,
+    /// False when the overrides already said so.
+    #[serde(skip)]
+    pub changed: bool,
+}
+
+/// The kinds of [`Change`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// The server is enabled.
+    Enabled,
+    /// The server is disabled.
+    Disabled,
+    /// The tool is allowed (removed from `deny`, added to `allow` when there is one).
+    Allowed,
+    /// The tool is denied.
+    Denied,
+    /// The tool left the allow list (`allow --only` with other tools): now hidden.
+    Unlisted,
+    /// Every choice about the tool (or, for the server, every choice at all) is forgotten.
+    Reset,
+    /// The tool's description is overridden.
+    Described,
+    /// The tool's description override is removed: the server's own is back.
+    DescriptionCleared,
+}
+
+impl Action {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Enabled => "enabled",
+            Action::Disabled => "disabled",
+            Action::Allowed => "allowed",
+            Action::Denied => "denied",
+            Action::Unlisted => "unlisted",
+            Action::Reset => "reset",
+            Action::Described => "described",
+            Action::DescriptionCleared => "description_cleared",
+        }
+    }
+}
+
+fn change(tool: &str, action: Action, changed: bool) -> Change {
+    Change {
+        tool: Some(tool.to_string()),
+        action,
+        changed,
+    }
+}
+
+/// One tool as a project exposes it: the server's definition with overrides applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolView<'a> {
+    /// Position in the server's tool list (to find parallel data such as token counts).
+    pub index: usize,
+    /// The definition as the server sent it (never modified).
+    pub def: &'a Value,
+    /// The tool's name.
+    pub name: &'a str,
+    /// The description clients see: the override, else the server's.
+    pub description: String,
+    /// True when `description` comes from the overrides.
+    pub is_overridden: bool,
+    /// False when the tool is denied or left out of the server's allow list.
+    pub is_allowed: bool,
+}
+
+impl ToolView<'_> {
+    /// The server's own description.
+    pub fn original_description(&self) -> &str {
+        tool::description(self.def)
+    }
+}
+
+impl ServerOverrides {
+    /// True when nothing is chosen (such entries are not written).
+    pub fn is_empty(&self) -> bool {
+        self == &NO_OVERRIDES
+    }
+
+    /// True unless the tool is denied or missing from an allow list.
+    pub fn is_allowed(&self, tool: &str) -> bool {
+        !self.deny.contains(tool) && self.allow.as_ref().is_none_or(|a| a.contains(tool))
+    }
+
+    /// Allows each tool: out of `deny`, and into `allow` when the server has an allow list.
+    pub fn allow(&mut self, tools: &[String]) -> Vec<Change> {
+        tools
+            .iter()
+            .map(|t| {
+                let undenied = self.deny.remove(t);
+                let listed = self.allow.as_mut().is_some_and(|a| a.insert(t.clone()));
+                change(t, Action::Allowed, undenied || listed)
+            })
+            .collect()
+    }
+
+    /// Makes `tools` the allow list (started or replaced) and takes them out of `deny`: every
+    /// other tool, present or future, is hidden.
+    pub fn allow_only(&mut self, tools: &[String]) -> Vec<Change> {
+        let old = self.allow.take();
+        let new: BTreeSet<String> = tools.iter().cloned().collect();
+        let mut changes: Vec<Change> = tools
+            .iter()
+            .map(|t| {
+                let undenied = self.deny.remove(t);
+                let listed = !old.as_ref().is_some_and(|o| o.contains(t));
+                change(t, Action::Allowed, undenied || listed)
+            })
+            .collect();
+        for dropped in old.iter().flatten().filter(|t| !new.contains(*t)) {
+            changes.push(change(dropped, Action::Unlisted, true));
+        }
+        self.allow = Some(new);
+        changes
+    }
+
+    /// Denies each tool: into `deny`, out of `allow`.
+    pub fn deny(&mut self, tools: &[String]) -> Vec<Change> {
+        tools
+            .iter()
+            .map(|t| {
+                let unlisted = self.allow.as_mut().is_some_and(|a| a.remove(t));
+                let denied = self.deny.insert(t.clone());
+                change(t, Action::Denied, denied || unlisted)
+            })
+            .collect()
+    }
+
+    /// Forgets every choice about each tool: out of `allow` and `deny`, description override
+    /// dropped. (With an allow list, a tool reset is hidden like any unlisted tool.)
+    pub fn reset(&mut self, tools: &[String]) -> Vec<Change> {
+        tools
+            .iter()
+            .map(|t| {
+                let unlisted = self.allow.as_mut().is_some_and(|a| a.remove(t));
+                let undenied = self.deny.remove(t);
+                let undescribed = self.descriptions.remove(t).is_some();
+                change(t, Action::Reset, unlisted || undenied || undescribed)
+            })
+            .collect()
+    }
+
+    /// Sets (`Some`) or removes (`None`) the tool's description override.
+    pub fn describe(&mut self, tool: &str, text: Option<String>) -> Change {
+        match text {
+            Some(text) => {
+                let old = self.descriptions.insert(tool.to_string(), text.clone());
+                change(tool, Action::Described, old.as_ref() != Some(&text))
+            }
+            None => {
+                let old = self.descriptions.remove(tool);
+                change(tool, Action::DescriptionCleared, old.is_some())
+            }
+        }
+    }
+
+    /// Forgets everything chosen for the server.
+    pub fn clear(&mut self) -> Change {
+        let changed = !self.is_empty();
+        *self = ServerOverrides::default();
+        Change {
+            tool: None,
+            action: Action::Reset,
+            changed,
+        }
+    }
+
+    /// The server's tools as exposed: allowed or not, effective descriptions, in server order.
+    pub fn apply<'a>(&self, tools: &'a [Value]) -> Vec<ToolView<'a>> {
+        tools
+            .iter()
+            .enumerate()
+            .map(|(index, def)| {
+                let name = tool::name(def);
+                let custom = self.descriptions.get(name);
+                ToolView {
+                    index,
+                    def,
+                    name,
+                    description: custom
+                        .cloned()
+                        .unwrap_or_else(|| tool::description(def).to_string()),
+                    is_overridden: custom.is_some(),
+                    is_allowed: self.is_allowed(name),
+                }
+            })
+            .collect()
+    }
+
+    /// Names the overrides mention (allow, deny, descriptions) that `tools` lacks, sorted.
+    pub fn stale_names(&self, tools: &[Value]) -> Vec<String> {
+        let offered: BTreeSet<&str> = tools.iter().map(tool::name).collect();
+        let mentioned: BTreeSet<&String> = self
+            .allow
+            .iter()
+            .flatten()
+            .chain(&self.deny)
+            .chain(self.descriptions.keys())
+            .collect();
+        mentioned
+            .into_iter()
+            .filter(|n| !offered.contains(n.as_str()))
+            .cloned()
+            .collect()
+    }
+}
+
+type Stacks = BTreeMap<String, BTreeMap<String, ServerOverrides>>;
+
+/// The file as read.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileIn {
+    #[serde(default)]
+    #[allow(dead_code)] // checked before this parse, kept so the field is not "unknown"
+    version: Value,
+    #[serde(default)]
+    stacks: Stacks,
+}
+
+/// The file as written: empty entries and stacks left out.
+#[derive(Serialize)]
+struct FileOut<'a> {
+    version: u64,
+    stacks: BTreeMap<&'a str, BTreeMap<&'a str, &'a ServerOverrides>>,
+}
+
+/// Every project choice, as loaded from (and saved to) one overrides file.
+#[derive(Debug, Clone)]
+pub struct Overrides {
+    path: PathBuf,
+    stacks: Stacks,
+}
+
+impl PartialEq for Overrides {
+    /// Equal when they would write the same file (empty entries do not count).
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path && self.file_out().stacks == other.file_out().stacks
+    }
+}
+
+impl Overrides {
+    /// Reads `PROJECT_DIR/.mcp-launch/overrides.json`; a missing (or blank) file means no
+    /// overrides.
+    pub fn load(project_dir: &Path) -> Result<Overrides, OverridesError> {
+        let path = project_dir.join(OVERRIDES_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => {
+                return Err(OverridesError::Unreadable {
+                    reason: e.to_string(),
+                    path,
+                })
+            }
+        };
+        if text.trim().is_empty() {
+            return Ok(Overrides {
+                path,
+                stacks: Stacks::new(),
+            });
+        }
+        let invalid = |e: serde_json::Error, path: &Path| OverridesError::Invalid {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: strip_position(&e.to_string()),
+        };
+        // Syntax first (with its position), then the version, then the shape.
+        let raw: Value = serde_json::from_str(&text).map_err(|e| invalid(e, &path))?;
+        match raw.get("version") {
+            None => {}
+            Some(v) if v.as_u64() == Some(OVERRIDES_VERSION) => {}
+            Some(v) => {
+                return Err(OverridesError::UnsupportedVersion {
+                    found: v.to_string(),
+                    path,
+                })
+            }
+        }
+        let file: FileIn = serde_json::from_str(&text).map_err(|e| invalid(e, &path))?;
+        Ok(Overrides {
+            path,
+            stacks: file.stacks,
+        })
+    }
+
+    /// The file these overrides come from and go to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes the file atomically (directory created when missing).
+    pub fn save(&self) -> Result<(), OverridesError> {
+        let unwritable = |e: std::io::Error| OverridesError::Unwritable {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        };
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(unwritable)?;
+        let mut text = serde_json::to_string_pretty(&self.file_out())
+            .map_err(|e| unwritable(std::io::Error::other(e)))?;
+        text.push('\n');
+        // Unique per process and save, so two writers never share a temporary file.
+        static SAVES: AtomicU64 = AtomicU64::new(0);
+        let n = SAVES.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".overrides.json.{}.{n}.tmp", std::process::id()));
+        let written = std::fs::File::create(&tmp)
+            .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
+            .and_then(|()| std::fs::rename(&tmp, &self.path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(unwritable(e));
+        }
+        Ok(())
+    }
+
+    fn file_out(&self) -> FileOut<'_> {
+        let stacks = self
+            .stacks
+            .iter()
+            .map(|(stack, servers)| {
+                let servers: BTreeMap<&str, &ServerOverrides> = servers
+                    .iter()
+                    .filter(|(_, o)| !o.is_empty())
+                    .map(|(name, o)| (name.as_str(), o))
+                    .collect();
+                (stack.as_str(), servers)
+            })
+            .filter(|(_, servers)| !servers.is_empty())
+            .collect();
+        FileOut {
+            version: OVERRIDES_VERSION,
+            stacks,
+        }
+    }
+
+    /// What was chosen for server `server` (plain name) of stack `stack`, if anything.
+    pub fn for_server(&self, stack: &str, server: &str) -> Option<&ServerOverrides> {
+        self.stacks
+            .get(stack)
+            .and_then(|s| s.get(server))
+            .filter(|o| !o.is_empty())
+    }
+
+    /// The entry to change for a server (created empty; empty entries are never written).
+    pub fn server_mut(&mut self, stack: &str, server: &str) -> &mut ServerOverrides {
+        self.stacks
+            .entry(stack.to_string())
+            .or_default()
+            .entry(server.to_string())
+            .or_default()
+    }
+
+    fn entry_of(&self, stack: &str, server: &str) -> &ServerOverrides {
+        self.for_server(stack, server).unwrap_or(&NO_OVERRIDES)
+    }
+
+    /// Whether the server is off: the override when there is one, else the config's flag.
+    pub fn is_disabled(&self, entry: &ServerEntry) -> bool {
+        self.entry_of(&entry.stack, &entry.name)
+            .disabled
+            .unwrap_or(entry.disabled)
+    }
+
+    /// Records the choice to disable (`true`) or enable (`false`) a server. The choice is kept
+    /// even when it matches the config, so a later config edit does not undo it; `changed` says
+    /// whether the server's state changed.
+    pub fn set_disabled(&mut self, entry: &ServerEntry, disabled: bool) -> Change {
+        let was = self.is_disabled(entry);
+        self.server_mut(&entry.stack, &entry.name).disabled = Some(disabled);
+        Change {
+            tool: None,
+            action: if disabled {
+                Action::Disabled
+            } else {
+                Action::Enabled
+            },
+            changed: was != disabled,
+        }
+    }
+
+    /// The server's tools as this project exposes them (see [`ServerOverrides::apply`]).
+    pub fn apply<'a>(&self, stack: &str, server: &str, tools: &'a [Value]) -> Vec<ToolView<'a>> {
+        self.entry_of(stack, server).apply(tools)
+    }
+
+    /// Tools the overrides mention for the server that it no longer offers, sorted.
+    pub fn stale_names(&self, stack: &str, server: &str, tools: &[Value]) -> Vec<String> {
+        self.entry_of(stack, server).stale_names(tools)
+    }
+}
+
+/// The plain config key of a server shown as `qualified` (`stack/name` when two stacks share
+/// the name, else `name`), for keying overrides from a report that only has the shown name.
+/// (A plain name that itself starts with `STACK/` would be misread; config keys seldom hold
+/// a `/`.)
+pub fn plain_name<'a>(stack: &str, qualified: &'a str) -> &'a str {
+    qualified
+        .strip_prefix(stack)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(qualified)
+}
+
+/// serde_json's message without its " at line L column C" suffix (we report those apart).
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+mod error;
+#[cfg(test)]
+mod tests;
+
+pub use error::OverridesError;

@@ -1,0 +1,226 @@
+//! `mcp-launch server enable|disable|reset SERVER`, and the output every overrides command
+//! shares (one line per change, or `{"success": true, "server", "stack", "changed", …}`).
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+
+use crate::catalog::{Action, Change, Overrides};
+use crate::output::{self, style};
+
+use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
+
+/// Enable, disable or reset a server in this project's overrides.
+///
+/// Choices are saved per stack and server in ./.mcp-launch/overrides.json and win over the
+/// config's "disabled" either way. A disabled server shows as disabled in `list` and is never
+/// started.
+///
+/// Example: mcp-launch server disable github
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: ServerAction,
+}
+
+/// The `server` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ServerAction {
+    /// Enable SERVER, even when its config says "disabled": true.
+    ///
+    /// Example: mcp-launch server enable github
+    Enable(ServerName),
+    /// Disable SERVER: listings show it as disabled and nothing starts it.
+    ///
+    /// Example: mcp-launch server disable github
+    Disable(ServerName),
+    /// Forget every override of SERVER (disabled, allow/deny lists, descriptions).
+    ///
+    /// Example: mcp-launch server reset github
+    Reset(ServerName),
+}
+
+/// The server a `server` subcommand acts on.
+#[derive(Debug, Args)]
+pub struct ServerName {
+    /// The server (name, or stack/name when two stacks share it).
+    #[arg(value_name = "SERVER")]
+    pub server: String,
+}
+
+pub(super) async fn run(args: ServerArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    let loaded = load_config(global)?;
+    let mut overrides = load_overrides()?;
+    let before = overrides.clone();
+    let (name, change) = match &args.action {
+        ServerAction::Enable(n) => {
+            let entry = find_server(&loaded, &n.server)?;
+            (entry, overrides.set_disabled(entry, false))
+        }
+        ServerAction::Disable(n) => {
+            let entry = find_server(&loaded, &n.server)?;
+            (entry, overrides.set_disabled(entry, true))
+        }
+        ServerAction::Reset(n) => {
+            let entry = find_server(&loaded, &n.server)?;
+            (
+                entry,
+                overrides.server_mut(&entry.stack, &entry.name).clear(),
+            )
+        }
+    };
+    let target = Target {
+        shown: &name.qualified,
+        stack: &name.stack,
+        key: &name.name,
+    };
+    finish(global, &overrides, &before, &target, &[change], &[])
+}
+
+/// The overrides of the project in the current directory.
+pub(super) fn load_overrides() -> Result<Overrides, CliError> {
+    Ok(Overrides::load(Path::new("."))?)
+}
+
+/// The server an overrides command changed.
+pub(super) struct Target<'a> {
+    /// The name users type (qualified when two stacks share it).
+    pub(super) shown: &'a str,
+    /// Its stack.
+    pub(super) stack: &'a str,
+    /// Its plain config key (the overrides key).
+    pub(super) key: &'a str,
+}
+
+/// Saves `overrides` when they differ from `before`, then reports `changes` (and `warnings`).
+pub(super) fn finish(
+    global: &GlobalArgs,
+    overrides: &Overrides,
+    before: &Overrides,
+    target: &Target<'_>,
+    changes: &[Change],
+    warnings: &[String],
+) -> Result<Outcome, CliError> {
+    let saved = overrides != before;
+    if saved {
+        overrides.save()?;
+    }
+    let entry = overrides.for_server(target.stack, target.key);
+    if global.json {
+        let (done, same): (Vec<&Change>, Vec<&Change>) = changes.iter().partition(|c| c.changed);
+        let mut v = json!({
+            "success": true,
+            "server": target.shown,
+            "stack": target.stack,
+            "changed": done,
+            "unchanged": same,
+            "overrides": entry.map_or_else(|| json!({}), |e| json!(e)),
+            "file": overrides.path().display().to_string(),
+        });
+        if !warnings.is_empty() {
+            v["warnings"] = Value::from(warnings);
+        }
+        output::print_json(&v)?;
+        return Ok(Outcome::Success);
+    }
+    for w in warnings {
+        output::warn(w)?;
+    }
+    let mut out = anstream::stdout().lock();
+    for c in changes {
+        let subject = match &c.tool {
+            Some(tool) => format!("{} {tool}", target.shown),
+            None => target.shown.to_string(),
+        };
+        writeln!(out, "{subject}: {}", phrase(c))?;
+        if let (Action::Described, Some(tool), true) = (c.action, &c.tool, c.changed) {
+            let text = entry.and_then(|e| e.descriptions.get(tool));
+            let dim = style::DIM;
+            writeln!(out, "  {dim}{}{dim:#}", text.map_or("", String::as_str))?;
+        }
+    }
+    let dim = style::DIM;
+    if saved {
+        writeln!(out, "{dim}saved in {}{dim:#}", overrides.path().display())?;
+    } else {
+        writeln!(out, "{dim}nothing to change{dim:#}")?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// How a change reads in one line.
+fn phrase(c: &Change) -> &'static str {
+    match (c.action, c.changed) {
+        (Action::Enabled, true) => "enabled",
+        (Action::Enabled, false) => "already enabled",
+        (Action::Disabled, true) => "disabled (not started by list or launch)",
+        (Action::Disabled, false) => "already disabled",
+        (Action::Allowed, true) => "allowed",
+        (Action::Allowed, false) => "already allowed",
+        (Action::Denied, true) => "denied (hidden from listings)",
+        (Action::Denied, false) => "already denied",
+        (Action::Unlisted, _) => "left the allow list (hidden)",
+        (Action::Reset, true) if c.tool.is_some() => "choices reset",
+        (Action::Reset, true) => "every override forgotten",
+        (Action::Reset, false) => "nothing to reset",
+        (Action::Described, true) => "description overridden:",
+        (Action::Described, false) => "description unchanged",
+        (Action::DescriptionCleared, true) => "description override cleared",
+        (Action::DescriptionCleared, false) => "no description override to clear",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<ServerAction, clap::Error> {
+        let cli = Cli::try_parse_from(["mcp-launch", "server"].iter().chain(args))?;
+        match cli.command {
+            Command::Server(a) => Ok(a.action),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_action_takes_one_server() {
+        assert!(
+            matches!(parse(&["enable", "gh"]), Ok(ServerAction::Enable(n)) if n.server == "gh")
+        );
+        assert!(
+            matches!(parse(&["disable", "mcp/gh"]), Ok(ServerAction::Disable(n)) if n.server == "mcp/gh")
+        );
+        assert!(matches!(
+            parse(&["reset", "gh", "--json"]),
+            Ok(ServerAction::Reset(_))
+        ));
+        assert!(parse(&["disable"]).is_err(), "SERVER is required");
+        assert!(
+            parse(&["disable", "a", "b"]).is_err(),
+            "one server at a time"
+        );
+        assert!(parse(&["toggle", "a"]).is_err());
+    }
+
+    #[test]
+    fn phrases_say_whether_anything_changed() {
+        let c = |action, changed| Change {
+            tool: Some("t".into()),
+            action,
+            changed,
+        };
+        assert_eq!(phrase(&c(Action::Denied, false)), "already denied");
+        assert_eq!(phrase(&c(Action::Reset, true)), "choices reset");
+        let server = Change {
+            tool: None,
+            action: Action::Reset,
+            changed: true,
+        };
+        assert_eq!(phrase(&server), "every override forgotten");
+    }
+}

@@ -1,0 +1,285 @@
+//! `mcp-launch tool allow|deny|reset SERVER TOOL…` and
+//! `mcp-launch tool describe SERVER TOOL (--text TEXT | --trim [N] | --clear)`.
+//!
+//! Tool names are checked against what the server offers (from the tool index when fresh,
+//! else live); an unknown name is a usage error with suggestions, except that `reset` also
+//! takes stale names — tools the overrides still mention that the server no longer offers.
+
+use clap::{ArgGroup, Args, Subcommand};
+
+use crate::catalog::{
+    plain_name, tool, trim_description, Action, Change, Overrides, ServerReport, Status,
+    CHATGPT_DESCRIPTION_LIMIT,
+};
+
+use super::server::{finish, load_overrides, Target};
+use super::{connected_report, find_tool, CliError, GlobalArgs, Outcome};
+
+/// Allow, deny, reset or describe a server's tools in this project's overrides.
+///
+/// Choices are saved per stack and server in ./.mcp-launch/overrides.json and every listing
+/// applies them: denied tools are hidden (`list SERVER --all` shows them), overridden
+/// descriptions are marked with `*`. Tools a server adds later are allowed unless it has an
+/// allow list (see `tool allow --only`); choices about tools it drops are kept, as stale.
+///
+/// Example: mcp-launch tool deny github delete_repository fork_repository
+#[derive(Debug, Args)]
+pub struct ToolArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: ToolAction,
+}
+
+/// The `tool` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ToolAction {
+    /// Allow TOOLs: off the deny list, and onto the allow list when the server has one.
+    ///
+    /// With --only, TOOLs become the server's whole allow list: every other tool, including
+    /// tools the server adds later, is hidden.
+    ///
+    /// Example: mcp-launch tool allow github search_code create_issue --only
+    Allow(AllowArgs),
+    /// Deny TOOLs: hidden from every listing (and off the allow list).
+    ///
+    /// Example: mcp-launch tool deny github delete_repository
+    Deny(ToolNames),
+    /// Forget every choice about TOOLs (allow/deny entries, description override).
+    ///
+    /// Also takes stale names: tools the overrides mention that the server no longer offers.
+    ///
+    /// Example: mcp-launch tool reset github delete_repository
+    Reset(ToolNames),
+    /// Override a tool's description: exactly one of --text, --trim, --clear.
+    ///
+    /// --trim stores the current description (override or the server's) cut at a word
+    /// boundary, never inside a character; ChatGPT Actions cut descriptions at 300.
+    ///
+    /// Example: mcp-launch tool describe github search_code --trim 200
+    Describe(DescribeArgs),
+}
+
+/// A server and some of its tools.
+#[derive(Debug, Args)]
+pub struct ToolNames {
+    /// The server (name, or stack/name when two stacks share it).
+    #[arg(value_name = "SERVER")]
+    pub server: String,
+    /// One or more of its tools.
+    #[arg(value_name = "TOOL", required = true)]
+    pub tools: Vec<String>,
+}
+
+/// `tool allow`.
+#[derive(Debug, Args)]
+pub struct AllowArgs {
+    /// The server and tools.
+    #[command(flatten)]
+    pub names: ToolNames,
+    /// Make TOOLs the server's whole allow list: every other tool, present or future, is
+    /// hidden.
+    #[arg(long)]
+    pub only: bool,
+}
+
+/// `tool describe`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("how").required(true).args(["text", "trim", "clear"])))]
+pub struct DescribeArgs {
+    /// The server (name, or stack/name).
+    #[arg(value_name = "SERVER")]
+    pub server: String,
+    /// The tool.
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+    /// Use this description (ChatGPT Actions cut descriptions at 300 characters).
+    #[arg(long, value_name = "TEXT")]
+    pub text: Option<String>,
+    /// Store the current description cut to N characters at a word boundary (default 300).
+    #[arg(
+        long,
+        value_name = "N",
+        num_args = 0..=1,
+        default_missing_value = "300",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub trim: Option<u32>,
+    /// Remove the override: the server's own description is back.
+    #[arg(long)]
+    pub clear: bool,
+}
+
+pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    // The file first: a malformed one fails before any server starts.
+    let mut overrides = load_overrides()?;
+    let server = match &args.action {
+        ToolAction::Allow(a) => &a.names.server,
+        ToolAction::Deny(n) | ToolAction::Reset(n) => &n.server,
+        ToolAction::Describe(d) => &d.server,
+    };
+    let report = connected_report(global, server).await?;
+    let (stack, key) = (
+        report.stack.clone(),
+        plain_name(&report.stack, &report.name),
+    );
+    let before = overrides.clone();
+    let mut warnings = Vec::new();
+    if report.status == Status::Disabled {
+        warnings.push(format!(
+            "{} is disabled in its config, so its tool names could not be checked",
+            report.name
+        ));
+    }
+    let changes = match args.action {
+        ToolAction::Allow(a) => {
+            let tools = checked(&report, &overrides, &a.names.tools, false)?;
+            let entry = overrides.server_mut(&stack, key);
+            if a.only {
+                entry.allow_only(&tools)
+            } else {
+                entry.allow(&tools)
+            }
+        }
+        ToolAction::Deny(n) => {
+            let tools = checked(&report, &overrides, &n.tools, false)?;
+            overrides.server_mut(&stack, key).deny(&tools)
+        }
+        ToolAction::Reset(n) => {
+            let tools = checked(&report, &overrides, &n.tools, true)?;
+            overrides.server_mut(&stack, key).reset(&tools)
+        }
+        ToolAction::Describe(d) => {
+            let tools = checked(&report, &overrides, std::slice::from_ref(&d.tool), false)?;
+            let name = &tools[0];
+            vec![describe(&report, &mut overrides, name, &d, &mut warnings)]
+        }
+    };
+    let target = Target {
+        shown: &report.name,
+        stack: &stack,
+        key,
+    };
+    finish(global, &overrides, &before, &target, &changes, &warnings)
+}
+
+/// `names` without repeats, each offered by the server (or, when `stale_ok`, mentioned by the
+/// overrides); else the first unknown name's error, with suggestions.
+fn checked(
+    report: &ServerReport,
+    overrides: &Overrides,
+    names: &[String],
+    stale_ok: bool,
+) -> Result<Vec<String>, CliError> {
+    let key = plain_name(&report.stack, &report.name);
+    let stale = overrides.stale_names(&report.stack, key, &report.tools);
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for name in names {
+        let known = report.status == Status::Disabled
+            || (stale_ok && stale.contains(name))
+            || find_tool(&report.name, &report.tools, name).is_ok();
+        if !known {
+            // The error, with suggestions among the server's tools.
+            find_tool(&report.name, &report.tools, name)?;
+        }
+        if !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Applies `tool describe`: a new text, the current one trimmed, or no override.
+fn describe(
+    report: &ServerReport,
+    overrides: &mut Overrides,
+    name: &str,
+    args: &DescribeArgs,
+    warnings: &mut Vec<String>,
+) -> Change {
+    let key = plain_name(&report.stack, &report.name);
+    let entry = overrides.server_mut(&report.stack, key);
+    if let Some(text) = &args.text {
+        let chars = text.chars().count();
+        if chars > CHATGPT_DESCRIPTION_LIMIT {
+            warnings.push(format!(
+                "the description has {chars} characters; ChatGPT Actions cut descriptions at \
+                 {CHATGPT_DESCRIPTION_LIMIT} (stored anyway; --trim {CHATGPT_DESCRIPTION_LIMIT} \
+                 cuts it at a word boundary)"
+            ));
+        }
+        return entry.describe(name, Some(text.clone()));
+    }
+    if let Some(max) = args.trim {
+        let original = report
+            .tools
+            .iter()
+            .find(|t| tool::name(t) == name)
+            .map(tool::description)
+            .unwrap_or("");
+        let current = entry
+            .descriptions
+            .get(name)
+            .map_or(original, String::as_str);
+        let trimmed = trim_description(current, max as usize);
+        if trimmed == current {
+            // Already fits: storing it would only mark the tool as overridden.
+            return Change {
+                tool: Some(name.to_string()),
+                action: Action::Described,
+                changed: false,
+            };
+        }
+        return entry.describe(name, Some(trimmed));
+    }
+    entry.describe(name, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<ToolAction, clap::Error> {
+        let cli = Cli::try_parse_from(["mcp-launch", "tool"].iter().chain(args))?;
+        match cli.command {
+            Command::Tool(a) => Ok(a.action),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn allow_deny_reset_take_a_server_and_tools() {
+        let Ok(ToolAction::Deny(n)) = parse(&["deny", "gh", "a", "b"]) else {
+            panic!()
+        };
+        assert_eq!((n.server.as_str(), n.tools.len()), ("gh", 2));
+        assert!(parse(&["deny", "gh"]).is_err(), "at least one TOOL");
+        assert!(matches!(
+            parse(&["reset", "gh", "old"]),
+            Ok(ToolAction::Reset(_))
+        ));
+        let Ok(ToolAction::Allow(a)) = parse(&["allow", "gh", "x", "--only"]) else {
+            panic!()
+        };
+        assert!(a.only && a.names.tools == ["x"]);
+    }
+
+    #[test]
+    fn describe_needs_exactly_one_of_text_trim_clear() {
+        let d = |args: &[&str]| match parse(&[&["describe", "gh", "t"], args].concat()) {
+            Ok(ToolAction::Describe(d)) => Ok(d),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e),
+        };
+        assert_eq!(d(&["--text", "Hi."]).unwrap().text.as_deref(), Some("Hi."));
+        assert_eq!(d(&["--trim"]).unwrap().trim, Some(300));
+        assert_eq!(d(&["--trim", "120"]).unwrap().trim, Some(120));
+        assert!(d(&["--clear"]).unwrap().clear);
+        assert!(d(&[]).is_err(), "one is required");
+        assert!(d(&["--clear", "--trim"]).is_err(), "only one");
+        assert!(d(&["--text", "a", "--clear"]).is_err(), "only one");
+        assert!(d(&["--trim", "0"]).is_err(), "N >= 1");
+        assert!(d(&["--trim", "many"]).is_err());
+    }
+}
