@@ -1,6 +1,7 @@
 //! What we know of each server: status, tools and their token cost — gathered by a parallel
-//! preflight over every server of every stack. Token counts are cached by content in the user
-//! cache dir (the only file this module writes, atomically).
+//! preflight over every server of every stack; the tool index and token counts it keeps in the
+//! user cache dir; the project's overrides (`./.mcp-launch/overrides.json`). Every file it
+//! writes is written atomically.
 //!
 //! Knows nothing of terminals or HTTP serving. One bad server never hides the others: each
 //! server's failure lands in its own [`ServerReport`].

@@ -11,6 +11,7 @@ use crate::catalog;
 use crate::mcp::ConnectOptions;
 use crate::output::{self, style};
 
+use super::server::load_overrides;
 use super::{find_server, find_tool, load_config, CliError, GlobalArgs, Outcome};
 
 /// Call a tool with JSON arguments.
@@ -51,6 +52,29 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
     let loaded = load_config(global)?;
     let entry = find_server(&loaded, &args.server)?;
     let server = entry.qualified.clone();
+    // The project's choices bind `call` too: a disabled server is not started and a denied
+    // tool is not called.
+    let overrides = load_overrides()?;
+    if overrides.is_disabled(entry) {
+        return Err(CliError::Refused {
+            server,
+            tool: None,
+            help: format!("enable it with `mcp-launch server enable {}`", args.server),
+        });
+    }
+    let is_allowed = overrides
+        .for_server(&entry.stack, &entry.name)
+        .is_none_or(|o| o.is_allowed(&args.tool));
+    if !is_allowed {
+        return Err(CliError::Refused {
+            server,
+            tool: Some(args.tool.clone()),
+            help: format!(
+                "this project's overrides deny it; allow it with `mcp-launch tool allow {} {}`",
+                args.server, args.tool
+            ),
+        });
+    }
     let connect = ConnectOptions::from_env();
     let session = catalog::connect(entry, &connect)
         .await

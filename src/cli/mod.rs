@@ -58,16 +58,14 @@ pub struct GlobalArgs {
 
 /// The commands.
 #[derive(Debug, Subcommand)]
+// Each command's help (short line, long text, example) lives on its `Args` struct; a doc
+// comment on a variant would replace it, so the variants carry none.
+#[allow(missing_docs)]
 pub enum Command {
-    /// Check every server in parallel, or list one server's tools.
     List(list::ListArgs),
-    /// Show a tool's full definition and an example call.
     Inspect(inspect::InspectArgs),
-    /// Call a tool with JSON arguments.
     Call(call::CallArgs),
-    /// Enable, disable or reset a server in this project's overrides.
     Server(server::ServerArgs),
-    /// Allow, deny, reset or describe a server's tools in this project's overrides.
     Tool(tool::ToolArgs),
 }
 
@@ -148,6 +146,16 @@ pub enum CliError {
         /// What went wrong (boxed: server errors are large and rare).
         problem: Box<ServerProblem>,
     },
+    /// The project's overrides disable the server or deny the tool.
+    #[error("{} is {} by this project's overrides", match .tool { Some(t) => format!("tool {server}/{t}"), None => format!("server {server:?}") }, if .tool.is_some() { "denied" } else { "disabled" })]
+    Refused {
+        /// The server.
+        server: String,
+        /// The tool, when a tool is denied (else the server is disabled).
+        tool: Option<String>,
+        /// The command that lifts the refusal.
+        help: String,
+    },
     /// Reading stdin failed.
     #[error("could not read arguments from stdin: {0}")]
     Stdin(String),
@@ -190,6 +198,8 @@ impl Actionable for CliError {
             CliError::ArgumentsNotObject { .. } => "invalid_arguments",
             CliError::InvalidArguments { .. } => "invalid_arguments",
             CliError::Server { problem, .. } => problem.kind(),
+            CliError::Refused { tool: Some(_), .. } => "tool_denied",
+            CliError::Refused { tool: None, .. } => "server_disabled",
             CliError::Stdin(_) => "stdin_error",
             CliError::Output(_) => "output_error",
             CliError::Overrides(e) => e.kind(),
@@ -219,6 +229,7 @@ impl Actionable for CliError {
                 expected.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
             ),
             CliError::Server { problem, .. } => problem.help(),
+            CliError::Refused { help, .. } => help.clone(),
             CliError::Stdin(_) => "pipe a JSON object into --stdin, or pass it as an argument".into(),
             CliError::Output(_) => "check that the output destination is writable".into(),
             CliError::Overrides(e) => e.help(),

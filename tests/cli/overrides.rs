@@ -495,3 +495,55 @@ fn overrides_are_kept_per_stack() {
     assert!(!tool_names(&both("a/fault")).contains(&"echo".to_string()));
     assert!(tool_names(&both("b/fault")).contains(&"echo".to_string()));
 }
+
+#[test]
+fn call_refuses_denied_tools_and_disabled_servers_before_starting_anything() {
+    let cmd = Cmd::new();
+    let log = cmd.path("server.log");
+    let first = cmd
+        .config_json(json!({"mcpServers": {"fault": fault(&["--log", log.to_str().unwrap()])}}))
+        .args(["tool", "deny", "fault", "echo", "--json"])
+        .run();
+    std::fs::remove_file(&log).unwrap(); // the deny checked the tool name live
+
+    let denied = again(&first)
+        .args(["call", "fault", "echo", r#"{"message": "hi"}"#, "--json"])
+        .status(2)
+        .run();
+    let error = denied.error();
+    assert_eq!(error["type"], "tool_denied", "{denied}");
+    assert_eq!(
+        error["message"], "tool fault/echo is denied by this project's overrides",
+        "{denied}"
+    );
+    assert!(
+        error["help"]
+            .as_str()
+            .unwrap()
+            .contains("mcp-launch tool allow fault echo"),
+        "{denied}"
+    );
+    assert!(!log.exists(), "a refused call must not start the server");
+
+    // Other tools of the server still work.
+    let add = again(&first)
+        .args(["call", "fault", "add", r#"{"a": 2, "b": 3}"#, "--json"])
+        .run();
+    assert_eq!(add.json()["result"]["content"][0]["text"], "5", "{add}");
+    std::fs::remove_file(&log).unwrap();
+
+    again(&first).args(["server", "disable", "fault"]).run();
+    let disabled = again(&first)
+        .args(["call", "fault", "add", r#"{"a": 2, "b": 3}"#, "--json"])
+        .status(2)
+        .run();
+    assert_eq!(disabled.error()["type"], "server_disabled", "{disabled}");
+    assert!(
+        disabled.error()["help"]
+            .as_str()
+            .unwrap()
+            .contains("mcp-launch server enable fault"),
+        "{disabled}"
+    );
+    assert!(!log.exists(), "a disabled server must not be started");
+}
