@@ -10,6 +10,7 @@
 #   .deps/npm/node_modules/.bin/mcp-server-memory
 #   .deps/venv-time/bin/mcp-server-time
 #   .deps/venv-git/bin/mcp-server-git                   [--repository DIR]
+#   .deps/venv-tiktoken/bin/python (tiktoken, with .deps/tiktoken-cache/ seeded offline)
 #   .deps/venv-tools/bin/uv, uvx                        (optional; failure is not fatal)
 #
 # Usage: scripts/install-test-deps.sh [--verify]
@@ -40,6 +41,7 @@ NPM_PKGS=(
 )
 NPM_BINS=(mcp-server-everything mcp-server-filesystem mcp-server-memory)
 TIME_SPEC="mcp-server-time==2026.10.19"
+TIKTOKEN_SPEC="tiktoken==0.14.0"
 GIT_SPEC="mcp-server-git==2026.10.19"
 UV_SPEC="uv==0.13.9"
 
@@ -104,6 +106,25 @@ venv_install() {
 
 venv_install venv-time "$TIME_SPEC" mcp-server-time
 venv_install venv-git "$GIT_SPEC" mcp-server-git
+venv_install venv-tiktoken "$TIKTOKEN_SPEC" python
+
+# Python tiktoken, the reference our token counts are checked against, downloads its vocabulary
+# on first use; this machine has no such network. tiktoken-rs ships the same file: seed
+# tiktoken's cache with it (tiktoken verifies the file's SHA-256, so a wrong file fails loudly).
+tiktoken_cache="$DEPS/tiktoken-cache"
+o200k_url="https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+o200k_key="$("$PYTHON" -c 'import hashlib,sys; print(hashlib.sha1(sys.argv[1].encode()).hexdigest())' "$o200k_url")"
+if [[ ! -s "$tiktoken_cache/$o200k_key" ]]; then
+  crate_dir="$(cd "$ROOT" && cargo metadata --format-version 1 2>/dev/null |
+    "$PYTHON" -c 'import json,sys,os; print(next(os.path.dirname(p["manifest_path"]) for p in json.load(sys.stdin)["packages"] if p["name"]=="tiktoken-rs"))')"
+  mkdir -p "$tiktoken_cache"
+  cp "$crate_dir/assets/o200k_base.tiktoken" "$tiktoken_cache/$o200k_key"
+  TIKTOKEN_CACHE_DIR="$tiktoken_cache" "$DEPS/venv-tiktoken/bin/python" -c 'import tiktoken; tiktoken.get_encoding("o200k_base")' ||
+    { log "tiktoken rejected the o200k_base vocabulary from $crate_dir"; exit 1; }
+  installed+=("tiktoken-cache")
+else
+  skipped+=("tiktoken-cache")
+fi
 
 if [[ "${SKIP_OPTIONAL_DEPS:-0}" != "1" ]]; then
   if ! venv_install venv-tools "$UV_SPEC" uvx; then

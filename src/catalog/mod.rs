@@ -7,6 +7,7 @@
 //! server's failure lands in its own [`ServerReport`].
 
 mod check;
+mod expose;
 mod fingerprint;
 mod index;
 mod overrides;
@@ -17,11 +18,12 @@ pub mod tool;
 mod trim;
 
 pub use check::{argument_violations, expected_shape, similar_names};
+pub use expose::{expose, total_after, total_before, ExposedTool};
 pub use fingerprint::server_identity;
 pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL_ENV};
 pub use overrides::{
-    plain_name, Action, Change, Overrides, OverridesError, ServerOverrides, ToolView,
-    OVERRIDES_FILE, OVERRIDES_VERSION,
+    Action, Change, Overrides, OverridesError, ServerOverrides, ToolView, OVERRIDES_FILE,
+    OVERRIDES_VERSION,
 };
 pub use preflight::{
     connect, endpoint, preflight, preflight_one, PreflightOptions, ServerProblem, ServerReport,

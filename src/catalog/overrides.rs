@@ -474,17 +474,6 @@ impl Overrides {
     }
 }
 
-/// The plain config key of a server shown as `qualified` (`stack/name` when two stacks share
-/// the name, else `name`), for keying overrides from a report that only has the shown name.
-/// (A plain name that itself starts with `STACK/` would be misread; config keys seldom hold
-/// a `/`.)
-pub fn plain_name<'a>(stack: &str, qualified: &'a str) -> &'a str {
-    qualified
-        .strip_prefix(stack)
-        .and_then(|rest| rest.strip_prefix('/'))
-        .unwrap_or(qualified)
-}
-
 /// serde_json's message without its " at line L column C" suffix (we report those apart).
 fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {

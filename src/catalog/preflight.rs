@@ -70,6 +70,8 @@ impl Actionable for ServerProblem {
 pub struct ServerReport {
     /// The name users type (qualified by stack where two stacks share it).
     pub name: String,
+    /// The server's key in its config file (what overrides are keyed by).
+    pub config_name: String,
     /// The stack (config file) it belongs to.
     pub stack: String,
     /// `stdio`, `http` or `sse` (`"-"` when the entry is unusable).
@@ -112,6 +114,7 @@ impl ServerReport {
     pub(crate) fn blank(entry: &ServerEntry, transport: &'static str) -> ServerReport {
         ServerReport {
             name: entry.qualified.clone(),
+            config_name: entry.name.clone(),
             stack: entry.stack.clone(),
             transport,
             status: Status::Error,

@@ -32,7 +32,7 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
     let found = find_tool(&report.name, &report.tools, &args.tool)?;
     let index = report.tools.iter().position(|t| std::ptr::eq(t, found));
     // The project's view of the tool: effective description, allowed or denied.
-    let key = catalog::plain_name(&report.stack, &report.name);
+    let key = report.config_name.as_str();
     let view = index.and_then(|i| {
         overrides
             .apply(&report.stack, key, &report.tools)

@@ -165,7 +165,7 @@ struct Exposed<'a> {
 
 impl<'a> Exposed<'a> {
     fn of(r: &'a ServerReport, overrides: &Overrides) -> Self {
-        let key = catalog::plain_name(&r.stack, &r.name);
+        let key = r.config_name.as_str();
         let mut stale = overrides.stale_names(&r.stack, key, &r.tools);
         stale.extend(r.stale.iter().cloned());
         stale.sort();

@@ -5,6 +5,7 @@ mod call;
 mod inspect;
 mod list;
 mod server;
+mod tokens;
 mod tool;
 
 use std::path::PathBuf;
@@ -67,6 +68,7 @@ pub enum Command {
     Call(call::CallArgs),
     Server(server::ServerArgs),
     Tool(tool::ToolArgs),
+    Tokens(tokens::TokensArgs),
 }
 
 /// How a command ended when it did not fail outright.
@@ -245,6 +247,7 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Call(args) => call::run(args, &cli.global).await,
         Command::Server(args) => server::run(args, &cli.global).await,
         Command::Tool(args) => tool::run(args, &cli.global).await,
+        Command::Tokens(args) => tokens::run(args, &cli.global).await,
     }
 }
 

@@ -8,7 +8,7 @@
 use clap::{ArgGroup, Args, Subcommand};
 
 use crate::catalog::{
-    plain_name, tool, trim_description, Action, Change, Overrides, ServerReport, Status,
+    tool, trim_description, Action, Change, Overrides, ServerReport, Status,
     CHATGPT_DESCRIPTION_LIMIT,
 };
 
@@ -118,10 +118,7 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
         ToolAction::Describe(d) => &d.server,
     };
     let report = connected_report(global, server).await?;
-    let (stack, key) = (
-        report.stack.clone(),
-        plain_name(&report.stack, &report.name),
-    );
+    let (stack, key) = (report.stack.clone(), report.config_name.as_str());
     let before = overrides.clone();
     let mut warnings = Vec::new();
     if report.status == Status::Disabled {
@@ -170,7 +167,7 @@ fn checked(
     names: &[String],
     stale_ok: bool,
 ) -> Result<Vec<String>, CliError> {
-    let key = plain_name(&report.stack, &report.name);
+    let key = report.config_name.as_str();
     let stale = overrides.stale_names(&report.stack, key, &report.tools);
     let mut out: Vec<String> = Vec::with_capacity(names.len());
     for name in names {
@@ -196,7 +193,7 @@ fn describe(
     args: &DescribeArgs,
     warnings: &mut Vec<String>,
 ) -> Change {
-    let key = plain_name(&report.stack, &report.name);
+    let key = report.config_name.as_str();
     let entry = overrides.server_mut(&report.stack, key);
     if let Some(text) = &args.text {
         let chars = text.chars().count();

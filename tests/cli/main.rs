@@ -15,3 +15,4 @@ mod list;
 mod overrides;
 mod remote;
 mod session;
+mod tokens;

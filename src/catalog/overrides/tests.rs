@@ -380,14 +380,6 @@ fn equality_ignores_empty_entries() {
 }
 
 #[test]
-fn plain_names_undo_qualification() {
-    assert_eq!(plain_name("mcp", "github"), "github");
-    assert_eq!(plain_name("mcp", "mcp/github"), "github");
-    assert_eq!(plain_name("work", "mcp/github"), "mcp/github");
-    assert_eq!(plain_name("mcp", "mcpx/github"), "mcpx/github");
-}
-
-#[test]
 fn changes_serialize_compactly() {
     assert_eq!(
         serde_json::to_value(change("echo", Action::DescriptionCleared, true)).unwrap(),
