@@ -9,6 +9,7 @@
 //!   and legacy SSE transports, the session (handshake, paging, multiplexing).
 //! - [`process`]: the one way we spawn and end child processes (own process group, stderr ring
 //!   buffer, kill-the-group on drop).
+//! - [`search`]: BM25, regex and exact search over tool definitions, with a persisted index.
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
 #![warn(missing_docs)]
 
@@ -19,3 +20,4 @@ pub mod error;
 pub mod mcp;
 pub mod output;
 pub mod process;
+pub mod search;

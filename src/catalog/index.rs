@@ -210,7 +210,7 @@ fn key(entry: &ServerEntry) -> String {
     format!("{}/{}", entry.stack, entry.name)
 }
 
-fn unix_secs(t: SystemTime) -> u64 {
+pub(crate) fn unix_secs(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
@@ -238,11 +238,16 @@ fn read_file(path: &Path) -> IndexFile {
 /// Writes `value` as JSON to a temp file beside `path`, then renames it into place: readers
 /// see the old file or the new one, never half of one.
 pub(crate) fn write_atomically<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    write_bytes_atomically(path, &serde_json::to_vec(value)?)
+}
+
+/// Writes `bytes` to a temp file beside `path`, then renames it into place.
+pub(crate) fn write_bytes_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec(value)?)?;
+    std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })

@@ -13,6 +13,7 @@ mod index;
 mod overrides;
 mod preflight;
 mod resolve;
+mod search_index;
 mod tokens;
 pub mod tool;
 mod trim;
@@ -30,5 +31,6 @@ pub use preflight::{
     Status,
 };
 pub use resolve::{resolve, ResolveOptions};
+pub use search_index::SearchCatalog;
 pub use tokens::TokenCounter;
 pub use trim::{trim_description, CHATGPT_DESCRIPTION_LIMIT, ELLIPSIS};

@@ -4,6 +4,7 @@
 mod call;
 mod inspect;
 mod list;
+mod search;
 mod server;
 mod tokens;
 mod tool;
@@ -69,6 +70,7 @@ pub enum Command {
     Server(server::ServerArgs),
     Tool(tool::ToolArgs),
     Tokens(tokens::TokensArgs),
+    Search(search::SearchArgs),
 }
 
 /// How a command ended when it did not fail outright.
@@ -158,6 +160,9 @@ pub enum CliError {
         /// The command that lifts the refusal.
         help: String,
     },
+    /// The search query cannot run (pattern too long or invalid).
+    #[error(transparent)]
+    Search(#[from] crate::search::SearchError),
     /// Reading stdin failed.
     #[error("could not read arguments from stdin: {0}")]
     Stdin(String),
@@ -202,6 +207,7 @@ impl Actionable for CliError {
             CliError::Server { problem, .. } => problem.kind(),
             CliError::Refused { tool: Some(_), .. } => "tool_denied",
             CliError::Refused { tool: None, .. } => "server_disabled",
+            CliError::Search(e) => e.kind(),
             CliError::Stdin(_) => "stdin_error",
             CliError::Output(_) => "output_error",
             CliError::Overrides(e) => e.kind(),
@@ -232,6 +238,7 @@ impl Actionable for CliError {
             ),
             CliError::Server { problem, .. } => problem.help(),
             CliError::Refused { help, .. } => help.clone(),
+            CliError::Search(e) => e.help(),
             CliError::Stdin(_) => "pipe a JSON object into --stdin, or pass it as an argument".into(),
             CliError::Output(_) => "check that the output destination is writable".into(),
             CliError::Overrides(e) => e.help(),
@@ -248,6 +255,7 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Server(args) => server::run(args, &cli.global).await,
         Command::Tool(args) => tool::run(args, &cli.global).await,
         Command::Tokens(args) => tokens::run(args, &cli.global).await,
+        Command::Search(args) => search::run(args, &cli.global).await,
     }
 }
 

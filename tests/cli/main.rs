@@ -14,5 +14,6 @@ mod inspect;
 mod list;
 mod overrides;
 mod remote;
+mod search;
 mod session;
 mod tokens;

@@ -1,0 +1,174 @@
+//! The persisted search index of a project: what `search` loads to answer in milliseconds.
+//!
+//! One file per set of servers and overrides (`$XDG_CACHE_HOME/mcp-launch/search-<key>.idx`,
+//! the key hashing every enabled server's identity and the overrides file), so projects with
+//! other configs never see each other's tools. It holds the exposed tools only (denied ones
+//! out, overridden descriptions in) and stays fresh while its oldest server check is younger
+//! than the tool index TTL; then, or on `--refresh`, it is rebuilt from [`resolve`] (fresh
+//! servers from the tool index, the rest live). Servers that failed during a build are listed
+//! as unavailable, so a broken server does not force a live check on every search.
+//! Depends on the pure `search` module; `search` knows nothing of catalogs.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::config::ServerEntry;
+use crate::search::{SearchIndex, ToolDoc};
+
+use super::expose::expose;
+use super::fingerprint::{fnv1a, server_identity};
+use super::index::{unix_secs, write_bytes_atomically};
+use super::overrides::Overrides;
+use super::preflight::Status;
+use super::resolve::{resolve, ResolveOptions};
+
+/// Marks the file's format; another prefix means rebuild.
+const MAGIC: &[u8; 8] = b"MCPLSRC1";
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    /// Seconds since the epoch of the oldest server check the index was built from.
+    oldest_check: u64,
+    /// Servers that failed during the build.
+    unavailable: Vec<String>,
+}
+
+/// A loaded (or freshly built) search index for a set of servers.
+pub struct SearchCatalog {
+    /// The index to query.
+    pub index: SearchIndex,
+    /// Servers whose tools are missing because they failed when the index was built.
+    pub unavailable: Vec<String>,
+}
+
+impl SearchCatalog {
+    /// The persisted index for `entries` under `overrides` when it is fresh (nothing else is
+    /// read or started), else a rebuilt one (saved for the next search).
+    pub async fn open(entries: &[ServerEntry], overrides: &Overrides, refresh: bool) -> Self {
+        let opts = ResolveOptions::from_env(refresh);
+        let path = index_path(entries, overrides);
+        if !refresh {
+            if let Some(found) = path.as_deref().and_then(|p| load(p, opts.ttl)) {
+                return found;
+            }
+        }
+        let built = build(entries, overrides, &opts).await;
+        if let Some(path) = &path {
+            save(path, &built.0, &built.1);
+            prune_others(path, opts.ttl);
+        }
+        built.1
+    }
+}
+
+async fn build(
+    entries: &[ServerEntry],
+    overrides: &Overrides,
+    opts: &ResolveOptions,
+) -> (Header, SearchCatalog) {
+    let now = SystemTime::now();
+    let reports = resolve(entries, opts).await;
+    let exposed = expose(&reports, overrides).await;
+    let mut docs = Vec::new();
+    let mut oldest = unix_secs(now);
+    for (report, tools) in reports.iter().zip(&exposed) {
+        if !report.has_tools() {
+            continue;
+        }
+        oldest = oldest.min(report.checked_at.map_or(unix_secs(now), unix_secs));
+        docs.extend(
+            tools
+                .iter()
+                .filter(|t| t.is_allowed)
+                .map(|t| ToolDoc::from_definition(&report.name, &t.definition)),
+        );
+    }
+    let unavailable: Vec<String> = reports
+        .iter()
+        .filter(|r| r.status == Status::Error)
+        .map(|r| r.name.clone())
+        .collect();
+    let index = tokio::task::spawn_blocking(move || SearchIndex::build(docs))
+        .await
+        .unwrap_or_else(|_| SearchIndex::build(Vec::new()));
+    let header = Header {
+        oldest_check: oldest,
+        unavailable: unavailable.clone(),
+    };
+    (header, SearchCatalog { index, unavailable })
+}
+
+/// Where the index of this set of servers and overrides lives.
+fn index_path(entries: &[ServerEntry], overrides: &Overrides) -> Option<PathBuf> {
+    let servers: Vec<_> = entries
+        .iter()
+        .filter(|e| !e.disabled)
+        .map(|e| json!([e.qualified, server_identity(e)]))
+        .collect();
+    let overrides_bytes = std::fs::read(overrides.path()).unwrap_or_default();
+    let key = json!([servers, fnv1a(&overrides_bytes)]).to_string();
+    let dir = dirs::cache_dir()?.join("mcp-launch");
+    Some(dir.join(format!("search-{:016x}.idx", fnv1a(key.as_bytes()))))
+}
+
+fn load(path: &Path, ttl: std::time::Duration) -> Option<SearchCatalog> {
+    let bytes = std::fs::read(path).ok()?;
+    tracing::debug!(bytes = bytes.len(), "search index read");
+    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+    let (len, rest) = rest.split_first_chunk::<4>()?;
+    let len = u32::from_le_bytes(*len) as usize;
+    let header: Header = serde_json::from_slice(rest.get(..len)?).ok()?;
+    let age = unix_secs(SystemTime::now()).saturating_sub(header.oldest_check);
+    if age >= ttl.as_secs() {
+        return None;
+    }
+    match SearchIndex::from_bytes(&rest[len..]) {
+        Ok(index) => Some(SearchCatalog {
+            index,
+            unavailable: header.unavailable,
+        }),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "the search index is unreadable; rebuilding it");
+            None
+        }
+    }
+}
+
+fn save(path: &Path, header: &Header, catalog: &SearchCatalog) {
+    let header_bytes = serde_json::to_vec(header).unwrap_or_default();
+    let mut bytes = Vec::with_capacity(header_bytes.len() + 64 * 1024);
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&(header_bytes.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&header_bytes);
+    bytes.extend_from_slice(&catalog.index.to_bytes());
+    if let Err(e) = write_bytes_atomically(path, &bytes) {
+        tracing::warn!(path = %path.display(), error = %e, "could not save the search index");
+    }
+}
+
+/// Removes other projects' search indexes that have expired (they would be rebuilt anyway).
+fn prune_others(keep: &Path, ttl: std::time::Duration) {
+    let Some(dir) = keep.parent() else { return };
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for file in listing.flatten() {
+        let path = file.path();
+        let is_index = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("search-") && n.ends_with(".idx"));
+        let expired = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > ttl);
+        if is_index && expired && path != keep {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}

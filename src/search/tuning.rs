@@ -1,0 +1,121 @@
+//! Tools for tuning the ranking on the fixture set (ignored tests, run by hand):
+//!
+//! ```text
+//! SEARCH_TUNING="syn=0.6;name=4,coord=1" \
+//!     cargo test --lib search::tuning::sweep -- --ignored --nocapture
+//! SEARCH_QUERY="make a new folder" \
+//!     cargo test --lib search::tuning::explain -- --ignored --nocapture
+//! ```
+//!
+//! `sweep` prints recall@1/recall@5/MRR per kind for the current tuning and each variant, on
+//! the even and the odd half of the queries separately: a change that helps one half only is
+//! fitting noise. `explain` prints a query's concepts (`?` marks terms the index lacks) and
+//! its ranking. Both ignore the cutoff when `cut=0` is given.
+
+use super::bm25::{Tuning, TUNING};
+use super::{eval, query, SearchIndex};
+
+fn fixture(name: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/search/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Applies `key=value,…` changes to the current tuning.
+fn tuning_from(spec: &str) -> Tuning {
+    let mut t = TUNING;
+    for change in spec.split(',').filter(|s| !s.trim().is_empty()) {
+        let (key, value) = change.split_once('=').expect("key=value");
+        let v: f32 = value.trim().parse().expect("a number");
+        match key.trim() {
+            "name" => t.fields[0].weight = v,
+            "name_b" => t.fields[0].b = v,
+            "server" => t.fields[1].weight = v,
+            "title" => t.fields[2].weight = v,
+            "desc" => t.fields[3].weight = v,
+            "desc_b" => t.fields[3].b = v,
+            "pname" => t.fields[4].weight = v,
+            "pdesc" => t.fields[5].weight = v,
+            "k1" => t.k1 = v,
+            "syn" => t.synonym_weight = v,
+            "coord" => t.coordination = v,
+            "unk" => t.unknown_weight = v,
+            "cut" => t.cutoff = f64::from(v),
+            other => panic!("unknown knob {other}"),
+        }
+    }
+    t
+}
+
+#[test]
+#[ignore]
+fn sweep() {
+    let docs = eval::load_catalog(&fixture("tools.json")).expect("tools.json");
+    let cases = eval::load_cases(&fixture("queries.json")).expect("queries.json");
+    let half = |parity: usize| -> Vec<eval::Case> {
+        let picked = cases.iter().enumerate().filter(|(i, _)| i % 2 == parity);
+        picked.map(|(_, c)| c.clone()).collect()
+    };
+    let halves = [half(0), half(1)];
+    let spec = std::env::var("SEARCH_TUNING").unwrap_or_default();
+    let variants = std::iter::once("").chain(spec.split(';').filter(|s| !s.is_empty()));
+    for variant in variants {
+        let index = SearchIndex::build_tuned(docs.clone(), tuning_from(variant));
+        let mut line = format!(
+            "{:32}",
+            if variant.is_empty() {
+                "current"
+            } else {
+                variant
+            }
+        );
+        for cases in &halves {
+            let (rows, _) = eval::evaluate(cases, |q| eval::ours(&index, q));
+            for r in &rows {
+                line += &match r.kind.as_str() {
+                    "no_answer" => format!(" na:{:.2}", r.rejected),
+                    "exact_name" | "platform" => String::new(),
+                    kind => format!(
+                        " {}:{:.2}/{:.2}/{:.2}",
+                        &kind[..2],
+                        r.recall_at_1,
+                        r.recall_at_5,
+                        r.mrr
+                    ),
+                };
+            }
+            line += " |";
+        }
+        println!("{line}");
+    }
+}
+
+#[test]
+#[ignore]
+fn explain() {
+    let docs = eval::load_catalog(&fixture("tools.json")).expect("tools.json");
+    let tuning = tuning_from(&std::env::var("SEARCH_TUNING").unwrap_or_default());
+    let index = SearchIndex::build_tuned(docs, tuning);
+    let text = std::env::var("SEARCH_QUERY").expect("SEARCH_QUERY");
+    let known = |t: &str| index.terms.lookup(t).is_some();
+    for concept in query::concepts(&text, tuning.synonym_weight, known) {
+        let alternatives: Vec<String> = concept
+            .alternatives
+            .iter()
+            .map(|a| {
+                let mark = if a.terms.iter().all(|t| known(t)) {
+                    ""
+                } else {
+                    "?"
+                };
+                format!("{}{mark}@{}", a.terms.join("+"), a.weight)
+            })
+            .collect();
+        println!("concept: {}", alternatives.join(" | "));
+    }
+    for (name, score) in eval::ours(&index, &text) {
+        println!("{score:.3} {name}");
+    }
+}
