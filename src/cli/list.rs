@@ -3,14 +3,12 @@
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::catalog::{self, tool, ServerReport, Status};
+use crate::catalog::{self, tool, ExposedTool, Overrides, ServerReport, Status, ToolView};
 use crate::error::Actionable;
 use crate::output::{self, style, thousands, Table};
 
 use super::server::load_overrides;
 use super::{load_config, server_report, CliError, GlobalArgs, Outcome};
-use crate::catalog::{Overrides, ToolView};
-use crate::config::ServerEntry;
 
 /// Check every server in parallel, or list one server's tools.
 ///
@@ -54,7 +52,8 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
         entry.disabled = overrides.is_disabled(entry);
     }
     let mut reports = catalog::resolve(&entries, &opts).await;
-    let hidden = hide_denied(&mut reports, &entries, &overrides);
+    let exposed = catalog::expose(&reports, &overrides).await;
+    let hidden = narrow_to_exposed(&mut reports, &exposed);
     if global.json {
         let configs: Vec<String> = loaded
             .stacks
@@ -127,29 +126,23 @@ fn server_json(r: &ServerReport) -> Value {
     v
 }
 
-/// Drops the tools the overrides deny (and their token counts) from each report, in place;
-/// returns how many each report lost. `reports` and `entries` are parallel.
-fn hide_denied(
-    reports: &mut [ServerReport],
-    entries: &[ServerEntry],
-    overrides: &Overrides,
-) -> Vec<usize> {
-    let mut hidden = Vec::with_capacity(reports.len());
-    for (r, e) in reports.iter_mut().zip(entries) {
-        let allowed: Vec<bool> = (overrides.apply(&e.stack, &e.name, &r.tools).iter())
-            .map(|v| v.is_allowed)
-            .collect();
-        let before = r.tools.len();
-        if r.tool_tokens.len() == before {
-            let mut keep = allowed.iter();
-            r.tool_tokens
-                .retain(|_| keep.next().copied().unwrap_or(true));
-        }
-        let mut keep = allowed.iter();
-        r.tools.retain(|_| keep.next().copied().unwrap_or(true));
-        hidden.push(before - r.tools.len());
-    }
-    hidden
+/// Narrows each report to the tools the project exposes (definitions and token counts as
+/// clients get them), returning how many tools each lost to the overrides.
+fn narrow_to_exposed(reports: &mut [ServerReport], exposed: &[Vec<ExposedTool>]) -> Vec<usize> {
+    reports
+        .iter_mut()
+        .zip(exposed)
+        .map(|(report, tools)| {
+            let allowed: Vec<&ExposedTool> = tools.iter().filter(|t| t.is_allowed).collect();
+            report.tools = allowed.iter().map(|t| t.definition.clone()).collect();
+            report.tool_tokens = allowed
+                .iter()
+                .map(|t| t.tokens_after)
+                .collect::<Option<Vec<_>>>()
+                .unwrap_or_default();
+            tools.len() - allowed.len()
+        })
+        .collect()
 }
 
 /// One server's tools as the project's overrides expose them.

@@ -53,6 +53,10 @@ fn tokens_before_and_after_overrides() {
     assert!(after < before - cost("huge"), "{report}");
     assert_eq!(json["total"]["tokens"]["saved"], before - after, "{report}");
     assert_eq!(json["stacks"][0]["servers"][0]["name"], "f", "{report}");
+    // `list` shows the same exposed cost: 7 tools, the overridden description recounted.
+    let listed_after = again().args(["list", "--json"]).run();
+    assert_eq!(listed_after.server("f")["tools"], 7, "{listed_after}");
+    assert_eq!(listed_after.server("f")["tokens"], after, "{listed_after}");
 
     let by_tool = again().args(["tokens", "--by", "tool", "--json"]).run();
     let costs = by_tool.json()["stacks"][0]["servers"][0]["toolCosts"].clone();
