@@ -23,7 +23,6 @@ Prints a markdown report on stdout.
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -31,6 +30,9 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import machine  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN_DIR = os.path.join(ROOT, ".deps", "npm", "node_modules", ".bin")
@@ -198,13 +200,7 @@ def main():
     our_call = statistics.median(w for w, _, _ in ours)
     call_rss = max(r for _, r, _ in ours)
 
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    print(f"## Core CLI — {time.strftime('%Y-%m-%d')} — {platform.machine()}, {cores} cores, {cpu}")
+    print(machine.heading("Core CLI"))
     print()
     print(f"Rounds: {a.runs} (medians). Binary: `{os.path.relpath(a.bin, ROOT)}`.")
     print()

@@ -17,12 +17,14 @@ Usage: python3 bench/search_speed.py [--runs N] [--bin target/release/mcp-launch
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import machine  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUERIES = [
@@ -100,13 +102,7 @@ def main():
         walls = timed(base + ["search", q, "--json"], env, a.runs)
         rows.append((kind, q, walls))
 
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    print(f"## Search speed — {time.strftime('%Y-%m-%d')} — {platform.machine()}, {os.cpu_count()} cores, {cpu}")
+    print(machine.heading("Search speed"))
     print()
     print(f"Catalogue: {a.servers} servers, {total:,} tools; search index file {size/1024/1024:.1f} MB; "
           f"{a.runs} runs per query; binary `{os.path.relpath(a.bin, ROOT)}`.")
