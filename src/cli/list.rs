@@ -8,7 +8,7 @@ use crate::error::Actionable;
 use crate::output::{self, style, thousands, Table};
 
 use super::server::load_overrides;
-use super::{load_config, server_report, CliError, GlobalArgs, Outcome};
+use super::{load_config_announced, server_report, CliError, GlobalArgs, Outcome};
 
 /// Check every server in parallel, or list one server's tools.
 ///
@@ -43,7 +43,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
         }
         return Ok(Outcome::Success);
     }
-    let loaded = load_config(global)?;
+    let loaded = load_config_announced(global, true)?;
     let opts = catalog::ResolveOptions::from_env(args.refresh);
     let overrides = load_overrides()?;
     let mut entries: Vec<_> = loaded.servers().cloned().collect();

@@ -259,12 +259,16 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
     }
 }
 
-/// Loads the config(s) named by the global flags (or discovers one), saying which was found.
-fn load_config(global: &GlobalArgs) -> Result<Loaded, CliError> {
+/// Loads the config(s) named by the global flags (or discovers one); `announce` says which
+/// file discovery found on stderr.
+fn load_config_announced(global: &GlobalArgs, announce: bool) -> Result<Loaded, CliError> {
     let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
     let loaded = config::load(&opts)?;
     if let Some(path) = &loaded.discovered {
-        if !global.json {
+        tracing::info!(path = %path.display(), "using the config found by discovery");
+        // Said once where a person reads a table; scripts calling search/call in a loop get
+        // it with -v only.
+        if announce && !global.json {
             let dim = crate::output::style::DIM;
             anstream::eprintln!(
                 "{dim}using {} (found by discovery; --config PATH picks another){dim:#}",
@@ -273,6 +277,11 @@ fn load_config(global: &GlobalArgs) -> Result<Loaded, CliError> {
         }
     }
     Ok(loaded)
+}
+
+/// [`load_config_announced`] without the announcement (it is logged at info level).
+fn load_config(global: &GlobalArgs) -> Result<Loaded, CliError> {
+    load_config_announced(global, false)
 }
 
 /// Loads the config, finds server `name` and learns its tools (tokens counted) from the tool

@@ -209,10 +209,10 @@ impl ConfigError {
     pub fn help(&self) -> String {
         match self {
             Self::NotFound { .. } => {
-                "create one with `mcp-launch init` or pass --config PATH".to_string()
+                "create ./.mcp.json with an \"mcpServers\" object (mcp_configs/example.json is a working example) or pass --config PATH".to_string()
             }
             Self::ConfigMissing { .. } => {
-                "check the path given to --config, or create a config with `mcp-launch init`"
+                "check the path given to --config (relative paths start at the current directory)"
                     .to_string()
             }
             Self::ConfigUnreadable { path, .. } => {
@@ -320,7 +320,7 @@ mod tests {
         );
         assert_eq!(
             err.help(),
-            "create one with `mcp-launch init` or pass --config PATH"
+            "create ./.mcp.json with an \"mcpServers\" object (mcp_configs/example.json is a working example) or pass --config PATH"
         );
     }
 

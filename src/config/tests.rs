@@ -103,7 +103,7 @@ fn no_config_anywhere_lists_the_paths() {
     assert_eq!(searched.last(), Some(&w.home.join(".claude/mcp.json")));
     assert_eq!(
         err.help(),
-        "create one with `mcp-launch init` or pass --config PATH"
+        "create ./.mcp.json with an \"mcpServers\" object (mcp_configs/example.json is a working example) or pass --config PATH"
     );
 }
 

@@ -125,7 +125,7 @@ impl McpError {
     pub fn help(&self) -> String {
         match self {
             McpError::Spawn(SpawnError::NotFound { program }) => format!(
-                "install `{program}` or put it on PATH, or use an absolute path in the server's \"command\"; `mcp-launch doctor` checks node/npx, uv/uvx and python3"
+                "install `{program}` or put it on PATH, or use an absolute path in the server's \"command\" (npx comes with Node.js, uvx with uv: `pip install uv`)"
             ),
             McpError::Spawn(SpawnError::PermissionDenied { program }) => {
                 format!("make `{program}` executable (chmod +x) or fix the path in \"command\"")

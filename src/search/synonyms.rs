@@ -117,6 +117,19 @@ const GROUPS: &[&[&str]] = &[
     &["task", "todo", "to-do", "chore"],
     &["song", "track", "music"],
     &["memory", "ram", "remember", "memorize"],
+    // Knowledge-graph servers speak of entities and observations; people speak of facts.
+    &[
+        "remember", "store", "save", "record", "memorize", "keep", "add",
+    ],
+    &[
+        "fact",
+        "observation",
+        "note",
+        "knowledge",
+        "info",
+        "information",
+    ],
+    &["entity", "person", "people", "node"],
     &["process", "program", "pid"],
     &["terminal", "shell", "command", "console", "bash", "cli"],
     &["language", "lang", "locale"],
