@@ -12,6 +12,8 @@
 #   .deps/venv-git/bin/mcp-server-git                   [--repository DIR]
 #   .deps/venv-tiktoken/bin/python (tiktoken, with .deps/tiktoken-cache/ seeded offline)
 #   .deps/venv-tools/bin/uv, uvx                        (optional; failure is not fatal)
+#   .deps/venv-mcpo/bin/mcpo                            (mcpo==0.0.20 with the pins of
+#                                                        scripts/mcpo-constraints.txt)
 #
 # Usage: scripts/install-test-deps.sh [--verify]
 #   --verify   afterwards, start each stdio server and do a real MCP handshake
@@ -44,6 +46,10 @@ TIME_SPEC="mcp-server-time==2026.10.19"
 TIKTOKEN_SPEC="tiktoken==0.14.0"
 GIT_SPEC="mcp-server-git==2026.10.19"
 UV_SPEC="uv==0.13.9"
+# A plain `pip install mcpo` resolves to an MCP SDK and a FastAPI that mcpo 0.0.20 cannot run
+# with; its own lock's pins (scripts/mcpo-constraints.txt) make it work, in a venv of its own.
+MCPO_SPEC="mcpo==0.0.20"
+MCPO_CONSTRAINTS="$ROOT/scripts/mcpo-constraints.txt"
 
 mkdir -p "$DEPS"
 installed=()
@@ -87,26 +93,34 @@ else
 fi
 
 # --- Python venvs ----------------------------------------------------------------------------
-# venv_install NAME SPEC BIN
+# venv_install NAME SPEC BIN [CONSTRAINTS]
 venv_install() {
-  local name="$1" spec="$2" bin="$3"
+  local name="$1" spec="$2" bin="$3" constraints="${4:-}"
   local dir="$DEPS/$name"
-  if marker_ok "$dir" "$spec" "$dir/bin/python" "$dir/bin/$bin"; then
+  local marker="$spec"
+  local pip_args=("$spec")
+  if [[ -n "$constraints" ]]; then
+    # The marker holds the constraints' hash too, so editing the pins reinstalls.
+    marker+=" -c $(sha256sum "$constraints" | cut -c1-16)"
+    pip_args+=(-c "$constraints")
+  fi
+  if marker_ok "$dir" "$marker" "$dir/bin/python" "$dir/bin/$bin"; then
     skipped+=("$name")
     return 0
   fi
-  log "pip install $spec into .deps/$name"
+  log "pip install ${pip_args[*]} into .deps/$name"
   rm -rf "$dir"
   "$PYTHON" -m venv "$dir"
-  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$spec" >&2
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${pip_args[@]}" >&2
   [[ -x "$dir/bin/$bin" ]] || { log "expected executable missing after pip install: $dir/bin/$bin"; return 1; }
-  printf '%s' "$spec" >"$dir/.installed"
+  printf '%s' "$marker" >"$dir/.installed"
   installed+=("$name($spec)")
 }
 
 venv_install venv-time "$TIME_SPEC" mcp-server-time
 venv_install venv-git "$GIT_SPEC" mcp-server-git
 venv_install venv-tiktoken "$TIKTOKEN_SPEC" python
+venv_install venv-mcpo "$MCPO_SPEC" mcpo "$MCPO_CONSTRAINTS"
 
 # Python tiktoken, the reference our token counts are checked against, downloads its vocabulary
 # on first use; this machine has no such network. tiktoken-rs ships the same file: seed

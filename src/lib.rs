@@ -7,6 +7,8 @@
 //!   interpolation, validation with file:line:column.
 //! - [`mcp`]: the MCP client: JSON-RPC messages, the hardened stdio transport, Streamable HTTP
 //!   and legacy SSE transports, the session (handshake, paging, multiplexing).
+//! - [`doctor`]: checks that the external programs (python3, node/npx, uv, cloudflared, mcpo)
+//!   are installed and actually run, each bounded by a timeout.
 //! - [`process`]: the one way we spawn and end child processes (own process group, stderr ring
 //!   buffer, kill-the-group on drop).
 //! - [`search`]: BM25, regex and exact search over tool definitions, with a persisted index.
@@ -16,6 +18,7 @@
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod error;
 pub mod mcp;
 pub mod output;

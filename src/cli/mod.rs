@@ -2,6 +2,8 @@
 //! config, ask `catalog`, hand results to `output` — and hold no logic of their own.
 
 mod call;
+mod doctor;
+mod init;
 mod inspect;
 mod list;
 mod search;
@@ -71,6 +73,8 @@ pub enum Command {
     Tool(tool::ToolArgs),
     Tokens(tokens::TokensArgs),
     Search(search::SearchArgs),
+    Doctor(doctor::DoctorArgs),
+    Init(init::InitArgs),
 }
 
 /// How a command ended when it did not fail outright.
@@ -172,6 +176,12 @@ pub enum CliError {
     /// The project's overrides file could not be read or written.
     #[error(transparent)]
     Overrides(#[from] crate::catalog::OverridesError),
+    /// A file `init` would write exists already.
+    #[error("{path} already exists")]
+    FileExists {
+        /// The file.
+        path: String,
+    },
 }
 
 impl CliError {
@@ -211,6 +221,7 @@ impl Actionable for CliError {
             CliError::Stdin(_) => "stdin_error",
             CliError::Output(_) => "output_error",
             CliError::Overrides(e) => e.kind(),
+            CliError::FileExists { .. } => "file_exists",
         }
     }
 
@@ -242,6 +253,9 @@ impl Actionable for CliError {
             CliError::Stdin(_) => "pipe a JSON object into --stdin, or pass it as an argument".into(),
             CliError::Output(_) => "check that the output destination is writable".into(),
             CliError::Overrides(e) => e.help(),
+            CliError::FileExists { path } => {
+                format!("pass --force to overwrite {path}, or run init in another directory")
+            }
         }
     }
 }
@@ -256,6 +270,8 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Tool(args) => tool::run(args, &cli.global).await,
         Command::Tokens(args) => tokens::run(args, &cli.global).await,
         Command::Search(args) => search::run(args, &cli.global).await,
+        Command::Doctor(args) => doctor::run(args, &cli.global).await,
+        Command::Init(args) => init::run(args, &cli.global).await,
     }
 }
 

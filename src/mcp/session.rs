@@ -24,6 +24,10 @@ pub const INIT_SLOW_WINDOW: Duration = Duration::from_secs(20);
 /// Environment variable that sets the slow window, in seconds.
 pub const INIT_TIMEOUT_ENV: &str = "MCP_INIT_TIMEOUT_SEC";
 
+/// How long a request that found the connection closed waits for the reason (exit status,
+/// stderr tail) to be recorded: the reader settles within about a second of the exit.
+const CLOSE_SETTLE: Duration = Duration::from_millis(1500);
+
 /// `tools/list` pages we follow at most; a server that pages forever is cut off here.
 pub const MAX_TOOL_PAGES: usize = 1000;
 
@@ -172,7 +176,13 @@ impl Session {
             "capabilities": {},
             "clientInfo": {"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")},
         });
-        let (_, mut reply) = self.peer.send_request("initialize", Some(params))?;
+        let mut reply = match self.peer.send_request("initialize", Some(params)) {
+            Ok((_, reply)) => reply,
+            Err(McpError::Closed { .. }) => {
+                return Err(self.settled_close_error("initialize").await)
+            }
+            Err(e) => return Err(e),
+        };
         // The same receiver spans both windows: an answer that arrives after the fast window
         // is still taken (the tool we port lost it to a race).
         let mut used_slow_window = false;
@@ -242,7 +252,13 @@ impl Session {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Value, McpError> {
-        let (id, reply) = self.peer.send_request(method, params)?;
+        let (id, reply) = match self.peer.send_request(method, params) {
+            Ok(sent) => sent,
+            // The writer saw the pipe break before the reader saw the exit: wait for the
+            // reader's verdict, which carries the exit status and the stderr tail.
+            Err(McpError::Closed { .. }) => return Err(self.settled_close_error(method).await),
+            Err(e) => return Err(e),
+        };
         match tokio::time::timeout(timeout, reply).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(self.closed_error(method)),
@@ -375,6 +391,15 @@ impl Session {
             Connection::Http(handle) => handle.shutdown().await,
             Connection::Sse(handle) => handle.shutdown(),
         }
+    }
+
+    /// The close error once the reader has recorded why the connection ended (bounded wait).
+    async fn settled_close_error(&self, method: &str) -> McpError {
+        let deadline = tokio::time::Instant::now() + CLOSE_SETTLE;
+        while self.peer.close_reason().is_none() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.closed_error(method)
     }
 
     fn closed_error(&self, method: &str) -> McpError {

@@ -8,8 +8,10 @@ mod util;
 
 mod call;
 mod config;
+mod doctor;
 mod handshake;
 mod index;
+mod init;
 mod inspect;
 mod list;
 mod overrides;

@@ -1,0 +1,149 @@
+//! `mcp-launch init [--force]`.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::json;
+
+use crate::output::{self, style};
+
+use super::{CliError, GlobalArgs, Outcome};
+
+/// Scaffold ./mcp.config.json (a working example) and ./.mcp-launch/.
+///
+/// The config holds the reference servers: everything, filesystem (on this directory) and
+/// memory through npx, time through uvx — the same stack as mcp_configs/example.json.
+/// `.mcp-launch/` is where state and overrides live; its .gitignore keeps state and logs out of
+/// git. Existing files are never overwritten without --force; writes are atomic.
+///
+/// Example: mcp-launch init && mcp-launch list
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Overwrite mcp.config.json and .mcp-launch/.gitignore when they exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// The config `init` writes.
+pub const CONFIG: &str = r#"{
+  "mcpServers": {
+    "everything": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31"]
+    },
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "."]
+    },
+    "memory": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-memory@2026.8.31"],
+      "env": { "MEMORY_FILE_PATH": "${TMPDIR:-/tmp}/mcp-launch-example-memory.jsonl" }
+    },
+    "time": {
+      "command": "uvx",
+      "args": ["mcp-server-time==2026.10.19"]
+    }
+  }
+}
+"#;
+
+/// What `.mcp-launch/.gitignore` holds: the state file and logs are per machine.
+const GITIGNORE: &str = "state.json\n*.log\n";
+
+const CONFIG_FILE: &str = "mcp.config.json";
+const STATE_DIR: &str = ".mcp-launch";
+
+pub(super) async fn run(args: InitArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    let config = PathBuf::from(CONFIG_FILE);
+    let dir = PathBuf::from(STATE_DIR);
+    let gitignore = dir.join(".gitignore");
+    // Refuse before touching anything: a half-done scaffold is worse than none.
+    if !args.force {
+        if let Some(existing) = [&config, &gitignore].into_iter().find(|p| p.exists()) {
+            return Err(CliError::FileExists {
+                path: existing.display().to_string(),
+            });
+        }
+    }
+    let mut created = Vec::new();
+    let mut skipped = Vec::new();
+    write_atomic(&config, CONFIG, args.force)?;
+    created.push(CONFIG_FILE.to_string());
+    let dir_shown = format!("{STATE_DIR}/");
+    if dir.is_dir() {
+        skipped.push(dir_shown);
+    } else {
+        std::fs::create_dir_all(&dir).map_err(|e| at(&dir, e))?;
+        created.push(dir_shown);
+    }
+    write_atomic(&gitignore, GITIGNORE, args.force)?;
+    created.push(gitignore.display().to_string());
+
+    if global.json {
+        output::print_json(&json!({"success": true, "created": created, "skipped": skipped}))?;
+    } else {
+        let mut out = anstream::stdout().lock();
+        let good = style::GOOD;
+        for path in &created {
+            writeln!(out, "{good}created{good:#} {path}")?;
+        }
+        let dim = style::DIM;
+        for path in &skipped {
+            writeln!(out, "{dim}exists{dim:#}  {path}")?;
+        }
+        let head = style::HEAD;
+        writeln!(
+            out,
+            "\nnext: {head}mcp-launch list{head:#} (starts each server once and lists its tools; `mcp-launch doctor` checks npx and uvx)"
+        )?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// An I/O error that names the file.
+fn at(path: &Path, e: io::Error) -> CliError {
+    CliError::Output(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// Writes `text` to a temporary file beside `path`, then moves it into place: a rename when
+/// `replace`, else a hard link, which fails rather than clobber a file created meanwhile.
+fn write_atomic(path: &Path, text: &str, replace: bool) -> Result<(), CliError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        std::fs::write(&tmp, text)?;
+        if replace {
+            std::fs::rename(&tmp, path)
+        } else {
+            std::fs::hard_link(&tmp, path)
+        }
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(CliError::FileExists {
+            path: path.display().to_string(),
+        }),
+        Err(e) => Err(at(path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scaffolded_config_is_the_example_stack() {
+        let config: serde_json::Value = serde_json::from_str(CONFIG).unwrap();
+        let servers = config["mcpServers"].as_object().unwrap();
+        assert_eq!(
+            servers.keys().collect::<Vec<_>>(),
+            ["everything", "filesystem", "memory", "time"]
+        );
+    }
+}
