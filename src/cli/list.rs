@@ -35,7 +35,12 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
     if let Some(name) = &args.server {
         let overrides = load_overrides()?;
         let report = server_report(global, name, args.refresh).await?;
-        let shown = Exposed::of(&report, &overrides);
+        let costs = catalog::expose(std::slice::from_ref(&report), &overrides).await;
+        let shown = Exposed::of(
+            &report,
+            &overrides,
+            costs.into_iter().next().unwrap_or_default(),
+        );
         if global.json {
             output::print_json(&tools_json(&report, &shown, args.all))?;
         } else {
@@ -148,6 +153,11 @@ fn narrow_to_exposed(reports: &mut [ServerReport], exposed: &[Vec<ExposedTool>])
 /// One server's tools as the project's overrides expose them.
 struct Exposed<'a> {
     views: Vec<ToolView<'a>>,
+    /// Token cost of each tool as exposed (overridden descriptions recounted), by tool index:
+    /// the same figures `list` and `tokens` total.
+    costs: Vec<Option<usize>>,
+    /// Total cost of the allowed tools.
+    total: Option<usize>,
     /// Names the server no longer offers: the tool index's and the overrides' (sorted).
     stale: Vec<String>,
     /// Where the overrides live, for notes.
@@ -157,7 +167,7 @@ struct Exposed<'a> {
 }
 
 impl<'a> Exposed<'a> {
-    fn of(r: &'a ServerReport, overrides: &Overrides) -> Self {
+    fn of(r: &'a ServerReport, overrides: &Overrides, exposed: Vec<ExposedTool>) -> Self {
         let key = r.config_name.as_str();
         let mut stale = overrides.stale_names(&r.stack, key, &r.tools);
         stale.extend(r.stale.iter().cloned());
@@ -165,6 +175,8 @@ impl<'a> Exposed<'a> {
         stale.dedup();
         Exposed {
             views: overrides.apply(&r.stack, key, &r.tools),
+            total: catalog::total_after(&exposed),
+            costs: exposed.iter().map(|t| t.tokens_after).collect(),
             stale,
             file: overrides.path().display().to_string(),
             is_disabled: (overrides.for_server(&r.stack, key))
@@ -186,7 +198,7 @@ fn tools_json(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> Value {
                 "name": view.name,
                 "description": view.description,
                 "requiredParams": tool::required_params(view.def),
-                "tokens": r.tool_tokens.get(view.index),
+                "tokens": exposed.costs.get(view.index).copied().flatten(),
                 "allowed": view.is_allowed,
             });
             if view.is_overridden {
@@ -196,7 +208,7 @@ fn tools_json(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> Value {
         })
         .collect();
     let hidden = exposed.views.len() - exposed.shown(false).count();
-    let mut v = json!({"server": r.name, "status": r.status.as_str(), "tokens": r.tokens(), "tools": tools, "warnings": r.warnings, "stale": exposed.stale, "hiddenTools": hidden});
+    let mut v = json!({"server": r.name, "status": r.status.as_str(), "tokens": exposed.total, "tools": tools, "warnings": r.warnings, "stale": exposed.stale, "hiddenTools": hidden});
     if exposed.is_disabled {
         v["disabledBy"] = json!("overrides");
     }
@@ -316,9 +328,12 @@ fn print_tools(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> std::io::R
             ),
             (tool::required_params(v.def).join(", "), Default::default()),
             (
-                r.tool_tokens
+                exposed
+                    .costs
                     .get(v.index)
-                    .map(|n| thousands(*n))
+                    .copied()
+                    .flatten()
+                    .map(thousands)
                     .unwrap_or_default(),
                 Default::default(),
             ),
@@ -361,7 +376,7 @@ fn print_tools(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> std::io::R
         out,
         "\n{dim}{}: {} tools{hidden} · {} tokens{dim:#}",
         r.name,
-        r.tools.len(),
-        r.tokens().map(thousands).unwrap_or_else(|| "-".into())
+        exposed.shown(false).count(),
+        exposed.total.map(thousands).unwrap_or_else(|| "-".into())
     )
 }

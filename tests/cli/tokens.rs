@@ -57,6 +57,16 @@ fn tokens_before_and_after_overrides() {
     let listed_after = again().args(["list", "--json"]).run();
     assert_eq!(listed_after.server("f")["tools"], 7, "{listed_after}");
     assert_eq!(listed_after.server("f")["tokens"], after, "{listed_after}");
+    // …and so does `list SERVER`, tool by tool.
+    let one = again().args(["list", "f", "--json"]).run();
+    assert_eq!(one.json()["tokens"], after, "{one}");
+    let shown: u64 = one.json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(shown, after, "{one}");
 
     let by_tool = again().args(["tokens", "--by", "tool", "--json"]).run();
     let costs = by_tool.json()["stacks"][0]["servers"][0]["toolCosts"].clone();
