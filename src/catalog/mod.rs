@@ -27,8 +27,7 @@ pub use overrides::{
     OVERRIDES_VERSION,
 };
 pub use preflight::{
-    connect, endpoint, preflight, preflight_one, PreflightOptions, ServerProblem, ServerReport,
-    Status,
+    connect, endpoint, preflight, PreflightOptions, ServerProblem, ServerReport, Status,
 };
 pub use resolve::{resolve, ResolveOptions};
 pub use search_index::SearchCatalog;

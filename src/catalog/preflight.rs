@@ -238,13 +238,6 @@ pub(crate) fn transport_of(entry: &ServerEntry) -> &'static str {
         .unwrap_or("-")
 }
 
-/// Checks one entry (the preflight of a single server, tokens included when asked).
-pub async fn preflight_one(entry: &ServerEntry, opts: &PreflightOptions) -> ServerReport {
-    let mut reports = preflight(std::slice::from_ref(entry), opts).await;
-    // `preflight` returns exactly one report per entry, in order.
-    reports.swap_remove(0)
-}
-
 async fn check(entry: ServerEntry, opts: ConnectOptions) -> ServerReport {
     let transport = transport_of(&entry);
     if entry.disabled {

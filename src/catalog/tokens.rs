@@ -44,12 +44,6 @@ impl TokenCounter {
     pub fn count(&self, text: &str) -> usize {
         self.bpe.encode_ordinary(text).len()
     }
-
-    /// Tokens a tool definition costs in a model's context: its compact JSON as the server sent
-    /// it (name, description, input schema and any other fields), which is what clients forward.
-    pub fn count_tool(&self, tool: &Value) -> usize {
-        self.count(&tool.to_string())
-    }
 }
 
 /// Remembered counts, keyed by a hash of a tool's compact JSON.
@@ -59,7 +53,9 @@ struct CacheFile {
     counts: HashMap<String, usize>,
 }
 
-/// Token counts for many tools at once: cached counts where known, the tokenizer for the rest
+/// Token counts for many tools at once. A tool costs the tokens of its compact JSON as the
+/// server sent it (name, description, input schema and any other fields): what clients
+/// forward to a model. Cached counts where known, the tokenizer for the rest
 /// (loaded at most once), and the cache updated atomically. Blocking: run it off the async
 /// threads.
 pub fn count_tools(tools: &[&Value]) -> Option<Vec<usize>> {
@@ -138,8 +134,8 @@ mod tests {
         assert_eq!(counter.count(""), 0);
         let tool = json!({"name": "echo"});
         assert_eq!(
-            counter.count_tool(&tool),
-            counter.count(r#"{"name":"echo"}"#)
+            count_tools_with_cache(&[&tool], None),
+            Some(vec![counter.count(r#"{"name":"echo"}"#)])
         );
     }
 

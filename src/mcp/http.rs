@@ -18,7 +18,7 @@ use super::peer::Peer;
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
-/// Bytes of an error body quoted in messages.
+/// Characters of an error body quoted in messages.
 const ERROR_BODY_BYTES: usize = 500;
 
 /// Limit for connecting to a remote server; an unreachable host must not hang preflight.
@@ -175,19 +175,8 @@ impl Post {
                 return self.fail(request_id, error);
             }
         };
-        let status = resp.status();
-        if !status.is_success() {
-            let body = resp.text().await.unwrap_or_default();
-            let error = McpError::Http {
-                url: self.url.clone(),
-                status: status.as_u16(),
-                body: body
-                    .chars()
-                    .take(ERROR_BODY_BYTES)
-                    .collect::<String>()
-                    .trim()
-                    .to_string(),
-            };
+        if !resp.status().is_success() {
+            let error = http_error(&self.url, resp).await;
             return self.fail(request_id, error);
         }
         if let Some(id) = resp
@@ -271,6 +260,22 @@ impl Post {
 
 fn lock(state: &Mutex<SessionState>) -> std::sync::MutexGuard<'_, SessionState> {
     state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The error for a response with a failure status: its status and the start of its body.
+pub(crate) async fn http_error(url: &str, resp: reqwest::Response) -> McpError {
+    let status = resp.status().as_u16();
+    let body = resp.text().await.unwrap_or_default();
+    McpError::Http {
+        url: url.to_string(),
+        status,
+        body: body
+            .chars()
+            .take(ERROR_BODY_BYTES)
+            .collect::<String>()
+            .trim()
+            .to_string(),
+    }
 }
 
 /// The error and its causes, e.g. "error sending request: connection refused".

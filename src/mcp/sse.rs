@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::error::McpError;
-use super::http::{client, error_chain, header_map};
+use super::http::{client, error_chain, header_map, http_error};
 use super::peer::{CloseReason, Peer};
 use super::session::ConnectOptions;
 
@@ -55,13 +55,7 @@ pub(crate) async fn start(
         .await
         .map_err(|e| connect_error(error_chain(&e)))?;
     if !resp.status().is_success() {
-        let status = resp.status().as_u16();
-        let body = resp.text().await.unwrap_or_default();
-        return Err(McpError::Http {
-            url: url.to_string(),
-            status,
-            body: body.chars().take(500).collect(),
-        });
+        return Err(http_error(url, resp).await);
     }
     let mut events = resp.bytes_stream().eventsource();
     let wait = opts.fast_window + opts.slow_window;
@@ -123,17 +117,7 @@ pub(crate) async fn start(
                 .await;
             let error = match sent {
                 Ok(resp) if resp.status().is_success() => continue,
-                Ok(resp) => McpError::Http {
-                    url: post_url.to_string(),
-                    status: resp.status().as_u16(),
-                    body: resp
-                        .text()
-                        .await
-                        .unwrap_or_default()
-                        .chars()
-                        .take(500)
-                        .collect(),
-                },
+                Ok(resp) => http_error(post_url.as_str(), resp).await,
                 Err(e) => McpError::Connect {
                     url: post_url.to_string(),
                     message: error_chain(&e),
