@@ -19,6 +19,7 @@ use crate::config::ServerEntry;
 
 use super::fingerprint::server_identity;
 use super::preflight::{ServerReport, Status};
+use super::store::write_atomically;
 use super::tool;
 
 /// Bumped when the file's shape changes; another version is ignored (and rebuilt).
@@ -233,24 +234,6 @@ fn read_file(path: &Path) -> IndexFile {
             IndexFile::default()
         }
     }
-}
-
-/// Writes `value` as JSON to a temp file beside `path`, then renames it into place: readers
-/// see the old file or the new one, never half of one.
-pub(crate) fn write_atomically<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    write_bytes_atomically(path, &serde_json::to_vec(value)?)
-}
-
-/// Writes `bytes` to a temp file beside `path`, then renames it into place.
-pub(crate) fn write_bytes_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 #[cfg(test)]

@@ -28,13 +28,13 @@
 //!   (sorted keys and names, pretty JSON, empty entries left out), so diffs read well.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::fingerprint::fnv1a;
+use super::store::write_bytes_atomically;
 use super::tool;
 use crate::config::ServerEntry;
 
@@ -379,23 +379,15 @@ impl Overrides {
             path: self.path.clone(),
             reason: e.to_string(),
         };
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(unwritable)?;
         let mut text = serde_json::to_string_pretty(&self.file_out())
             .map_err(|e| unwritable(std::io::Error::other(e)))?;
         text.push('\n');
-        // Unique per process and save, so two writers never share a temporary file.
-        static SAVES: AtomicU64 = AtomicU64::new(0);
-        let n = SAVES.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".overrides.json.{}.{n}.tmp", std::process::id()));
-        let written = std::fs::File::create(&tmp)
-            .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
-            .and_then(|()| std::fs::rename(&tmp, &self.path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(unwritable(e));
-        }
-        Ok(())
+        write_bytes_atomically(&self.path, text.as_bytes()).map_err(unwritable)
+    }
+
+    /// A hash of the choices as they would be saved: what keys caches built under them.
+    pub fn fingerprint(&self) -> u64 {
+        fnv1a(&serde_json::to_vec(&self.file_out()).unwrap_or_default())
     }
 
     fn file_out(&self) -> FileOut<'_> {

@@ -20,10 +20,11 @@ use crate::search::{SearchIndex, ToolDoc};
 
 use super::expose::expose;
 use super::fingerprint::{fnv1a, server_identity};
-use super::index::{unix_secs, write_bytes_atomically};
+use super::index::unix_secs;
 use super::overrides::Overrides;
 use super::preflight::Status;
 use super::resolve::{resolve, ResolveOptions};
+use super::store::write_bytes_atomically;
 
 /// Marks the file's format; another prefix means rebuild.
 const MAGIC: &[u8; 8] = b"MCPLSRC1";
@@ -108,8 +109,7 @@ fn index_path(entries: &[ServerEntry], overrides: &Overrides) -> Option<PathBuf>
         .filter(|e| !e.disabled)
         .map(|e| json!([e.qualified, server_identity(e)]))
         .collect();
-    let overrides_bytes = std::fs::read(overrides.path()).unwrap_or_default();
-    let key = json!([servers, fnv1a(&overrides_bytes)]).to_string();
+    let key = json!([servers, overrides.fingerprint()]).to_string();
     let dir = dirs::cache_dir()?.join("mcp-launch");
     Some(dir.join(format!("search-{:016x}.idx", fnv1a(key.as_bytes()))))
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tiktoken_rs::CoreBPE;
 
 use super::fingerprint::fnv1a;
-use super::index::write_atomically;
+use super::store::write_atomically;
 
 /// The tokenizer whose counts we report and cache.
 pub const TOKENIZER: &str = "o200k_base";
