@@ -6,11 +6,6 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-/// A command in the same directory with the same `--config config.json`.
-fn again(prev: &Output) -> Cmd {
-    prev.cmd().args(["--config", "config.json"])
-}
-
 /// A fresh directory whose config has one fault server, `fault`.
 fn fault_project() -> Cmd {
     Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}))
@@ -71,7 +66,7 @@ fn deny_hides_tools_everywhere_and_all_shows_them_marked() {
     assert!(text.contains("\n  \"version\": 1,\n"), "{text}");
     assert!(text.ends_with("}\n"), "{text}");
 
-    let list = again(&out).args(["list", "fault", "--json"]).run();
+    let list = out.again().args(["list", "fault", "--json"]).run();
     let mut expected: Vec<&str> = BUILTINS.to_vec();
     expected.retain(|t| *t != "echo" && *t != "hang");
     assert_eq!(tool_names(&list), expected, "{list}");
@@ -82,26 +77,27 @@ fn deny_hides_tools_everywhere_and_all_shows_them_marked() {
         .iter()
         .all(|t| t["allowed"] == true));
 
-    let all = again(&out).args(["list", "fault", "--all", "--json"]).run();
+    let all = out.again().args(["list", "fault", "--all", "--json"]).run();
     assert_eq!(tool_names(&all), BUILTINS, "{all}");
     assert_eq!(listed(&all, "echo")["allowed"], false, "{all}");
     assert_eq!(listed(&all, "fail")["allowed"], true, "{all}");
 
-    let human = again(&out).args(["list", "fault", "--all"]).run();
+    let human = out.again().args(["list", "fault", "--all"]).run();
     assert!(human.stdout.contains("echo (denied)"), "{human}");
     assert!(human.stdout.contains("hang (denied)"), "{human}");
-    let human = again(&out).args(["list", "fault"]).run();
+    let human = out.again().args(["list", "fault"]).run();
     assert!(!human.stdout.contains("echo"), "{human}");
     assert!(human.stdout.contains("2 hidden by overrides"), "{human}");
 
     // The server row counts what the project exposes.
-    let rows = again(&out).args(["list", "--json"]).run();
+    let rows = out.again().args(["list", "--json"]).run();
     let row = rows.server("fault");
     assert_eq!(row["tools"], 6, "{rows}");
     assert_eq!(row["hiddenTools"], 2, "{rows}");
 
     // Allowing again empties the entry: the file keeps no empty objects.
-    let back = again(&out)
+    let back = out
+        .again()
         .args(["tool", "allow", "fault", "echo", "hang", "--json"])
         .run();
     let json = back.json();
@@ -129,16 +125,17 @@ fn an_allow_list_restricts_and_allow_adds_to_it() {
         "{out}"
     );
 
-    let list = again(&out).args(["list", "fault", "--json"]).run();
+    let list = out.again().args(["list", "fault", "--json"]).run();
     assert_eq!(tool_names(&list), ["echo", "add"], "server order\n{list}");
     assert_eq!(list.json()["hiddenTools"], 6, "{list}");
 
-    again(&out).args(["tool", "allow", "fault", "fail"]).run();
-    let list = again(&out).args(["list", "fault", "--json"]).run();
+    out.again().args(["tool", "allow", "fault", "fail"]).run();
+    let list = out.again().args(["list", "fault", "--json"]).run();
     assert_eq!(tool_names(&list), ["echo", "fail", "add"], "{list}");
 
     // deny takes a tool off the allow list; allowing it puts it back.
-    let denied = again(&out)
+    let denied = out
+        .again()
         .args(["tool", "deny", "fault", "echo", "--json"])
         .run();
     assert_eq!(
@@ -146,7 +143,7 @@ fn an_allow_list_restricts_and_allow_adds_to_it() {
         json!({"allow": ["add", "fail"], "deny": ["echo"]}),
         "{denied}"
     );
-    again(&out).args(["tool", "allow", "fault", "echo"]).run();
+    out.again().args(["tool", "allow", "fault", "echo"]).run();
     let (_, file) = overrides_file(&out);
     assert_eq!(
         file["stacks"]["config"]["fault"],
@@ -154,7 +151,7 @@ fn an_allow_list_restricts_and_allow_adds_to_it() {
     );
 
     // A repeat changes nothing and writes nothing.
-    let same = again(&out).args(["tool", "allow", "fault", "echo"]).run();
+    let same = out.again().args(["tool", "allow", "fault", "echo"]).run();
     assert_eq!(
         same.stdout, "fault echo: already allowed\nnothing to change\n",
         "{same}"
@@ -179,7 +176,7 @@ fn describe_text_trim_and_clear_round_trip_through_list_and_inspect() {
         "{out}"
     );
 
-    let list = again(&out).args(["list", "fault", "--json"]).run();
+    let list = out.again().args(["list", "fault", "--json"]).run();
     let add = listed(&list, "add");
     assert_eq!(add["description"], "Sum of a and b.", "{list}");
     assert_eq!(
@@ -190,7 +187,7 @@ fn describe_text_trim_and_clear_round_trip_through_list_and_inspect() {
         listed(&list, "echo").get("originalDescription").is_none(),
         "{list}"
     );
-    let human = again(&out).args(["list", "fault"]).run();
+    let human = out.again().args(["list", "fault"]).run();
     assert!(human.stdout.contains("add*"), "{human}");
     assert!(human.stdout.contains("Sum of a and b."), "{human}");
     assert!(
@@ -200,7 +197,8 @@ fn describe_text_trim_and_clear_round_trip_through_list_and_inspect() {
         "{human}"
     );
 
-    let inspect = again(&out)
+    let inspect = out
+        .again()
         .args(["inspect", "fault", "add", "--json"])
         .run();
     assert_eq!(
@@ -213,7 +211,7 @@ fn describe_text_trim_and_clear_round_trip_through_list_and_inspect() {
         add["originalDescription"],
         "{inspect}"
     );
-    let inspect = again(&out).args(["inspect", "fault", "add"]).run();
+    let inspect = out.again().args(["inspect", "fault", "add"]).run();
     assert!(inspect.stdout.contains("\nSum of a and b.\n"), "{inspect}");
     assert!(
         inspect.stdout.contains("description overridden in"),
@@ -221,14 +219,16 @@ fn describe_text_trim_and_clear_round_trip_through_list_and_inspect() {
     );
 
     // --clear restores the server's text; --trim then cuts it at a word boundary.
-    let cleared = again(&out)
+    let cleared = out
+        .again()
         .args(["tool", "describe", "fault", "add", "--clear"])
         .run();
     assert!(
         cleared.stdout.contains("description override cleared"),
         "{cleared}"
     );
-    let trimmed = again(&out)
+    let trimmed = out
+        .again()
         .args(["tool", "describe", "fault", "add", "--trim", "30", "--json"])
         .run();
     assert_eq!(
@@ -236,14 +236,15 @@ fn describe_text_trim_and_clear_round_trip_through_list_and_inspect() {
         "Add two non-negative integers…",
         "{trimmed}"
     );
-    let list = again(&out).args(["list", "fault", "--json"]).run();
+    let list = out.again().args(["list", "fault", "--json"]).run();
     assert_eq!(
         listed(&list, "add")["description"],
         "Add two non-negative integers…"
     );
 
     // Trimming what already fits stores nothing.
-    let fits = again(&out)
+    let fits = out
+        .again()
         .args(["tool", "describe", "fault", "echo", "--trim"])
         .run();
     assert_eq!(
@@ -258,7 +259,8 @@ fn describe_text_trim_and_clear_round_trip_through_list_and_inspect() {
 
     // Over 300 characters: a warning about ChatGPT Actions, stored all the same.
     let long = "word ".repeat(70);
-    let warned = again(&out)
+    let warned = out
+        .again()
         .args([
             "tool",
             "describe",
@@ -275,7 +277,8 @@ fn describe_text_trim_and_clear_round_trip_through_list_and_inspect() {
         file["stacks"]["config"]["fault"]["descriptions"]["echo"],
         long.trim_end()
     );
-    let with_json = again(&out)
+    let with_json = out
+        .again()
         .args([
             "tool", "describe", "fault", "echo", "--text", &long, "--json",
         ])
@@ -306,17 +309,18 @@ fn a_disabled_server_shows_as_disabled_and_is_never_started() {
         "fault: disabled (not started by list or launch)\nsaved in ./.mcp-launch/overrides.json\n",
         "{out}"
     );
-    let list = again(&out).args(["list", "--json"]).run();
+    let list = out.again().args(["list", "--json"]).run();
     let row = list.server("fault");
     assert_eq!(row["status"], "disabled", "{list}");
     assert_eq!(row["disabledBy"], "overrides", "{list}");
     assert!(list.server("off").get("disabledBy").is_none(), "{list}");
-    let human = again(&out).args(["list"]).run();
+    let human = out.again().args(["list"]).run();
     assert!(human.stdout.contains("2 disabled"), "{human}");
     assert!(!log.exists(), "the disabled server was started\n{list}");
 
     // Enabling wins over the config either way.
-    let enabled = again(&out)
+    let enabled = out
+        .again()
         .args(["server", "enable", "off", "--json"])
         .run();
     assert_eq!(
@@ -324,8 +328,8 @@ fn a_disabled_server_shows_as_disabled_and_is_never_started() {
         json!([{"action": "enabled"}]),
         "{enabled}"
     );
-    again(&out).args(["server", "enable", "fault"]).run();
-    let list = again(&out).args(["list", "--json"]).run();
+    out.again().args(["server", "enable", "fault"]).run();
+    let list = out.again().args(["list", "--json"]).run();
     assert_eq!(list.server("fault")["status"], "connected", "{list}");
     assert_eq!(list.server("off")["status"], "connected", "{list}");
     assert!(log.exists(), "an enabled server is started\n{list}");
@@ -335,12 +339,12 @@ fn a_disabled_server_shows_as_disabled_and_is_never_started() {
     );
 
     // reset forgets it all: the config's "disabled" applies again.
-    let reset = again(&out).args(["server", "reset", "off"]).run();
+    let reset = out.again().args(["server", "reset", "off"]).run();
     assert_eq!(
         reset.stdout, "off: every override forgotten\nsaved in ./.mcp-launch/overrides.json\n",
         "{reset}"
     );
-    let list = again(&out).args(["list", "--json"]).run();
+    let list = out.again().args(["list", "--json"]).run();
     assert_eq!(list.server("off")["status"], "disabled", "{list}");
 }
 
@@ -358,7 +362,8 @@ fn unknown_servers_and_tools_exit_2_with_suggestions() {
         "nothing written on error"
     );
 
-    let out = again(&out)
+    let out = out
+        .again()
         .args(["server", "disable", "faul", "--json"])
         .status(2)
         .run();
@@ -368,19 +373,20 @@ fn unknown_servers_and_tools_exit_2_with_suggestions() {
         "{out}"
     );
 
-    let human = again(&out)
+    let human = out
+        .again()
         .args(["tool", "describe", "faul", "echo", "--clear"])
         .status(2)
         .stderr_has("no server named \"faul\"")
         .stderr_has("available servers: fault")
         .run();
     assert!(human.stdout.is_empty(), "{human}");
-    again(&out)
+    out.again()
         .args(["tool", "reset", "fault", "never_existed"])
         .status(2)
         .stderr_has("has no tool named \"never_existed\"")
         .run();
-    again(&out)
+    out.again()
         .args(["tool", "describe", "fault", "echo"])
         .status(2)
         .stderr_any()
@@ -402,7 +408,7 @@ fn choices_about_vanished_tools_are_stale_and_reset_accepts_them() {
         json!(["gone_tool", "old_one"]),
         "{out}"
     );
-    let human = again(&out).args(["list", "fault"]).run();
+    let human = out.again().args(["list", "fault"]).run();
     assert!(
         human
             .stdout
@@ -411,14 +417,15 @@ fn choices_about_vanished_tools_are_stale_and_reset_accepts_them() {
     );
 
     // Other commands keep stale choices untouched.
-    again(&out).args(["tool", "deny", "fault", "add"]).run();
+    out.again().args(["tool", "deny", "fault", "add"]).run();
     let (_, file) = overrides_file(&out);
     assert_eq!(
         file["stacks"]["config"]["fault"],
         json!({"deny": ["add", "echo", "gone_tool"], "descriptions": {"old_one": "x"}})
     );
 
-    let reset = again(&out)
+    let reset = out
+        .again()
         .args(["tool", "reset", "fault", "gone_tool", "old_one", "echo"])
         .run();
     assert!(
@@ -443,12 +450,12 @@ fn a_malformed_overrides_file_is_a_usage_error_and_left_alone() {
     assert!(message.contains(".mcp-launch/overrides.json:3:"), "{out}");
     assert!(error["help"].as_str().unwrap().contains("by hand"), "{out}");
 
-    again(&out)
+    out.again()
         .args(["tool", "deny", "fault", "echo"])
         .status(2)
         .stderr_has("overrides.json:3:")
         .run();
-    again(&out)
+    out.again()
         .args(["list", "fault"])
         .status(2)
         .stderr_has("invalid overrides file")
@@ -456,7 +463,8 @@ fn a_malformed_overrides_file_is_a_usage_error_and_left_alone() {
     assert_eq!(overrides_file_text(&out), bad, "never overwritten");
 
     std::fs::write(out.path(".mcp-launch/overrides.json"), r#"{"version": 7}"#).unwrap();
-    let newer = again(&out)
+    let newer = out
+        .again()
         .args(["server", "disable", "fault", "--json"])
         .status(2)
         .run();
@@ -506,7 +514,8 @@ fn call_refuses_denied_tools_and_disabled_servers_before_starting_anything() {
         .run();
     std::fs::remove_file(&log).unwrap(); // the deny checked the tool name live
 
-    let denied = again(&first)
+    let denied = first
+        .again()
         .args(["call", "fault", "echo", r#"{"message": "hi"}"#, "--json"])
         .status(2)
         .run();
@@ -526,14 +535,16 @@ fn call_refuses_denied_tools_and_disabled_servers_before_starting_anything() {
     assert!(!log.exists(), "a refused call must not start the server");
 
     // Other tools of the server still work.
-    let add = again(&first)
+    let add = first
+        .again()
         .args(["call", "fault", "add", r#"{"a": 2, "b": 3}"#, "--json"])
         .run();
     assert_eq!(add.json()["result"]["content"][0]["text"], "5", "{add}");
     std::fs::remove_file(&log).unwrap();
 
-    again(&first).args(["server", "disable", "fault"]).run();
-    let disabled = again(&first)
+    first.again().args(["server", "disable", "fault"]).run();
+    let disabled = first
+        .again()
         .args(["call", "fault", "add", r#"{"a": 2, "b": 3}"#, "--json"])
         .status(2)
         .run();

@@ -29,10 +29,6 @@ fn results(out: &Output) -> Vec<(String, String, f64)> {
         .collect()
 }
 
-fn again(prev: &Output) -> Cmd {
-    prev.cmd().args(["--config", "config.json"])
-}
-
 #[test]
 fn ranks_tasks_and_names_and_answers_from_the_index() {
     let cmd = Cmd::new();
@@ -65,13 +61,14 @@ fn ranks_tasks_and_names_and_answers_from_the_index() {
     std::fs::remove_file(&log).unwrap();
 
     // An exact tool name (also `server tool`) ranks first; the index answers, nothing starts.
-    let named = again(&first).args(["search", "fault echo", "--json"]).run();
+    let named = first.again().args(["search", "fault echo", "--json"]).run();
     assert_eq!(
         results(&named)[0],
         ("fault".into(), "echo".into(), results(&named)[0].2),
         "{named}"
     );
-    let prefix = again(&first)
+    let prefix = first
+        .again()
         .args(["search", "list_allowed", "--json", "--limit", "1"])
         .run();
     assert_eq!(
@@ -81,11 +78,12 @@ fn ranks_tasks_and_names_and_answers_from_the_index() {
     );
     assert!(!log.exists(), "a fresh search index must not start servers");
 
-    let none = again(&first)
+    let none = first
+        .again()
         .args(["search", "bake sourdough bread", "--json"])
         .run();
     assert_eq!(none.json()["results"], json!([]), "{none}");
-    let human = again(&first).args(["search", "bake sourdough bread"]).run();
+    let human = first.again().args(["search", "bake sourdough bread"]).run();
     assert!(human.stdout.starts_with("no tool matches"), "{human}");
 }
 
@@ -102,7 +100,8 @@ fn regex_exact_server_filter_and_schema() {
         "case-insensitive\n{first}"
     );
 
-    let exact = again(&first)
+    let exact = first
+        .again()
         .args([
             "search",
             "directory",
@@ -121,7 +120,8 @@ fn regex_exact_server_filter_and_schema() {
         assert!(n < d, "name hits rank above description hits\n{exact}");
     }
 
-    let filtered = again(&first)
+    let filtered = first
+        .again()
         .args(["search", "file", "--server", "fault", "--json"])
         .run();
     assert!(
@@ -129,7 +129,8 @@ fn regex_exact_server_filter_and_schema() {
         "{filtered}"
     );
 
-    let schema = again(&first)
+    let schema = first
+        .again()
         .args(["search", "add", "--schema", "--limit", "1", "--json"])
         .run();
     let top = &schema.json()["results"][0];
@@ -147,7 +148,8 @@ fn denied_tools_are_not_found_and_overridden_descriptions_are() {
         .args(["tool", "deny", "fault", "echo"])
         .stderr_any()
         .run();
-    again(&first)
+    first
+        .again()
         .args([
             "tool",
             "describe",
@@ -157,11 +159,13 @@ fn denied_tools_are_not_found_and_overridden_descriptions_are() {
             "Sum two integers like a calculator.",
         ])
         .run();
-    let hits = again(&first)
+    let hits = first
+        .again()
         .args(["search", "echo", "--server", "fault", "--json"])
         .run();
     assert!(results(&hits).iter().all(|h| h.1 != "echo"), "{hits}");
-    let calc = again(&first)
+    let calc = first
+        .again()
         .args(["search", "calculator", "--json", "--limit", "1"])
         .run();
     assert_eq!(results(&calc)[0].1, "add", "{calc}");
@@ -179,12 +183,14 @@ fn bad_patterns_are_usage_errors_before_anything_starts() {
     let error: Value = out.error();
     assert_eq!(error["type"], "pattern_too_long", "{out}");
     assert!(error["message"].as_str().unwrap().contains("201"), "{out}");
-    let invalid = again(&out)
+    let invalid = out
+        .again()
         .args(["search", "(", "--method", "regex", "--json"])
         .status(2)
         .run();
     assert_eq!(invalid.error()["type"], "invalid_pattern", "{invalid}");
-    let unknown = again(&out)
+    let unknown = out
+        .again()
         .args(["search", "x", "--server", "nope", "--json"])
         .status(2)
         .run();

@@ -33,7 +33,7 @@ fn tokens_before_and_after_overrides() {
         .iter()
         .map(|t| t["tokens"].as_u64().unwrap())
         .sum();
-    let again = || first.cmd().args(["--config", "config.json"]);
+    let again = || first.again();
     again().args(["tool", "deny", "f", "huge"]).run();
     again()
         .args(["tool", "describe", "f", "echo", "--text", "Echo."])

@@ -576,6 +576,12 @@ impl Output {
         Cmd::in_dir(Arc::clone(&self.dir))
     }
 
+    /// A command in the same directory with `--config config.json` (the file `config_json`
+    /// wrote), for the next step of a scenario.
+    pub fn again(&self) -> Cmd {
+        self.cmd().args(["--config", "config.json"])
+    }
+
     /// The entry of `list --json` for server `name`.
     pub fn server(&self, name: &str) -> Value {
         let json = self.json();
