@@ -14,6 +14,7 @@
 #   .deps/venv-tools/bin/uv, uvx                        (optional; failure is not fatal)
 #   .deps/venv-mcpo/bin/mcpo                            (mcpo==0.0.20 with the pins of
 #                                                        scripts/mcpo-constraints.txt)
+#   .deps/venv-openapi/bin/openapi-spec-validator       (validates the merged OpenAPI 3.1)
 #
 # Usage: scripts/install-test-deps.sh [--verify]
 #   --verify   afterwards, start each stdio server and do a real MCP handshake
@@ -49,6 +50,7 @@ UV_SPEC="uv==0.13.9"
 # A plain `pip install mcpo` resolves to an MCP SDK and a FastAPI that mcpo 0.0.20 cannot run
 # with; its own lock's pins (scripts/mcpo-constraints.txt) make it work, in a venv of its own.
 MCPO_SPEC="mcpo==0.0.20"
+OPENAPI_VALIDATOR_SPEC="openapi-spec-validator==0.9.0"
 MCPO_CONSTRAINTS="$ROOT/scripts/mcpo-constraints.txt"
 
 mkdir -p "$DEPS"
@@ -121,6 +123,7 @@ venv_install venv-time "$TIME_SPEC" mcp-server-time
 venv_install venv-git "$GIT_SPEC" mcp-server-git
 venv_install venv-tiktoken "$TIKTOKEN_SPEC" python
 venv_install venv-mcpo "$MCPO_SPEC" mcpo "$MCPO_CONSTRAINTS"
+venv_install venv-openapi "$OPENAPI_VALIDATOR_SPEC" openapi-spec-validator
 
 # Python tiktoken, the reference our token counts are checked against, downloads its vocabulary
 # on first use; this machine has no such network. tiktoken-rs ships the same file: seed

@@ -9,6 +9,8 @@
 //!   and legacy SSE transports, the session (handshake, paging, multiplexing).
 //! - [`doctor`]: checks that the external programs (python3, node/npx, uv, cloudflared, mcpo)
 //!   are installed and actually run, each bounded by a timeout.
+//! - [`launch`]: stacks — controllers, the front proxy, the merged OpenAPI, tunnels, state and
+//!   supervision.
 //! - [`process`]: the one way we spawn and end child processes (own process group, stderr ring
 //!   buffer, kill-the-group on drop).
 //! - [`search`]: BM25, regex and exact search over tool definitions, with a persisted index.
@@ -20,6 +22,7 @@ pub mod cli;
 pub mod config;
 pub mod doctor;
 pub mod error;
+pub mod launch;
 pub mod mcp;
 pub mod output;
 pub mod process;

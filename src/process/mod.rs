@@ -9,7 +9,9 @@
 //! [`ProcessGuard::shutdown`] does it gracefully (TERM, a short grace, then KILL). This module
 //! knows nothing of MCP.
 
+mod group;
 mod ring;
+mod service;
 
 use std::ffi::OsString;
 use std::io;
@@ -24,7 +26,9 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+pub use group::{is_ours, live_members, start_time, stop_group, wait_gone};
 pub use ring::StderrRing;
+pub use service::{spawn_service, LineSink};
 
 /// How long a process group gets between SIGTERM and SIGKILL on a graceful shutdown. Servers
 /// have nothing to flush for us; half a second lets `npx` forward the signal and exit cleanly.
@@ -301,7 +305,8 @@ impl StderrHandle {
     }
 }
 
-fn signal_group(pgid: i32, signal: Signal) {
+/// Sends `signal` to every process of group `pgid`; a group that is already gone is fine.
+pub fn signal_group(pgid: i32, signal: Signal) {
     // ESRCH (group already gone) is the expected outcome after a clean exit.
     if let Err(e) = killpg(Pid::from_raw(pgid), signal) {
         if e != nix::errno::Errno::ESRCH {

@@ -1,0 +1,183 @@
+//! What a stack's front lets through: its enabled servers and, for each, which tools are
+//! allowed and with which description. The front proxy enforces it on every request and the
+//! OpenAPI merge publishes exactly it — one value, so the spec and the gate cannot disagree.
+
+use std::collections::BTreeMap;
+
+use crate::catalog::Overrides;
+
+/// The servers of one stack as its front exposes them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Exposure {
+    servers: BTreeMap<String, ServerExposure>,
+}
+
+/// One server of a stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerExposure {
+    /// False when the overrides disable the server: the front answers 404 for it.
+    pub enabled: bool,
+    /// Its tools by name; a tool missing here is unknown to the front (404).
+    pub tools: BTreeMap<String, ToolRule>,
+}
+
+/// One tool of a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolRule {
+    /// False when the overrides deny it (or leave it out of an allow list): the front answers
+    /// 403 and the spec leaves it out.
+    pub allowed: bool,
+    /// The description override, when the project set one.
+    pub description: Option<String>,
+}
+
+/// What the front does with a request for `/<server>/<rest>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Pass it to the controller.
+    Forward,
+    /// No such server in this stack.
+    UnknownServer,
+    /// The server is disabled by the overrides.
+    DisabledServer,
+    /// The tool is denied by the overrides.
+    DeniedTool,
+    /// The server has no tool of that name.
+    UnknownTool,
+}
+
+/// Paths a server's sub-application serves besides its tools (mcpo's docs and spec).
+const SERVER_PAGES: [&str; 4] = ["docs", "redoc", "openapi.json", "docs/oauth2-redirect"];
+
+impl Exposure {
+    /// An exposure with no servers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) a server.
+    pub fn insert(&mut self, server: impl Into<String>, exposure: ServerExposure) {
+        self.servers.insert(server.into(), exposure);
+    }
+
+    /// Builds the exposure of one server from the overrides of `stack`: `tools` are the names
+    /// the server offers, `enabled` whether it runs in this stack.
+    pub fn server_from_overrides<'a>(
+        overrides: &Overrides,
+        stack: &str,
+        server: &str,
+        enabled: bool,
+        tools: impl IntoIterator<Item = &'a str>,
+    ) -> ServerExposure {
+        let rules = overrides.for_server(stack, server);
+        let tools = tools
+            .into_iter()
+            .map(|name| {
+                let rule = ToolRule {
+                    allowed: rules.is_none_or(|r| r.is_allowed(name)),
+                    description: rules.and_then(|r| r.descriptions.get(name).cloned()),
+                };
+                (name.to_string(), rule)
+            })
+            .collect();
+        ServerExposure { enabled, tools }
+    }
+
+    /// The servers, by name.
+    pub fn servers(&self) -> impl Iterator<Item = (&str, &ServerExposure)> {
+        self.servers.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// One server.
+    pub fn server(&self, name: &str) -> Option<&ServerExposure> {
+        self.servers.get(name)
+    }
+
+    /// What to do with a request whose path is `/<server>/<rest>` (`rest` without its leading
+    /// slash, possibly empty).
+    pub fn verdict(&self, server: &str, rest: &str) -> Verdict {
+        let Some(exposure) = self.servers.get(server) else {
+            return Verdict::UnknownServer;
+        };
+        if !exposure.enabled {
+            return Verdict::DisabledServer;
+        }
+        let rest = rest.trim_end_matches('/');
+        if rest.is_empty() || SERVER_PAGES.contains(&rest) {
+            return Verdict::Forward;
+        }
+        match exposure.tools.get(rest) {
+            Some(rule) if rule.allowed => Verdict::Forward,
+            Some(_) => Verdict::DeniedTool,
+            None => Verdict::UnknownTool,
+        }
+    }
+
+    /// Allowed tools over all enabled servers.
+    pub fn allowed_count(&self) -> usize {
+        self.servers
+            .values()
+            .filter(|s| s.enabled)
+            .map(|s| s.tools.values().filter(|t| t.allowed).count())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Exposure {
+        let mut exposure = Exposure::new();
+        exposure.insert(
+            "everything",
+            ServerExposure {
+                enabled: true,
+                tools: [
+                    (
+                        "echo".to_string(),
+                        ToolRule {
+                            allowed: true,
+                            description: None,
+                        },
+                    ),
+                    (
+                        "get-env".to_string(),
+                        ToolRule {
+                            allowed: false,
+                            description: None,
+                        },
+                    ),
+                ]
+                .into_iter()
+                .collect(),
+            },
+        );
+        exposure.insert(
+            "time",
+            ServerExposure {
+                enabled: false,
+                tools: BTreeMap::new(),
+            },
+        );
+        exposure
+    }
+
+    #[test]
+    fn verdicts_follow_the_rules() {
+        let e = sample();
+        assert_eq!(e.verdict("everything", "echo"), Verdict::Forward);
+        assert_eq!(e.verdict("everything", "echo/"), Verdict::Forward);
+        assert_eq!(e.verdict("everything", "get-env"), Verdict::DeniedTool);
+        assert_eq!(e.verdict("everything", "nope"), Verdict::UnknownTool);
+        assert_eq!(e.verdict("everything", "docs"), Verdict::Forward);
+        assert_eq!(e.verdict("everything", "openapi.json"), Verdict::Forward);
+        assert_eq!(
+            e.verdict("time", "get_current_time"),
+            Verdict::DisabledServer
+        );
+        assert_eq!(e.verdict("time", "docs"), Verdict::DisabledServer);
+        assert_eq!(e.verdict("other", "x"), Verdict::UnknownServer);
+        assert_eq!(e.allowed_count(), 1);
+    }
+}
