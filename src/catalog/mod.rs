@@ -14,7 +14,7 @@ mod overrides;
 mod preflight;
 mod resolve;
 mod search_index;
-mod store;
+pub(crate) mod store;
 mod tokens;
 pub mod tool;
 mod trim;

@@ -15,6 +15,18 @@ pub(crate) fn write_atomically<T: Serialize>(path: &Path, value: &T) -> std::io:
 
 /// Writes `bytes` to `path`, atomically (parent directories created when missing).
 pub(crate) fn write_bytes_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with_mode(path, bytes, 0o644)
+}
+
+/// Like [`write_bytes_atomically`], readable and writable by the owner only (0600): for files
+/// that hold keys. The temporary file is created with that mode, so the secret is never
+/// readable by others, not even for a moment.
+pub(crate) fn write_private_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with_mode(path, bytes, 0o600)
+}
+
+fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
@@ -22,7 +34,11 @@ pub(crate) fn write_bytes_atomically(path: &Path, bytes: &[u8]) -> std::io::Resu
     static WRITES: AtomicU64 = AtomicU64::new(0);
     let n = WRITES.fetch_add(1, Ordering::Relaxed);
     let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp)
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)
         .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
@@ -44,5 +60,15 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), r#"{"two":2}"#);
         let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn private_files_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        write_private_atomically(&path, b"{}").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 }

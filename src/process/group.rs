@@ -40,6 +40,13 @@ pub fn is_ours(pgid: i32, started: Option<u64>) -> bool {
     !live_members(pgid).is_empty()
 }
 
+/// True when process `pid` runs (not a zombie) and started at `started` (when known). For
+/// processes that do not lead a group of their own, such as a supervising `mcp-launch up`.
+pub fn is_running(pid: i32, started: Option<u64>) -> bool {
+    stat_fields(pid)
+        .is_some_and(|f| f.state != 'Z' && started.is_none_or(|expected| expected == f.start_time))
+}
+
 /// Ends group `pgid`: SIGTERM, up to `grace` for it to go, then SIGKILL and up to two more
 /// seconds. Returns true when no member remains.
 pub async fn stop_group(pgid: i32, grace: Duration) -> bool {
