@@ -136,30 +136,53 @@ impl Loaded {
 /// Order of checks: the config files are located first (so "no config" wins over env-file
 /// problems), then every env file is read, then each config file is parsed.
 pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
+    let (loaded, failed) = load_each(opts)?;
+    match failed.into_iter().next() {
+        Some(first) => Err(first.error),
+        None => Ok(loaded),
+    }
+}
+
+/// A config file that could not be loaded, in [`load_each`].
+#[derive(Debug, Clone)]
+pub struct FailedStack {
+    /// The stack name the file would have had.
+    pub name: String,
+    /// The file.
+    pub path: PathBuf,
+    /// Why it failed.
+    pub error: ConfigError,
+}
+
+/// Like [`load`], but each config file stands alone: one that cannot be read or parsed is
+/// returned in the second list and the others still load (`up` launches every stack it can).
+/// Errors that concern every file (an `--env-file` that is missing, no file discovered) still
+/// fail the whole load.
+pub fn load_each(opts: &LoadOptions) -> Result<(Loaded, Vec<FailedStack>), ConfigError> {
     let home = opts.home.as_deref();
     let (paths, discovered) = if opts.configs.is_empty() {
         let found = discovery::discover(&opts.cwd, home)?;
         (vec![found.clone()], Some(found))
     } else {
-        let paths = opts
-            .configs
-            .iter()
-            .map(|path| opts.cwd.join(path))
-            .collect();
-        (paths, None)
+        (
+            opts.configs.iter().map(|p| opts.cwd.join(p)).collect(),
+            None,
+        )
     };
     let vars = Variables::load(&opts.process_env, &opts.env_files, &opts.cwd, home)?;
-
     let names = stack::unique_names(&paths);
     let mut stacks = Vec::with_capacity(paths.len());
+    let mut failed = Vec::new();
     for (path, name) in paths.into_iter().zip(names) {
-        let servers = file::read(&path, &name, &vars)?;
-        stacks.push(Stack {
-            name,
-            path,
-            servers,
-        });
+        match file::read(&path, &name, &vars) {
+            Ok(servers) => stacks.push(Stack {
+                name,
+                path,
+                servers,
+            }),
+            Err(error) => failed.push(FailedStack { name, path, error }),
+        }
     }
     stack::qualify(&mut stacks);
-    Ok(Loaded { stacks, discovered })
+    Ok((Loaded { stacks, discovered }, failed))
 }

@@ -3,16 +3,20 @@
 //! - [`exposure`]: what a stack's front lets through (enabled servers, allowed tools,
 //!   description overrides) — the gate and the published spec read the same value.
 //! - [`mask`]: secrets out of every log line.
+//! - [`mcpo`]: the mcpo controller (its config, start-up, per-server documents).
 //! - [`openapi`]: merges the controller's per-server OpenAPI documents into one.
 //! - [`front`]: the front proxy (key enforcement, deny/disable enforcement, `/healthz`,
 //!   `/openapi.json`, streaming reverse proxy to the controller).
+//! - [`plan`]: keys and ports, before anything starts.
 //! - [`state`]: the state file (`.mcp-launch/state.json`, 0600, locked, atomic).
 //! - [`tunnel`]: cloudflared quick and named tunnels.
 
 pub mod exposure;
 pub mod front;
 pub mod mask;
+pub mod mcpo;
 pub mod openapi;
+pub mod plan;
 pub mod state;
 pub mod tunnel;
 
