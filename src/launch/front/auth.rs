@@ -1,0 +1,117 @@
+//! Key checks. Every comparison is constant-time in the key's content (only its length can
+//! leak), and an empty configured secret never matches, so a misconfigured front fails closed.
+
+use axum::http::header::AUTHORIZATION;
+use axum::http::HeaderMap;
+use subtle::{Choice, ConstantTimeEq};
+
+/// The header carrying the public API key (the alternative to `Authorization: Bearer`).
+pub(super) const API_KEY_HEADER: &str = "x-api-key";
+/// The header carrying the admin token of `POST /_mcp-launch/reload`.
+pub(super) const ADMIN_HEADER: &str = "x-mcp-launch-admin";
+
+/// Whether the request presents `key` as `X-API-Key: <key>` or `Authorization: Bearer <key>`.
+pub(super) fn has_api_key(headers: &HeaderMap, key: &str) -> bool {
+    let from_x_api_key = headers.get_all(API_KEY_HEADER).iter().map(|v| v.as_bytes());
+    let from_bearer = headers
+        .get_all(AUTHORIZATION)
+        .iter()
+        .filter_map(|v| bearer_token(v.as_bytes()));
+    matches_any(from_x_api_key.chain(from_bearer), key)
+}
+
+/// Whether the request presents the admin token in `X-MCP-Launch-Admin`.
+pub(super) fn has_admin_token(headers: &HeaderMap, token: &str) -> bool {
+    matches_any(
+        headers.get_all(ADMIN_HEADER).iter().map(|v| v.as_bytes()),
+        token,
+    )
+}
+
+/// The token of a `Bearer <token>` credential (scheme case-insensitive).
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, token) = value.split_at_checked(6)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer") || !token.first()?.is_ascii_whitespace() {
+        return None;
+    }
+    Some(token.trim_ascii())
+}
+
+/// Constant-time: every candidate is compared in full, without stopping at a match.
+fn matches_any<'a>(candidates: impl Iterator<Item = &'a [u8]>, secret: &str) -> bool {
+    if secret.is_empty() {
+        return false;
+    }
+    let secret = secret.as_bytes();
+    let matched = candidates.fold(Choice::from(0), |acc, c| acc | c.ct_eq(secret));
+    matched.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn accepts_the_key_in_either_header() {
+        assert!(has_api_key(&headers(&[("x-api-key", "k1")]), "k1"));
+        assert!(has_api_key(
+            &headers(&[("authorization", "Bearer k1")]),
+            "k1"
+        ));
+        assert!(has_api_key(
+            &headers(&[("authorization", "bEaReR  k1 ")]),
+            "k1"
+        ));
+        assert!(has_api_key(
+            &headers(&[("x-api-key", "nope"), ("authorization", "Bearer k1")]),
+            "k1"
+        ));
+    }
+
+    #[test]
+    fn refuses_wrong_missing_or_misplaced_keys() {
+        assert!(!has_api_key(&headers(&[]), "k1"));
+        assert!(!has_api_key(&headers(&[("x-api-key", "k2")]), "k1"));
+        assert!(!has_api_key(&headers(&[("x-api-key", "k1x")]), "k1"));
+        assert!(!has_api_key(&headers(&[("authorization", "k1")]), "k1"));
+        assert!(!has_api_key(
+            &headers(&[("authorization", "Basic k1")]),
+            "k1"
+        ));
+        assert!(!has_api_key(
+            &headers(&[("authorization", "Bearerk1")]),
+            "k1"
+        ));
+        assert!(!has_api_key(
+            &headers(&[("x-mcp-launch-admin", "k1")]),
+            "k1"
+        ));
+        assert!(!has_api_key(&headers(&[("x-api-key", "")]), ""));
+    }
+
+    #[test]
+    fn admin_token_only_in_its_header() {
+        assert!(has_admin_token(
+            &headers(&[("x-mcp-launch-admin", "t")]),
+            "t"
+        ));
+        assert!(!has_admin_token(&headers(&[("x-api-key", "t")]), "t"));
+        assert!(!has_admin_token(
+            &headers(&[("authorization", "Bearer t")]),
+            "t"
+        ));
+        assert!(!has_admin_token(
+            &headers(&[("x-mcp-launch-admin", "")]),
+            ""
+        ));
+    }
+}

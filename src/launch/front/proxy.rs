@@ -1,0 +1,218 @@
+//! Forwarding to the controller: the client's method, path and query, its end-to-end headers
+//! minus its credentials, our internal key, and both bodies streamed (a 5 MB tool result never
+//! sits whole in memory).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use axum::body::{Body, HttpBody};
+use axum::extract::Request;
+use axum::http::header::{AUTHORIZATION, CONNECTION, HOST};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+
+use super::auth::{ADMIN_HEADER, API_KEY_HEADER};
+use super::error::FrontError;
+
+/// A controller on loopback answers a connect at once; anything slower means it is down.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus `expect`,
+/// which our client does not speak: none of them may cross the proxy.
+const HOP_BY_HOP: [&str; 10] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+];
+
+const X_FORWARDED_FOR: &str = "x-forwarded-for";
+const X_FORWARDED_PROTO: &str = "x-forwarded-proto";
+
+/// The pooled client of one front: keep-alive, a short connect timeout, no total timeout
+/// (tools may run for minutes), no redirects followed (the client must see the controller's
+/// `307 /server/`) and no system proxy (the controller is on loopback).
+pub(super) fn client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+}
+
+/// Where and how to forward.
+pub(super) struct Upstream<'a> {
+    /// The pooled client.
+    pub client: &'a reqwest::Client,
+    /// `http://127.0.0.1:<port>`, without a trailing slash.
+    pub base: &'a str,
+    /// `Bearer <upstream key>`.
+    pub authorization: &'a HeaderValue,
+    /// The stack, for error messages.
+    pub stack: &'a str,
+}
+
+/// Sends `request` to the controller at `path` (canonical) and streams back its answer.
+pub(super) async fn forward(
+    upstream: Upstream<'_>,
+    request: Request,
+    path: &str,
+    peer: Option<IpAddr>,
+) -> Result<Response, FrontError> {
+    let (parts, body) = request.into_parts();
+    let url = match parts.uri.query() {
+        Some(query) => format!("{}{path}?{query}", upstream.base),
+        None => format!("{}{path}", upstream.base),
+    };
+    let mut outgoing = upstream
+        .client
+        .request(parts.method, url)
+        .headers(upstream_headers(
+            &parts.headers,
+            peer,
+            upstream.authorization,
+        ));
+    // A bodiless request stays bodiless (no `transfer-encoding: chunked` on a GET).
+    if body.size_hint().exact() != Some(0) {
+        outgoing = outgoing.body(reqwest::Body::wrap_stream(body.into_data_stream()));
+    }
+    let answer = outgoing.send().await.map_err(|error| {
+        tracing::warn!(stack = upstream.stack, %error, "controller request failed");
+        FrontError::UpstreamUnavailable {
+            stack: upstream.stack.to_string(),
+        }
+    })?;
+    downstream_response(upstream.stack, answer)
+}
+
+/// The controller's answer as ours: its status, end-to-end headers and streamed body. Its
+/// 401/403 concern our internal key, never the client's, so they become a 502.
+fn downstream_response(stack: &str, answer: reqwest::Response) -> Result<Response, FrontError> {
+    let status = answer.status();
+    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+        tracing::error!(
+            stack,
+            status = status.as_u16(),
+            "controller rejected the internal key"
+        );
+        return Err(FrontError::UpstreamRejectedKey {
+            stack: stack.to_string(),
+            status: status.as_u16(),
+        });
+    }
+    let headers = end_to_end(answer.headers());
+    let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    Ok(response)
+}
+
+/// The client's headers as the controller gets them: end-to-end only, without the client's
+/// credentials or `host`, with our key and the `x-forwarded-*` pair.
+fn upstream_headers(
+    incoming: &HeaderMap,
+    peer: Option<IpAddr>,
+    authorization: &HeaderValue,
+) -> HeaderMap {
+    let mut headers = end_to_end(incoming);
+    for name in [
+        HOST,
+        AUTHORIZATION,
+        HeaderName::from_static(API_KEY_HEADER),
+        HeaderName::from_static(ADMIN_HEADER),
+    ] {
+        headers.remove(name);
+    }
+    headers.insert(AUTHORIZATION, authorization.clone());
+    if let Some(forwarded_for) = forwarded_for(incoming, peer) {
+        headers.insert(X_FORWARDED_FOR, forwarded_for);
+    }
+    if !headers.contains_key(X_FORWARDED_PROTO) {
+        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static("http"));
+    }
+    headers
+}
+
+/// The incoming `x-forwarded-for` chain (a tunnel in front of us sets it) with the peer's
+/// address appended.
+fn forwarded_for(incoming: &HeaderMap, peer: Option<IpAddr>) -> Option<HeaderValue> {
+    let mut chain: Vec<String> = incoming
+        .get_all(X_FORWARDED_FOR)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::to_string)
+        .collect();
+    chain.extend(peer.map(|ip| ip.to_string()));
+    if chain.is_empty() {
+        return None;
+    }
+    HeaderValue::from_str(&chain.join(", ")).ok()
+}
+
+/// `headers` without the hop-by-hop ones, including those the `connection` header names.
+fn end_to_end(headers: &HeaderMap) -> HeaderMap {
+    let named_by_connection: Vec<String> = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|token| token.trim().to_ascii_lowercase())
+        .collect();
+    let mut kept = headers.clone();
+    let dropped = HOP_BY_HOP
+        .iter()
+        .copied()
+        .chain(named_by_connection.iter().map(String::as_str));
+    for name in dropped {
+        kept.remove(name);
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_credentials_and_hop_by_hop_headers() {
+        let mut incoming = HeaderMap::new();
+        for (name, value) in [
+            ("host", "front:8000"),
+            ("authorization", "Bearer public"),
+            ("x-api-key", "public"),
+            ("x-mcp-launch-admin", "admin"),
+            ("connection", "keep-alive, x-private"),
+            ("x-private", "1"),
+            ("transfer-encoding", "chunked"),
+            ("x-forwarded-for", "203.0.113.7"),
+            ("content-type", "application/json"),
+        ] {
+            incoming.append(name, HeaderValue::from_static(value));
+        }
+        let ours = HeaderValue::from_static("Bearer internal");
+        let out = upstream_headers(&incoming, "127.0.0.1".parse().ok(), &ours);
+        assert_eq!(
+            out.get_all(AUTHORIZATION).iter().collect::<Vec<_>>(),
+            [&ours]
+        );
+        for gone in [
+            "host",
+            "x-api-key",
+            "x-mcp-launch-admin",
+            "connection",
+            "x-private",
+            "transfer-encoding",
+        ] {
+            assert!(!out.contains_key(gone), "{gone} must not be forwarded");
+        }
+        assert_eq!(out["x-forwarded-for"], "203.0.113.7, 127.0.0.1");
+        assert_eq!(out["x-forwarded-proto"], "http");
+        assert_eq!(out["content-type"], "application/json");
+    }
+}
