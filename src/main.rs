@@ -15,7 +15,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    let _log_guard = match init_logging(&cli.global) {
+    let _log_guard = match init_logging(&cli.global, cli.command.streams_child_logs()) {
         Ok(guard) => guard,
         Err(e) => {
             eprintln!("error: cannot open log file: {e:#}\n  help: check that the directory of --log-file exists and is writable");
@@ -51,25 +51,45 @@ fn main() -> ExitCode {
 const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Runs the command until it ends or SIGINT/SIGTERM arrives. The handlers are installed before
-/// the command starts any server, so an early Ctrl-C cannot orphan one; on a signal the
-/// command's future is dropped, which drops its sessions and kills their process groups.
+/// the command starts any server, so an early Ctrl-C cannot orphan one. On a signal, a command
+/// that serves (`up`) is asked to stop through its shutdown token and given
+/// [`GRACEFUL_STOP`] to do so (a second signal cuts it short); any other command's future is
+/// dropped, which drops its sessions and kills their process groups.
 async fn run_until_signal(cli: Cli) -> Result<Result<Outcome, CliError>, nix::sys::signal::Signal> {
     use nix::sys::signal::Signal;
     use tokio::signal::unix::{signal, SignalKind};
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let graceful = cli.command.stops_gracefully();
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
     ) else {
         // Without handlers the default actions apply; still run the command.
-        return Ok(cli::run(cli).await);
+        return Ok(cli::run(cli, shutdown).await);
     };
-    tokio::select! {
+    let command = cli::run(cli, shutdown.clone());
+    tokio::pin!(command);
+    let first = tokio::select! {
         biased;
-        _ = interrupt.recv() => Err(Signal::SIGINT),
-        _ = terminate.recv() => Err(Signal::SIGTERM),
-        result = cli::run(cli) => Ok(result),
+        _ = interrupt.recv() => Signal::SIGINT,
+        _ = terminate.recv() => Signal::SIGTERM,
+        result = &mut command => return Ok(result),
+    };
+    if !graceful {
+        return Err(first);
+    }
+    shutdown.cancel();
+    tokio::select! {
+        result = &mut command => Ok(result),
+        _ = interrupt.recv() => Err(first),
+        _ = terminate.recv() => Err(first),
+        _ = tokio::time::sleep(GRACEFUL_STOP) => Err(first),
     }
 }
+
+/// How long a serving command may take to stop after the first signal: cloudflared and mcpo
+/// each get a TERM grace before KILL, stacks stop one after another.
+const GRACEFUL_STOP: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// The one place that turns a command's result into an exit code.
 fn exit_code(result: Result<Outcome, CliError>, json: bool) -> ExitCode {
@@ -123,6 +143,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
 /// (trace with -vvv). The returned guard flushes the file on exit.
 fn init_logging(
     global: &GlobalArgs,
+    stream_child_logs: bool,
 ) -> anyhow::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
     let level = match global.verbose {
         0 => "warn",
@@ -130,8 +151,15 @@ fn init_logging(
         2 => "debug",
         _ => "trace",
     };
+    // The logs of mcpo and cloudflared (target mcp_launch::child, info level) show with -v, or
+    // with `up --stream` at any verbosity.
+    let child = if stream_child_logs {
+        ",mcp_launch::child=info"
+    } else {
+        ""
+    };
     let stderr_filter = EnvFilter::try_from_env("MCP_LAUNCH_LOG")
-        .unwrap_or_else(|_| EnvFilter::new(format!("mcp_launch={level},warn")));
+        .unwrap_or_else(|_| EnvFilter::new(format!("mcp_launch={level},warn{child}")));
     let stderr_layer = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())

@@ -3,13 +3,18 @@
 
 mod call;
 mod doctor;
+mod down;
 mod init;
 mod inspect;
 mod list;
+mod openapi;
 mod search;
 mod server;
+mod share;
+mod status;
 mod tokens;
 mod tool;
+mod up;
 
 use std::path::PathBuf;
 
@@ -75,6 +80,24 @@ pub enum Command {
     Search(search::SearchArgs),
     Doctor(doctor::DoctorArgs),
     Init(init::InitArgs),
+    Up(up::UpArgs),
+    Status(status::StatusArgs),
+    Share(share::ShareArgs),
+    Openapi(openapi::OpenapiArgs),
+    Down(down::DownArgs),
+}
+
+impl Command {
+    /// True for commands that stop gracefully on SIGINT/SIGTERM (they get the shutdown token
+    /// and clean up); the others are dropped, which kills their process groups.
+    pub fn stops_gracefully(&self) -> bool {
+        matches!(self, Command::Up(_))
+    }
+
+    /// True when `up --stream` asks for the logs of mcpo and cloudflared.
+    pub fn streams_child_logs(&self) -> bool {
+        matches!(self, Command::Up(args) if args.stream)
+    }
 }
 
 /// How a command ended when it did not fail outright.
@@ -176,6 +199,17 @@ pub enum CliError {
     /// The project's overrides file could not be read or written.
     #[error(transparent)]
     Overrides(#[from] crate::catalog::OverridesError),
+    /// A flag or combination of flags that cannot work, with what to do instead.
+    #[error("{message}")]
+    Usage {
+        /// What is wrong.
+        message: String,
+        /// What to do.
+        help: String,
+    },
+    /// The launch state file could not be read or written.
+    #[error(transparent)]
+    State(#[from] crate::launch::state::StateError),
     /// A file `init` would write exists already.
     #[error("{path} already exists")]
     FileExists {
@@ -198,7 +232,7 @@ impl CliError {
     pub fn is_usage(&self) -> bool {
         match self {
             CliError::Server { problem, .. } => matches!(**problem, ServerProblem::Config(_)),
-            CliError::Stdin(_) | CliError::Output(_) => false,
+            CliError::Stdin(_) | CliError::Output(_) | CliError::State(_) => false,
             CliError::Overrides(_) => true,
             _ => true,
         }
@@ -222,6 +256,8 @@ impl Actionable for CliError {
             CliError::Output(_) => "output_error",
             CliError::Overrides(e) => e.kind(),
             CliError::FileExists { .. } => "file_exists",
+            CliError::Usage { .. } => "usage",
+            CliError::State(e) => e.kind(),
         }
     }
 
@@ -253,6 +289,8 @@ impl Actionable for CliError {
             CliError::Stdin(_) => "pipe a JSON object into --stdin, or pass it as an argument".into(),
             CliError::Output(_) => "check that the output destination is writable".into(),
             CliError::Overrides(e) => e.help(),
+            CliError::Usage { help, .. } => help.clone(),
+            CliError::State(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
             }
@@ -261,7 +299,12 @@ impl Actionable for CliError {
 }
 
 /// Runs the parsed command.
-pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
+/// `shutdown` is cancelled on SIGINT/SIGTERM; commands that serve (`up`) stop gracefully on
+/// it, the others are simply dropped by `main`.
+pub async fn run(
+    cli: Cli,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Result<Outcome, CliError> {
     match cli.command {
         Command::List(args) => list::run(args, &cli.global).await,
         Command::Inspect(args) => inspect::run(args, &cli.global).await,
@@ -272,6 +315,11 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Search(args) => search::run(args, &cli.global).await,
         Command::Doctor(args) => doctor::run(args, &cli.global).await,
         Command::Init(args) => init::run(args, &cli.global).await,
+        Command::Up(args) => up::run(args, &cli.global, shutdown).await,
+        Command::Status(args) => status::run(args, &cli.global).await,
+        Command::Share(args) => share::run(args, &cli.global).await,
+        Command::Openapi(args) => openapi::run(args, &cli.global).await,
+        Command::Down(args) => down::run(args, &cli.global).await,
     }
 }
 

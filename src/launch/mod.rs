@@ -1,5 +1,6 @@
 //! Stacks: one config file becomes a running, authenticated, shareable HTTP stack.
 //!
+//! - [`control`]: acting on recorded stacks from another process (status, openapi, down).
 //! - [`exposure`]: what a stack's front lets through (enabled servers, allowed tools,
 //!   description overrides) — the gate and the published spec read the same value.
 //! - [`mask`]: secrets out of every log line.
@@ -8,15 +9,20 @@
 //! - [`front`]: the front proxy (key enforcement, deny/disable enforcement, `/healthz`,
 //!   `/openapi.json`, streaming reverse proxy to the controller).
 //! - [`plan`]: keys and ports, before anything starts.
+//! - [`stack`]: one running stack — start, supervise (restart with backoff), stop.
+//! - [`events`]: what a launch reports while it runs (the CLI prints, the TUI draws).
 //! - [`state`]: the state file (`.mcp-launch/state.json`, 0600, locked, atomic).
 //! - [`tunnel`]: cloudflared quick and named tunnels.
 
+pub mod control;
+pub mod events;
 pub mod exposure;
 pub mod front;
 pub mod mask;
 pub mod mcpo;
 pub mod openapi;
 pub mod plan;
+pub mod stack;
 pub mod state;
 pub mod tunnel;
 

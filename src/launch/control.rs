@@ -1,0 +1,167 @@
+//! Acting on recorded stacks from another process: `status` checks them, `openapi` asks their
+//! fronts to rebuild the spec, `down` stops them. Everything here starts from the state file.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::front::RELOAD_PATH;
+use super::state::StackState;
+
+/// How long `down` gives a supervising `up` to stop its own stack before ending the process
+/// groups itself (its children get a TERM grace each).
+const SUPERVISOR_GRACE: Duration = Duration::from_secs(10);
+
+/// How long each recorded process group gets between TERM and KILL when `down` ends it.
+const GROUP_GRACE: Duration = Duration::from_secs(3);
+
+/// What a live check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// The supervising `up` still runs.
+    pub supervisor: bool,
+    /// The controller's group still runs (None: none recorded).
+    pub controller: Option<bool>,
+    /// The tunnel's group still runs (None: no tunnel).
+    pub tunnel: Option<bool>,
+    /// What the front's `/healthz` said: `ok`, `unavailable` (controller down) or
+    /// `unreachable`.
+    pub front: &'static str,
+    /// The public URL answers `/healthz` (None: not checked — no tunnel).
+    pub public: Option<bool>,
+}
+
+impl Health {
+    /// Everything recorded runs and answers.
+    pub fn is_healthy(&self) -> bool {
+        self.supervisor
+            && self.controller != Some(false)
+            && self.tunnel != Some(false)
+            && self.front == "ok"
+            && self.public != Some(false)
+    }
+
+    /// The supervisor is gone: the record is stale (its processes may linger).
+    pub fn is_stale(&self) -> bool {
+        !self.supervisor
+    }
+}
+
+/// Checks a recorded stack: its processes, its front's `/healthz`, and (with a tunnel) the
+/// public URL.
+pub async fn check(stack: &StackState, client: &reqwest::Client) -> Health {
+    let front = match client
+        .get(format!("{}/healthz", stack.local_url()))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+    {
+        Ok(r) if r.status().is_success() => "ok",
+        Ok(_) => "unavailable",
+        Err(_) => "unreachable",
+    };
+    let public = if stack.tunnel == "none" {
+        None
+    } else {
+        Some(super::tunnel::probe_public(&stack.public_url, Duration::from_secs(3)).await)
+    };
+    Health {
+        supervisor: stack.supervisor.process_alive(),
+        controller: stack.controller_process.map(|p| p.group_alive()),
+        tunnel: stack.tunnel_process.map(|p| p.group_alive()),
+        front,
+        public,
+    }
+}
+
+/// Asks a running stack's front to rebuild and republish its spec.
+pub async fn reload(
+    stack: &StackState,
+    client: &reqwest::Client,
+    public_url: Option<&str>,
+) -> Result<Value, String> {
+    let body = match public_url {
+        Some(url) => serde_json::json!({ "public_url": url }),
+        None => serde_json::json!({}),
+    };
+    let response = client
+        .post(format!("{}{RELOAD_PATH}", stack.local_url()))
+        .header("X-MCP-Launch-Admin", &stack.admin_token)
+        .json(&body)
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .map_err(|e| format!("the front of stack {} does not answer: {e}", stack.name))?;
+    let status = response.status();
+    let value: Value = response.json().await.map_err(|e| e.to_string())?;
+    if status.is_success() {
+        Ok(value)
+    } else {
+        Err(value["error"]["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("HTTP {status}")))
+    }
+}
+
+/// What `down` did to one stack.
+#[derive(Debug, Clone, Default)]
+pub struct StopReport {
+    /// Processes that were running and are gone now.
+    pub stopped: Vec<String>,
+    /// Processes still running afterwards (should be empty).
+    pub survivors: Vec<String>,
+}
+
+/// Stops a recorded stack: asks its `up` to stop (SIGTERM, by pid only — it shares a process
+/// group with the user's shell), waits for it, then ends whatever recorded group remains.
+pub async fn stop(stack: &StackState) -> StopReport {
+    let mut report = StopReport::default();
+    let supervisor = stack.supervisor;
+    if supervisor.process_alive() {
+        let pid = nix::unistd::Pid::from_raw(supervisor.pgid);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        if wait_until(|| !supervisor.process_alive(), SUPERVISOR_GRACE).await {
+            report
+                .stopped
+                .push(format!("mcp-launch up (pid {})", supervisor.pgid));
+        } else {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            if wait_until(|| !supervisor.process_alive(), Duration::from_secs(2)).await {
+                report
+                    .stopped
+                    .push(format!("mcp-launch up (pid {}, killed)", supervisor.pgid));
+            } else {
+                report
+                    .survivors
+                    .push(format!("mcp-launch up (pid {})", supervisor.pgid));
+            }
+        }
+    }
+    for (what, process) in stack.groups() {
+        if !process.group_alive() {
+            continue;
+        }
+        if crate::process::stop_group(process.pgid, GROUP_GRACE).await {
+            report
+                .stopped
+                .push(format!("{what} (process group {})", process.pgid));
+        } else {
+            report
+                .survivors
+                .push(format!("{what} (process group {})", process.pgid));
+        }
+    }
+    report
+}
+
+async fn wait_until(done: impl Fn() -> bool, limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done()
+}

@@ -1,0 +1,80 @@
+//! What a launch reports while it runs: the CLI prints these lines, the TUI will draw them.
+
+/// One thing that happened to a stack.
+#[derive(Debug, Clone)]
+pub enum StackEvent {
+    /// A step started or is still going (`waited_secs` grows about once a second).
+    Progress {
+        /// The stack.
+        stack: String,
+        /// What is happening (`preflight of 3 servers`, `waiting for mcpo`).
+        step: String,
+        /// Seconds waited so far.
+        waited_secs: u64,
+    },
+    /// Something the operator should know that does not stop the stack.
+    Warning {
+        /// The stack.
+        stack: String,
+        /// The message, one line, with what to do.
+        message: String,
+    },
+    /// A process of the stack ended and is being restarted.
+    Restarting {
+        /// The stack.
+        stack: String,
+        /// `mcpo` or `cloudflared`.
+        process: &'static str,
+        /// How it ended and its last words.
+        reason: String,
+        /// Seconds until the next attempt.
+        delay_secs: u64,
+        /// Restart attempt number (1 for the first restart).
+        attempt: u32,
+    },
+    /// A process came back.
+    Restarted {
+        /// The stack.
+        stack: String,
+        /// `mcpo` or `cloudflared`.
+        process: &'static str,
+        /// The public URL, when it changed (a quick tunnel gets a new one).
+        new_url: Option<String>,
+    },
+}
+
+/// Where events go: a channel to the CLI or TUI, or nowhere.
+#[derive(Debug, Clone, Default)]
+pub struct Events(Option<tokio::sync::mpsc::UnboundedSender<StackEvent>>);
+
+impl Events {
+    /// Events sent into `sender`.
+    pub fn to(sender: tokio::sync::mpsc::UnboundedSender<StackEvent>) -> Self {
+        Self(Some(sender))
+    }
+
+    /// Reports `event` (and logs it at debug level).
+    pub fn send(&self, event: StackEvent) {
+        tracing::debug!(?event, "stack event");
+        if let Some(tx) = &self.0 {
+            let _ = tx.send(event);
+        }
+    }
+
+    /// Shorthand for a [`StackEvent::Warning`].
+    pub fn warn(&self, stack: &str, message: impl Into<String>) {
+        self.send(StackEvent::Warning {
+            stack: stack.to_string(),
+            message: message.into(),
+        });
+    }
+
+    /// Shorthand for a [`StackEvent::Progress`].
+    pub fn progress(&self, stack: &str, step: &str, waited_secs: u64) {
+        self.send(StackEvent::Progress {
+            stack: stack.to_string(),
+            step: step.to_string(),
+            waited_secs,
+        });
+    }
+}

@@ -1,0 +1,804 @@
+//! One running stack: preflight, controller, merged spec, front, tunnel — started in that
+//! order, supervised until shutdown, stopped in reverse.
+//!
+//! Invariants: every process group the stack starts is owned by a guard inside
+//! [`RunningStack`] and recorded in the state file while it runs; [`RunningStack::stop`] ends
+//! them all and removes the record. The spec the front publishes and the gate it enforces are
+//! always built together from the controller's documents and the current overrides.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use serde_json::{json, Value};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{Events, StackEvent};
+use super::front::{Front, FrontConfig, ReloadHandler};
+use super::mask::Masker;
+use super::mcpo::{self, ControllerError, McpoLaunch};
+use super::openapi::{merge, MergeOptions, ServerDocument};
+use super::state::{now_rfc3339, ProcessRecord, ServerCount, StackState, StateFile};
+use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
+use super::{Exposure, ServerExposure};
+use crate::catalog::{Overrides, ServerReport};
+use crate::config::ServerEntry;
+use crate::error::Actionable;
+use crate::process::{LineSink, ProcessGuard};
+
+/// A process that runs at least this long before crashing starts its backoff afresh.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// Longest wait between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Everything decided about a stack before it starts.
+pub struct StackPlan {
+    /// The stack's name.
+    pub name: String,
+    /// Its config file.
+    pub config: PathBuf,
+    /// Its servers.
+    pub entries: Vec<ServerEntry>,
+    /// The project directory (where `.mcp-launch/` lives).
+    pub project_dir: PathBuf,
+    /// The front's bind address.
+    pub host: IpAddr,
+    /// The front's listener, bound during planning so nobody takes the port meanwhile.
+    pub front: std::net::TcpListener,
+    /// The key clients send.
+    pub api_key: String,
+    /// The token of the front's admin route.
+    pub admin_token: String,
+    /// How to run mcpo (its config path is filled in here).
+    pub mcpo: McpoLaunch,
+    /// The tunnel to open, if any.
+    pub tunnel: Option<TunnelSpec>,
+    /// `--public-url` for this stack.
+    pub public_url: Option<String>,
+    /// Whether `/openapi.json` needs the key.
+    pub protect_spec: bool,
+}
+
+/// Why a stack did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StackError {
+    /// No server of the stack can be served.
+    #[error("no server of stack {stack} can be served: {reason}")]
+    NoServers {
+        /// The stack.
+        stack: String,
+        /// Why (each failing server with its error).
+        reason: String,
+    },
+    /// The controller failed.
+    #[error(transparent)]
+    Controller(#[from] ControllerError),
+    /// The tunnel failed.
+    #[error(transparent)]
+    Tunnel(#[from] TunnelError),
+    /// The front could not be set up or bound.
+    #[error("the front proxy cannot start: {0}")]
+    Front(String),
+    /// The state file could not be written.
+    #[error(transparent)]
+    State(#[from] super::state::StateError),
+    /// The overrides could not be read.
+    #[error(transparent)]
+    Overrides(#[from] crate::catalog::OverridesError),
+}
+
+impl Actionable for StackError {
+    fn kind(&self) -> &'static str {
+        match self {
+            StackError::NoServers { .. } => "no_servers",
+            StackError::Controller(e) => e.kind(),
+            StackError::Tunnel(e) => e.kind(),
+            StackError::Front(_) => "front_failed",
+            StackError::State(e) => e.kind(),
+            StackError::Overrides(e) => e.kind(),
+        }
+    }
+
+    fn help(&self) -> String {
+        match self {
+            StackError::NoServers { .. } => {
+                "fix the servers (`mcp-launch list` shows each error with its fix) or enable one with `mcp-launch server enable NAME`".into()
+            }
+            StackError::Controller(e) => e.help(),
+            StackError::Tunnel(e) => e.help(),
+            StackError::Front(_) => "pick another --port or --host".into(),
+            StackError::State(e) => e.help(),
+            StackError::Overrides(e) => e.help(),
+        }
+    }
+}
+
+/// A stack that runs. Cheap to clone.
+#[derive(Clone)]
+pub struct RunningStack {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    project_dir: PathBuf,
+    mcpo: StdMutex<McpoLaunch>,
+    tunnel_spec: Option<TunnelSpec>,
+    public_url_flag: Option<String>,
+    /// Servers handed to the controller, in config order.
+    served: Vec<String>,
+    /// Servers the overrides disable (the front answers 404 "disabled" for them).
+    disabled: Vec<String>,
+    front: Front,
+    client: reqwest::Client,
+    masker: Masker,
+    events: Events,
+    state: StateFile,
+    record: StdMutex<StackState>,
+    controller: Mutex<Option<ProcessGuard>>,
+    tunnel: Mutex<Option<Tunnel>>,
+    shutdown: CancellationToken,
+}
+
+/// Starts a stack: preflight, mcpo, tunnel, merged spec, front. On error everything started so
+/// far is stopped again (the guards are dropped, which kills their groups).
+pub async fn start(
+    plan: StackPlan,
+    reports: Vec<ServerReport>,
+    overrides: &Overrides,
+    masker: Masker,
+    events: Events,
+) -> Result<RunningStack, StackError> {
+    let name = plan.name.clone();
+    let (served, disabled, failures) = choose_servers(&plan.entries, &reports, overrides);
+    for (server, problem) in &failures {
+        events.warn(&name, format!("server {server} is left out: {problem}"));
+    }
+    if served.is_empty() {
+        let reason = if failures.is_empty() {
+            "every server is disabled".to_string()
+        } else {
+            failures
+                .iter()
+                .map(|(s, p)| format!("{s}: {p}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        return Err(StackError::NoServers {
+            stack: name,
+            reason,
+        });
+    }
+    for entry in &plan.entries {
+        if let Ok(crate::config::ServerSpec::Stdio { env, .. }) = &entry.spec {
+            masker.add_env(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
+    }
+    masker.add(&plan.api_key);
+    masker.add(&plan.mcpo.key);
+    masker.add(&plan.admin_token);
+
+    let stack_dir = plan
+        .project_dir
+        .join(".mcp-launch")
+        .join("stacks")
+        .join(&name);
+    let mut mcpo_launch = plan.mcpo.clone();
+    mcpo_launch.config = stack_dir.join("mcpo.json");
+    let chosen: Vec<&ServerEntry> = plan
+        .entries
+        .iter()
+        .filter(|e| served.contains(&e.name))
+        .collect();
+    mcpo::write_config(&mcpo_launch.config, &mcpo::config_for(&chosen))?;
+
+    let front = Front::new(FrontConfig {
+        stack: name.clone(),
+        api_key: plan.api_key.clone(),
+        upstream: mcpo_launch.base_url(),
+        upstream_key: mcpo_launch.key.clone(),
+        protect_spec: plan.protect_spec,
+        admin_token: plan.admin_token.clone(),
+    })
+    .map_err(|e| StackError::Front(e.to_string()))?;
+    let port = plan
+        .front
+        .local_addr()
+        .map(|a| a.port())
+        .unwrap_or_default();
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| StackError::Front(e.to_string()))?;
+
+    // The controller and the tunnel do not depend on each other: start both at once.
+    let controller = start_controller(&name, &mcpo_launch, &client, &masker, &events);
+    let tunnel = async {
+        match &plan.tunnel {
+            Some(spec) => start_tunnel(&name, spec, &masker, &events).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let (controller, tunnel) = tokio::join!(controller, tunnel);
+    let (controller, tunnel) = (controller?, tunnel?);
+
+    let public_url = plan
+        .public_url
+        .clone()
+        .or_else(|| tunnel.as_ref().and_then(|t| t.url.clone()))
+        .unwrap_or_else(|| local_url(plan.host, port));
+    let record = StackState {
+        name: name.clone(),
+        config: plan.config,
+        supervisor: ProcessRecord::of(std::process::id() as i32),
+        controller: "mcpo".into(),
+        controller_process: controller.pgid().map(ProcessRecord::of),
+        controller_port: mcpo_launch.port,
+        host: plan.host.to_string(),
+        port,
+        tunnel: match &plan.tunnel {
+            None => "none".into(),
+            Some(spec) => match spec.kind {
+                tunnel::TunnelKind::Quick => "quick".into(),
+                tunnel::TunnelKind::Named { .. } => "named".into(),
+            },
+        },
+        tunnel_process: tunnel
+            .as_ref()
+            .and_then(|t| t.guard.pgid())
+            .map(ProcessRecord::of),
+        public_url,
+        api_key: plan.api_key.clone(),
+        admin_token: plan.admin_token.clone(),
+        servers: Vec::new(),
+        operations: 0,
+        warnings: Vec::new(),
+        started_at: now_rfc3339(),
+        restarts: 0,
+    };
+    let stack = RunningStack {
+        inner: Arc::new(Inner {
+            name: name.clone(),
+            state: StateFile::in_project(&plan.project_dir),
+            project_dir: plan.project_dir,
+            mcpo: StdMutex::new(mcpo_launch),
+            tunnel_spec: plan.tunnel,
+            public_url_flag: plan.public_url,
+            served,
+            disabled,
+            front: front.clone(),
+            client,
+            masker,
+            events,
+            record: StdMutex::new(record),
+            controller: Mutex::new(Some(controller)),
+            tunnel: Mutex::new(tunnel),
+            shutdown: CancellationToken::new(),
+        }),
+    };
+    stack.refresh_spec(None).await?;
+    front.set_upstream_ready(true);
+    front.set_reload_handler(stack.reload_handler());
+    plan.front
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(plan.front))
+        .map(|listener| {
+            let token = stack.inner.shutdown.clone();
+            tokio::spawn(front.serve(listener, token));
+        })
+        .map_err(|e| StackError::Front(e.to_string()))?;
+    stack.save_record()?;
+    Ok(stack)
+}
+
+/// Splits the stack's servers into those handed to the controller (enabled and reached by
+/// the preflight), those the overrides disable, and those left out with the reason.
+fn choose_servers(
+    entries: &[ServerEntry],
+    reports: &[ServerReport],
+    overrides: &Overrides,
+) -> (Vec<String>, Vec<String>, Vec<(String, String)>) {
+    let mut served = Vec::new();
+    let mut disabled = Vec::new();
+    let mut failures = Vec::new();
+    for (entry, report) in entries.iter().zip(reports) {
+        if overrides.is_disabled(entry) {
+            disabled.push(entry.name.clone());
+        } else if let Some(problem) = &report.error {
+            failures.push((entry.name.clone(), problem.to_string()));
+        } else {
+            served.push(entry.name.clone());
+        }
+    }
+    (served, disabled, failures)
+}
+
+fn local_url(host: IpAddr, port: u16) -> String {
+    let host = if host.is_unspecified() {
+        "127.0.0.1".to_string()
+    } else if host.is_ipv6() {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    format!("http://{host}:{port}")
+}
+
+/// A sink that masks each line and logs it tagged `[process#stack]` (shown with -v or
+/// --stream, always in --log-file).
+fn tagged_sink(process: &'static str, stack: &str, masker: &Masker) -> LineSink {
+    let tag = format!("[{process}#{stack}]");
+    let masker = masker.clone();
+    Arc::new(move |line: &str| {
+        if !line.trim().is_empty() {
+            tracing::info!(target: "mcp_launch::child", "{tag} {}", masker.mask(line));
+        }
+    })
+}
+
+async fn start_controller(
+    stack: &str,
+    launch: &McpoLaunch,
+    client: &reqwest::Client,
+    masker: &Masker,
+    events: &Events,
+) -> Result<ProcessGuard, ControllerError> {
+    events.progress(stack, "starting mcpo", 0);
+    let progress = |secs: u64| events.progress(stack, "waiting for mcpo", secs);
+    let sink = tagged_sink("mcpo", stack, masker);
+    mcpo::start(launch, client, sink, &progress).await
+}
+
+async fn start_tunnel(
+    stack: &str,
+    spec: &TunnelSpec,
+    masker: &Masker,
+    events: &Events,
+) -> Result<Tunnel, TunnelError> {
+    events.progress(stack, "opening the tunnel", 0);
+    tunnel::start(spec, tagged_sink("cloudflared", stack, masker)).await
+}
+
+impl RunningStack {
+    /// The stack's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// What the state file records for it (key included).
+    pub fn record(&self) -> StackState {
+        lock(&self.inner.record).clone()
+    }
+
+    /// Rebuilds the merged spec from the controller's documents and the current overrides and
+    /// publishes it; `public_url` replaces the URL in the spec. Returns the new record.
+    pub async fn refresh_spec(&self, public_url: Option<String>) -> Result<StackState, StackError> {
+        let inner = &self.inner;
+        let (base, key) = {
+            let launch = lock(&inner.mcpo);
+            (launch.base_url(), launch.key.clone())
+        };
+        let results = mcpo::fetch_documents(&inner.client, &base, &key, &inner.served).await;
+        let overrides = Overrides::load(&inner.project_dir)?;
+        let mut warnings = Vec::new();
+        let mut documents = Vec::new();
+        let mut exposure = Exposure::new();
+        for (server, result) in inner.served.iter().zip(results) {
+            match result {
+                Ok(document) => {
+                    let tools: Vec<String> = tool_names(&document);
+                    exposure.insert(
+                        server.clone(),
+                        Exposure::server_from_overrides(
+                            &overrides,
+                            &inner.name,
+                            server,
+                            true,
+                            tools.iter().map(String::as_str),
+                        ),
+                    );
+                    documents.push((server.clone(), document));
+                }
+                Err(e) => warnings.push(e.to_string()),
+            }
+        }
+        for server in &inner.disabled {
+            exposure.insert(
+                server.clone(),
+                ServerExposure {
+                    enabled: false,
+                    tools: Default::default(),
+                },
+            );
+        }
+        let url = match public_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => lock(&inner.record).public_url.clone(),
+        };
+        let inputs: Vec<ServerDocument<'_>> = documents
+            .iter()
+            .map(|(server, document)| ServerDocument { server, document })
+            .collect();
+        let merged = merge(
+            &inputs,
+            &exposure,
+            &MergeOptions::for_stack(&inner.name, url.clone()),
+        );
+        warnings.extend(merged.warnings.iter().map(ToString::to_string));
+        inner.front.publish(merged.document, exposure);
+        let record = {
+            let mut record = lock(&inner.record);
+            record.public_url = url;
+            record.operations = merged.operations;
+            record.servers = merged
+                .per_server
+                .iter()
+                .map(|(name, operations)| ServerCount {
+                    name: name.clone(),
+                    operations: *operations,
+                })
+                .collect();
+            record.warnings = warnings;
+            record.clone()
+        };
+        Ok(record)
+    }
+
+    fn reload_handler(&self) -> ReloadHandler {
+        let weak = Arc::downgrade(&self.inner);
+        Arc::new(move |request| {
+            let weak = weak.clone();
+            async move {
+                let inner = weak.upgrade().ok_or("the stack is stopping")?;
+                let stack = RunningStack { inner };
+                let record = stack
+                    .refresh_spec(request.public_url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                stack.save_record().map_err(|e| e.to_string())?;
+                Ok(summary_json(&record))
+            }
+            .boxed()
+        })
+    }
+
+    /// Writes this stack's record into the state file (replacing an older one of its name).
+    fn save_record(&self) -> Result<(), StackError> {
+        let record = self.record();
+        self.inner.state.update(|state| {
+            state.stacks.retain(|s| s.name != record.name);
+            state.stacks.push(record);
+        })?;
+        Ok(())
+    }
+
+    /// Restarts the controller or the tunnel when they end, with backoff, until [`stop`]
+    /// (or the shutdown token) ends the stack.
+    ///
+    /// [`stop`]: RunningStack::stop
+    pub async fn supervise(&self) {
+        let mut controller_backoff = Backoff::default();
+        let mut tunnel_backoff = Backoff::default();
+        loop {
+            let controller_exit = exit_watch(&self.inner.controller).await;
+            let tunnel_exit = self
+                .inner
+                .tunnel
+                .lock()
+                .await
+                .as_ref()
+                .map(|t| t.guard.exit_watch());
+            tokio::select! {
+                _ = self.inner.shutdown.cancelled() => return,
+                _ = wait_exit(controller_exit) => {
+                    self.inner.front.set_upstream_ready(false);
+                    let reason = take_exit_reason(&self.inner.controller).await;
+                    self.restart_controller(&mut controller_backoff, reason).await;
+                }
+                _ = wait_exit(tunnel_exit) => {
+                    let reason = match self.inner.tunnel.lock().await.take() {
+                        Some(t) => describe_exit(&t.guard),
+                        None => "ended".into(),
+                    };
+                    self.restart_tunnel(&mut tunnel_backoff, reason).await;
+                }
+            }
+        }
+    }
+
+    async fn restart_controller(&self, backoff: &mut Backoff, reason: String) {
+        let inner = &self.inner;
+        loop {
+            let (delay, attempt) = backoff.next();
+            inner.events.send(StackEvent::Restarting {
+                stack: inner.name.clone(),
+                process: "mcpo",
+                reason: reason.clone(),
+                delay_secs: delay.as_secs(),
+                attempt,
+            });
+            tracing::warn!(stack = %inner.name, attempt, "mcpo ended ({reason}); restarting in {}s", delay.as_secs());
+            if self.sleep_or_stop(delay).await {
+                return;
+            }
+            let launch = lock(&inner.mcpo).clone();
+            match start_controller(
+                &inner.name,
+                &launch,
+                &inner.client,
+                &inner.masker,
+                &inner.events,
+            )
+            .await
+            {
+                Ok(guard) => {
+                    let pgid = guard.pgid();
+                    *inner.controller.lock().await = Some(guard);
+                    backoff.started();
+                    {
+                        let mut record = lock(&inner.record);
+                        record.controller_process = pgid.map(ProcessRecord::of);
+                        record.restarts += 1;
+                    }
+                    if let Err(e) = self.refresh_spec(None).await {
+                        inner.events.warn(
+                            &inner.name,
+                            format!("the spec was not rebuilt after the restart: {e}"),
+                        );
+                    }
+                    inner.front.set_upstream_ready(true);
+                    if let Err(e) = self.save_record() {
+                        inner.events.warn(&inner.name, e.to_string());
+                    }
+                    inner.events.send(StackEvent::Restarted {
+                        stack: inner.name.clone(),
+                        process: "mcpo",
+                        new_url: None,
+                    });
+                    return;
+                }
+                Err(e) => {
+                    inner
+                        .events
+                        .warn(&inner.name, format!("mcpo did not come back: {e}"));
+                }
+            }
+        }
+    }
+
+    async fn restart_tunnel(&self, backoff: &mut Backoff, reason: String) {
+        let inner = &self.inner;
+        let Some(spec) = &inner.tunnel_spec else {
+            return;
+        };
+        loop {
+            let (delay, attempt) = backoff.next();
+            inner.events.send(StackEvent::Restarting {
+                stack: inner.name.clone(),
+                process: "cloudflared",
+                reason: reason.clone(),
+                delay_secs: delay.as_secs(),
+                attempt,
+            });
+            tracing::warn!(stack = %inner.name, attempt, "cloudflared ended ({reason}); restarting in {}s", delay.as_secs());
+            if self.sleep_or_stop(delay).await {
+                return;
+            }
+            match start_tunnel(&inner.name, spec, &inner.masker, &inner.events).await {
+                Ok(tunnel) => {
+                    backoff.started();
+                    let pgid = tunnel.guard.pgid();
+                    let new_url = match (&inner.public_url_flag, &tunnel.url) {
+                        (None, Some(url)) => Some(url.clone()),
+                        _ => None,
+                    };
+                    *inner.tunnel.lock().await = Some(tunnel);
+                    {
+                        let mut record = lock(&inner.record);
+                        record.tunnel_process = pgid.map(ProcessRecord::of);
+                        record.restarts += 1;
+                    }
+                    if new_url.is_some() {
+                        if let Err(e) = self.refresh_spec(new_url.clone()).await {
+                            inner.events.warn(
+                                &inner.name,
+                                format!("the spec was not rebuilt for the new URL: {e}"),
+                            );
+                        }
+                    }
+                    if let Err(e) = self.save_record() {
+                        inner.events.warn(&inner.name, e.to_string());
+                    }
+                    inner.events.send(StackEvent::Restarted {
+                        stack: inner.name.clone(),
+                        process: "cloudflared",
+                        new_url,
+                    });
+                    return;
+                }
+                Err(e) => inner
+                    .events
+                    .warn(&inner.name, format!("cloudflared did not come back: {e}")),
+            }
+        }
+    }
+
+    /// Sleeps `delay`; true when the stack is stopping instead.
+    async fn sleep_or_stop(&self, delay: Duration) -> bool {
+        tokio::select! {
+            _ = self.inner.shutdown.cancelled() => true,
+            _ = tokio::time::sleep(delay) => false,
+        }
+    }
+
+    /// Stops the stack: the tunnel, the front, the controller (each group TERM → KILL), and
+    /// removes its record from the state file. Returns the processes that were still running
+    /// after it (empty when all went).
+    pub async fn stop(&self) -> Vec<String> {
+        let inner = &self.inner;
+        inner.shutdown.cancel();
+        let mut survivors = Vec::new();
+        let tunnel = inner.tunnel.lock().await.take();
+        let controller = inner.controller.lock().await.take();
+        for (what, guard) in [
+            ("cloudflared", tunnel.map(|t| t.guard)),
+            ("mcpo", controller),
+        ] {
+            if let Some(guard) = guard {
+                let pgid = guard.pgid();
+                guard.shutdown().await;
+                if let Some(pgid) = pgid {
+                    if !crate::process::wait_gone(pgid, Duration::from_secs(2)).await {
+                        survivors.push(format!("{what} (process group {pgid})"));
+                    }
+                }
+            }
+        }
+        let name = inner.name.clone();
+        let me = std::process::id() as i32;
+        if let Err(e) = inner.state.update(|state| {
+            state
+                .stacks
+                .retain(|s| !(s.name == name && s.supervisor.pgid == me));
+        }) {
+            tracing::warn!(stack = %name, error = %e, "could not update the state file");
+        }
+        survivors
+    }
+}
+
+/// The JSON the admin route answers and `openapi --json` prints for a stack.
+pub fn summary_json(record: &StackState) -> Value {
+    json!({
+        "stack": record.name,
+        "openapi_url": format!("{}/openapi.json", record.public_url),
+        "public_url": record.public_url,
+        "operations": record.operations,
+        "servers": record.servers.iter().map(|s| json!({"name": s.name, "operations": s.operations})).collect::<Vec<_>>(),
+        "warnings": record.warnings,
+    })
+}
+
+async fn exit_watch(
+    slot: &Mutex<Option<ProcessGuard>>,
+) -> Option<tokio::sync::watch::Receiver<Option<crate::process::Exit>>> {
+    slot.lock().await.as_ref().map(ProcessGuard::exit_watch)
+}
+
+/// Resolves when the watched process has exited; never when there is none.
+async fn wait_exit(watch: Option<tokio::sync::watch::Receiver<Option<crate::process::Exit>>>) {
+    match watch {
+        Some(mut rx) => {
+            if rx.wait_for(Option::is_some).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
+async fn take_exit_reason(slot: &Mutex<Option<ProcessGuard>>) -> String {
+    match slot.lock().await.take() {
+        Some(guard) => {
+            guard.settle(Duration::from_millis(500)).await;
+            describe_exit(&guard)
+        }
+        None => "ended".into(),
+    }
+}
+
+fn describe_exit(guard: &ProcessGuard) -> String {
+    let exit = guard
+        .exit_status()
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| "ended".into());
+    let tail = guard.stderr_tail(3);
+    if tail.is_empty() {
+        exit
+    } else {
+        format!("{exit}: {}", tail.replace('\n', " | "))
+    }
+}
+
+/// The tool names of an mcpo per-server document: its paths without the leading slash.
+fn tool_names(document: &Value) -> Vec<String> {
+    document
+        .get("paths")
+        .and_then(Value::as_object)
+        .map(|paths| {
+            paths
+                .keys()
+                .map(|p| p.trim_start_matches('/').to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn lock<T>(mutex: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding one of these plain-data locks leaves valid data behind.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Exponential restart delays: 1 s, 2 s, 4 s … 30 s, reset once a process stayed up for
+/// [`STABLE_AFTER`].
+#[derive(Debug, Default)]
+struct Backoff {
+    attempt: u32,
+    started: Option<Instant>,
+}
+
+impl Backoff {
+    fn next(&mut self) -> (Duration, u32) {
+        if self.started.is_some_and(|t| t.elapsed() >= STABLE_AFTER) {
+            self.attempt = 0;
+        }
+        self.started = None;
+        self.attempt += 1;
+        let delay = Duration::from_secs(1u64 << (self.attempt - 1).min(5)).min(MAX_BACKOFF);
+        (delay, self.attempt)
+    }
+
+    fn started(&mut self) {
+        self.started = Some(Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_caps_and_resets() {
+        let mut b = Backoff::default();
+        let delays: Vec<u64> = (0..7).map(|_| b.next().0.as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
+        b.started = Some(Instant::now() - STABLE_AFTER);
+        assert_eq!(b.next(), (Duration::from_secs(1), 1));
+    }
+
+    #[test]
+    fn tool_names_come_from_paths() {
+        let doc = json!({"paths": {"/echo": {}, "/get-sum": {}}});
+        assert_eq!(tool_names(&doc), ["echo", "get-sum"]);
+        assert!(tool_names(&json!({})).is_empty());
+    }
+
+    #[test]
+    fn local_urls() {
+        assert_eq!(
+            local_url("127.0.0.1".parse().unwrap(), 8000),
+            "http://127.0.0.1:8000"
+        );
+        assert_eq!(
+            local_url("0.0.0.0".parse().unwrap(), 8000),
+            "http://127.0.0.1:8000"
+        );
+        assert_eq!(local_url("::1".parse().unwrap(), 8000), "http://[::1]:8000");
+    }
+}
