@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::front::RELOAD_PATH;
-use super::state::StackState;
+use super::state::{ProcessRecord, StackState};
 
 /// How long `down` gives a supervising `up` to stop its own stack before ending the process
 /// groups itself (its children get a TERM grace each).
@@ -113,46 +113,69 @@ pub struct StopReport {
     pub survivors: Vec<String>,
 }
 
-/// Stops a recorded stack: asks its `up` to stop (SIGTERM, by pid only — it shares a process
-/// group with the user's shell), waits for it, then ends whatever recorded group remains.
-pub async fn stop(stack: &StackState) -> StopReport {
-    let mut report = StopReport::default();
-    let supervisor = stack.supervisor;
-    if supervisor.process_alive() {
-        let pid = nix::unistd::Pid::from_raw(supervisor.pgid);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        if wait_until(|| !supervisor.process_alive(), SUPERVISOR_GRACE).await {
-            report
-                .stopped
-                .push(format!("mcp-launch up (pid {})", supervisor.pgid));
-        } else {
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-            if wait_until(|| !supervisor.process_alive(), Duration::from_secs(2)).await {
-                report
-                    .stopped
-                    .push(format!("mcp-launch up (pid {}, killed)", supervisor.pgid));
+/// Stops recorded stacks: asks each distinct supervising `up` once to stop (SIGTERM, by pid
+/// only — it shares a process group with the user's shell; a second signal would make it give
+/// up its graceful stop), waits for it, then ends whatever recorded group remains. Reports
+/// come back in the order of `stacks`.
+pub async fn stop(stacks: &[StackState]) -> Vec<StopReport> {
+    let mut supervisors: Vec<ProcessRecord> = Vec::new();
+    for s in stacks {
+        if !supervisors.contains(&s.supervisor) {
+            supervisors.push(s.supervisor);
+        }
+    }
+    let mut outcomes: Vec<Option<(bool, String)>> =
+        futures_util::future::join_all(supervisors.iter().map(stop_supervisor)).await;
+    let mut reports = Vec::with_capacity(stacks.len());
+    for s in stacks {
+        let mut report = StopReport::default();
+        // The supervisor's outcome goes to the first stack it ran.
+        let i = supervisors.iter().position(|p| *p == s.supervisor);
+        if let Some((stopped, line)) = i.and_then(|i| outcomes[i].take()) {
+            if stopped {
+                report.stopped.push(line);
             } else {
-                report
-                    .survivors
-                    .push(format!("mcp-launch up (pid {})", supervisor.pgid));
+                report.survivors.push(line);
             }
         }
-    }
-    for (what, process) in stack.groups() {
-        if !process.group_alive() {
-            continue;
+        for (what, process) in s.groups() {
+            if !process.group_alive() {
+                continue;
+            }
+            let line = format!("{what} (process group {})", process.pgid);
+            if crate::process::stop_group(process.pgid, GROUP_GRACE).await {
+                report.stopped.push(line);
+            } else {
+                report.survivors.push(line);
+            }
         }
-        if crate::process::stop_group(process.pgid, GROUP_GRACE).await {
-            report
-                .stopped
-                .push(format!("{what} (process group {})", process.pgid));
-        } else {
-            report
-                .survivors
-                .push(format!("{what} (process group {})", process.pgid));
-        }
+        reports.push(report);
     }
-    report
+    reports
+}
+
+/// Stops one supervising `up`: `None` when it was not running, else whether it is gone and a
+/// line saying what happened.
+async fn stop_supervisor(supervisor: &ProcessRecord) -> Option<(bool, String)> {
+    let supervisor = *supervisor;
+    if !supervisor.process_alive() {
+        return None;
+    }
+    let pid = nix::unistd::Pid::from_raw(supervisor.pgid);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    if wait_until(|| !supervisor.process_alive(), SUPERVISOR_GRACE).await {
+        return Some((true, format!("mcp-launch up (pid {})", supervisor.pgid)));
+    }
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    let gone = wait_until(|| !supervisor.process_alive(), Duration::from_secs(2)).await;
+    Some((
+        gone,
+        format!(
+            "mcp-launch up (pid {}{})",
+            supervisor.pgid,
+            if gone { ", killed" } else { "" }
+        ),
+    ))
 }
 
 async fn wait_until(done: impl Fn() -> bool, limit: Duration) -> bool {

@@ -13,6 +13,7 @@ mod handshake;
 mod index;
 mod init;
 mod inspect;
+mod launch;
 mod list;
 mod overrides;
 mod remote;

@@ -288,6 +288,14 @@ impl Cmd {
         self.dir.path()
     }
 
+    /// Another command in the same directory with the same environment (a project that
+    /// several commands share: `up` in one, `status` and `down` in others).
+    pub fn cmd(&self) -> Cmd {
+        let mut cmd = Self::in_dir(Arc::clone(&self.dir));
+        cmd.env = self.env.clone();
+        cmd
+    }
+
     /// An absolute path inside the temporary directory.
     pub fn path(&self, relative: &str) -> PathBuf {
         self.dir().join(relative)

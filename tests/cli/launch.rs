@@ -1,0 +1,677 @@
+//! `up`, `status`, `share`, `openapi`, `down` with the real mcpo (from `.deps/venv-mcpo`) in
+//! front of real servers, a fake cloudflared for tunnels, and the real openapi-spec-validator.
+//!
+//! Each test runs `up` in its own directory on ports it picked, waits for the state file and
+//! `/healthz`, talks to the front over HTTP, and ends by checking that every process group it
+//! started is gone.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::util::{assert_pid_gone, everything, free_port, manifest_dir, time, Cmd, Running};
+
+fn mcpo_bin() -> String {
+    let path = manifest_dir().join(".deps/venv-mcpo/bin/mcpo");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-test-deps.sh",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+fn fake_cloudflared() -> String {
+    manifest_dir()
+        .join("tests/fixtures/fake_cloudflared.py")
+        .display()
+        .to_string()
+}
+
+fn memory() -> Value {
+    json!({"command": manifest_dir().join(".deps/npm/node_modules/.bin/mcp-server-memory")})
+}
+
+/// A server that exits at once: its stack must report it, not hang.
+fn broken() -> Value {
+    json!({"command": "/bin/sh", "args": ["-c", "echo 'cannot start: missing API token' >&2; exit 3"]})
+}
+
+/// A `Cmd` in a fresh directory with config files and mcpo configured.
+fn project(files: &[(&str, Value)]) -> Cmd {
+    let mut cmd = Cmd::new().env("MCP_LAUNCH_MCPO", &mcpo_bin());
+    for (name, servers) in files {
+        cmd = cmd.file(name, &json!({"mcpServers": servers}).to_string());
+    }
+    cmd
+}
+
+/// One HTTP request with a current-thread runtime: (status, body as JSON or string).
+fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Option<Value>) -> (u16, Value) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        let mut req = client
+            .request(method.parse().unwrap(), url)
+            .timeout(Duration::from_secs(30));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        match req.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let text = resp.text().await.unwrap_or_default();
+                (
+                    status,
+                    serde_json::from_str(&text).unwrap_or(Value::String(text)),
+                )
+            }
+            Err(e) => (0, Value::String(e.to_string())),
+        }
+    })
+}
+
+fn read_state(dir: &Path) -> Value {
+    std::fs::read_to_string(dir.join(".mcp-launch/state.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Waits until the state file lists `count` stacks whose fronts answer `/healthz` with 200.
+fn wait_ready(running: &Running, dir: &Path, count: usize) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let state = read_state(dir);
+        let stacks = state["stacks"].as_array().cloned().unwrap_or_default();
+        if stacks.len() == count
+            && stacks.iter().all(|s| {
+                let url = format!("http://127.0.0.1:{}/healthz", s["port"]);
+                http("GET", &url, &[], None).0 == 200
+            })
+        {
+            return state;
+        }
+        assert!(
+            pid_alive(running.pid()),
+            "up exited before {count} stacks were ready; state: {state}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "stacks not ready within 120 s; state: {state}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    !pid_gone_now(pid)
+}
+
+fn pid_gone_now(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+fn stack<'a>(state: &'a Value, name: &str) -> &'a Value {
+    state["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stack"] == name || s["name"] == name)
+        .unwrap_or_else(|| panic!("no stack {name} in {state}"))
+}
+
+/// Every process group and pid the state records for its stacks.
+fn recorded_pids(state: &Value) -> Vec<(String, i32)> {
+    let mut pids = Vec::new();
+    for s in state["stacks"].as_array().into_iter().flatten() {
+        for key in ["controller_process", "tunnel_process", "supervisor"] {
+            if let Some(pid) = s[key]["pgid"].as_i64() {
+                pids.push((format!("{} {key}", s["name"]), pid as i32));
+            }
+        }
+    }
+    pids
+}
+
+fn signal(pid: i32, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+}
+
+/// Runs the real OpenAPI validator on `spec`.
+fn assert_valid_openapi(cmd: &Cmd, spec: &Value) {
+    let validator = manifest_dir().join(".deps/venv-openapi/bin/openapi-spec-validator");
+    assert!(
+        validator.exists(),
+        "{} is missing: run scripts/install-test-deps.sh",
+        validator.display()
+    );
+    let file = cmd.path("merged-openapi.json");
+    std::fs::write(&file, spec.to_string()).unwrap();
+    let out = std::process::Command::new(validator)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openapi-spec-validator rejected the merged spec:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn paths(spec: &Value) -> BTreeSet<String> {
+    spec["paths"].as_object().unwrap().keys().cloned().collect()
+}
+
+#[test]
+fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
+    let (port, mcpo_port) = (free_port(), free_port());
+    let cmd = project(&[
+        (
+            "a.json",
+            json!({"everything": everything(), "time": time()}),
+        ),
+        ("b.json", json!({"memory": memory(), "broken": broken()})),
+        ("c.json", json!({"broken": broken()})),
+    ]);
+    // A denied tool, chosen through the CLI like a user would.
+    cmd.cmd()
+        .args([
+            "tool",
+            "deny",
+            "everything",
+            "get-env",
+            "--config",
+            "a.json",
+        ])
+        .stderr_any()
+        .run();
+    let up = cmd
+        .cmd()
+        .args([
+            "up", "--config", "a.json", "--config", "b.json", "--config", "c.json", "--tunnel",
+            "none",
+        ])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--mcpo-port",
+            &mcpo_port.to_string(),
+        ])
+        .status(1) // stack c cannot start: the run as a whole reports a failure
+        .stderr_any()
+        .spawn();
+    let state = wait_ready(&up, cmd.dir(), 2);
+    let a = stack(&state, "a");
+    let b = stack(&state, "b");
+    assert_eq!(a["host"], "127.0.0.1");
+    let key = a["api_key"].as_str().unwrap().to_string();
+    assert_eq!(key.len(), 40);
+    assert_ne!(
+        key,
+        b["api_key"].as_str().unwrap(),
+        "each stack gets its own key"
+    );
+    let front = format!("http://127.0.0.1:{}", a["port"]);
+    let front_b = format!("http://127.0.0.1:{}", b["port"]);
+    assert_eq!(a["port"].as_u64(), Some(port as u64));
+
+    // A call with the key works, in either header; without it 401; a denied tool 403.
+    let echo = json!({"message": "hello from the front"});
+    let (status, body) = http(
+        "POST",
+        &format!("{front}/everything/echo"),
+        &[("X-API-Key", &key)],
+        Some(echo.clone()),
+    );
+    assert_eq!(
+        (
+            status,
+            body.as_str()
+                .unwrap_or_default()
+                .contains("hello from the front")
+        ),
+        (200, true),
+        "{body}"
+    );
+    let bearer = format!("Bearer {key}");
+    let (status, _) = http(
+        "POST",
+        &format!("{front}/time/get_current_time"),
+        &[("Authorization", &bearer)],
+        Some(json!({"timezone": "UTC"})),
+    );
+    assert_eq!(status, 200);
+    let (status, body) = http(
+        "POST",
+        &format!("{front}/everything/echo"),
+        &[],
+        Some(echo.clone()),
+    );
+    assert_eq!(
+        (status, body["error"]["type"].as_str()),
+        (401, Some("unauthorized")),
+        "{body}"
+    );
+    let b_key = b["api_key"].as_str().unwrap();
+    let (status, _) = http(
+        "POST",
+        &format!("{front}/everything/echo"),
+        &[("X-API-Key", b_key)],
+        Some(echo.clone()),
+    );
+    assert_eq!(status, 401, "stack b's key must not open stack a");
+    let (status, body) = http(
+        "POST",
+        &format!("{front}/everything/get-env"),
+        &[("X-API-Key", &key)],
+        Some(json!({})),
+    );
+    assert_eq!(
+        (status, body["error"]["type"].as_str()),
+        (403, Some("tool_denied")),
+        "{body}"
+    );
+    let (status, body) = http(
+        "POST",
+        &format!("{front_b}/broken/anything"),
+        &[("X-API-Key", b_key)],
+        Some(json!({})),
+    );
+    assert_eq!(status, 404, "{body}");
+
+    // The merged spec: valid OpenAPI, exactly the allowed tools, the key scheme, the local URL.
+    let (status, spec) = http("GET", &format!("{front}/openapi.json"), &[], None);
+    assert_eq!(status, 200);
+    assert_valid_openapi(&cmd, &spec);
+    let listed = cmd
+        .cmd()
+        .args(["list", "everything", "--json", "--config", "a.json"])
+        .run()
+        .json();
+    let mut expected: BTreeSet<String> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| format!("/everything/{}", t["name"].as_str().unwrap()))
+        .collect();
+    expected.extend([
+        "/time/get_current_time".to_string(),
+        "/time/convert_time".to_string(),
+    ]);
+    assert!(
+        !expected.contains("/everything/get-env"),
+        "list hides the denied tool too"
+    );
+    assert_eq!(paths(&spec), expected);
+    assert_eq!(spec["servers"][0]["url"], front.as_str());
+    assert_eq!(
+        spec["components"]["securitySchemes"]["apiKey"]["name"],
+        "X-API-Key"
+    );
+
+    // status: both running, keys masked unless asked.
+    let status_out = cmd.cmd().args(["status", "--json"]).run().json();
+    let a_status = stack(&status_out, "a");
+    assert_eq!(a_status["status"], "running");
+    assert_eq!(a_status["checks"]["healthz"], "ok");
+    assert_ne!(a_status["api_key"], key.as_str());
+    let shown = cmd
+        .cmd()
+        .args(["status", "--json", "--show-keys"])
+        .run()
+        .json();
+    assert_eq!(stack(&shown, "a")["api_key"], key.as_str());
+
+    // share: URL and key ready to paste.
+    let share = cmd.cmd().args(["share", "--json"]).run().json();
+    let a_share = stack(&share, "a");
+    assert_eq!(a_share["openapi_url"], format!("{front}/openapi.json"));
+    assert_eq!(a_share["api_key"], key.as_str());
+    assert_eq!(a_share["header"], "X-API-Key");
+
+    // openapi: allow the tool again and rebuild; the running front serves it at once.
+    cmd.cmd()
+        .args([
+            "tool",
+            "allow",
+            "everything",
+            "get-env",
+            "--config",
+            "a.json",
+        ])
+        .stderr_any()
+        .run();
+    let rebuilt = cmd
+        .cmd()
+        .args([
+            "openapi",
+            "--json",
+            "--public-url",
+            "https://tools.example.com",
+        ])
+        .run()
+        .json();
+    assert_eq!(rebuilt["success"], true, "{rebuilt}");
+    let (_, spec) = http("GET", &format!("{front}/openapi.json"), &[], None);
+    assert!(paths(&spec).contains("/everything/get-env"));
+    assert_eq!(spec["servers"][0]["url"], "https://tools.example.com");
+    let (status, _) = http(
+        "POST",
+        &format!("{front}/everything/get-env"),
+        &[("X-API-Key", &key)],
+        Some(json!({})),
+    );
+    assert_eq!(status, 200);
+
+    // down: every recorded process goes, the state file is tidied, up exits.
+    let pids = recorded_pids(&read_state(cmd.dir()));
+    assert_eq!(pids.len(), 4, "{pids:?}");
+    let down = cmd.cmd().args(["down", "--json"]).run().json();
+    assert_eq!(down["success"], true, "{down}");
+    for (what, pid) in pids {
+        assert_pid_gone(pid, &what);
+    }
+    assert!(!cmd.path(".mcp-launch/state.json").exists());
+    let out = up.wait();
+    assert!(
+        out.stdout.contains("c  failed") || out.stdout.contains("c"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stderr.contains("broken is left out"), "{}", out.stderr);
+}
+
+#[test]
+fn a_crashed_mcpo_is_restarted_and_sigterm_to_up_stops_everything() {
+    let cmd = project(&[("a.json", json!({"everything": everything()}))]);
+    let up = cmd
+        .cmd()
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--tunnel",
+            "none",
+            "--port",
+            &free_port().to_string(),
+        ])
+        .stderr_any()
+        .spawn();
+    let state = wait_ready(&up, cmd.dir(), 1);
+    let a = stack(&state, "a");
+    let key = a["api_key"].as_str().unwrap().to_string();
+    let echo_url = format!("http://127.0.0.1:{}/everything/echo", a["port"]);
+    let first = a["controller_process"]["pgid"].as_i64().unwrap() as i32;
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(first),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let state = loop {
+        let state = read_state(cmd.dir());
+        let a = stack(&state, "a");
+        let pgid = a["controller_process"]["pgid"].as_i64().unwrap_or_default() as i32;
+        if pgid != first
+            && a["restarts"].as_u64() >= Some(1)
+            && http(
+                "GET",
+                &format!("http://127.0.0.1:{}/healthz", a["port"]),
+                &[],
+                None,
+            )
+            .0 == 200
+        {
+            break state;
+        }
+        assert!(Instant::now() < deadline, "mcpo was not restarted: {state}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let (status, body) = http(
+        "POST",
+        &echo_url,
+        &[("X-API-Key", &key)],
+        Some(json!({"message": "back"})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let pids = recorded_pids(&state);
+    signal(up.pid(), nix::sys::signal::Signal::SIGTERM);
+    let out = up.wait();
+    assert!(out.stderr.contains("mcpo restarted"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stopped every process we started"),
+        "{}",
+        out.stderr
+    );
+    for (what, pid) in pids {
+        assert_pid_gone(pid, &what);
+    }
+    assert!(!cmd.path(".mcp-launch/state.json").exists());
+}
+
+#[test]
+fn a_killed_up_is_reported_stale_and_down_cleans_up_after_it() {
+    let cmd = project(&[("a.json", json!({"everything": everything()}))]);
+    let up = cmd
+        .cmd()
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--tunnel",
+            "none",
+            "--port",
+            &free_port().to_string(),
+        ])
+        .status(137) // SIGKILL
+        .stderr_any()
+        .spawn();
+    let state = wait_ready(&up, cmd.dir(), 1);
+    let mcpo = stack(&state, "a")["controller_process"]["pgid"]
+        .as_i64()
+        .unwrap() as i32;
+    signal(up.pid(), nix::sys::signal::Signal::SIGKILL);
+    let _ = up.wait();
+    assert!(pid_alive(mcpo), "mcpo lives on in its own group until down");
+    let status = cmd.cmd().args(["status", "--json"]).status(1).run().json();
+    assert_eq!(stack(&status, "a")["status"], "stale");
+    let down = cmd.cmd().args(["down"]).run();
+    assert!(
+        down.stdout.contains("stopped") && down.stdout.contains("mcpo"),
+        "{}",
+        down.stdout
+    );
+    assert_pid_gone(mcpo, "mcpo");
+    assert!(!cmd.path(".mcp-launch/state.json").exists());
+}
+
+#[test]
+fn a_quick_tunnel_publishes_its_url_and_is_restarted_when_it_crashes() {
+    let cmd = project(&[("a.json", json!({"time": time()}))]);
+    let log = cmd.path("cloudflared.log");
+    let up = cmd
+        .cmd()
+        .env("MCP_LAUNCH_CLOUDFLARED", &fake_cloudflared())
+        .env("FAKE_CLOUDFLARED_LOG", &log.display().to_string())
+        .env("FAKE_CLOUDFLARED_MODE", "crash-after")
+        .env("FAKE_CLOUDFLARED_CRASH_AFTER", "4")
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--port",
+            &free_port().to_string(),
+        ])
+        .stderr_any()
+        .spawn();
+    let state = wait_ready(&up, cmd.dir(), 1);
+    let a = stack(&state, "a");
+    assert_eq!(a["tunnel"], "quick");
+    let url = a["public_url"].as_str().unwrap().to_string();
+    assert!(
+        url.starts_with("https://") && url.ends_with(".trycloudflare.com"),
+        "{url}"
+    );
+    assert!(!url.contains("api.trycloudflare.com"));
+    let front = format!("http://127.0.0.1:{}", a["port"]);
+    let (_, spec) = http("GET", &format!("{front}/openapi.json"), &[], None);
+    assert_eq!(spec["servers"][0]["url"], url.as_str());
+    // The fake crashes after 4 s; the supervisor starts a new one with a new URL.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let new_url = loop {
+        let state = read_state(cmd.dir());
+        let current = stack(&state, "a")["public_url"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if current != url && state["stacks"][0]["restarts"].as_u64() >= Some(1) {
+            break current;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cloudflared was not restarted: {state}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let (_, spec) = http("GET", &format!("{front}/openapi.json"), &[], None);
+    assert_eq!(
+        spec["servers"][0]["url"],
+        new_url.as_str(),
+        "the spec follows the new URL"
+    );
+    let starts = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert!(starts >= 2, "{starts} cloudflared starts");
+    let pids = recorded_pids(&read_state(cmd.dir()));
+    signal(up.pid(), nix::sys::signal::Signal::SIGTERM);
+    let out = up.wait();
+    assert!(
+        out.stderr.contains("cloudflared"),
+        "restart was reported: {}",
+        out.stderr
+    );
+    for (what, pid) in pids {
+        assert_pid_gone(pid, &what);
+    }
+}
+
+#[test]
+fn bad_launch_input_gets_clear_errors() {
+    let cmd = project(&[("a.json", json!({"everything": everything()}))]);
+    // mcpo missing: each stack fails with the install help, exit 1.
+    let out = cmd
+        .cmd()
+        .env("MCP_LAUNCH_MCPO", "/nonexistent/mcpo")
+        .args(["up", "--config", "a.json", "--tunnel", "none", "--json"])
+        .status(1)
+        .stderr_any()
+        .run()
+        .json();
+    assert_eq!(out["errors"][0]["error"]["type"], "mcpo_missing", "{out}");
+    assert!(out["errors"][0]["error"]["help"]
+        .as_str()
+        .unwrap()
+        .contains("mcpo-constraints"));
+    // --tunnel quick without cloudflared: usage error naming the fix.
+    let out = cmd
+        .cmd()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["up", "--config", "a.json", "--tunnel", "quick", "--json"])
+        .status(2)
+        .run()
+        .json();
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cloudflared"),
+        "{out}"
+    );
+    assert!(out["error"]["help"]
+        .as_str()
+        .unwrap()
+        .contains("MCP_LAUNCH_CLOUDFLARED"));
+    // --tunnel named without --public-url.
+    let out = cmd
+        .cmd()
+        .args(["up", "--config", "a.json", "--tunnel", "named", "--json"])
+        .status(2)
+        .run()
+        .json();
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--public-url"),
+        "{out}"
+    );
+    // --public-url count not matching the configs.
+    let out = cmd
+        .cmd()
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--tunnel",
+            "none",
+            "--public-url",
+            "https://a.example",
+            "--public-url",
+            "https://b.example",
+            "--json",
+        ])
+        .status(2)
+        .run()
+        .json();
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 --public-url"),
+        "{out}"
+    );
+    // An explicit port that is taken is an error naming it.
+    let blocker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = blocker.local_addr().unwrap().port();
+    let out = cmd
+        .cmd()
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--tunnel",
+            "none",
+            "--port",
+            &taken.to_string(),
+            "--json",
+        ])
+        .status(1)
+        .stderr_any()
+        .run()
+        .json();
+    assert_eq!(out["errors"][0]["error"]["type"], "port_taken", "{out}");
+    assert!(out["errors"][0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains(&taken.to_string()));
+    // Nothing running: status says so, share and openapi fail clearly.
+    let out = cmd.cmd().args(["status"]).run();
+    assert!(out.stdout.contains("no stacks running"), "{}", out.stdout);
+    let out = cmd.cmd().args(["openapi", "--json"]).status(2).run().json();
+    assert_eq!(out["error"]["type"], "usage");
+}
