@@ -207,6 +207,7 @@ fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
             "up", "--config", "a.json", "--config", "b.json", "--config", "c.json", "--tunnel",
             "none",
         ])
+        .args(["--log-file", "up.log", "-v"])
         .args([
             "--port",
             &port.to_string(),
@@ -395,6 +396,28 @@ fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
         out.stdout
     );
     assert!(out.stderr.contains("broken is left out"), "{}", out.stderr);
+    // The log has mcpo's lines, tagged, and never a key: not ours, not the one mcpo gets.
+    let log = std::fs::read_to_string(cmd.path("up.log")).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {:?}",
+            std::fs::read_dir(cmd.dir())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect::<Vec<_>>()
+        )
+    });
+    assert!(log.contains("[mcpo#a]"), "{log}");
+    assert!(!log.contains(&key), "the API key leaked into the log");
+    assert!(!out.stderr.contains(&key), "the API key leaked into stderr");
+    let mcpo_config: Value = serde_json::from_str(
+        &std::fs::read_to_string(cmd.path(".mcp-launch/stacks/a/mcpo.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(mcpo_config["mcpServers"]["everything"].is_object());
+    assert!(
+        !log.contains("--api-key ") || log.contains("--api-key ****"),
+        "mcpo's key leaked"
+    );
 }
 
 #[test]
