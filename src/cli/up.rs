@@ -132,6 +132,7 @@ pub async fn run(
         errors.push((f.name.clone(), output::error_object(&f.error)));
     }
     let running_before = state_file.read()?;
+    clean_up_stale(&state_file, &running_before, &loaded, global).await?;
     let mcpo_program = mcpo::find_mcpo();
 
     let masker = Masker::new();
@@ -334,6 +335,41 @@ pub async fn run(
         ))?;
         Ok(Outcome::Failed)
     }
+}
+
+/// Stacks of this launch whose record is stale (their `up` was killed): end what they left
+/// running (it would hold ports, and its record is about to be replaced) and drop the record.
+async fn clean_up_stale(
+    state_file: &StateFile,
+    state: &crate::launch::state::State,
+    loaded: &config::Loaded,
+    global: &GlobalArgs,
+) -> Result<(), CliError> {
+    let stale: Vec<_> = state
+        .stacks
+        .iter()
+        .filter(|s| !s.supervisor.process_alive() && loaded.stacks.iter().any(|l| l.name == s.name))
+        .cloned()
+        .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    let reports = crate::launch::control::stop(&stale).await;
+    for (record, report) in stale.iter().zip(&reports) {
+        if !report.stopped.is_empty() {
+            warn(
+                global,
+                &format!(
+                    "stack {}: stopped what an earlier, killed `up` left running: {}",
+                    record.name,
+                    report.stopped.join(", ")
+                ),
+            );
+        }
+    }
+    let names: Vec<&str> = stale.iter().map(|s| s.name.as_str()).collect();
+    state_file.update(|s| s.stacks.retain(|r| !names.contains(&r.name.as_str())))?;
+    Ok(())
 }
 
 /// Lets the printer show what is queued, then ends it (stacks that failed to start may still

@@ -525,6 +525,42 @@ fn a_killed_up_is_reported_stale_and_down_cleans_up_after_it() {
 }
 
 #[test]
+fn up_again_after_a_killed_up_stops_the_leftovers_first() {
+    let cmd = project(&[("a.json", json!({"time": time()}))]);
+    let launch = || {
+        cmd.cmd()
+            .args(["up", "--config", "a.json", "--tunnel", "none"])
+            .args(["--port", &free_port().to_string()])
+            .stderr_any()
+    };
+    let first = launch().status(137).spawn();
+    let state = wait_ready(&first, cmd.dir(), 1);
+    let old_mcpo = stack(&state, "a")["controller_process"]["pgid"]
+        .as_i64()
+        .unwrap() as i32;
+    signal(first.pid(), nix::sys::signal::Signal::SIGKILL);
+    let _ = first.wait();
+    let second = launch().spawn();
+    let state = wait_ready(&second, cmd.dir(), 1);
+    assert_pid_gone(old_mcpo, "the killed run's mcpo");
+    assert_eq!(
+        stack(&state, "a")["supervisor"]["pgid"].as_i64(),
+        Some(second.pid() as i64)
+    );
+    let pids = recorded_pids(&state);
+    signal(second.pid(), nix::sys::signal::Signal::SIGTERM);
+    let out = second.wait();
+    assert!(
+        out.stderr.contains("earlier, killed `up`"),
+        "{}",
+        out.stderr
+    );
+    for (what, pid) in pids {
+        assert_pid_gone(pid, &what);
+    }
+}
+
+#[test]
 fn a_quick_tunnel_publishes_its_url_and_is_restarted_when_it_crashes() {
     let cmd = project(&[("a.json", json!({"time": time()}))]);
     let log = cmd.path("cloudflared.log");
