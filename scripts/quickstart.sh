@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # README's first command: build mcp-launch, make sure the example stack's launchers exist
-# (npx from Node.js; uvx from uv, installed into .deps/venv-tools when missing), then preflight
-# the example stack (mcp_configs/example.json): every server checked in parallel.
+# (npx from Node.js; uvx from uv, installed into .deps/venv-tools when missing), then
+#  1. preflight the example stack (mcp_configs/example.json): every server checked in parallel;
+#  2. launch it as an HTTP stack (`up --tunnel none`: mcpo, the front proxy with its API key,
+#     one merged /openapi.json), call a tool through the front, show `status`, then `down`.
+# mcpo comes from PATH, or is installed with its working pins into .deps/venv-mcpo.
 #
 # The first run downloads the servers through npx/uvx; that cold start is what the slow
 # handshake window is for, so it is widened to 120 s here (MCP_INIT_TIMEOUT_SEC).
@@ -21,6 +24,43 @@ fi
 
 echo "==> building mcp-launch (release)"
 cargo build --release --quiet
+BIN="$ROOT/target/release/mcp-launch"
 echo "==> mcp-launch --config mcp_configs/example.json list"
 export MCP_INIT_TIMEOUT_SEC="${MCP_INIT_TIMEOUT_SEC:-120}"
-exec target/release/mcp-launch --config mcp_configs/example.json list "$@"
+"$BIN" --config mcp_configs/example.json list "$@" || true
+
+if [[ -z "${MCP_LAUNCH_MCPO:-}" ]] && ! command -v mcpo >/dev/null; then
+  if [[ ! -x .deps/venv-mcpo/bin/mcpo ]]; then
+    echo "==> installing mcpo==0.0.20 with its working pins into .deps/venv-mcpo"
+    python3 -m venv .deps/venv-mcpo
+    .deps/venv-mcpo/bin/pip install --quiet --disable-pip-version-check mcpo==0.0.20 -c scripts/mcpo-constraints.txt
+  fi
+  export MCP_LAUNCH_MCPO="$ROOT/.deps/venv-mcpo/bin/mcpo"
+fi
+
+# The stack runs in a scratch project directory (its state and overrides live there).
+WORK="$(mktemp -d)"
+cp mcp_configs/example.json "$WORK/example.json"
+cd "$WORK"
+echo "==> mcp-launch up --config example.json --tunnel none   (in $WORK)"
+"$BIN" up --config example.json --tunnel none --json >up.json 2>up.log &
+UP=$!
+trap '"$BIN" down >/dev/null 2>&1 || true; kill "$UP" 2>/dev/null || true' EXIT
+for _ in $(seq 1 900); do
+  [[ -s up.json ]] && python3 -c 'import json,sys; json.load(open("up.json"))' 2>/dev/null && break
+  kill -0 "$UP" 2>/dev/null || { cat up.log >&2; echo "error: up exited early (log above)" >&2; exit 1; }
+  sleep 0.2
+done
+read -r URL KEY < <(python3 -c 'import json; s=json.load(open("up.json"))["stacks"][0]; print(s["local_url"], s["api_key"])')
+"$BIN" share
+echo "==> POST $URL/everything/echo through the front (X-API-Key)"
+curl -sS -X POST "$URL/everything/echo" -H "X-API-Key: $KEY" -H 'content-type: application/json' \
+  -d '{"message": "hello through mcp-launch"}'
+echo
+echo "==> the same call without the key"
+curl -sS -X POST "$URL/everything/echo" -H 'content-type: application/json' -d '{"message": "x"}'
+echo
+"$BIN" status
+echo "==> mcp-launch down"
+"$BIN" down
+trap - EXIT
