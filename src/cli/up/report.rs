@@ -1,0 +1,161 @@
+//! What `up` prints: progress and warnings while stacks start and run, and the summary once
+//! they are up.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cli::{CliError, GlobalArgs};
+use crate::launch::events::{Events, StackEvent};
+use crate::launch::stack::{self, RunningStack};
+use crate::output::{self, style};
+
+/// Lets the printer show what is queued, then ends it (stacks that failed to start may still
+/// hold a sender, so waiting for the channel to close could take forever).
+pub(super) async fn finish_printing(events: Events, printer: tokio::task::JoinHandle<()>) {
+    drop(events);
+    let abort = printer.abort_handle();
+    if tokio::time::timeout(Duration::from_millis(200), printer)
+        .await
+        .is_err()
+    {
+        abort.abort();
+    }
+}
+
+pub(super) fn warn(global: &GlobalArgs, message: &str) {
+    tracing::info!("{message}");
+    if !global.json {
+        let _ = output::warn(message);
+    }
+}
+
+/// Prints what the stacks report while they start and run (stderr; JSON lines with --json).
+pub(super) async fn print_events(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<StackEvent>,
+    json: bool,
+) {
+    while let Some(event) = rx.recv().await {
+        if json {
+            continue;
+        }
+        match event {
+            StackEvent::Progress {
+                stack,
+                step,
+                waited_secs,
+            } => {
+                // Every 5 s is enough to show life without flooding the terminal.
+                if waited_secs == 0 || waited_secs % 5 == 0 {
+                    let dim = style::DIM;
+                    let after = if waited_secs > 0 {
+                        format!(" ({waited_secs}s)")
+                    } else {
+                        String::new()
+                    };
+                    anstream::eprintln!("{dim}{stack}: {step}{after}…{dim:#}");
+                }
+            }
+            StackEvent::Warning { stack, message } => {
+                let _ = output::warn(&format!("{stack}: {message}"));
+            }
+            StackEvent::Restarting {
+                stack,
+                process,
+                reason,
+                delay_secs,
+                attempt,
+            } => {
+                let _ = output::warn(&format!(
+                    "{stack}: {process} {reason}; restart {attempt} in {delay_secs}s"
+                ));
+            }
+            StackEvent::Restarted {
+                stack,
+                process,
+                new_url,
+            } => {
+                let url = new_url
+                    .map(|u| format!("; new URL {u}/openapi.json"))
+                    .unwrap_or_default();
+                anstream::eprintln!("{stack}: {process} restarted{url}");
+            }
+        }
+    }
+}
+
+pub(super) fn print_summary(
+    running: &[RunningStack],
+    errors: &[(String, Value)],
+    took: Duration,
+    global: &GlobalArgs,
+) -> Result<(), CliError> {
+    if global.json {
+        let stacks: Vec<Value> = running
+            .iter()
+            .map(|s| {
+                let record = s.record();
+                let mut v = stack::summary_json(&record);
+                v["api_key"] = json!(record.api_key);
+                v["local_url"] = json!(record.local_url());
+                v["tunnel"] = json!(record.tunnel);
+                v
+            })
+            .collect();
+        let errors: Vec<Value> = errors
+            .iter()
+            .map(|(stack, e)| json!({"stack": stack, "error": e}))
+            .collect();
+        output::print_json(
+            &json!({"success": !running.is_empty(), "stacks": stacks, "errors": errors, "ready_ms": took.as_millis() as u64}),
+        )?;
+        return Ok(());
+    }
+    let (head, good, bad, dim) = (style::HEAD, style::GOOD, style::BAD, style::DIM);
+    for stack in running {
+        let r = stack.record();
+        anstream::println!(
+            "{head}{}{head:#}  {good}ready{good:#} {dim}in {:.1}s{dim:#}",
+            r.name,
+            took.as_secs_f64()
+        );
+        anstream::println!("  spec     {}/openapi.json", r.public_url);
+        anstream::println!("  key      X-API-Key: {}", r.api_key);
+        let servers: Vec<String> = r
+            .servers
+            .iter()
+            .map(|s| format!("{} ({})", s.name, s.operations))
+            .collect();
+        anstream::println!(
+            "  servers  {} — {} operations",
+            servers.join(", "),
+            r.operations
+        );
+        if global.verbose > 0 {
+            anstream::println!(
+                "  {dim}local {}  mcpo 127.0.0.1:{}  tunnel {}{dim:#}",
+                r.local_url(),
+                r.controller_port,
+                r.tunnel
+            );
+        }
+        for w in &r.warnings {
+            let _ = output::warn(w);
+        }
+    }
+    for (stack, e) in errors {
+        anstream::println!(
+            "{head}{stack}{head:#}  {bad}failed{bad:#}: {}",
+            e["message"].as_str().unwrap_or("")
+        );
+        if let Some(help) = e["help"].as_str() {
+            anstream::println!("  {dim}help: {help}{dim:#}");
+        }
+    }
+    if !running.is_empty() {
+        anstream::println!(
+            "\nShare with ChatGPT: import the spec URL as an Action; authentication \"API Key\", custom header X-API-Key.\nServing until Ctrl-C (or `mcp-launch down`)."
+        );
+    }
+    Ok(())
+}
