@@ -9,14 +9,14 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex as StdMutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{Events, StackEvent};
+use super::events::Events;
 use super::front::{Front, FrontConfig, ReloadHandler};
 use super::mask::Masker;
 use super::mcpo::{self, ControllerError, McpoLaunch};
@@ -26,14 +26,12 @@ use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
 use super::{Exposure, ServerExposure};
 use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
-use crate::error::Actionable;
 use crate::process::{LineSink, ProcessGuard};
 
-/// A process that runs at least this long before crashing starts its backoff afresh.
-const STABLE_AFTER: Duration = Duration::from_secs(60);
+mod error;
+mod supervise;
 
-/// Longest wait between restarts.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub use error::StackError;
 
 /// Everything decided about a stack before it starts.
 pub struct StackPlan {
@@ -61,60 +59,6 @@ pub struct StackPlan {
     pub public_url: Option<String>,
     /// Whether `/openapi.json` needs the key.
     pub protect_spec: bool,
-}
-
-/// Why a stack did not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StackError {
-    /// No server of the stack can be served.
-    #[error("no server of stack {stack} can be served: {reason}")]
-    NoServers {
-        /// The stack.
-        stack: String,
-        /// Why (each failing server with its error).
-        reason: String,
-    },
-    /// The controller failed.
-    #[error(transparent)]
-    Controller(#[from] ControllerError),
-    /// The tunnel failed.
-    #[error(transparent)]
-    Tunnel(#[from] TunnelError),
-    /// The front could not be set up or bound.
-    #[error("the front proxy cannot start: {0}")]
-    Front(String),
-    /// The state file could not be written.
-    #[error(transparent)]
-    State(#[from] super::state::StateError),
-    /// The overrides could not be read.
-    #[error(transparent)]
-    Overrides(#[from] crate::catalog::OverridesError),
-}
-
-impl Actionable for StackError {
-    fn kind(&self) -> &'static str {
-        match self {
-            StackError::NoServers { .. } => "no_servers",
-            StackError::Controller(e) => e.kind(),
-            StackError::Tunnel(e) => e.kind(),
-            StackError::Front(_) => "front_failed",
-            StackError::State(e) => e.kind(),
-            StackError::Overrides(e) => e.kind(),
-        }
-    }
-
-    fn help(&self) -> String {
-        match self {
-            StackError::NoServers { .. } => {
-                "fix the servers (`mcp-launch list` shows each error with its fix) or enable one with `mcp-launch server enable NAME`".into()
-            }
-            StackError::Controller(e) => e.help(),
-            StackError::Tunnel(e) => e.help(),
-            StackError::Front(_) => "pick another --port or --host".into(),
-            StackError::State(e) => e.help(),
-            StackError::Overrides(e) => e.help(),
-        }
-    }
 }
 
 /// A stack that runs. Cheap to clone.
@@ -476,165 +420,6 @@ impl RunningStack {
         Ok(())
     }
 
-    /// Restarts the controller or the tunnel when they end, with backoff, until [`stop`]
-    /// (or the shutdown token) ends the stack.
-    ///
-    /// [`stop`]: RunningStack::stop
-    pub async fn supervise(&self) {
-        let mut controller_backoff = Backoff::default();
-        let mut tunnel_backoff = Backoff::default();
-        loop {
-            let controller_exit = exit_watch(&self.inner.controller).await;
-            let tunnel_exit = self
-                .inner
-                .tunnel
-                .lock()
-                .await
-                .as_ref()
-                .map(|t| t.guard.exit_watch());
-            tokio::select! {
-                _ = self.inner.shutdown.cancelled() => return,
-                _ = wait_exit(controller_exit) => {
-                    self.inner.front.set_upstream_ready(false);
-                    let reason = take_exit_reason(&self.inner.controller).await;
-                    self.restart_controller(&mut controller_backoff, reason).await;
-                }
-                _ = wait_exit(tunnel_exit) => {
-                    let reason = match self.inner.tunnel.lock().await.take() {
-                        Some(t) => describe_exit(&t.guard),
-                        None => "ended".into(),
-                    };
-                    self.restart_tunnel(&mut tunnel_backoff, reason).await;
-                }
-            }
-        }
-    }
-
-    async fn restart_controller(&self, backoff: &mut Backoff, reason: String) {
-        let inner = &self.inner;
-        loop {
-            let (delay, attempt) = backoff.next();
-            inner.events.send(StackEvent::Restarting {
-                stack: inner.name.clone(),
-                process: "mcpo",
-                reason: reason.clone(),
-                delay_secs: delay.as_secs(),
-                attempt,
-            });
-            tracing::warn!(stack = %inner.name, attempt, "mcpo ended ({reason}); restarting in {}s", delay.as_secs());
-            if self.sleep_or_stop(delay).await {
-                return;
-            }
-            let launch = lock(&inner.mcpo).clone();
-            match start_controller(
-                &inner.name,
-                &launch,
-                &inner.client,
-                &inner.masker,
-                &inner.events,
-            )
-            .await
-            {
-                Ok(guard) => {
-                    let pgid = guard.pgid();
-                    *inner.controller.lock().await = Some(guard);
-                    backoff.started();
-                    {
-                        let mut record = lock(&inner.record);
-                        record.controller_process = pgid.map(ProcessRecord::of);
-                        record.restarts += 1;
-                    }
-                    if let Err(e) = self.refresh_spec(None).await {
-                        inner.events.warn(
-                            &inner.name,
-                            format!("the spec was not rebuilt after the restart: {e}"),
-                        );
-                    }
-                    inner.front.set_upstream_ready(true);
-                    if let Err(e) = self.save_record() {
-                        inner.events.warn(&inner.name, e.to_string());
-                    }
-                    inner.events.send(StackEvent::Restarted {
-                        stack: inner.name.clone(),
-                        process: "mcpo",
-                        new_url: None,
-                    });
-                    return;
-                }
-                Err(e) => {
-                    inner
-                        .events
-                        .warn(&inner.name, format!("mcpo did not come back: {e}"));
-                }
-            }
-        }
-    }
-
-    async fn restart_tunnel(&self, backoff: &mut Backoff, reason: String) {
-        let inner = &self.inner;
-        let Some(spec) = &inner.tunnel_spec else {
-            return;
-        };
-        loop {
-            let (delay, attempt) = backoff.next();
-            inner.events.send(StackEvent::Restarting {
-                stack: inner.name.clone(),
-                process: "cloudflared",
-                reason: reason.clone(),
-                delay_secs: delay.as_secs(),
-                attempt,
-            });
-            tracing::warn!(stack = %inner.name, attempt, "cloudflared ended ({reason}); restarting in {}s", delay.as_secs());
-            if self.sleep_or_stop(delay).await {
-                return;
-            }
-            match start_tunnel(&inner.name, spec, &inner.masker, &inner.events).await {
-                Ok(tunnel) => {
-                    backoff.started();
-                    let pgid = tunnel.guard.pgid();
-                    let new_url = match (&inner.public_url_flag, &tunnel.url) {
-                        (None, Some(url)) => Some(url.clone()),
-                        _ => None,
-                    };
-                    *inner.tunnel.lock().await = Some(tunnel);
-                    {
-                        let mut record = lock(&inner.record);
-                        record.tunnel_process = pgid.map(ProcessRecord::of);
-                        record.restarts += 1;
-                    }
-                    if new_url.is_some() {
-                        if let Err(e) = self.refresh_spec(new_url.clone()).await {
-                            inner.events.warn(
-                                &inner.name,
-                                format!("the spec was not rebuilt for the new URL: {e}"),
-                            );
-                        }
-                    }
-                    if let Err(e) = self.save_record() {
-                        inner.events.warn(&inner.name, e.to_string());
-                    }
-                    inner.events.send(StackEvent::Restarted {
-                        stack: inner.name.clone(),
-                        process: "cloudflared",
-                        new_url,
-                    });
-                    return;
-                }
-                Err(e) => inner
-                    .events
-                    .warn(&inner.name, format!("cloudflared did not come back: {e}")),
-            }
-        }
-    }
-
-    /// Sleeps `delay`; true when the stack is stopping instead.
-    async fn sleep_or_stop(&self, delay: Duration) -> bool {
-        tokio::select! {
-            _ = self.inner.shutdown.cancelled() => true,
-            _ = tokio::time::sleep(delay) => false,
-        }
-    }
-
     /// Stops the stack: the tunnel, the front, the controller (each group TERM → KILL), and
     /// removes its record from the state file. Returns the processes that were still running
     /// after it (empty when all went).
@@ -683,47 +468,6 @@ pub fn summary_json(record: &StackState) -> Value {
     })
 }
 
-async fn exit_watch(
-    slot: &Mutex<Option<ProcessGuard>>,
-) -> Option<tokio::sync::watch::Receiver<Option<crate::process::Exit>>> {
-    slot.lock().await.as_ref().map(ProcessGuard::exit_watch)
-}
-
-/// Resolves when the watched process has exited; never when there is none.
-async fn wait_exit(watch: Option<tokio::sync::watch::Receiver<Option<crate::process::Exit>>>) {
-    match watch {
-        Some(mut rx) => {
-            if rx.wait_for(Option::is_some).await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
-        None => std::future::pending().await,
-    }
-}
-
-async fn take_exit_reason(slot: &Mutex<Option<ProcessGuard>>) -> String {
-    match slot.lock().await.take() {
-        Some(guard) => {
-            guard.settle(Duration::from_millis(500)).await;
-            describe_exit(&guard)
-        }
-        None => "ended".into(),
-    }
-}
-
-fn describe_exit(guard: &ProcessGuard) -> String {
-    let exit = guard
-        .exit_status()
-        .map(|e| e.to_string())
-        .unwrap_or_else(|| "ended".into());
-    let tail = guard.stderr_tail(3);
-    if tail.is_empty() {
-        exit
-    } else {
-        format!("{exit}: {}", tail.replace('\n', " | "))
-    }
-}
-
 /// The tool names of an mcpo per-server document: its paths without the leading slash.
 fn tool_names(document: &Value) -> Vec<String> {
     document
@@ -745,42 +489,9 @@ fn lock<T>(mutex: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Exponential restart delays: 1 s, 2 s, 4 s … 30 s, reset once a process stayed up for
-/// [`STABLE_AFTER`].
-#[derive(Debug, Default)]
-struct Backoff {
-    attempt: u32,
-    started: Option<Instant>,
-}
-
-impl Backoff {
-    fn next(&mut self) -> (Duration, u32) {
-        if self.started.is_some_and(|t| t.elapsed() >= STABLE_AFTER) {
-            self.attempt = 0;
-        }
-        self.started = None;
-        self.attempt += 1;
-        let delay = Duration::from_secs(1u64 << (self.attempt - 1).min(5)).min(MAX_BACKOFF);
-        (delay, self.attempt)
-    }
-
-    fn started(&mut self) {
-        self.started = Some(Instant::now());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_caps_and_resets() {
-        let mut b = Backoff::default();
-        let delays: Vec<u64> = (0..7).map(|_| b.next().0.as_secs()).collect();
-        assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
-        b.started = Some(Instant::now() - STABLE_AFTER);
-        assert_eq!(b.next(), (Duration::from_secs(1), 1));
-    }
 
     #[test]
     fn tool_names_come_from_paths() {

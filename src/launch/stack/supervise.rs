@@ -1,0 +1,258 @@
+//! Supervision: a crashed mcpo or cloudflared is restarted with exponential backoff, the spec
+//! rebuilt (a quick tunnel comes back with a new URL) and the state record updated, until the
+//! stack stops.
+
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+
+use super::{lock, start_controller, start_tunnel, RunningStack};
+use crate::launch::events::StackEvent;
+use crate::launch::state::ProcessRecord;
+use crate::process::{Exit, ProcessGuard};
+
+/// A process that runs at least this long before crashing starts its backoff afresh.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// Longest wait between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+impl RunningStack {
+    /// Restarts the controller or the tunnel when they end, with backoff, until [`stop`]
+    /// (or the shutdown token) ends the stack.
+    ///
+    /// [`stop`]: RunningStack::stop
+    pub async fn supervise(&self) {
+        let mut controller_backoff = Backoff::default();
+        let mut tunnel_backoff = Backoff::default();
+        loop {
+            let controller_exit = exit_watch(&self.inner.controller).await;
+            let tunnel_exit = self
+                .inner
+                .tunnel
+                .lock()
+                .await
+                .as_ref()
+                .map(|t| t.guard.exit_watch());
+            tokio::select! {
+                _ = self.inner.shutdown.cancelled() => return,
+                _ = wait_exit(controller_exit) => {
+                    self.inner.front.set_upstream_ready(false);
+                    let reason = take_exit_reason(&self.inner.controller).await;
+                    self.restart_controller(&mut controller_backoff, reason).await;
+                }
+                _ = wait_exit(tunnel_exit) => {
+                    let reason = match self.inner.tunnel.lock().await.take() {
+                        Some(t) => describe_exit(&t.guard),
+                        None => "ended".into(),
+                    };
+                    self.restart_tunnel(&mut tunnel_backoff, reason).await;
+                }
+            }
+        }
+    }
+
+    async fn restart_controller(&self, backoff: &mut Backoff, reason: String) {
+        let inner = &self.inner;
+        loop {
+            let (delay, attempt) = backoff.next();
+            inner.events.send(StackEvent::Restarting {
+                stack: inner.name.clone(),
+                process: "mcpo",
+                reason: reason.clone(),
+                delay_secs: delay.as_secs(),
+                attempt,
+            });
+            tracing::warn!(stack = %inner.name, attempt, "mcpo ended ({reason}); restarting in {}s", delay.as_secs());
+            if self.sleep_or_stop(delay).await {
+                return;
+            }
+            let launch = lock(&inner.mcpo).clone();
+            match start_controller(
+                &inner.name,
+                &launch,
+                &inner.client,
+                &inner.masker,
+                &inner.events,
+            )
+            .await
+            {
+                Ok(guard) => {
+                    let pgid = guard.pgid();
+                    *inner.controller.lock().await = Some(guard);
+                    backoff.started();
+                    {
+                        let mut record = lock(&inner.record);
+                        record.controller_process = pgid.map(ProcessRecord::of);
+                        record.restarts += 1;
+                    }
+                    if let Err(e) = self.refresh_spec(None).await {
+                        inner.events.warn(
+                            &inner.name,
+                            format!("the spec was not rebuilt after the restart: {e}"),
+                        );
+                    }
+                    inner.front.set_upstream_ready(true);
+                    if let Err(e) = self.save_record() {
+                        inner.events.warn(&inner.name, e.to_string());
+                    }
+                    inner.events.send(StackEvent::Restarted {
+                        stack: inner.name.clone(),
+                        process: "mcpo",
+                        new_url: None,
+                    });
+                    return;
+                }
+                Err(e) => {
+                    inner
+                        .events
+                        .warn(&inner.name, format!("mcpo did not come back: {e}"));
+                }
+            }
+        }
+    }
+
+    async fn restart_tunnel(&self, backoff: &mut Backoff, reason: String) {
+        let inner = &self.inner;
+        let Some(spec) = &inner.tunnel_spec else {
+            return;
+        };
+        loop {
+            let (delay, attempt) = backoff.next();
+            inner.events.send(StackEvent::Restarting {
+                stack: inner.name.clone(),
+                process: "cloudflared",
+                reason: reason.clone(),
+                delay_secs: delay.as_secs(),
+                attempt,
+            });
+            tracing::warn!(stack = %inner.name, attempt, "cloudflared ended ({reason}); restarting in {}s", delay.as_secs());
+            if self.sleep_or_stop(delay).await {
+                return;
+            }
+            match start_tunnel(&inner.name, spec, &inner.masker, &inner.events).await {
+                Ok(tunnel) => {
+                    backoff.started();
+                    let pgid = tunnel.guard.pgid();
+                    let new_url = match (&inner.public_url_flag, &tunnel.url) {
+                        (None, Some(url)) => Some(url.clone()),
+                        _ => None,
+                    };
+                    *inner.tunnel.lock().await = Some(tunnel);
+                    {
+                        let mut record = lock(&inner.record);
+                        record.tunnel_process = pgid.map(ProcessRecord::of);
+                        record.restarts += 1;
+                    }
+                    if new_url.is_some() {
+                        if let Err(e) = self.refresh_spec(new_url.clone()).await {
+                            inner.events.warn(
+                                &inner.name,
+                                format!("the spec was not rebuilt for the new URL: {e}"),
+                            );
+                        }
+                    }
+                    if let Err(e) = self.save_record() {
+                        inner.events.warn(&inner.name, e.to_string());
+                    }
+                    inner.events.send(StackEvent::Restarted {
+                        stack: inner.name.clone(),
+                        process: "cloudflared",
+                        new_url,
+                    });
+                    return;
+                }
+                Err(e) => inner
+                    .events
+                    .warn(&inner.name, format!("cloudflared did not come back: {e}")),
+            }
+        }
+    }
+
+    /// Sleeps `delay`; true when the stack is stopping instead.
+    async fn sleep_or_stop(&self, delay: Duration) -> bool {
+        tokio::select! {
+            _ = self.inner.shutdown.cancelled() => true,
+            _ = tokio::time::sleep(delay) => false,
+        }
+    }
+}
+
+async fn exit_watch(
+    slot: &Mutex<Option<ProcessGuard>>,
+) -> Option<tokio::sync::watch::Receiver<Option<Exit>>> {
+    slot.lock().await.as_ref().map(ProcessGuard::exit_watch)
+}
+
+/// Resolves when the watched process has exited; never when there is none.
+async fn wait_exit(watch: Option<tokio::sync::watch::Receiver<Option<Exit>>>) {
+    match watch {
+        Some(mut rx) => {
+            if rx.wait_for(Option::is_some).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
+async fn take_exit_reason(slot: &Mutex<Option<ProcessGuard>>) -> String {
+    match slot.lock().await.take() {
+        Some(guard) => {
+            guard.settle(Duration::from_millis(500)).await;
+            describe_exit(&guard)
+        }
+        None => "ended".into(),
+    }
+}
+
+fn describe_exit(guard: &ProcessGuard) -> String {
+    let exit = guard
+        .exit_status()
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| "ended".into());
+    let tail = guard.stderr_tail(3);
+    if tail.is_empty() {
+        exit
+    } else {
+        format!("{exit}: {}", tail.replace('\n', " | "))
+    }
+}
+
+/// Exponential restart delays: 1 s, 2 s, 4 s … 30 s, reset once a process stayed up for
+/// [`STABLE_AFTER`].
+#[derive(Debug, Default)]
+struct Backoff {
+    attempt: u32,
+    started: Option<Instant>,
+}
+
+impl Backoff {
+    fn next(&mut self) -> (Duration, u32) {
+        if self.started.is_some_and(|t| t.elapsed() >= STABLE_AFTER) {
+            self.attempt = 0;
+        }
+        self.started = None;
+        self.attempt += 1;
+        let delay = Duration::from_secs(1u64 << (self.attempt - 1).min(5)).min(MAX_BACKOFF);
+        (delay, self.attempt)
+    }
+
+    fn started(&mut self) {
+        self.started = Some(Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_caps_and_resets() {
+        let mut b = Backoff::default();
+        let delays: Vec<u64> = (0..7).map(|_| b.next().0.as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
+        b.started = Some(Instant::now() - STABLE_AFTER);
+        assert_eq!(b.next(), (Duration::from_secs(1), 1));
+    }
+}
