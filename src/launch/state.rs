@@ -75,7 +75,7 @@ impl crate::error::Actionable for StateError {
 }
 
 /// Everything recorded about the running stacks of one project.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct State {
     /// Format version, for future migrations.
     #[serde(default = "current_version")]
@@ -87,6 +87,15 @@ pub struct State {
 
 fn current_version() -> u32 {
     1
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            version: current_version(),
+            stacks: Vec::new(),
+        }
+    }
 }
 
 /// A process we started, identified beyond its pid.

@@ -48,14 +48,86 @@ pub fn is_running(pid: i32, started: Option<u64>) -> bool {
 }
 
 /// Ends group `pgid`: SIGTERM, up to `grace` for it to go, then SIGKILL and up to two more
-/// seconds. Returns true when no member remains.
+/// seconds. Descendants that left the group (mcpo starts each server in a session of its own)
+/// are found first and ended after it: they would outlive a group kill. Returns true when no
+/// member and no such descendant remains.
 pub async fn stop_group(pgid: i32, grace: Duration) -> bool {
+    let strays: Vec<i32> = descendants(pgid)
+        .into_iter()
+        .filter(|&pid| stat_fields(pid).is_some_and(|f| f.pgrp != pgid))
+        .collect();
     signal_group(pgid, Signal::SIGTERM);
-    if wait_gone(pgid, grace).await {
-        return true;
+    let mut gone = wait_gone(pgid, grace).await;
+    if !gone {
+        signal_group(pgid, Signal::SIGKILL);
+        gone = wait_gone(pgid, Duration::from_secs(2)).await;
     }
-    signal_group(pgid, Signal::SIGKILL);
-    wait_gone(pgid, Duration::from_secs(2)).await
+    gone & end_strays(&strays).await
+}
+
+/// Ends processes that outlived their parent's group: TERM, a short grace (their parent's exit
+/// usually closed their stdin and they are leaving anyway), then KILL.
+async fn end_strays(pids: &[i32]) -> bool {
+    use nix::sys::signal::kill;
+    use nix::unistd::Pid;
+    let alive = |pid: &i32| stat_fields(*pid).is_some_and(|f| f.state != 'Z');
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while pids.iter().any(alive) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    for pid in pids.iter().filter(|p| alive(p)) {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while pids.iter().any(alive) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    for pid in pids.iter().filter(|p| alive(p)) {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    wait_until_dead(pids, Duration::from_secs(2)).await
+}
+
+async fn wait_until_dead(pids: &[i32], limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if !pids
+            .iter()
+            .any(|p| stat_fields(*p).is_some_and(|f| f.state != 'Z'))
+        {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Every live descendant of `pid` (children, their children, …), found through `/proc`.
+pub fn descendants(pid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: Vec<(i32, i32)> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|p| {
+            stat_fields(p)
+                .filter(|f| f.state != 'Z')
+                .map(|f| (p, f.ppid))
+        })
+        .collect();
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &(child, ppid) in &parents {
+            if ppid == parent && !found.contains(&child) {
+                found.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    found
 }
 
 /// Waits up to `limit` for group `pgid` to have no live member.
@@ -74,6 +146,7 @@ pub async fn wait_gone(pgid: i32, limit: Duration) -> bool {
 
 struct StatFields {
     state: char,
+    ppid: i32,
     pgrp: i32,
     start_time: u64,
 }
@@ -86,6 +159,7 @@ fn stat_fields(pid: i32) -> Option<StatFields> {
     // After the name: state(3) ppid(4) pgrp(5) … starttime(22).
     Some(StatFields {
         state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
         pgrp: fields.get(2)?.parse().ok()?,
         start_time: fields.get(19)?.parse().ok()?,
     })
@@ -95,6 +169,41 @@ fn stat_fields(pid: i32) -> Option<StatFields> {
 mod tests {
     use super::*;
     use crate::process::{spawn, SpawnSpec};
+
+    #[tokio::test]
+    async fn descendants_in_their_own_session_are_ended_too() {
+        // `setsid` puts the sleeper in a session (and group) of its own, as mcpo does with
+        // its servers; a group kill alone would miss it.
+        let spawned = spawn(&SpawnSpec {
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                "setsid sleep 1000 & echo $! >&2; sleep 1000".into(),
+            ],
+            ..SpawnSpec::default()
+        })
+        .unwrap();
+        let pgid = spawned.guard.pgid().unwrap();
+        let stray: i32 = loop {
+            if let Ok(pid) = spawned.guard.stderr_tail(1).trim().parse() {
+                break pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        for _ in 0..100 {
+            if stat_fields(stray).is_some_and(|f| f.pgrp == stray) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(descendants(pgid).contains(&stray));
+        assert!(stop_group(pgid, Duration::from_secs(1)).await);
+        assert!(
+            stat_fields(stray).is_none_or(|f| f.state == 'Z'),
+            "the stray survived"
+        );
+        drop(spawned);
+    }
 
     #[tokio::test]
     async fn a_group_is_found_checked_and_stopped() {

@@ -26,7 +26,9 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
-pub use group::{is_ours, is_running, live_members, start_time, stop_group, wait_gone};
+pub use group::{
+    descendants, is_ours, is_running, live_members, start_time, stop_group, wait_gone,
+};
 pub use ring::StderrRing;
 pub use service::{spawn_service, LineSink};
 

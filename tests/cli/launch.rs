@@ -474,9 +474,18 @@ fn a_crashed_mcpo_is_restarted_and_sigterm_to_up_stops_everything() {
     );
     assert_eq!(status, 200, "{body}");
     let pids = recorded_pids(&state);
+    // mcpo starts each server in a session of its own: they must go too.
+    let mcpo_now = stack(&state, "a")["controller_process"]["pgid"]
+        .as_i64()
+        .unwrap() as i32;
+    let servers = mcp_launch::process::descendants(mcpo_now);
+    assert!(!servers.is_empty(), "mcpo runs its server as a child");
     signal(up.pid(), nix::sys::signal::Signal::SIGTERM);
     let out = up.wait();
     assert!(out.stderr.contains("mcpo restarted"), "{}", out.stderr);
+    for pid in servers {
+        assert_pid_gone(pid, "a server mcpo started");
+    }
     assert!(
         out.stderr.contains("stopped every process we started"),
         "{}",

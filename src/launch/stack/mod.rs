@@ -33,6 +33,10 @@ mod supervise;
 
 pub use error::StackError;
 
+/// How long mcpo and cloudflared get between SIGTERM and SIGKILL when a stack stops: mcpo
+/// closes its servers' sessions on TERM, which takes a moment per server.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
 /// Everything decided about a stack before it starts.
 pub struct StackPlan {
     /// The stack's name.
@@ -433,13 +437,11 @@ impl RunningStack {
             ("cloudflared", tunnel.map(|t| t.guard)),
             ("mcpo", controller),
         ] {
-            if let Some(guard) = guard {
-                let pgid = guard.pgid();
-                guard.shutdown().await;
-                if let Some(pgid) = pgid {
-                    if !crate::process::wait_gone(pgid, Duration::from_secs(2)).await {
-                        survivors.push(format!("{what} (process group {pgid})"));
-                    }
+            // stop_group also ends what left the group: mcpo runs each server in a session of
+            // its own. The guard, dropped afterwards, finds nothing left to kill.
+            if let Some(pgid) = guard.as_ref().and_then(ProcessGuard::pgid) {
+                if !crate::process::stop_group(pgid, STOP_GRACE).await {
+                    survivors.push(format!("{what} (process group {pgid})"));
                 }
             }
         }
