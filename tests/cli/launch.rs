@@ -189,6 +189,7 @@ fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
         ("b.json", json!({"memory": memory(), "broken": broken()})),
         ("c.json", json!({"broken": broken()})),
     ]);
+    let cmd = cmd.file("d.json", "{ \"mcpServers\": { oops ");
     // A denied tool, chosen through the CLI like a user would.
     cmd.cmd()
         .args([
@@ -204,8 +205,8 @@ fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
     let up = cmd
         .cmd()
         .args([
-            "up", "--config", "a.json", "--config", "b.json", "--config", "c.json", "--tunnel",
-            "none",
+            "up", "--config", "a.json", "--config", "b.json", "--config", "c.json", "--config",
+            "d.json", "--tunnel", "none",
         ])
         .args(["--log-file", "up.log", "-v"])
         .args([
@@ -396,6 +397,12 @@ fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
         out.stdout
     );
     assert!(out.stderr.contains("broken is left out"), "{}", out.stderr);
+    // The malformed config fails alone, named with its line and column.
+    assert!(
+        out.stdout.contains("d  failed") && out.stdout.contains("d.json:1"),
+        "{}",
+        out.stdout
+    );
     // The log has mcpo's lines, tagged, and never a key: not ours, not the one mcpo gets.
     let log = std::fs::read_to_string(cmd.path("up.log")).unwrap_or_else(|e| {
         panic!(
