@@ -5,7 +5,7 @@
 //!   description overrides) — the gate and the published spec read the same value.
 //! - [`mask`]: secrets out of every log line.
 //! - [`mcpo`]: the mcpo controller (its config, start-up, per-server documents).
-//! - [`native`]: the native controller, mcp-launch's own MCP→OpenAPI bridge (issue 5).
+//! - [`native`]: the native controller, mcp-launch's own MCP→OpenAPI bridge (no Python).
 //! - [`openapi`]: merges the controller's per-server OpenAPI documents into one.
 //! - [`front`]: the front proxy (key enforcement, deny/disable enforcement, `/healthz`,
 //!   `/openapi.json`, streaming reverse proxy to the controller).

@@ -1,0 +1,315 @@
+//! What the bridge answers when a call does not succeed: the front's JSON shape,
+//! `{"error": {"type", "message", "help", …}}`, with the extra facts each case needs
+//! (`violations`, `expected`, `stderr`, the tool's own `result`). Clients are often LLM agents:
+//! the `help` line is what lets them recover on their own.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use crate::catalog::ServerProblem;
+use crate::error::Actionable;
+use crate::mcp::McpError;
+
+use super::CALL_TIMEOUT_ENV;
+
+/// Why a server is unreachable, kept after the fact for `status` and for the 502s of the
+/// calls that arrive while the bridge backs off.
+#[derive(Debug, Clone)]
+pub(super) struct Failure {
+    /// The underlying error's type (`server_exited`, `command_not_found`, …).
+    pub(super) cause: &'static str,
+    /// What happened, without the stderr tail (that has its own field).
+    pub(super) message: String,
+    /// What a human can do about the cause.
+    pub(super) help: String,
+    /// The server's last stderr lines, when it is a local process.
+    pub(super) stderr: String,
+}
+
+impl Failure {
+    /// A failure from a session error. The message is rebuilt from the variant's fields so the
+    /// stderr tail (part of `McpError`'s `Display`) is not repeated in it.
+    pub(super) fn from_mcp(error: &McpError) -> Failure {
+        let (message, stderr) = match error {
+            McpError::Exited {
+                method,
+                exit,
+                stderr_tail,
+            } => {
+                let how = exit.map_or_else(|| "closed its output".to_string(), |e| e.to_string());
+                (format!("the server {how} during {method}"), stderr_tail)
+            }
+            McpError::InitTimeout {
+                fast,
+                slow,
+                stderr_tail,
+            } => (
+                format!(
+                    "no answer to initialize within {}s",
+                    (*fast + *slow).as_secs_f64()
+                ),
+                stderr_tail,
+            ),
+            McpError::Closed { stderr_tail } => (
+                "the connection to the server is closed".to_string(),
+                stderr_tail,
+            ),
+            other => (other.to_string(), &String::new()),
+        };
+        Failure {
+            cause: error.kind(),
+            message,
+            help: error.help(),
+            stderr: stderr.clone(),
+        }
+    }
+
+    /// A failure to (re)connect: a bad config entry or a failed start/handshake.
+    pub(super) fn from_problem(problem: &ServerProblem) -> Failure {
+        match problem {
+            ServerProblem::Mcp(error) => Failure::from_mcp(error),
+            ServerProblem::Config(error) => Failure {
+                cause: Actionable::kind(error),
+                message: error.to_string(),
+                help: Actionable::help(error),
+                stderr: String::new(),
+            },
+        }
+    }
+}
+
+/// Why a request to the bridge did not get the tool's answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(super) enum BridgeError {
+    /// No `Authorization: Bearer <key>`, or not ours.
+    #[error("missing or wrong controller key")]
+    Unauthorized,
+    /// A path the bridge does not serve.
+    #[error("no route for {path}")]
+    NotFound { path: String },
+    /// A path that cannot be decoded.
+    #[error("bad request: {reason}")]
+    BadRequest { reason: String },
+    /// A route called with the wrong method.
+    #[error("{method} is not allowed on {path}")]
+    MethodNotAllowed { method: String, path: String },
+    /// The body is over the limit.
+    #[error("the request body is over {limit} bytes")]
+    BodyTooLarge { limit: usize },
+    /// No server of that name.
+    #[error("no server `{server}`")]
+    UnknownServer {
+        server: String,
+        servers: Vec<String>,
+    },
+    /// The server has no tool of that name.
+    #[error("server `{server}` has no tool `{tool}`")]
+    UnknownTool {
+        server: String,
+        tool: String,
+        suggestions: Vec<String>,
+    },
+    /// The body is not JSON.
+    #[error("the body is not valid JSON: {reason}")]
+    InvalidJson { reason: String },
+    /// The arguments do not fit the tool's `inputSchema` (or are not an object).
+    #[error("invalid arguments for {server}/{tool}: {}", .violations.join("; "))]
+    InvalidArguments {
+        server: String,
+        tool: String,
+        violations: Vec<String>,
+        expected: String,
+    },
+    /// The tool ran and answered `isError: true`.
+    #[error("{message}")]
+    ToolError {
+        message: String,
+        /// The `CallToolResult` as the server sent it.
+        result: Value,
+    },
+    /// The tool did not answer within the call timeout.
+    #[error("{server}/{tool} did not answer within {}s", .after.as_secs_f64())]
+    Timeout {
+        server: String,
+        tool: String,
+        after: Duration,
+    },
+    /// The server is down: it exited, could not start, or the bridge is backing off.
+    #[error("server `{server}` is unavailable: {}", .failure.message)]
+    Unavailable {
+        server: String,
+        /// Boxed: the error travels in every `Result` of the call path.
+        failure: Box<Failure>,
+        /// When the next (re)connect may happen; `None` when a call may retry at once.
+        retry_at: Option<SystemTime>,
+    },
+    /// The server answered with a JSON-RPC error or broke the protocol.
+    #[error("server `{server}` failed the call: {error}")]
+    Upstream { server: String, error: McpError },
+    /// The bridge is stopping.
+    #[error("the bridge is shutting down")]
+    ShuttingDown,
+}
+
+impl BridgeError {
+    /// The HTTP status (see the table in the module documentation of `bridge`).
+    pub(super) fn status(&self) -> StatusCode {
+        match self {
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::BadRequest { .. } | Self::InvalidJson { .. } => StatusCode::BAD_REQUEST,
+            Self::NotFound { .. } | Self::UnknownServer { .. } | Self::UnknownTool { .. } => {
+                StatusCode::NOT_FOUND
+            }
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::InvalidArguments { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::ToolError { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unavailable { .. } | Self::Upstream { .. } => StatusCode::BAD_GATEWAY,
+            Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// The stable `type` of the JSON error.
+    pub(super) fn kind(&self) -> &'static str {
+        match self {
+            Self::Unauthorized => "unauthorized",
+            Self::NotFound { .. } => "not_found",
+            Self::BadRequest { .. } => "bad_request",
+            Self::MethodNotAllowed { .. } => "method_not_allowed",
+            Self::BodyTooLarge { .. } => "body_too_large",
+            Self::UnknownServer { .. } => "unknown_server",
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::InvalidJson { .. } => "invalid_json",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::ToolError { .. } => "tool_error",
+            Self::Timeout { .. } => "timeout",
+            Self::Unavailable { .. } => "upstream_unavailable",
+            Self::Upstream { error, .. } => error.kind(),
+            Self::ShuttingDown => "shutting_down",
+        }
+    }
+
+    /// The next step for the caller.
+    pub(super) fn help(&self) -> String {
+        match self {
+            Self::Unauthorized => "the native controller only answers the stack's front, which \
+                sends `Authorization: Bearer <internal key>`; call the front instead"
+                .into(),
+            Self::NotFound { .. } => "tools are at `POST /<server>/<tool>`; `GET /openapi.json` \
+                and `GET /<server>/openapi.json` describe them"
+                .into(),
+            Self::BadRequest { .. } => "call plain `/<server>/<tool>` paths".into(),
+            Self::MethodNotAllowed { .. } => "tools take POST with a JSON object body; \
+                `/<server>/openapi.json` and `/<server>/docs` take GET"
+                .into(),
+            Self::BodyTooLarge { .. } => "send smaller arguments".into(),
+            Self::UnknownServer { servers, .. } => {
+                format!("the servers: `{}`", servers.join("`, `"))
+            }
+            Self::UnknownTool { suggestions, .. } if suggestions.is_empty() => {
+                "`GET /<server>/openapi.json` lists the server's tools".into()
+            }
+            Self::UnknownTool { suggestions, .. } => format!(
+                "did you mean `{}`? `GET /<server>/openapi.json` lists the server's tools",
+                suggestions.join("`, `")
+            ),
+            Self::InvalidJson { .. } => "send the arguments as one JSON object (an empty body \
+                means `{}`)"
+                .into(),
+            Self::InvalidArguments { .. } => "fix the arguments to match `expected` (the tool's \
+                inputSchema is in `/<server>/openapi.json`)"
+                .into(),
+            Self::ToolError { .. } => "the tool ran and reported a failure (isError: true); \
+                `result` holds its whole answer; check the arguments and the message"
+                .into(),
+            Self::Timeout { .. } => format!(
+                "the call was cancelled; if the tool is just slow, raise {CALL_TIMEOUT_ENV} \
+                 (seconds) for the stack"
+            ),
+            Self::Unavailable {
+                failure, retry_at, ..
+            } => format!("{}; {}", failure.help, retry_text(*retry_at)),
+            Self::Upstream { error, .. } => error.help(),
+            Self::ShuttingDown => "the stack is stopping; see `mcp-launch status`".into(),
+        }
+    }
+
+    /// The JSON body: the common envelope plus the facts of this case.
+    pub(super) fn body(&self) -> Value {
+        let mut error = Map::new();
+        error.insert("type".into(), json!(self.kind()));
+        error.insert("message".into(), json!(self.to_string()));
+        error.insert("help".into(), json!(self.help()));
+        let mut body = Map::new();
+        match self {
+            Self::InvalidArguments {
+                violations,
+                expected,
+                ..
+            } => {
+                error.insert("violations".into(), json!(violations));
+                error.insert("expected".into(), json!(expected));
+            }
+            Self::Unavailable { failure, .. } => {
+                error.insert("cause".into(), json!(failure.cause));
+                error.insert("stderr".into(), json!(failure.stderr));
+            }
+            Self::ToolError { result, .. } => {
+                body.insert("result".into(), result.clone());
+            }
+            _ => {}
+        }
+        body.insert("error".into(), Value::Object(error));
+        Value::Object(body)
+    }
+}
+
+impl IntoResponse for BridgeError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status(), Json(self.body())).into_response();
+        let headers = response.headers_mut();
+        match &self {
+            Self::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Self::Unavailable {
+                retry_at: Some(at), ..
+            } => {
+                let secs = seconds_until(*at).ceil().max(1.0) as u64;
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+/// When the next attempt happens, as the caller can act on it: a UTC wall-clock time (logs
+/// and `status` are compared by time) and a countdown.
+fn retry_text(retry_at: Option<SystemTime>) -> String {
+    let Some(at) = retry_at else {
+        return "the next call retries it; see `mcp-launch status`".into();
+    };
+    let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+    let (h, m, s) = (
+        since_epoch / 3600 % 24,
+        since_epoch / 60 % 60,
+        since_epoch % 60,
+    );
+    format!(
+        "the bridge restarts it on the first call from {h:02}:{m:02}:{s:02} UTC (in {:.1}s); \
+         see `mcp-launch status`",
+        seconds_until(at)
+    )
+}
+
+fn seconds_until(at: SystemTime) -> f64 {
+    at.duration_since(SystemTime::now())
+        .unwrap_or_default()
+        .as_secs_f64()
+}

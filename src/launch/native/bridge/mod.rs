@@ -1,0 +1,279 @@
+//! The native bridge: mcpo's HTTP surface served from our own MCP sessions, inside `up`.
+//!
+//! The stack's front stays in front of it (public key, deny rules, `/healthz`, the merged
+//! spec); the bridge only answers the front, which sends `Authorization: Bearer <internal
+//! key>`. Each server has one long-lived session shared by all concurrent calls; a server
+//! that dies is reconnected on a later call with backoff (see `upstream`).
+//!
+//! | Route | Answer |
+//! |---|---|
+//! | `POST /<server>/<tool>` | the tool's result as JSON (see `result`) |
+//! | `GET /<server>/openapi.json` | the server's document, as given |
+//! | `GET /<server>/docs` | a small offline HTML page linking the spec |
+//! | `GET /openapi.json` | a root document with no paths (also the readiness probe) |
+//! | `GET /docs` | links to every server's docs |
+//!
+//! Every route needs the key. Statuses, with the `error.type` of the JSON body:
+//!
+//! | Status | `type` | When |
+//! |---|---|---|
+//! | 200 | — | the tool answered (`structuredContent`, else the mapped `content`) |
+//! | 400 | `invalid_json`, `bad_request` | the body is not JSON; the path does not decode |
+//! | 401 | `unauthorized` | no key or not ours |
+//! | 404 | `unknown_server`, `unknown_tool`, `not_found` | nothing there |
+//! | 405 | `method_not_allowed` | e.g. `GET /<server>/<tool>` |
+//! | 413 | `body_too_large` | over [`MAX_BODY_BYTES`] |
+//! | 422 | `invalid_arguments` | not an object, or against the tool's `inputSchema`; with `violations` and `expected` |
+//! | 500 | `tool_error` | the tool answered `isError: true`: `message` is its text, `result` its whole `CallToolResult` |
+//! | 502 | `upstream_unavailable` | the server exited, cannot start, or is backing off: `cause`, `stderr`, the next attempt in `help` and `Retry-After` |
+//! | 502 | `server_error`, `protocol_error`, `http_error` | the server answered the call with a JSON-RPC error or broke the protocol |
+//! | 503 | `shutting_down` | the bridge is stopping |
+//! | 504 | `timeout` | no answer within the call timeout (the request is cancelled upstream) |
+//!
+//! 500 for `isError` because the tool itself failed and said why (mcpo answers 500 too); 502
+//! is kept for "the server is not there", where retrying later can help.
+//!
+//! Privacy: arguments and results are never logged; requests are logged at DEBUG as method,
+//! path, status and time only; the key appears nowhere.
+
+mod error;
+mod result;
+mod routes;
+#[cfg(test)]
+mod tests;
+mod upstream;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerEntry;
+use crate::mcp::ConnectOptions;
+
+use upstream::Upstream;
+
+/// Environment variable with the call timeout in seconds.
+pub const CALL_TIMEOUT_ENV: &str = "MCP_LAUNCH_CALL_TIMEOUT";
+
+/// The call timeout when [`CALL_TIMEOUT_ENV`] is not set: tools may legitimately run for
+/// minutes (a build, a crawl), as they may behind mcpo.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The largest request body taken (axum's default of 2 MB is too small for a file written
+/// through a tool).
+pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// One server the bridge serves.
+#[derive(Debug, Clone)]
+pub struct BridgeServer {
+    /// The name in the routes (`/<name>/<tool>`).
+    pub name: String,
+    /// How to start or reach it.
+    pub entry: ServerEntry,
+    /// Its tool definitions, as the preflight listed them: the routes and their schemas.
+    pub tools: Vec<Value>,
+    /// Its OpenAPI document, served at `/<name>/openapi.json`.
+    pub document: Value,
+}
+
+/// How the bridge runs. Its `Debug` hides the key.
+#[derive(Clone)]
+pub struct BridgeConfig {
+    /// The internal key the front sends as `Authorization: Bearer <key>`.
+    pub key: String,
+    /// The longest a tool call may take before the caller gets a 504.
+    pub call_timeout: Duration,
+    /// Handshake timeouts for every (re)connect.
+    pub connect: ConnectOptions,
+}
+
+impl BridgeConfig {
+    /// A config with `key`, the call timeout from [`CALL_TIMEOUT_ENV`] (a positive number of
+    /// seconds; anything else is warned about and ignored) and the handshake windows from the
+    /// environment.
+    pub fn from_env(key: String) -> BridgeConfig {
+        let call_timeout = match std::env::var(CALL_TIMEOUT_ENV) {
+            Err(_) => DEFAULT_CALL_TIMEOUT,
+            Ok(text) => parse_seconds(&text).unwrap_or_else(|| {
+                tracing::warn!(
+                    value = %text,
+                    "{CALL_TIMEOUT_ENV} is not a positive number of seconds; using {}s",
+                    DEFAULT_CALL_TIMEOUT.as_secs()
+                );
+                DEFAULT_CALL_TIMEOUT
+            }),
+        };
+        BridgeConfig {
+            key,
+            call_timeout,
+            connect: ConnectOptions::from_env(),
+        }
+    }
+}
+
+impl std::fmt::Debug for BridgeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeConfig")
+            .field("key", &"<redacted>")
+            .field("call_timeout", &self.call_timeout)
+            .field("connect", &self.connect)
+            .finish()
+    }
+}
+
+fn parse_seconds(text: &str) -> Option<Duration> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+/// A server's health, for `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    /// A session is established.
+    Up,
+    /// No session: not connected yet, or lost; the next call (after the backoff) reconnects.
+    Down,
+    /// A connect is in progress (the first one or a restart).
+    Restarting,
+}
+
+impl ServerState {
+    /// The name used in output and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Up => "up",
+            ServerState::Down => "down",
+            ServerState::Restarting => "restarting",
+        }
+    }
+}
+
+/// One server's health as the bridge sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerStatus {
+    /// The server's route name.
+    pub name: String,
+    /// Up, down or restarting.
+    pub state: ServerState,
+    /// Sessions established after the first one (each a restart after a loss).
+    pub restarts: u32,
+    /// The last thing that went wrong (kept after a recovery, as history).
+    pub last_error: Option<String>,
+    /// While down and backing off: how long until a call may reconnect.
+    pub next_attempt: Option<Duration>,
+    /// The process group of a live stdio server (record it so `down` can end it).
+    pub pgid: Option<i32>,
+}
+
+/// The native bridge of one stack. Cheap to clone: clones share the sessions.
+#[derive(Clone)]
+pub struct Bridge {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// In the order given (for `status` and the root docs).
+    servers: Vec<Arc<Upstream>>,
+    by_name: HashMap<String, Arc<Upstream>>,
+    key: String,
+    call_timeout: Duration,
+    /// Cancelled by [`Bridge::shutdown`]: calls end with 503, connects stop.
+    closing: CancellationToken,
+    /// The root `/openapi.json`, serialized once.
+    root_document: bytes::Bytes,
+}
+
+impl Bridge {
+    /// A bridge over `servers`; nothing connects until [`Bridge::connect_all`] or a call.
+    /// A later server with an already-used name is ignored (names are unique per stack).
+    pub fn new(servers: Vec<BridgeServer>, config: BridgeConfig) -> Bridge {
+        let closing = CancellationToken::new();
+        let mut by_name = HashMap::with_capacity(servers.len());
+        let mut ordered = Vec::with_capacity(servers.len());
+        for server in servers {
+            if by_name.contains_key(&server.name) {
+                tracing::warn!(server = %server.name, "duplicate server name; ignored");
+                continue;
+            }
+            let upstream = Arc::new(Upstream::new(server, config.connect, closing.clone()));
+            by_name.insert(upstream.name.clone(), Arc::clone(&upstream));
+            ordered.push(upstream);
+        }
+        let names: Vec<&str> = ordered.iter().map(|u| u.name.as_str()).collect();
+        let root_document = bytes::Bytes::from(routes::root_document(&names).to_string());
+        Bridge {
+            inner: Arc::new(Inner {
+                servers: ordered,
+                by_name,
+                key: config.key,
+                call_timeout: config.call_timeout,
+                closing,
+                root_document,
+            }),
+        }
+    }
+
+    /// Connects every server in parallel. A server that fails stays down (its error is in
+    /// [`Bridge::server_status`]) and is retried by its next call after the backoff.
+    pub async fn connect_all(&self) -> Vec<(String, Result<(), String>)> {
+        let connects = self.inner.servers.iter().map(|upstream| async move {
+            (upstream.name.clone(), upstream.ensure_connected().await)
+        });
+        futures_util::future::join_all(connects).await
+    }
+
+    /// Serves on `listener` until `shutdown` is cancelled or [`Bridge::shutdown`] is called,
+    /// then stops accepting and lets in-flight requests finish (calls still waiting on a tool
+    /// end with 503 once [`Bridge::shutdown`] runs).
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<()> {
+        use axum::serve::ListenerExt;
+        let closing = self.inner.closing.clone();
+        let app = routes::router(self);
+        // As in the front: without TCP_NODELAY a kept-alive answer stalls on delayed ACKs.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                tokio::select! {
+                    () = shutdown.cancelled() => {}
+                    () = closing.cancelled() => {}
+                }
+            })
+            .await
+    }
+
+    /// Every server's health, in the order given.
+    pub fn server_status(&self) -> Vec<ServerStatus> {
+        self.inner.servers.iter().map(|u| u.status()).collect()
+    }
+
+    /// Ends every session: in-flight calls end with 503, each stdio server's process group
+    /// gets TERM, a grace period, then KILL; no server starts afterwards.
+    pub async fn shutdown(&self) {
+        self.inner.closing.cancel();
+        let closes = self.inner.servers.iter().map(|u| u.close());
+        futures_util::future::join_all(closes).await;
+    }
+
+    fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.inner.by_name.get(name)
+    }
+
+    fn server_names(&self) -> Vec<String> {
+        self.inner.servers.iter().map(|u| u.name.clone()).collect()
+    }
+}

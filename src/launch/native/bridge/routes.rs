@@ -1,0 +1,331 @@
+//! The HTTP side: the key check, the tool route and the documents.
+
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use subtle::ConstantTimeEq;
+
+use crate::catalog;
+
+use super::error::BridgeError;
+use super::result;
+use super::upstream::Upstream;
+use super::{Bridge, MAX_BODY_BYTES};
+
+/// The bridge's routes, every one behind the key.
+pub(super) fn router(bridge: Bridge) -> Router {
+    Router::new()
+        .route("/openapi.json", get(root_openapi))
+        .route("/docs", get(root_docs))
+        .route("/{server}/{*rest}", any(server_route))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(bridge.clone(), require_key))
+        .with_state(bridge)
+}
+
+/// Refuses any request without our key, then logs the exchange at DEBUG (method, path,
+/// status, time; never headers or bodies: they carry the key and tool data).
+async fn require_key(State(bridge): State<Bridge>, request: Request, next: Next) -> Response {
+    if !has_key(request.headers(), &bridge.inner.key) {
+        return BridgeError::Unauthorized.into_response();
+    }
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    tracing::debug!(
+        %method,
+        path,
+        status = response.status().as_u16(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "bridge request"
+    );
+    response
+}
+
+/// Whether some `Authorization: Bearer <token>` carries `key`. Constant-time in the key's
+/// content; an empty key never matches, so a misconfigured bridge fails closed.
+fn has_key(headers: &HeaderMap, key: &str) -> bool {
+    if key.is_empty() {
+        return false;
+    }
+    headers
+        .get_all(AUTHORIZATION)
+        .iter()
+        .filter_map(|value| {
+            let (scheme, token) = value.as_bytes().split_at_checked(7)?;
+            scheme
+                .eq_ignore_ascii_case(b"bearer ")
+                .then(|| token.trim_ascii())
+        })
+        .fold(subtle::Choice::from(0), |acc, token| {
+            acc | token.ct_eq(key.as_bytes())
+        })
+        .into()
+}
+
+/// `/<server>/<rest>`: a tool call (POST), or the server's spec or docs page (GET).
+async fn server_route(
+    State(bridge): State<Bridge>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    method: Method,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, BridgeError> {
+    let Path((server, rest)) = path.map_err(|e| BridgeError::BadRequest {
+        reason: e.body_text(),
+    })?;
+    let upstream = bridge
+        .upstream(&server)
+        .ok_or_else(|| BridgeError::UnknownServer {
+            server: server.clone(),
+            servers: bridge.server_names(),
+        })?;
+    match (method, rest.as_str()) {
+        (Method::GET, "openapi.json") => Ok(json_bytes(upstream.document.clone())),
+        (Method::GET, "docs") => Ok(docs_page(upstream)),
+        (Method::POST, tool) => call(&bridge, upstream, tool, body?).await,
+        (method, _) => Err(BridgeError::MethodNotAllowed {
+            method: method.to_string(),
+            path: format!("/{server}/{rest}"),
+        }),
+    }
+}
+
+/// Validates the arguments and calls the tool.
+async fn call(
+    bridge: &Bridge,
+    upstream: &std::sync::Arc<Upstream>,
+    tool: &str,
+    body: Bytes,
+) -> Result<Response, BridgeError> {
+    let tool_def = upstream
+        .tools
+        .get(tool)
+        .ok_or_else(|| BridgeError::UnknownTool {
+            server: upstream.name.clone(),
+            tool: tool.to_string(),
+            suggestions: catalog::similar_names(tool, upstream.tools.keys().map(String::as_str), 3),
+        })?;
+    let invalid = |violations: Vec<String>| BridgeError::InvalidArguments {
+        server: upstream.name.clone(),
+        tool: tool.to_string(),
+        violations,
+        expected: catalog::expected_shape(tool_def),
+    };
+    let arguments = parse_arguments(&body)?;
+    if !arguments.is_object() {
+        return Err(invalid(vec![
+            "the body must be one JSON object of arguments (`{}` when there are none)".into(),
+        ]));
+    }
+    let violations = catalog::argument_violations(tool_def, &arguments);
+    if !violations.is_empty() {
+        return Err(invalid(violations));
+    }
+    let answer = upstream
+        .call(tool, arguments, bridge.inner.call_timeout)
+        .await?;
+    if result::is_error(&answer) {
+        return Err(BridgeError::ToolError {
+            message: result::error_message(&answer),
+            result: answer,
+        });
+    }
+    Ok(Json(result::success_body(answer)).into_response())
+}
+
+/// The body as JSON; an empty body means `{}` (mcpo clients send none for argument-less tools).
+fn parse_arguments(body: &[u8]) -> Result<Value, BridgeError> {
+    if body.trim_ascii().is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(body).map_err(|e| BridgeError::InvalidJson {
+        reason: e.to_string(),
+    })
+}
+
+impl From<BytesRejection> for BridgeError {
+    fn from(rejection: BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            BridgeError::BodyTooLarge {
+                limit: MAX_BODY_BYTES,
+            }
+        } else {
+            BridgeError::BadRequest {
+                reason: rejection.body_text(),
+            }
+        }
+    }
+}
+
+async fn root_openapi(State(bridge): State<Bridge>) -> Response {
+    json_bytes(bridge.inner.root_document.clone())
+}
+
+/// The root document: no paths (each server has its own document), like mcpo's, with links to
+/// the servers' docs in its description.
+pub(super) fn root_document(servers: &[&str]) -> Value {
+    let links: Vec<String> = servers
+        .iter()
+        .map(|s| format!("- [{s}](/{s}/docs)"))
+        .collect();
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "mcp-launch native bridge",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": format!("MCP servers, each with its own document at \
+                `/<server>/openapi.json`:\n\n{}", links.join("\n")),
+        },
+        "paths": {},
+    })
+}
+
+async fn root_docs(State(bridge): State<Bridge>) -> Response {
+    let items: String = bridge
+        .inner
+        .servers
+        .iter()
+        .map(|u| {
+            let name = escape(&u.name);
+            let href = escape(&percent_encode(&u.name));
+            format!("<li><a href=\"{href}/docs\">{name}</a></li>\n")
+        })
+        .collect();
+    html(
+        format!("<h1>MCP servers</h1>\n<ul>\n{items}</ul>"),
+        "MCP servers",
+    )
+}
+
+/// A page with the server's tools and a link to its spec; no scripts, no external assets
+/// (the stack may run offline), links relative so they work behind the front and a tunnel.
+fn docs_page(upstream: &Upstream) -> Response {
+    let name = escape(&upstream.name);
+    let tools: String = upstream
+        .tool_order
+        .iter()
+        .filter_map(|tool| upstream.tools.get(tool).map(|def| (tool, def)))
+        .map(|(tool, def)| {
+            let description = catalog::tool::description(def);
+            format!(
+                "<li><code>POST /{name}/{}</code><p>{}</p></li>\n",
+                escape(tool),
+                escape(description.lines().next().unwrap_or_default())
+            )
+        })
+        .collect();
+    let body = format!(
+        "<h1>{name}</h1>\n<p>The OpenAPI document: <a href=\"openapi.json\">openapi.json</a>. \
+         Call a tool with <code>POST</code> and its arguments as a JSON object.</p>\n\
+         <ul>\n{tools}</ul>"
+    );
+    html(body, &name)
+}
+
+fn html(body: String, title: &str) -> Response {
+    let page = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\n\
+         <body>\n{body}\n</body></html>\n"
+    );
+    let mut response = Response::new(Body::from(page));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    response
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Every byte but RFC 3986 unreserved characters, percent-encoded (a server name in a link).
+fn percent_encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn json_bytes(bytes: Bytes) -> Response {
+    let mut response = Response::new(Body::from(bytes));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+async fn not_found(request: Request) -> BridgeError {
+    BridgeError::NotFound {
+        path: request.uri().path().to_string(),
+    }
+}
+
+async fn method_not_allowed(request: Request) -> BridgeError {
+    BridgeError::MethodNotAllowed {
+        method: request.method().to_string(),
+        path: request.uri().path().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(values: &[&str]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for v in values {
+            map.append(AUTHORIZATION, HeaderValue::from_str(v).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn only_a_bearer_with_the_key_passes() {
+        assert!(has_key(&headers(&["Bearer k3y"]), "k3y"));
+        assert!(has_key(&headers(&["bearer  k3y "]), "k3y"));
+        assert!(has_key(&headers(&["Basic x", "Bearer k3y"]), "k3y"));
+        assert!(!has_key(&headers(&["Bearer k3"]), "k3y"));
+        assert!(!has_key(&headers(&["k3y"]), "k3y"));
+        assert!(!has_key(&headers(&[]), "k3y"));
+        assert!(!has_key(&headers(&["Bearer "]), ""));
+    }
+
+    #[test]
+    fn docs_text_is_escaped() {
+        assert_eq!(
+            escape("<a href='x'>&</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&lt;/a&gt;"
+        );
+        assert_eq!(percent_encode("a b/c"), "a%20b%2Fc");
+    }
+}
