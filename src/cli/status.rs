@@ -102,7 +102,15 @@ fn stack_json(s: &StackState, h: &Health, show_keys: bool) -> serde_json::Value 
 
 fn print_table(stacks: &[StackState], checks: &[Health], show_keys: bool) {
     let mut table = Table::new(
-        vec!["STACK", "STATUS", "FRONT", "MCPO", "TUNNEL", "OPS", "KEY"],
+        vec![
+            "STACK",
+            "STATUS",
+            "FRONT",
+            "CONTROLLER",
+            "TUNNEL",
+            "OPS",
+            "KEY",
+        ],
         &[5],
     );
     for (s, h) in stacks.iter().zip(checks) {

@@ -179,7 +179,18 @@ fn paths(spec: &Value) -> BTreeSet<String> {
 }
 
 #[test]
-fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
+fn two_stacks_serve_enforce_share_rebuild_and_go_down_with_mcpo() {
+    two_stacks_scenario("mcpo");
+}
+
+#[test]
+fn two_stacks_serve_enforce_share_rebuild_and_go_down_with_native() {
+    two_stacks_scenario("native");
+}
+
+/// The whole life of a launch, with either controller: the behaviour the front gives clients
+/// must not depend on which controller serves the tools.
+fn two_stacks_scenario(controller: &str) {
     let (port, mcpo_port) = (free_port(), free_port());
     let cmd = project(&[
         (
@@ -208,7 +219,7 @@ fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
             "up", "--config", "a.json", "--config", "b.json", "--config", "c.json", "--config",
             "d.json", "--tunnel", "none",
         ])
-        .args(["--log-file", "up.log", "-v"])
+        .args(["--log-file", "up.log", "-v", "--controller", controller])
         .args([
             "--port",
             &port.to_string(),
@@ -383,7 +394,13 @@ fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
 
     // down: every recorded process goes, the state file is tidied, up exits.
     let pids = recorded_pids(&read_state(cmd.dir()));
-    assert_eq!(pids.len(), 4, "{pids:?}");
+    // mcpo: a process group per stack plus the supervisor's record per stack; native: the
+    // bridge lives inside the supervisor.
+    assert_eq!(
+        pids.len(),
+        if controller == "mcpo" { 4 } else { 2 },
+        "{pids:?}"
+    );
     let down = cmd.cmd().args(["down", "--json"]).run().json();
     assert_eq!(down["success"], true, "{down}");
     for (what, pid) in pids {
@@ -413,14 +430,16 @@ fn two_stacks_serve_enforce_share_rebuild_and_go_down() {
                 .collect::<Vec<_>>()
         )
     });
-    assert!(log.contains("[mcpo#a]"), "{log}");
     assert!(!log.contains(&key), "the API key leaked into the log");
     assert!(!out.stderr.contains(&key), "the API key leaked into stderr");
-    let mcpo_config: Value = serde_json::from_str(
-        &std::fs::read_to_string(cmd.path(".mcp-launch/stacks/a/mcpo.json")).unwrap(),
-    )
-    .unwrap();
-    assert!(mcpo_config["mcpServers"]["everything"].is_object());
+    if controller == "mcpo" {
+        assert!(log.contains("[mcpo#a]"), "{log}");
+        let mcpo_config: Value = serde_json::from_str(
+            &std::fs::read_to_string(cmd.path(".mcp-launch/stacks/a/mcpo.json")).unwrap(),
+        )
+        .unwrap();
+        assert!(mcpo_config["mcpServers"]["everything"].is_object());
+    }
     assert!(
         !log.contains("--api-key ") || log.contains("--api-key ****"),
         "mcpo's key leaked"
@@ -652,7 +671,16 @@ fn bad_launch_input_gets_clear_errors() {
     let out = cmd
         .cmd()
         .env("MCP_LAUNCH_MCPO", "/nonexistent/mcpo")
-        .args(["up", "--config", "a.json", "--tunnel", "none", "--json"])
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--tunnel",
+            "none",
+            "--json",
+            "--controller",
+            "mcpo",
+        ])
         .status(1)
         .stderr_any()
         .run()
@@ -749,4 +777,52 @@ fn bad_launch_input_gets_clear_errors() {
     assert!(out.stdout.contains("no stacks running"), "{}", out.stdout);
     let out = cmd.cmd().args(["openapi", "--json"]).status(2).run().json();
     assert_eq!(out["error"]["type"], "usage");
+}
+
+#[test]
+fn auto_serves_with_the_native_bridge_when_mcpo_is_missing() {
+    let cmd = project(&[("a.json", json!({"everything": everything()}))]);
+    let up = cmd
+        .cmd()
+        .env("MCP_LAUNCH_MCPO", "/nonexistent/mcpo")
+        .args(["up", "--config", "a.json", "--tunnel", "none"])
+        .args(["--port", &free_port().to_string()])
+        .stderr_has("controller: native")
+        .spawn();
+    let state = wait_ready(&up, cmd.dir(), 1);
+    let a = stack(&state, "a");
+    assert_eq!(a["controller"], "native");
+    assert!(
+        a["controller_process"].is_null(),
+        "the bridge runs inside up"
+    );
+    let key = a["api_key"].as_str().unwrap();
+    let url = format!("http://127.0.0.1:{}/everything/get-sum", a["port"]);
+    let (status, body) = http(
+        "POST",
+        &url,
+        &[("X-API-Key", key)],
+        Some(json!({"a": 2, "b": 40})),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.as_str().unwrap_or_default().contains("42"), "{body}");
+    let (status, body) = http(
+        "POST",
+        &url,
+        &[("X-API-Key", key)],
+        Some(json!({"a": "two"})),
+    );
+    assert_eq!(
+        (status, body["error"]["type"].as_str()),
+        (422, Some("invalid_arguments")),
+        "{body}"
+    );
+    signal(up.pid(), nix::sys::signal::Signal::SIGTERM);
+    let out = up.wait();
+    assert!(
+        out.stderr.contains("stopped every process we started"),
+        "{}",
+        out.stderr
+    );
+    assert!(!cmd.path(".mcp-launch/state.json").exists());
 }

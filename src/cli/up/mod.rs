@@ -14,7 +14,7 @@ use crate::launch::events::Events;
 use crate::launch::mask::Masker;
 use crate::launch::mcpo::{self, McpoLaunch};
 use crate::launch::plan::{generate_key, PortPlanner};
-use crate::launch::stack::{self, RunningStack, StackPlan};
+use crate::launch::stack::{self, ControllerPlan, RunningStack, StackPlan};
 use crate::launch::state::StateFile;
 use crate::launch::tunnel::{TunnelKind, TunnelSpec};
 use crate::output;
@@ -78,7 +78,8 @@ pub struct UpArgs {
     /// Show the logs of mcpo and cloudflared (tagged [mcpo#stack]) without more verbosity.
     #[arg(long)]
     pub stream: bool,
-    /// What serves the tools: mcpo, native (not yet available) or auto (mcpo for now).
+    /// What serves the tools: mcpo (the Python bridge), native (built in, no Python) or auto
+    /// (mcpo when installed, else native).
     #[arg(long, value_enum, default_value = "auto")]
     pub controller: ControllerChoice,
     /// Require the key for /openapi.json too.
@@ -100,7 +101,7 @@ pub enum TunnelMode {
 /// `--controller`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ControllerChoice {
-    /// mcpo when installed.
+    /// mcpo when installed, else native.
     Auto,
     /// The mcpo Python bridge.
     Mcpo,
@@ -121,12 +122,6 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<Outcome, CliError> {
     let began = Instant::now();
-    if args.controller == ControllerChoice::Native {
-        return Err(CliError::Usage {
-            message: "the native controller is not available yet".into(),
-            help: "use --controller mcpo (or auto)".into(),
-        });
-    }
     let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
     let (loaded, failed) = config::load_each(&opts)?;
     let stack_count = loaded.stacks.len() + failed.len();
@@ -140,7 +135,20 @@ pub async fn run(
     }
     let running_before = state_file.read()?;
     clean_up_stale(&state_file, &running_before, &loaded, global).await?;
-    let mcpo_program = mcpo::find_mcpo();
+    // auto: mcpo when it is installed, else the native bridge (said once on stderr).
+    let mcpo_program = match args.controller {
+        ControllerChoice::Native => None,
+        ControllerChoice::Mcpo => Some(mcpo::find_mcpo()),
+        ControllerChoice::Auto => match mcpo::find_mcpo() {
+            Ok(program) => Some(Ok(program)),
+            Err(_) => {
+                if !global.json {
+                    anstream::eprintln!("controller: native (mcpo is not installed; --controller mcpo insists on it)");
+                }
+                None
+            }
+        },
+    };
 
     let masker = Masker::new();
     let shared_key = match (&args.api_key, args.shared_key) {
@@ -267,7 +275,8 @@ struct Planning<'a> {
     global: &'a GlobalArgs,
     opts: &'a config::LoadOptions,
     running_before: &'a crate::launch::state::State,
-    mcpo_program: &'a Result<PathBuf, mcpo::ControllerError>,
+    /// `None` for the native controller.
+    mcpo_program: &'a Option<Result<PathBuf, mcpo::ControllerError>>,
     tunnel_mode: &'a Option<(TunnelKind, PathBuf)>,
     public_urls: &'a [Option<String>],
     shared_key: Option<&'a str>,
@@ -295,11 +304,10 @@ impl Planning<'_> {
                 "help": "stop it first with `mcp-launch down`, or use another config file name",
             }));
         }
-        let program = self
-            .mcpo_program
-            .as_ref()
-            .map_err(|e| output::error_object(e))?
-            .clone();
+        let program = match self.mcpo_program {
+            Some(found) => Some(found.as_ref().map_err(|e| output::error_object(e))?.clone()),
+            None => None,
+        };
         // `--public-url` values follow the order of `--config`, failed files included.
         let index = self
             .opts
@@ -330,8 +338,9 @@ impl Planning<'_> {
                 .unwrap_or(DEFAULT_MCPO_PORT)
                 .saturating_add(offset),
             self.args.mcpo_port.is_some(),
-            false,
-            &format!("mcpo port of stack {}", stack.name),
+            // The native bridge serves on the listener bound here; mcpo binds its port itself.
+            program.is_none(),
+            &format!("controller port of stack {}", stack.name),
         ) {
             Ok(p) => p,
             Err(e) => {
@@ -340,7 +349,7 @@ impl Planning<'_> {
                 )
             }
         };
-        for (planned, what) in [(&front, "front"), (&controller_port, "mcpo")] {
+        for (planned, what) in [(&front, "front"), (&controller_port, "controller")] {
             if let Some(from) = planned.moved_from {
                 warn(
                     self.global,
@@ -376,12 +385,23 @@ impl Planning<'_> {
             front: listener,
             api_key: self.shared_key.map_or_else(generate_key, str::to_string),
             admin_token: generate_key(),
-            mcpo: McpoLaunch {
-                program,
-                port: controller_port.port,
-                key: generate_key(),
-                config: PathBuf::new(),
-                ready_timeout: mcpo::ready_timeout_from_env(),
+            controller: match (program, controller_port.listener) {
+                (Some(program), _) => ControllerPlan::Mcpo(McpoLaunch {
+                    program,
+                    port: controller_port.port,
+                    key: generate_key(),
+                    config: PathBuf::new(),
+                    ready_timeout: mcpo::ready_timeout_from_env(),
+                }),
+                (None, Some(listener)) => ControllerPlan::Native {
+                    listener,
+                    key: generate_key(),
+                },
+                (None, None) => {
+                    return Err(
+                        json!({"type": "port_taken", "message": "the controller port was not kept", "help": "retry"}),
+                    )
+                }
             },
             tunnel,
             public_url: self.public_urls.get(index).cloned().flatten(),

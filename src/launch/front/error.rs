@@ -86,7 +86,7 @@ pub enum FrontError {
         suggestions: Vec<String>,
     },
     /// The controller could not be reached (or dropped the exchange).
-    #[error("the mcpo controller of stack `{stack}` is not answering")]
+    #[error("the controller (mcpo or native bridge) of stack `{stack}` is not answering")]
     UpstreamUnavailable {
         /// The stack.
         stack: String,
@@ -94,7 +94,7 @@ pub enum FrontError {
     /// The controller refused the front's internal key: a bug or a half-restarted stack, never
     /// the client's fault — hence not passed through as a 401/403.
     #[error(
-        "the mcpo controller of stack `{stack}` rejected the front's internal key (HTTP {status})"
+        "the controller (mcpo or native bridge) of stack `{stack}` rejected the front's internal key (HTTP {status})"
     )]
     UpstreamRejectedKey {
         /// The stack.

@@ -20,6 +20,10 @@ use super::events::Events;
 use super::front::{Front, FrontConfig, ReloadHandler};
 use super::mask::Masker;
 use super::mcpo::{self, ControllerError, McpoLaunch};
+use super::native::{
+    self,
+    bridge::{Bridge, BridgeConfig, BridgeServer},
+};
 use super::openapi::{merge, MergeOptions, ServerDocument};
 use super::state::{now_rfc3339, ProcessRecord, ServerCount, StackState, StateFile};
 use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
@@ -36,6 +40,46 @@ pub use error::StackError;
 /// How long mcpo and cloudflared get between SIGTERM and SIGKILL when a stack stops: mcpo
 /// closes its servers' sessions on TERM, which takes a moment per server.
 const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Which controller serves a stack's tools, with what it needs.
+pub enum ControllerPlan {
+    /// mcpo, a Python process of its own (its config path is filled in at start).
+    Mcpo(McpoLaunch),
+    /// The native bridge, inside this process, on a listener bound to 127.0.0.1.
+    Native {
+        /// The bridge's listener, bound during planning.
+        listener: std::net::TcpListener,
+        /// The key the bridge checks (`Authorization: Bearer`); only the front knows it.
+        key: String,
+    },
+}
+
+impl ControllerPlan {
+    /// `mcpo` or `native`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControllerPlan::Mcpo(_) => "mcpo",
+            ControllerPlan::Native { .. } => "native",
+        }
+    }
+
+    /// The controller's port and key.
+    fn endpoint(&self) -> (u16, String) {
+        match self {
+            ControllerPlan::Mcpo(launch) => (launch.port, launch.key.clone()),
+            ControllerPlan::Native { listener, key } => (
+                listener.local_addr().map(|a| a.port()).unwrap_or_default(),
+                key.clone(),
+            ),
+        }
+    }
+}
+
+/// A running controller.
+enum Controller {
+    Mcpo(ProcessGuard),
+    Native(Bridge),
+}
 
 /// Everything decided about a stack before it starts.
 pub struct StackPlan {
@@ -55,8 +99,8 @@ pub struct StackPlan {
     pub api_key: String,
     /// The token of the front's admin route.
     pub admin_token: String,
-    /// How to run mcpo (its config path is filled in here).
-    pub mcpo: McpoLaunch,
+    /// Which controller serves the tools.
+    pub controller: ControllerPlan,
     /// The tunnel to open, if any.
     pub tunnel: Option<TunnelSpec>,
     /// `--public-url` for this stack.
@@ -74,7 +118,12 @@ pub struct RunningStack {
 struct Inner {
     name: String,
     project_dir: PathBuf,
-    mcpo: StdMutex<McpoLaunch>,
+    /// How to (re)start mcpo; `None` for the native controller.
+    mcpo: Option<McpoLaunch>,
+    /// The controller's base URL and key (the front and spec refreshes use them).
+    upstream: (String, String),
+    /// The native bridge, when it is the controller.
+    bridge: Option<Bridge>,
     tunnel_spec: Option<TunnelSpec>,
     public_url_flag: Option<String>,
     /// Servers handed to the controller, in config order.
@@ -127,28 +176,19 @@ pub async fn start(
         }
     }
     masker.add(&plan.api_key);
-    masker.add(&plan.mcpo.key);
+    let (controller_port, controller_key) = plan.controller.endpoint();
+    masker.add(&controller_key);
     masker.add(&plan.admin_token);
-
-    let stack_dir = plan
-        .project_dir
-        .join(".mcp-launch")
-        .join("stacks")
-        .join(&name);
-    let mut mcpo_launch = plan.mcpo.clone();
-    mcpo_launch.config = stack_dir.join("mcpo.json");
-    let chosen: Vec<&ServerEntry> = plan
-        .entries
-        .iter()
-        .filter(|e| served.contains(&e.name))
-        .collect();
-    mcpo::write_config(&mcpo_launch.config, &mcpo::config_for(&chosen))?;
+    let upstream = (
+        format!("http://127.0.0.1:{controller_port}"),
+        controller_key,
+    );
 
     let front = Front::new(FrontConfig {
         stack: name.clone(),
         api_key: plan.api_key.clone(),
-        upstream: mcpo_launch.base_url(),
-        upstream_key: mcpo_launch.key.clone(),
+        upstream: upstream.0.clone(),
+        upstream_key: upstream.1.clone(),
         protect_spec: plan.protect_spec,
         admin_token: plan.admin_token.clone(),
     })
@@ -163,8 +203,37 @@ pub async fn start(
         .build()
         .map_err(|e| StackError::Front(e.to_string()))?;
 
+    let controller_name = plan.controller.name();
+    let chosen: Vec<(&ServerEntry, &ServerReport)> = plan
+        .entries
+        .iter()
+        .zip(&reports)
+        .filter(|(e, _)| served.contains(&e.name))
+        .collect();
+    let mut mcpo_launch = None;
     // The controller and the tunnel do not depend on each other: start both at once.
-    let controller = start_controller(&name, &mcpo_launch, &client, &masker, &events);
+    let controller = async {
+        match plan.controller {
+            ControllerPlan::Mcpo(mut launch) => {
+                launch.config = plan
+                    .project_dir
+                    .join(".mcp-launch")
+                    .join("stacks")
+                    .join(&name)
+                    .join("mcpo.json");
+                let entries: Vec<&ServerEntry> = chosen.iter().map(|(e, _)| *e).collect();
+                mcpo::write_config(&launch.config, &mcpo::config_for(&entries))?;
+                let guard = start_controller(&name, &launch, &client, &masker, &events).await?;
+                mcpo_launch = Some(launch);
+                Ok::<_, StackError>(Controller::Mcpo(guard))
+            }
+            ControllerPlan::Native { listener, key } => {
+                start_native(&name, &chosen, listener, key, &events)
+                    .await
+                    .map(Controller::Native)
+            }
+        }
+    };
     let tunnel = async {
         match &plan.tunnel {
             Some(spec) => start_tunnel(&name, spec, &masker, &events).await.map(Some),
@@ -173,6 +242,10 @@ pub async fn start(
     };
     let (controller, tunnel) = tokio::join!(controller, tunnel);
     let (controller, tunnel) = (controller?, tunnel?);
+    let (guard, bridge) = match controller {
+        Controller::Mcpo(guard) => (Some(guard), None),
+        Controller::Native(bridge) => (None, Some(bridge)),
+    };
 
     let public_url = plan
         .public_url
@@ -183,9 +256,12 @@ pub async fn start(
         name: name.clone(),
         config: plan.config,
         supervisor: ProcessRecord::of(std::process::id() as i32),
-        controller: "mcpo".into(),
-        controller_process: controller.pgid().map(ProcessRecord::of),
-        controller_port: mcpo_launch.port,
+        controller: controller_name.into(),
+        controller_process: guard
+            .as_ref()
+            .and_then(ProcessGuard::pgid)
+            .map(ProcessRecord::of),
+        controller_port,
         host: plan.host.to_string(),
         port,
         tunnel: match &plan.tunnel {
@@ -213,7 +289,9 @@ pub async fn start(
             name: name.clone(),
             state: StateFile::in_project(&plan.project_dir),
             project_dir: plan.project_dir,
-            mcpo: StdMutex::new(mcpo_launch),
+            mcpo: mcpo_launch,
+            upstream,
+            bridge,
             tunnel_spec: plan.tunnel,
             public_url_flag: plan.public_url,
             served,
@@ -223,7 +301,7 @@ pub async fn start(
             masker,
             events,
             record: StdMutex::new(record),
-            controller: Mutex::new(Some(controller)),
+            controller: Mutex::new(guard),
             tunnel: Mutex::new(tunnel),
             shutdown: CancellationToken::new(),
         }),
@@ -301,6 +379,48 @@ async fn start_controller(
     mcpo::start(launch, client, sink, &progress).await
 }
 
+/// Builds the native bridge over the chosen servers (their tools as the preflight saw them),
+/// connects them and serves it on `listener`.
+async fn start_native(
+    stack: &str,
+    chosen: &[(&ServerEntry, &ServerReport)],
+    listener: std::net::TcpListener,
+    key: String,
+    events: &Events,
+) -> Result<Bridge, StackError> {
+    events.progress(stack, "starting the native bridge", 0);
+    let servers: Vec<BridgeServer> = chosen
+        .iter()
+        .map(|(entry, report)| {
+            let generated = native::openapi::server_document(&entry.name, &report.tools);
+            for warning in &generated.warnings {
+                events.warn(stack, warning.to_string());
+            }
+            BridgeServer {
+                name: entry.name.clone(),
+                entry: (*entry).clone(),
+                tools: report.tools.clone(),
+                document: generated.document,
+            }
+        })
+        .collect();
+    let bridge = Bridge::new(servers, BridgeConfig::from_env(key));
+    for (server, result) in bridge.connect_all().await {
+        if let Err(e) = result {
+            events.warn(
+                stack,
+                format!("server {server} did not connect (retried on its first call): {e}"),
+            );
+        }
+    }
+    let listener = listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(listener))
+        .map_err(|e| StackError::Front(format!("the native bridge cannot listen: {e}")))?;
+    tokio::spawn(bridge.clone().serve(listener, CancellationToken::new()));
+    Ok(bridge)
+}
+
 async fn start_tunnel(
     stack: &str,
     spec: &TunnelSpec,
@@ -326,10 +446,7 @@ impl RunningStack {
     /// publishes it; `public_url` replaces the URL in the spec. Returns the new record.
     pub async fn refresh_spec(&self, public_url: Option<String>) -> Result<StackState, StackError> {
         let inner = &self.inner;
-        let (base, key) = {
-            let launch = lock(&inner.mcpo);
-            (launch.base_url(), launch.key.clone())
-        };
+        let (base, key) = inner.upstream.clone();
         let results = mcpo::fetch_documents(&inner.client, &base, &key, &inner.served).await;
         let overrides = Overrides::load(&inner.project_dir)?;
         let mut warnings = Vec::new();
@@ -444,6 +561,9 @@ impl RunningStack {
                     survivors.push(format!("{what} (process group {pgid})"));
                 }
             }
+        }
+        if let Some(bridge) = &inner.bridge {
+            bridge.shutdown().await;
         }
         let name = inner.name.clone();
         let me = std::process::id() as i32;

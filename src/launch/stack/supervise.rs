@@ -67,7 +67,9 @@ impl RunningStack {
             if self.sleep_or_stop(delay).await {
                 return;
             }
-            let launch = lock(&inner.mcpo).clone();
+            let Some(launch) = inner.mcpo.clone() else {
+                return;
+            };
             match start_controller(
                 &inner.name,
                 &launch,
