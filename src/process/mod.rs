@@ -97,29 +97,7 @@ pub struct Spawned {
 /// Spawns `spec` in a new process group with piped stdio, drains its stderr into a ring buffer
 /// and reaps it in the background.
 pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
-    if let Some(cwd) = &spec.cwd {
-        if !cwd.is_dir() {
-            return Err(SpawnError::MissingCwd { cwd: cwd.clone() });
-        }
-    }
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .envs(
-            spec.env
-                .iter()
-                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-        )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        // Belt and braces: the guard kills the group, this kills the direct child even if the
-        // guard never runs (e.g. a panic while unwinding).
-        .kill_on_drop(true);
-    if let Some(cwd) = &spec.cwd {
-        cmd.current_dir(cwd);
-    }
-    let mut child = cmd.spawn().map_err(|e| spawn_error(&spec.program, e))?;
+    let mut child = start(spec, Stdio::piped())?;
     let pid = child.id().map(|id| id as i32);
     let (Some(stdin), Some(stdout), Some(mut stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -153,11 +131,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         });
     }
 
-    let (exit_tx, exit_rx) = watch::channel(None);
-    tokio::spawn(async move {
-        let status = child.wait().await.ok();
-        let _ = exit_tx.send(status.map(Exit::from));
-    });
+    let exit_rx = reap(child);
 
     Ok(Spawned {
         stdin,
@@ -170,6 +144,44 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             exit: exit_rx,
         },
     })
+}
+
+/// Starts `spec` in a process group of its own with `stdin` as given and stdout/stderr piped.
+/// The one place a child is configured, for sessions and services alike.
+fn start(spec: &SpawnSpec, stdin: Stdio) -> Result<tokio::process::Child, SpawnError> {
+    if let Some(cwd) = &spec.cwd {
+        if !cwd.is_dir() {
+            return Err(SpawnError::MissingCwd { cwd: cwd.clone() });
+        }
+    }
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .envs(
+            spec.env
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        )
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        // Belt and braces: the guard kills the group, this kills the direct child even if the
+        // guard never runs (e.g. a panic while unwinding).
+        .kill_on_drop(true);
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.spawn().map_err(|e| spawn_error(&spec.program, e))
+}
+
+/// Waits for `child` in the background; the receiver changes once it has exited.
+fn reap(mut child: tokio::process::Child) -> watch::Receiver<Option<Exit>> {
+    let (exit_tx, exit_rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let status = child.wait().await.ok();
+        let _ = exit_tx.send(status.map(Exit::from));
+    });
+    exit_rx
 }
 
 fn spawn_error(program: &str, e: io::Error) -> SpawnError {

@@ -6,12 +6,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-use tokio::process::Command;
 use tokio::sync::watch;
 
-use super::{
-    spawn_error, Exit, ProcessGuard, SpawnError, SpawnSpec, StderrRing, STDERR_RING_BYTES,
-};
+use super::{reap, start, ProcessGuard, SpawnError, SpawnSpec, StderrRing, STDERR_RING_BYTES};
 
 /// Receives every line a service writes, stdout and stderr alike, without its line ending.
 pub type LineSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -23,23 +20,7 @@ const MAX_LINE_BYTES: usize = 16 * 1024;
 /// Starts `spec` in a new process group with stdin closed, feeding each output line to `sink`
 /// and to the guard's ring buffer, and reaps it in the background.
 pub fn spawn_service(spec: &SpawnSpec, sink: LineSink) -> Result<ProcessGuard, SpawnError> {
-    if let Some(cwd) = &spec.cwd {
-        if !cwd.is_dir() {
-            return Err(SpawnError::MissingCwd { cwd: cwd.clone() });
-        }
-    }
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    if let Some(cwd) = &spec.cwd {
-        cmd.current_dir(cwd);
-    }
-    let mut child = cmd.spawn().map_err(|e| spawn_error(&spec.program, e))?;
+    let mut child = start(spec, Stdio::null())?;
     let pid = child.id().map(|id| id as i32);
     let ring = Arc::new(Mutex::new(StderrRing::new(STDERR_RING_BYTES)));
     let (done_tx, stderr_done) = watch::channel(false);
@@ -65,11 +46,7 @@ pub fn spawn_service(spec: &SpawnSpec, sink: LineSink) -> Result<ProcessGuard, S
         }
         let _ = done_tx.send(true);
     });
-    let (exit_tx, exit) = watch::channel(None);
-    tokio::spawn(async move {
-        let status = child.wait().await.ok();
-        let _ = exit_tx.send(status.map(Exit::from));
-    });
+    let exit = reap(child);
     Ok(ProcessGuard {
         pgid: pid,
         program: spec.program.clone(),
@@ -134,6 +111,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::process::Exit;
 
     #[tokio::test]
     async fn both_streams_reach_the_sink_and_the_ring() {
