@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::{assert_pid_gone, everything, free_port, manifest_dir, time, Cmd, Running};
+use crate::util::{
+    assert_pid_gone, everything, free_port, manifest_dir, time, Cmd, Output, Running,
+};
 
 fn mcpo_bin() -> String {
     let path = manifest_dir().join(".deps/venv-mcpo/bin/mcpo");
@@ -146,6 +148,18 @@ fn recorded_pids(state: &Value) -> Vec<(String, i32)> {
         }
     }
     pids
+}
+
+/// Sends SIGTERM to `up`, waits for it to exit (with the checks its `Cmd` set) and asserts
+/// that every process `state` recorded is gone.
+fn terminate(up: Running, state: &Value) -> Output {
+    let pids = recorded_pids(state);
+    signal(up.pid(), nix::sys::signal::Signal::SIGTERM);
+    let out = up.wait();
+    for (what, pid) in pids {
+        assert_pid_gone(pid, &what);
+    }
+    out
 }
 
 fn signal(pid: i32, sig: nix::sys::signal::Signal) {
@@ -499,15 +513,13 @@ fn a_crashed_mcpo_is_restarted_and_sigterm_to_up_stops_everything() {
         Some(json!({"message": "back"})),
     );
     assert_eq!(status, 200, "{body}");
-    let pids = recorded_pids(&state);
     // mcpo starts each server in a session of its own: they must go too.
     let mcpo_now = stack(&state, "a")["controller_process"]["pgid"]
         .as_i64()
         .unwrap() as i32;
     let servers = mcp_launch::process::descendants(mcpo_now);
     assert!(!servers.is_empty(), "mcpo runs its server as a child");
-    signal(up.pid(), nix::sys::signal::Signal::SIGTERM);
-    let out = up.wait();
+    let out = terminate(up, &state);
     assert!(out.stderr.contains("mcpo restarted"), "{}", out.stderr);
     for pid in servers {
         assert_pid_gone(pid, "a server mcpo started");
@@ -517,9 +529,6 @@ fn a_crashed_mcpo_is_restarted_and_sigterm_to_up_stops_everything() {
         "{}",
         out.stderr
     );
-    for (what, pid) in pids {
-        assert_pid_gone(pid, &what);
-    }
     assert!(!cmd.path(".mcp-launch/state.json").exists());
 }
 
@@ -582,17 +591,12 @@ fn up_again_after_a_killed_up_stops_the_leftovers_first() {
         stack(&state, "a")["supervisor"]["pgid"].as_i64(),
         Some(second.pid() as i64)
     );
-    let pids = recorded_pids(&state);
-    signal(second.pid(), nix::sys::signal::Signal::SIGTERM);
-    let out = second.wait();
+    let out = terminate(second, &state);
     assert!(
         out.stderr.contains("earlier, killed `up`"),
         "{}",
         out.stderr
     );
-    for (what, pid) in pids {
-        assert_pid_gone(pid, &what);
-    }
 }
 
 #[test]
@@ -651,17 +655,12 @@ fn a_quick_tunnel_publishes_its_url_and_is_restarted_when_it_crashes() {
     );
     let starts = std::fs::read_to_string(&log).unwrap().lines().count();
     assert!(starts >= 2, "{starts} cloudflared starts");
-    let pids = recorded_pids(&read_state(cmd.dir()));
-    signal(up.pid(), nix::sys::signal::Signal::SIGTERM);
-    let out = up.wait();
+    let out = terminate(up, &read_state(cmd.dir()));
     assert!(
         out.stderr.contains("cloudflared"),
         "restart was reported: {}",
         out.stderr
     );
-    for (what, pid) in pids {
-        assert_pid_gone(pid, &what);
-    }
 }
 
 #[test]
@@ -817,8 +816,7 @@ fn auto_serves_with_the_native_bridge_when_mcpo_is_missing() {
         (422, Some("invalid_arguments")),
         "{body}"
     );
-    signal(up.pid(), nix::sys::signal::Signal::SIGTERM);
-    let out = up.wait();
+    let out = terminate(up, &state);
     assert!(
         out.stderr.contains("stopped every process we started"),
         "{}",
