@@ -30,6 +30,8 @@ use crate::catalog::{trim_description, CHATGPT_DESCRIPTION_LIMIT};
 mod refs;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) mod validator;
 mod warning;
 
 use refs::{rename_refs, ComponentKey, Components};

@@ -1,44 +1,13 @@
 //! The generated documents of every captured server, merged with the real merge, through the
 //! real OpenAPI validator (scripts/install-test-deps.sh installs it into .deps/).
 
-use std::path::Path;
-use std::process::Command;
-
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{assert_refs_resolve, captured, crafted_tool};
 use crate::launch::native::openapi::{server_document, GeneratedDocument};
+use crate::launch::openapi::validator::validate;
 use crate::launch::openapi::{merge, MergeOptions, MergeWarning};
 use crate::launch::{Exposure, ServerExposure, ToolRule};
-
-/// Runs the real validator on `documents`, all in one run; skips with a note when it is not
-/// installed.
-fn validate(documents: &[(String, &Value)]) {
-    let validator =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(".deps/venv-openapi/bin/openapi-spec-validator");
-    if !validator.exists() {
-        eprintln!(
-            "skipped: {} is missing (run scripts/install-test-deps.sh)",
-            validator.display()
-        );
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let files: Vec<_> = (documents.iter())
-        .map(|(name, document)| {
-            let file = dir.path().join(format!("{name}.json"));
-            std::fs::write(&file, serde_json::to_vec_pretty(document).unwrap()).unwrap();
-            file
-        })
-        .collect();
-    let output = Command::new(&validator).args(&files).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
 
 /// An exposure allowing every tool of every document.
 fn allow_all(generated: &[GeneratedDocument]) -> Exposure {
