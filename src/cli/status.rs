@@ -54,7 +54,7 @@ pub async fn run(args: StatusArgs, global: &GlobalArgs) -> Result<Outcome, CliEr
 }
 
 /// `abcd…` — enough to tell keys apart, not enough to use one.
-pub(super) fn mask_key(key: &str, show: bool) -> String {
+fn mask_key(key: &str, show: bool) -> String {
     if show {
         key.to_string()
     } else {

@@ -70,20 +70,16 @@ pub async fn stop_group(pgid: i32, grace: Duration) -> bool {
 async fn end_strays(pids: &[i32]) -> bool {
     use nix::sys::signal::kill;
     use nix::unistd::Pid;
-    let alive = |pid: &i32| stat_fields(*pid).is_some_and(|f| f.state != 'Z');
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while pids.iter().any(alive) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    for pid in pids.iter().filter(|p| alive(p)) {
-        let _ = kill(Pid::from_raw(*pid), Signal::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(1);
-    while pids.iter().any(alive) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    for pid in pids.iter().filter(|p| alive(p)) {
-        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    for (signal, grace) in [
+        (Signal::SIGTERM, Duration::from_millis(500)),
+        (Signal::SIGKILL, Duration::from_secs(1)),
+    ] {
+        if wait_until_dead(pids, grace).await {
+            return true;
+        }
+        for pid in pids.iter().filter(|p| is_running(**p, None)) {
+            let _ = kill(Pid::from_raw(*pid), signal);
+        }
     }
     wait_until_dead(pids, Duration::from_secs(2)).await
 }
