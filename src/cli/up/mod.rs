@@ -122,6 +122,16 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<Outcome, CliError> {
     let began = Instant::now();
+    // Flags first: a usage error must come before anything is announced, stopped or started.
+    let shared_key = match (&args.api_key, args.shared_key) {
+        (Some(key), _) => Some(validate_key(key)?),
+        (None, true) => Some(generate_key()),
+        (None, false) => None,
+    };
+    let masker = Masker::new();
+    if let Some(key) = &shared_key {
+        masker.add(key);
+    }
     let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
     let (loaded, failed) = config::load_each(&opts)?;
     let stack_count = loaded.stacks.len() + failed.len();
@@ -150,15 +160,6 @@ pub async fn run(
         },
     };
 
-    let masker = Masker::new();
-    let shared_key = match (&args.api_key, args.shared_key) {
-        (Some(key), _) => Some(validate_key(key)?),
-        (None, true) => Some(generate_key()),
-        (None, false) => None,
-    };
-    if let Some(key) = &shared_key {
-        masker.add(key);
-    }
     let planning = Planning {
         args: &args,
         global,
