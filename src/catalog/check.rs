@@ -36,14 +36,26 @@ pub fn similar_names<'a>(
 /// (`at /path: message`); empty when they fit. A schema that does not compile is not held
 /// against the caller: the server gets to judge.
 pub fn argument_violations(tool_def: &Value, arguments: &Value) -> Vec<String> {
+    argument_validator(tool_def)
+        .map(|validator| violations(&validator, arguments))
+        .unwrap_or_default()
+}
+
+/// The compiled validator of the tool's `inputSchema`; `None` when the schema does not
+/// compile (then nothing is validated). Compile once and reuse it with [`violations`] when the
+/// same tool is called many times.
+pub fn argument_validator(tool_def: &Value) -> Option<jsonschema::Validator> {
     let schema = tool::input_schema(tool_def);
-    let validator = match jsonschema::validator_for(&schema) {
-        Ok(v) => v,
-        Err(e) => {
+    jsonschema::validator_for(&schema)
+        .inspect_err(|e| {
             tracing::debug!(tool = tool::name(tool_def), error = %e, "inputSchema does not compile; not validating");
-            return Vec::new();
-        }
-    };
+        })
+        .ok()
+}
+
+/// The violations of `arguments` against a compiled validator, as [`argument_violations`]
+/// words them.
+pub fn violations(validator: &jsonschema::Validator, arguments: &Value) -> Vec<String> {
     validator
         .iter_errors(arguments)
         .map(|e| {

@@ -19,7 +19,9 @@ mod tokens;
 pub mod tool;
 mod trim;
 
-pub use check::{argument_violations, expected_shape, similar_names};
+pub use check::{
+    argument_validator, argument_violations, expected_shape, similar_names, violations,
+};
 pub use expose::{expose, total_after, total_before, ExposedTool};
 pub use fingerprint::server_identity;
 pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL_ENV};
@@ -28,9 +30,10 @@ pub use overrides::{
     OVERRIDES_VERSION,
 };
 pub use preflight::{
-    connect, endpoint, preflight, PreflightOptions, ServerProblem, ServerReport, Status,
+    connect, endpoint, preflight, preflight_keeping, OpenSessions, PreflightOptions, ServerProblem,
+    ServerReport, Status,
 };
-pub use resolve::{resolve, ResolveOptions};
+pub use resolve::{record_live, resolve, resolve_keeping, ResolveOptions};
 pub use search_index::SearchCatalog;
 pub use tokens::TokenCounter;
 pub use trim::{trim_description, CHATGPT_DESCRIPTION_LIMIT, ELLIPSIS};

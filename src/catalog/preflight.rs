@@ -1,6 +1,7 @@
 //! The preflight: every server of every stack checked in parallel, each bounded by its own
 //! timeouts, so a full `list` costs about the slowest handshake, not the sum.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -9,7 +10,7 @@ use tracing::Instrument;
 
 use crate::config::{ConfigError, ServerEntry, ServerSpec};
 use crate::error::Actionable;
-use crate::mcp::{ConnectOptions, Endpoint, McpError, Session};
+use crate::mcp::{ConnectOptions, Endpoint, McpError, ServerInfo, Session, ToolList};
 use crate::process::SpawnSpec;
 
 use super::tokens::count_tools;
@@ -174,19 +175,65 @@ pub async fn connect(entry: &ServerEntry, opts: &ConnectOptions) -> Result<Sessi
     Ok(Session::connect(&endpoint(spec), opts).await?)
 }
 
-/// Checks every entry in parallel; reports come back in the order of `entries`.
+/// Sessions a preflight left open, by the server's qualified name, for whoever serves the
+/// servers next (the native bridge adopts them instead of starting each server a second
+/// time). A session nobody takes is ended when this is dropped (its process group killed).
+#[derive(Default)]
+pub struct OpenSessions(HashMap<String, Session>);
+
+impl OpenSessions {
+    /// The open session of the server named `qualified`, if the preflight kept one.
+    pub fn take(&mut self, qualified: &str) -> Option<Session> {
+        self.0.remove(qualified)
+    }
+
+    /// How many are left.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when none are left.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Checks every entry in parallel; reports come back in the order of `entries`. Every server
+/// started is stopped again.
 pub async fn preflight(entries: &[ServerEntry], opts: &PreflightOptions) -> Vec<ServerReport> {
+    run(entries, opts, false).await.0
+}
+
+/// [`preflight`], keeping the session of every server that connected and listed its tools.
+pub async fn preflight_keeping(
+    entries: &[ServerEntry],
+    opts: &PreflightOptions,
+) -> (Vec<ServerReport>, OpenSessions) {
+    run(entries, opts, true).await
+}
+
+async fn run(
+    entries: &[ServerEntry],
+    opts: &PreflightOptions,
+    keep: bool,
+) -> (Vec<ServerReport>, OpenSessions) {
     let mut set = JoinSet::new();
     for (index, entry) in entries.iter().enumerate() {
         let entry = entry.clone();
         let connect = opts.connect;
         let span = tracing::info_span!("preflight", server = %entry.qualified);
-        set.spawn(async move { (index, check(entry, connect).await) }.instrument(span));
+        set.spawn(async move { (index, check(entry, connect, keep).await) }.instrument(span));
     }
     let mut reports: Vec<Option<ServerReport>> = vec![None; entries.len()];
+    let mut sessions = OpenSessions::default();
     while let Some(joined) = set.join_next().await {
         match joined {
-            Ok((index, report)) => reports[index] = Some(report),
+            Ok((index, (report, session))) => {
+                if let Some(session) = session {
+                    sessions.0.insert(report.name.clone(), session);
+                }
+                reports[index] = Some(report);
+            }
             // A panic in one check is a bug; the other servers still report.
             Err(e) => tracing::error!(error = %e, "a preflight task failed"),
         }
@@ -204,12 +251,12 @@ pub async fn preflight(entries: &[ServerEntry], opts: &PreflightOptions) -> Vec<
     if opts.count_tokens {
         attach_token_counts(&mut reports).await;
     }
-    reports
+    (reports, sessions)
 }
 
 /// Fills `tool_tokens` of every report, from the token cache or the tokenizer (off the async
 /// threads: both are blocking).
-async fn attach_token_counts(reports: &mut [ServerReport]) {
+pub(crate) async fn attach_token_counts(reports: &mut [ServerReport]) {
     let tools: Vec<Value> = reports
         .iter()
         .flat_map(|r| r.tools.iter().cloned())
@@ -238,36 +285,55 @@ pub(crate) fn transport_of(entry: &ServerEntry) -> &'static str {
         .unwrap_or("-")
 }
 
-async fn check(entry: ServerEntry, opts: ConnectOptions) -> ServerReport {
+/// Checks one server; with `keep`, a server that listed its tools keeps its session open.
+async fn check(
+    entry: ServerEntry,
+    opts: ConnectOptions,
+    keep: bool,
+) -> (ServerReport, Option<Session>) {
     let transport = transport_of(&entry);
     if entry.disabled {
-        return ServerReport {
+        let report = ServerReport {
             status: Status::Disabled,
             ..ServerReport::blank(&entry, transport)
         };
+        return (report, None);
     }
     let session = match connect(&entry, &opts).await {
         Ok(session) => session,
-        Err(problem) => return failed(&entry, transport, problem),
+        Err(problem) => return (failed(&entry, transport, problem), None),
     };
     let listed = session.list_tools(opts.list_timeout).await;
     let info = session.info().clone();
-    session.close().await;
-    match listed {
-        Ok(list) => ServerReport {
-            status: Status::Connected,
-            tools: list.tools,
-            warnings: list.warnings,
-            init_time: Some(info.init_time),
-            protocol_version: Some(info.protocol_version),
-            used_slow_window: info.used_slow_window,
-            ..ServerReport::blank(&entry, transport)
-        },
+    let report = match listed {
+        Ok(list) => listed_report(&entry, &info, list),
         Err(e) => ServerReport {
             init_time: Some(info.init_time),
             protocol_version: Some(info.protocol_version),
             ..failed(&entry, transport, e.into())
         },
+    };
+    if keep && report.status == Status::Connected {
+        return (report, Some(session));
+    }
+    session.close().await;
+    (report, None)
+}
+
+/// The report of a server whose session listed `list` (token counts not yet attached).
+pub(crate) fn listed_report(
+    entry: &ServerEntry,
+    info: &ServerInfo,
+    list: ToolList,
+) -> ServerReport {
+    ServerReport {
+        status: Status::Connected,
+        tools: list.tools,
+        warnings: list.warnings,
+        init_time: Some(info.init_time),
+        protocol_version: Some(info.protocol_version.clone()),
+        used_slow_window: info.used_slow_window,
+        ..ServerReport::blank(entry, transport_of(entry))
     }
 }
 

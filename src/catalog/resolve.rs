@@ -5,9 +5,13 @@
 use std::time::{Duration, SystemTime};
 
 use crate::config::ServerEntry;
+use crate::mcp::{ServerInfo, ToolList};
 
 use super::index::{self, ToolIndex};
-use super::preflight::{preflight, PreflightOptions, ServerReport};
+use super::preflight::{
+    attach_token_counts, listed_report, preflight, preflight_keeping, OpenSessions,
+    PreflightOptions, ServerReport,
+};
 
 /// How [`resolve`] answers.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +43,23 @@ impl ResolveOptions {
 /// a parallel live check whose results are then recorded in the index (other servers' entries
 /// are kept, so a partial refresh stays partial).
 pub async fn resolve(entries: &[ServerEntry], opts: &ResolveOptions) -> Vec<ServerReport> {
+    resolve_with(entries, opts, false).await.0
+}
+
+/// [`resolve`], keeping open the session of every server checked live that connected (the
+/// ones answered from the index were not started).
+pub async fn resolve_keeping(
+    entries: &[ServerEntry],
+    opts: &ResolveOptions,
+) -> (Vec<ServerReport>, OpenSessions) {
+    resolve_with(entries, opts, true).await
+}
+
+async fn resolve_with(
+    entries: &[ServerEntry],
+    opts: &ResolveOptions,
+    keep: bool,
+) -> (Vec<ServerReport>, OpenSessions) {
     let now = SystemTime::now();
     let mut index = ToolIndex::open();
     let mut reports: Vec<Option<ServerReport>> = entries
@@ -59,9 +80,19 @@ pub async fn resolve(entries: &[ServerEntry], opts: &ResolveOptions) -> Vec<Serv
         .map(|(entry, _)| entry.clone())
         .collect();
     if live.is_empty() {
-        return reports.into_iter().flatten().collect();
+        return (
+            reports.into_iter().flatten().collect(),
+            OpenSessions::default(),
+        );
     }
-    let mut checked = preflight(&live, &opts.preflight).await;
+    let (mut checked, sessions) = if keep {
+        preflight_keeping(&live, &opts.preflight).await
+    } else {
+        (
+            preflight(&live, &opts.preflight).await,
+            OpenSessions::default(),
+        )
+    };
     for (entry, report) in live.iter().zip(checked.iter_mut()) {
         report.stale = index.record(entry, report, now);
     }
@@ -70,5 +101,18 @@ pub async fn resolve(entries: &[ServerEntry], opts: &ResolveOptions) -> Vec<Serv
     for slot in reports.iter_mut().filter(|r| r.is_none()) {
         *slot = checked.next();
     }
-    reports.into_iter().flatten().collect()
+    (reports.into_iter().flatten().collect(), sessions)
+}
+
+/// Records in the tool index what a live session listed outside a preflight (the native
+/// bridge checking a server it started from the index), token counts included, and returns
+/// that report with its stale tools.
+pub async fn record_live(entry: &ServerEntry, info: &ServerInfo, list: ToolList) -> ServerReport {
+    let mut reports = [listed_report(entry, info, list)];
+    attach_token_counts(&mut reports).await;
+    let [mut report] = reports;
+    let mut index = ToolIndex::open();
+    report.stale = index.record(entry, &report, SystemTime::now());
+    index.save();
+    report
 }

@@ -3,8 +3,8 @@
 use clap::Args;
 use serde_json::json;
 
-use crate::launch::control::{self, Health};
-use crate::launch::state::{StackState, StateFile};
+use crate::launch::control::{self, Health, ServerHealth};
+use crate::launch::state::{ServerCount, StackState, StateFile};
 use crate::output::{self, style, Table};
 
 use super::{CliError, GlobalArgs, Outcome};
@@ -86,7 +86,7 @@ fn stack_json(s: &StackState, h: &Health, show_keys: bool) -> serde_json::Value 
         "tunnel": s.tunnel,
         "api_key": mask_key(&s.api_key, show_keys),
         "operations": s.operations,
-        "servers": s.servers.iter().map(|c| json!({"name": c.name, "operations": c.operations})).collect::<Vec<_>>(),
+        "servers": s.servers.iter().map(|c| server_json(c, h)).collect::<Vec<_>>(),
         "warnings": s.warnings,
         "started_at": s.started_at,
         "restarts": s.restarts,
@@ -98,6 +98,17 @@ fn stack_json(s: &StackState, h: &Health, show_keys: bool) -> serde_json::Value 
             "public_url": h.public,
         },
     })
+}
+
+/// A server's operations, and with the native bridge its state.
+fn server_json(count: &ServerCount, h: &Health) -> serde_json::Value {
+    let mut server = json!({"name": count.name, "operations": count.operations});
+    if let Some(bridge) = h.servers.iter().find(|s| s.name == count.name) {
+        server["state"] = json!(bridge.state);
+        server["restarts"] = json!(bridge.restarts);
+        server["last_error"] = json!(bridge.last_error);
+    }
+    server
 }
 
 fn print_table(stacks: &[StackState], checks: &[Health], show_keys: bool) {
@@ -137,7 +148,16 @@ fn print_table(stacks: &[StackState], checks: &[Health], show_keys: bool) {
                 Default::default(),
             ),
             (
-                format!(":{} {}", s.controller_port, alive(h.controller)),
+                match h.controller {
+                    Some(_) => format!(
+                        "{} :{} {}",
+                        s.controller,
+                        s.controller_port,
+                        alive(h.controller)
+                    ),
+                    // The native bridge runs inside `up`: it lives while the supervisor does.
+                    None => format!("{} :{}", s.controller, s.controller_port),
+                },
                 Default::default(),
             ),
             (tunnel, Default::default()),
@@ -148,6 +168,10 @@ fn print_table(stacks: &[StackState], checks: &[Health], show_keys: bool) {
     anstream::print!("{}", table.render());
     for (s, h) in stacks.iter().zip(checks) {
         anstream::println!("{}: {}/openapi.json", s.name, s.public_url);
+        let width = h.servers.iter().map(|s| s.name.chars().count()).max();
+        for server in &h.servers {
+            print_server(server, width.unwrap_or_default());
+        }
         if h.is_stale() {
             let _ = output::warn(&format!(
                 "{}: its `mcp-launch up` (pid {}) is gone; run `mcp-launch down` to stop what is left and tidy the state",
@@ -155,4 +179,34 @@ fn print_table(stacks: &[StackState], checks: &[Health], show_keys: bool) {
             ));
         }
     }
+}
+
+/// `  everything  up  (2 restarts; last error: …)` under its stack.
+fn print_server(server: &ServerHealth, width: usize) {
+    let state_style = match server.state {
+        "up" => style::GOOD,
+        "down" => style::BAD,
+        _ => style::WARN,
+    };
+    let mut notes = Vec::new();
+    if server.restarts > 0 {
+        notes.push(format!("{} restarts", server.restarts));
+    }
+    if server.state == "exited" {
+        notes.push("restarted by its next call".to_string());
+    }
+    if let Some(error) = &server.last_error {
+        let first = error.lines().next().unwrap_or_default();
+        notes.push(format!("last error: {first}"));
+    }
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!("  ({})", notes.join("; "))
+    };
+    anstream::println!(
+        "  {:width$}  {state_style}{}{state_style:#}{notes}",
+        server.name,
+        server.state
+    );
 }

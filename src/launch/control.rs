@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::front::RELOAD_PATH;
-use super::state::{ProcessRecord, StackState};
+use super::state::{BridgeServerState, ProcessRecord, StackState};
 
 /// How long `down` gives a supervising `up` to stop its own stack before ending the process
 /// groups itself (its children get a TERM grace each).
@@ -29,6 +29,39 @@ pub struct Health {
     pub front: &'static str,
     /// The public URL answers `/healthz` (None: not checked — no tunnel).
     pub public: Option<bool>,
+    /// The native bridge's servers (empty with mcpo).
+    pub servers: Vec<ServerHealth>,
+}
+
+/// One server behind the native bridge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerHealth {
+    /// Its name.
+    pub name: String,
+    /// `up`, `restarting`, `down`, or `exited` (recorded up, but its process is gone: the
+    /// bridge restarts it on the next call).
+    pub state: &'static str,
+    /// Restarts so far.
+    pub restarts: u32,
+    /// The last thing that went wrong.
+    pub last_error: Option<String>,
+}
+
+impl ServerHealth {
+    fn of(server: &BridgeServerState) -> ServerHealth {
+        let state = match server.state.as_str() {
+            "up" if server.process.is_some_and(|p| !p.group_alive()) => "exited",
+            "up" => "up",
+            "restarting" => "restarting",
+            _ => "down",
+        };
+        ServerHealth {
+            name: server.name.clone(),
+            state,
+            restarts: server.restarts,
+            last_error: server.last_error.clone(),
+        }
+    }
 }
 
 impl Health {
@@ -39,6 +72,7 @@ impl Health {
             && self.tunnel != Some(false)
             && self.front == "ok"
             && self.public != Some(false)
+            && self.servers.iter().all(|s| s.state != "down")
     }
 
     /// The supervisor is gone: the record is stale (its processes may linger).
@@ -71,6 +105,7 @@ pub async fn check(stack: &StackState, client: &reqwest::Client) -> Health {
         tunnel: stack.tunnel_process.map(|p| p.group_alive()),
         front,
         public,
+        servers: stack.bridge_servers.iter().map(ServerHealth::of).collect(),
     }
 }
 

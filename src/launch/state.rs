@@ -173,6 +173,28 @@ pub struct StackState {
     /// Restarts of the controller or tunnel so far.
     #[serde(default)]
     pub restarts: u32,
+    /// The native bridge's servers as last seen (updated whenever one connects, fails or is
+    /// lost); empty with mcpo.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bridge_servers: Vec<BridgeServerState>,
+}
+
+/// One server behind the native bridge.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BridgeServerState {
+    /// The server's name (its path prefix).
+    pub name: String,
+    /// `up`, `down` or `restarting` (see `native::bridge::ServerState`).
+    pub state: String,
+    /// Sessions established after the first one.
+    #[serde(default)]
+    pub restarts: u32,
+    /// The last thing that went wrong, if anything did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// The process group of a running stdio server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProcessRecord>,
 }
 
 /// One server of a stack and how many operations it publishes.
@@ -198,14 +220,20 @@ impl StackState {
         }
     }
 
-    /// The process groups this stack started (tunnel first), without the supervisor.
-    pub fn groups(&self) -> Vec<(&'static str, ProcessRecord)> {
+    /// The process groups this stack started (tunnel first), without the supervisor, each
+    /// with what it is (`cloudflared`, `mcpo`, `server <name>`).
+    pub fn groups(&self) -> Vec<(String, ProcessRecord)> {
         let mut out = Vec::new();
         if let Some(p) = self.tunnel_process {
-            out.push(("cloudflared", p));
+            out.push(("cloudflared".to_string(), p));
         }
         if let Some(p) = self.controller_process {
-            out.push(("mcpo", p));
+            out.push(("mcpo".to_string(), p));
+        }
+        for server in &self.bridge_servers {
+            if let Some(p) = server.process {
+                out.push((format!("server {}", server.name), p));
+            }
         }
         out
     }
@@ -358,6 +386,7 @@ mod tests {
             warnings: vec![],
             started_at: now_rfc3339(),
             restarts: 0,
+            bridge_servers: Vec::new(),
         }
     }
 

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{Overrides, ResolveOptions};
+use crate::catalog::{resolve, resolve_keeping, Overrides, ResolveOptions};
 use crate::config::{self, ServerEntry};
 use crate::launch::events::Events;
 use crate::launch::mask::Masker;
@@ -85,6 +85,11 @@ pub struct UpArgs {
     /// Require the key for /openapi.json too.
     #[arg(long)]
     pub protect_spec: bool,
+    /// Check every server live before serving. Without it the native controller serves the
+    /// servers the tool index knows (fresh, same definition) at once and starts them in the
+    /// background; mcpo always checks every server live.
+    #[arg(long)]
+    pub refresh: bool,
 }
 
 /// `--tunnel`.
@@ -195,22 +200,41 @@ pub async fn run(
             0,
         );
     }
-    let mut reports = crate::catalog::resolve(&all_entries, &ResolveOptions::from_env(true))
-        .await
-        .into_iter();
+    // mcpo must only get servers that answer now (one hanging server blocks its whole start),
+    // so it needs a live check; the native bridge adopts the live checks' sessions and may
+    // trust the tool index, starting those servers in the background.
+    let (reports, mut sessions) = if mcpo_program.is_some() {
+        let reports = resolve(&all_entries, &ResolveOptions::from_env(true)).await;
+        (reports, Default::default())
+    } else {
+        resolve_keeping(&all_entries, &ResolveOptions::from_env(args.refresh)).await
+    };
+    let mut reports = reports.into_iter();
 
     let mut starts = Vec::new();
     for plan in plans {
         let stack_reports: Vec<_> = reports.by_ref().take(plan.entries.len()).collect();
+        let stack_sessions = plan
+            .entries
+            .iter()
+            .map(|entry| sessions.take(&entry.qualified))
+            .collect();
         let (masker, events, overrides) = (masker.clone(), events.clone(), &overrides);
         starts.push(async move {
             let name = plan.name.clone();
-            (
-                name,
-                stack::start(plan, stack_reports, overrides, masker, events).await,
-            )
+            let started = stack::start(
+                plan,
+                stack_reports,
+                stack_sessions,
+                overrides,
+                masker,
+                events,
+            );
+            (name, started.await)
         });
     }
+    // Nothing else is left to adopt them.
+    drop(sessions);
     let started = tokio::select! {
         results = futures_util::future::join_all(starts) => results,
         _ = shutdown.cancelled() => {

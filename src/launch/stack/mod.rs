@@ -20,19 +20,18 @@ use super::events::Events;
 use super::front::{Front, FrontConfig, ReloadHandler};
 use super::mask::Masker;
 use super::mcpo::{self, ControllerError, McpoLaunch};
-use super::native::{
-    self,
-    bridge::{Bridge, BridgeConfig, BridgeServer},
-};
+use super::native::bridge::Bridge;
 use super::openapi::{merge, MergeOptions, ServerDocument};
 use super::state::{now_rfc3339, ProcessRecord, ServerCount, StackState, StateFile};
 use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
 use super::{Exposure, ServerExposure};
 use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
+use crate::mcp::Session;
 use crate::process::{LineSink, ProcessGuard};
 
 mod error;
+mod native;
 mod supervise;
 
 pub use error::StackError;
@@ -78,7 +77,8 @@ impl ControllerPlan {
 /// A running controller.
 enum Controller {
     Mcpo(ProcessGuard),
-    Native(Bridge),
+    /// With the servers still to start and check against the tool index.
+    Native((Bridge, Vec<native::Unverified>)),
 }
 
 /// Everything decided about a stack before it starts.
@@ -141,11 +141,14 @@ struct Inner {
     shutdown: CancellationToken,
 }
 
-/// Starts a stack: preflight, mcpo, tunnel, merged spec, front. On error everything started so
-/// far is stopped again (the guards are dropped, which kills their groups).
+/// Starts a stack from its preflight: the controller and the tunnel, then the merged spec and
+/// the front. `sessions` (parallel to the plan's entries) are the preflight's open sessions,
+/// which the native bridge adopts; mcpo starts its servers itself. On error everything started
+/// so far is stopped again (the guards are dropped, which kills their groups).
 pub async fn start(
     plan: StackPlan,
     reports: Vec<ServerReport>,
+    sessions: Vec<Option<Session>>,
     overrides: &Overrides,
     masker: Masker,
     events: Events,
@@ -204,11 +207,17 @@ pub async fn start(
         .map_err(|e| StackError::Front(e.to_string()))?;
 
     let controller_name = plan.controller.name();
-    let chosen: Vec<(&ServerEntry, &ServerReport)> = plan
+    let mut sessions = sessions.into_iter();
+    let chosen: Vec<native::Chosen<'_>> = plan
         .entries
         .iter()
         .zip(&reports)
-        .filter(|(e, _)| served.contains(&e.name))
+        .map(|(entry, report)| native::Chosen {
+            entry,
+            report,
+            session: sessions.next().flatten(),
+        })
+        .filter(|c| served.contains(&c.entry.name))
         .collect();
     let mut mcpo_launch = None;
     // The controller and the tunnel do not depend on each other: start both at once.
@@ -221,16 +230,14 @@ pub async fn start(
                     .join("stacks")
                     .join(&name)
                     .join("mcpo.json");
-                let entries: Vec<&ServerEntry> = chosen.iter().map(|(e, _)| *e).collect();
+                let entries: Vec<&ServerEntry> = chosen.iter().map(|c| c.entry).collect();
                 mcpo::write_config(&launch.config, &mcpo::config_for(&entries))?;
                 let guard = start_controller(&name, &launch, &client, &masker, &events).await?;
                 mcpo_launch = Some(launch);
                 Ok::<_, StackError>(Controller::Mcpo(guard))
             }
             ControllerPlan::Native { listener, key } => {
-                start_native(&name, &chosen, listener, key, &events)
-                    .await
-                    .map(Controller::Native)
+                native::start_bridge(&name, chosen, listener, key, &events).map(Controller::Native)
             }
         }
     };
@@ -242,9 +249,9 @@ pub async fn start(
     };
     let (controller, tunnel) = tokio::join!(controller, tunnel);
     let (controller, tunnel) = (controller?, tunnel?);
-    let (guard, bridge) = match controller {
-        Controller::Mcpo(guard) => (Some(guard), None),
-        Controller::Native(bridge) => (None, Some(bridge)),
+    let (guard, bridge, unverified) = match controller {
+        Controller::Mcpo(guard) => (Some(guard), None, Vec::new()),
+        Controller::Native((bridge, unverified)) => (None, Some(bridge), unverified),
     };
 
     let public_url = plan
@@ -283,6 +290,10 @@ pub async fn start(
         warnings: Vec::new(),
         started_at: now_rfc3339(),
         restarts: 0,
+        bridge_servers: bridge
+            .as_ref()
+            .map(native::server_states)
+            .unwrap_or_default(),
     };
     let stack = RunningStack {
         inner: Arc::new(Inner {
@@ -291,7 +302,7 @@ pub async fn start(
             project_dir: plan.project_dir,
             mcpo: mcpo_launch,
             upstream,
-            bridge,
+            bridge: bridge.clone(),
             tunnel_spec: plan.tunnel,
             public_url_flag: plan.public_url,
             served,
@@ -318,6 +329,9 @@ pub async fn start(
         })
         .map_err(|e| StackError::Front(e.to_string()))?;
     stack.save_record()?;
+    if let Some(bridge) = bridge {
+        native::follow_up(&stack, bridge, unverified);
+    }
     Ok(stack)
 }
 
@@ -377,48 +391,6 @@ async fn start_controller(
     let progress = |secs: u64| events.progress(stack, "waiting for mcpo", secs);
     let sink = tagged_sink("mcpo", stack, masker);
     mcpo::start(launch, client, sink, &progress).await
-}
-
-/// Builds the native bridge over the chosen servers (their tools as the preflight saw them),
-/// connects them and serves it on `listener`.
-async fn start_native(
-    stack: &str,
-    chosen: &[(&ServerEntry, &ServerReport)],
-    listener: std::net::TcpListener,
-    key: String,
-    events: &Events,
-) -> Result<Bridge, StackError> {
-    events.progress(stack, "starting the native bridge", 0);
-    let servers: Vec<BridgeServer> = chosen
-        .iter()
-        .map(|(entry, report)| {
-            let generated = native::openapi::server_document(&entry.name, &report.tools);
-            for warning in &generated.warnings {
-                events.warn(stack, warning.to_string());
-            }
-            BridgeServer {
-                name: entry.name.clone(),
-                entry: (*entry).clone(),
-                tools: report.tools.clone(),
-                document: generated.document,
-            }
-        })
-        .collect();
-    let bridge = Bridge::new(servers, BridgeConfig::from_env(key));
-    for (server, result) in bridge.connect_all().await {
-        if let Err(e) = result {
-            events.warn(
-                stack,
-                format!("server {server} did not connect (retried on its first call): {e}"),
-            );
-        }
-    }
-    let listener = listener
-        .set_nonblocking(true)
-        .and_then(|()| tokio::net::TcpListener::from_std(listener))
-        .map_err(|e| StackError::Front(format!("the native bridge cannot listen: {e}")))?;
-    tokio::spawn(bridge.clone().serve(listener, CancellationToken::new()));
-    Ok(bridge)
 }
 
 async fn start_tunnel(
@@ -531,10 +503,16 @@ impl RunningStack {
         })
     }
 
-    /// Writes this stack's record into the state file (replacing an older one of its name).
+    /// Writes this stack's record into the state file (replacing an older one of its name);
+    /// once the stack is stopping, nothing (its record is being removed).
     fn save_record(&self) -> Result<(), StackError> {
         let record = self.record();
+        let stopping = &self.inner.shutdown;
         self.inner.state.update(|state| {
+            // Checked under the file's lock: `stop` cancels before it removes the record.
+            if stopping.is_cancelled() {
+                return;
+            }
             state.stacks.retain(|s| s.name != record.name);
             state.stacks.push(record);
         })?;

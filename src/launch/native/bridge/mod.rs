@@ -41,6 +41,7 @@ mod result;
 mod routes;
 #[cfg(test)]
 mod tests;
+mod tools;
 mod upstream;
 
 use std::collections::HashMap;
@@ -49,11 +50,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerEntry;
-use crate::mcp::ConnectOptions;
+use crate::mcp::{ConnectOptions, ServerInfo, Session, ToolList};
 
+use error::BridgeError;
+use tools::ToolSet;
 use upstream::Upstream;
 
 /// Environment variable with the call timeout in seconds.
@@ -68,7 +72,6 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 /// One server the bridge serves.
-#[derive(Debug, Clone)]
 pub struct BridgeServer {
     /// The name in the routes (`/<name>/<tool>`).
     pub name: String,
@@ -78,6 +81,9 @@ pub struct BridgeServer {
     pub tools: Vec<Value>,
     /// Its OpenAPI document, served at `/<name>/openapi.json`.
     pub document: Value,
+    /// A live session to adopt (the preflight's), so the server is not started twice;
+    /// `None`: the first call or [`Bridge::connect_all`] starts it.
+    pub session: Option<Session>,
 }
 
 /// How the bridge runs. Its `Debug` hides the key.
@@ -186,6 +192,8 @@ struct Inner {
     call_timeout: Duration,
     /// Cancelled by [`Bridge::shutdown`]: calls end with 503, connects stop.
     closing: CancellationToken,
+    /// Told whenever a server's health changes.
+    changes: Arc<watch::Sender<()>>,
     /// The root `/openapi.json`, serialized once.
     root_document: bytes::Bytes,
 }
@@ -195,6 +203,7 @@ impl Bridge {
     /// A later server with an already-used name is ignored (names are unique per stack).
     pub fn new(servers: Vec<BridgeServer>, config: BridgeConfig) -> Bridge {
         let closing = CancellationToken::new();
+        let changes = Arc::new(watch::Sender::new(()));
         let mut by_name = HashMap::with_capacity(servers.len());
         let mut ordered = Vec::with_capacity(servers.len());
         for server in servers {
@@ -202,7 +211,12 @@ impl Bridge {
                 tracing::warn!(server = %server.name, "duplicate server name; ignored");
                 continue;
             }
-            let upstream = Arc::new(Upstream::new(server, config.connect, closing.clone()));
+            let upstream = Arc::new(Upstream::new(
+                server,
+                config.connect,
+                closing.clone(),
+                Arc::clone(&changes),
+            ));
             by_name.insert(upstream.name.clone(), Arc::clone(&upstream));
             ordered.push(upstream);
         }
@@ -215,6 +229,7 @@ impl Bridge {
                 key: config.key,
                 call_timeout: config.call_timeout,
                 closing,
+                changes,
                 root_document,
             }),
         }
@@ -256,6 +271,38 @@ impl Bridge {
             .await
     }
 
+    /// A receiver that sees a change whenever a server connects, fails, is lost or closes
+    /// (read [`Bridge::server_status`] then).
+    pub fn changes(&self) -> watch::Receiver<()> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Lists `server`'s tools on its live session, connecting it first when it is down (and
+    /// not backing off). `Err` says why not.
+    pub async fn list_live_tools(
+        &self,
+        server: &str,
+        timeout: Duration,
+    ) -> Result<(ServerInfo, ToolList), String> {
+        let upstream = self
+            .upstream(server)
+            .ok_or_else(|| format!("the bridge serves no server named {server}"))?;
+        upstream
+            .list_live_tools(timeout)
+            .await
+            .map_err(|e| describe(&e))
+    }
+
+    /// Serves `tools` and `document` for `server` from now on (calls already under way finish
+    /// with the old ones). False when there is no such server.
+    pub fn replace_tools(&self, server: &str, tools: Vec<Value>, document: &Value) -> bool {
+        let Some(upstream) = self.upstream(server) else {
+            return false;
+        };
+        upstream.replace_tools(ToolSet::new(tools, document));
+        true
+    }
+
     /// Every server's health, in the order given.
     pub fn server_status(&self) -> Vec<ServerStatus> {
         self.inner.servers.iter().map(|u| u.status()).collect()
@@ -275,5 +322,16 @@ impl Bridge {
 
     fn server_names(&self) -> Vec<String> {
         self.inner.servers.iter().map(|u| u.name.clone()).collect()
+    }
+}
+
+/// A bridge error as one line for a warning (the stderr tail, when there is one, follows it).
+fn describe(error: &BridgeError) -> String {
+    match error {
+        BridgeError::Unavailable { failure, .. } if !failure.stderr.is_empty() => {
+            format!("{}\n{}", failure.message, failure.stderr)
+        }
+        BridgeError::Unavailable { failure, .. } => failure.message.clone(),
+        other => other.to_string(),
     }
 }

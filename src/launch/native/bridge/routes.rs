@@ -92,7 +92,7 @@ async fn server_route(
             servers: bridge.server_names(),
         })?;
     match (method, rest.as_str()) {
-        (Method::GET, "openapi.json") => Ok(json_bytes(upstream.document.clone())),
+        (Method::GET, "openapi.json") => Ok(json_bytes(upstream.tools().document.clone())),
         (Method::GET, "docs") => Ok(docs_page(upstream)),
         (Method::POST, tool) => call(&bridge, upstream, tool, body?).await,
         (method, _) => Err(BridgeError::MethodNotAllowed {
@@ -109,19 +109,17 @@ async fn call(
     tool: &str,
     body: Bytes,
 ) -> Result<Response, BridgeError> {
-    let tool_def = upstream
-        .tools
-        .get(tool)
-        .ok_or_else(|| BridgeError::UnknownTool {
-            server: upstream.name.clone(),
-            tool: tool.to_string(),
-            suggestions: catalog::similar_names(tool, upstream.tools.keys().map(String::as_str), 3),
-        })?;
+    let tools = upstream.tools();
+    let found = tools.get(tool).ok_or_else(|| BridgeError::UnknownTool {
+        server: upstream.name.clone(),
+        tool: tool.to_string(),
+        suggestions: catalog::similar_names(tool, tools.names(), 3),
+    })?;
     let invalid = |violations: Vec<String>| BridgeError::InvalidArguments {
         server: upstream.name.clone(),
         tool: tool.to_string(),
         violations,
-        expected: catalog::expected_shape(tool_def),
+        expected: catalog::expected_shape(&found.definition),
     };
     let arguments = parse_arguments(&body)?;
     if !arguments.is_object() {
@@ -129,7 +127,7 @@ async fn call(
             "the body must be one JSON object of arguments (`{}` when there are none)".into(),
         ]));
     }
-    let violations = catalog::argument_violations(tool_def, &arguments);
+    let violations = found.violations(&arguments);
     if !violations.is_empty() {
         return Err(invalid(violations));
     }
@@ -214,11 +212,10 @@ async fn root_docs(State(bridge): State<Bridge>) -> Response {
 fn docs_page(upstream: &Upstream) -> Response {
     let name = escape(&upstream.name);
     let tools: String = upstream
-        .tool_order
+        .tools()
         .iter()
-        .filter_map(|tool| upstream.tools.get(tool).map(|def| (tool, def)))
-        .map(|(tool, def)| {
-            let description = catalog::tool::description(def);
+        .map(|(tool, found)| {
+            let description = catalog::tool::description(&found.definition);
             format!(
                 "<li><code>POST /{name}/{}</code><p>{}</p></li>\n",
                 escape(tool),

@@ -63,6 +63,7 @@ fn server(entry: ServerEntry, tools: Vec<Value>) -> BridgeServer {
         document: json!({"openapi": "3.1.0", "info": {"title": entry.name}, "paths": {}}),
         entry,
         tools,
+        session: None,
     }
 }
 
@@ -537,4 +538,80 @@ fn call_timeout_is_a_positive_number_of_seconds() {
     for bad in ["0", "-1", "NaN", "inf", "soon", ""] {
         assert_eq!(parse_seconds(bad), None, "{bad}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adopted_session_serves_without_a_second_start() {
+    let entry = fault(&[]);
+    let session = crate::catalog::connect(&entry, &ConnectOptions::default())
+        .await
+        .expect("the fault server starts");
+    let adopted_pgid = session.pgid().expect("a stdio server");
+    let tools = session.list_tools(LONG).await.unwrap().tools;
+    let mut served = server(entry, tools);
+    served.session = Some(session);
+    let bridge = Running::serve(vec![served], LONG).await;
+    let up = bridge.status("fault");
+    assert_eq!(
+        (up.state, up.restarts, up.pgid),
+        (ServerState::Up, 0, Some(adopted_pgid))
+    );
+
+    let (status, body) = bridge.call("/fault/echo", json!({"message": "hi"})).await;
+    assert_eq!((status, body), (200, json!("hi")));
+    assert_eq!(
+        bridge.status("fault").pgid,
+        Some(adopted_pgid),
+        "no second start"
+    );
+    bridge.stop().await;
+    assert!(
+        live_members(adopted_pgid).is_empty(),
+        "shutdown ends the adopted server"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replaced_tools_change_the_routes_and_the_document() {
+    let entry = fault(&[]);
+    let mut tools = listed_tools(&entry).await;
+    let echo = tools
+        .iter()
+        .position(|t| t["name"] == "echo")
+        .expect("the fault server has echo");
+    let echo = tools.remove(echo);
+    // Started as if from an index that does not know echo yet.
+    let bridge = Running::serve(vec![server(entry, tools.clone())], LONG).await;
+    let (status, body) = bridge.call("/fault/echo", json!({"message": "hi"})).await;
+    assert_eq!(
+        (status, &body["error"]["type"]),
+        (404, &json!("unknown_tool")),
+        "{body}"
+    );
+
+    let mut changes = bridge.bridge.changes();
+    let (_, listed) = bridge
+        .bridge
+        .list_live_tools("fault", LONG)
+        .await
+        .expect("the server lists its tools live");
+    assert!(listed.tools.contains(&echo), "the live list has echo");
+    changes.changed().await.expect("the connect is announced");
+    assert_eq!(bridge.status("fault").state, ServerState::Up);
+
+    let document = json!({"openapi": "3.1.0", "info": {"title": "new"}, "paths": {}});
+    assert!(bridge
+        .bridge
+        .replace_tools("fault", listed.tools, &document));
+    assert!(!bridge.bridge.replace_tools("nobody", Vec::new(), &document));
+    let (status, body) = bridge.call("/fault/echo", json!({"message": "hi"})).await;
+    assert_eq!((status, body), (200, json!("hi")));
+    let served: Value = bridge
+        .get("/fault/openapi.json", Some(KEY))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(served, document);
+    bridge.stop().await;
 }

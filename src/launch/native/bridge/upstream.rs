@@ -13,19 +13,20 @@
 //! the exit status): that call gets the 502 and the restart follows the same schedule.
 //! `mcp::Session` tells no one when its connection closes, so there is no earlier moment.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::Signal;
 use serde_json::Value;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog;
 use crate::config::ServerEntry;
-use crate::mcp::{ConnectOptions, McpError, Session};
+use crate::mcp::{ConnectOptions, McpError, ServerInfo, Session, ToolList};
 
 use super::error::{BridgeError, Failure};
+use super::tools::ToolSet;
 use super::{ServerState, ServerStatus};
 
 /// The first wait after a failure, and the wait again after a successful connect.
@@ -40,18 +41,16 @@ const RELEASE_WAIT: Duration = Duration::from_secs(2);
 pub(super) struct Upstream {
     pub(super) name: String,
     entry: ServerEntry,
-    /// Tool definitions by name, as the preflight listed them.
-    pub(super) tools: HashMap<String, Value>,
-    /// Tool names in the server's order (for the docs page).
-    pub(super) tool_order: Vec<String>,
-    /// The per-server OpenAPI document, serialized once.
-    pub(super) document: bytes::Bytes,
+    /// Its tools; replaced whole when the server turns out to offer others.
+    tools: RwLock<Arc<ToolSet>>,
     connect: ConnectOptions,
     slot: Mutex<Slot>,
     /// Held for the whole of a connect, so there is only one at a time.
     gate: Arc<tokio::sync::Mutex<()>>,
     /// Cancelled by [`Bridge::shutdown`](super::Bridge::shutdown): connects and calls end.
     closing: CancellationToken,
+    /// Told whenever the server's health changes (see [`Bridge::changes`](super::Bridge::changes)).
+    changes: Arc<watch::Sender<()>>,
 }
 
 /// The mutable part, behind a short-lived lock (never held across an await).
@@ -86,36 +85,58 @@ impl Upstream {
         server: super::BridgeServer,
         connect: ConnectOptions,
         closing: CancellationToken,
+        changes: Arc<watch::Sender<()>>,
     ) -> Upstream {
-        let tool_order: Vec<String> = server
-            .tools
-            .iter()
-            .map(|t| catalog::tool::name(t).to_string())
-            .collect();
-        let mut tools = HashMap::with_capacity(server.tools.len());
-        for tool in server.tools {
-            // The first definition of a name wins, as in the tool listing.
-            tools
-                .entry(catalog::tool::name(&tool).to_string())
-                .or_insert(tool);
-        }
+        let tools = ToolSet::new(server.tools, &server.document);
+        // A session handed over (from the preflight) counts as the first one.
+        let adopted = server.session.map(Arc::new);
+        let sessions = u32::from(adopted.is_some());
         Upstream {
             name: server.name,
             entry: server.entry,
-            tools,
-            tool_order,
-            document: bytes::Bytes::from(server.document.to_string()),
+            tools: RwLock::new(Arc::new(tools)),
             connect,
             slot: Mutex::new(Slot {
-                session: None,
+                session: adopted,
                 connecting: false,
-                sessions: 0,
+                sessions,
                 last_error: None,
                 backoff: FIRST_BACKOFF,
                 next_attempt: None,
             }),
             gate: Arc::new(tokio::sync::Mutex::new(())),
             closing,
+            changes,
+        }
+    }
+
+    /// The server's current tools.
+    pub(super) fn tools(&self) -> Arc<ToolSet> {
+        Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Serves `tools` from now on; calls already validated finish with the old set.
+    pub(super) fn replace_tools(&self, tools: ToolSet) {
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+    }
+
+    /// Lists the server's tools on its live session (connecting first when it is down).
+    pub(super) async fn list_live_tools(
+        self: &Arc<Self>,
+        timeout: Duration,
+    ) -> Result<(ServerInfo, ToolList), BridgeError> {
+        let session = self.session().await?;
+        let listed = tokio::select! {
+            listed = session.list_tools(timeout) => listed,
+            () = self.closing.cancelled() => return Err(BridgeError::ShuttingDown),
+        };
+        match listed {
+            Ok(list) => Ok((session.info().clone(), list)),
+            Err(lost) if session_lost(&lost) => Err(self.lose(&session, &lost)),
+            Err(error) => Err(BridgeError::Upstream {
+                server: self.name.clone(),
+                error,
+            }),
         }
     }
 
@@ -203,6 +224,7 @@ impl Upstream {
     /// Connects (the caller holds the gate) and records the outcome.
     async fn connect_now(&self) -> Result<Arc<Session>, BridgeError> {
         self.slot().connecting = true;
+        self.changes.send_replace(());
         let outcome = tokio::select! {
             outcome = catalog::connect(&self.entry, &self.connect) => outcome,
             () = self.closing.cancelled() => {
@@ -210,6 +232,8 @@ impl Upstream {
                 return Err(BridgeError::ShuttingDown);
             }
         };
+        // Told once the slot below is updated and its lock released.
+        let _notify = Notify(&self.changes);
         let mut slot = self.slot();
         slot.connecting = false;
         match outcome {
@@ -252,6 +276,9 @@ impl Upstream {
         }
         let retry_at = slot.retry_at();
         drop(slot);
+        if dead.is_some() {
+            self.changes.send_replace(());
+        }
         // The last holder's drop kills what is left of the process group.
         drop(dead);
         BridgeError::Unavailable {
@@ -263,13 +290,10 @@ impl Upstream {
 
     /// Connects unless already up (for the start-up pass); `Err` carries the reason.
     pub(super) async fn ensure_connected(self: &Arc<Self>) -> Result<(), String> {
-        self.session().await.map(drop).map_err(|e| match e {
-            BridgeError::Unavailable { failure, .. } if !failure.stderr.is_empty() => {
-                format!("{}\n{}", failure.message, failure.stderr)
-            }
-            BridgeError::Unavailable { failure, .. } => failure.message,
-            other => other.to_string(),
-        })
+        self.session()
+            .await
+            .map(drop)
+            .map_err(|e| super::describe(&e))
     }
 
     /// The server's health for `status`.
@@ -300,6 +324,7 @@ impl Upstream {
         let Some(session) = self.slot().session.take() else {
             return;
         };
+        self.changes.send_replace(());
         let pgid = session.pgid();
         match release(session).await {
             Ok(session) => session.close().await,
@@ -311,6 +336,16 @@ impl Upstream {
                 drop(still_shared);
             }
         }
+    }
+}
+
+/// Tells the watchers of a server's health when dropped (after the slot's lock, taken later,
+/// is released: locals drop in reverse order).
+struct Notify<'a>(&'a watch::Sender<()>);
+
+impl Drop for Notify<'_> {
+    fn drop(&mut self) {
+        self.0.send_replace(());
     }
 }
 

@@ -1,0 +1,239 @@
+//! The native controller's part of a stack.
+//!
+//! The bridge serves as soon as it is built: a server the preflight checked live hands its
+//! open session over (it is not started twice); a server answered from the tool index is
+//! started in the background and its live tool list compared with the index — when they
+//! differ, the bridge, the index and the published spec follow the server. A call that
+//! arrives before its server is up waits for the connect. Every change of a server's health
+//! is written to the stack's record, so `status` shows it and `down` can end the server's
+//! process group after an `up` that was killed.
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{lock, RunningStack, StackError};
+use crate::catalog::{self, ServerReport, Status};
+use crate::config::ServerEntry;
+use crate::launch::events::Events;
+use crate::launch::native::{
+    self,
+    bridge::{Bridge, BridgeConfig, BridgeServer},
+};
+use crate::launch::state::{BridgeServerState, ProcessRecord};
+use crate::mcp::{ConnectOptions, Session};
+
+/// One server handed to the bridge: its entry, what the preflight saw, and the preflight's
+/// open session when it kept one.
+pub(super) struct Chosen<'a> {
+    pub(super) entry: &'a ServerEntry,
+    pub(super) report: &'a ServerReport,
+    pub(super) session: Option<Session>,
+}
+
+/// A server whose tools came from the tool index, to start and check after the launch.
+pub(super) struct Unverified {
+    entry: ServerEntry,
+    tools: Vec<Value>,
+}
+
+/// Builds the bridge over the chosen servers and serves it on `listener` at once. Returns it
+/// with the servers still to start and check (see [`follow_up`]).
+pub(super) fn start_bridge(
+    stack: &str,
+    chosen: Vec<Chosen<'_>>,
+    listener: std::net::TcpListener,
+    key: String,
+    events: &Events,
+) -> Result<(Bridge, Vec<Unverified>), StackError> {
+    events.progress(stack, "starting the native bridge", 0);
+    let mut unverified = Vec::new();
+    let servers: Vec<BridgeServer> = chosen
+        .into_iter()
+        .map(|chosen| {
+            let generated =
+                native::openapi::server_document(&chosen.entry.name, &chosen.report.tools);
+            for warning in &generated.warnings {
+                events.warn(stack, warning.to_string());
+            }
+            if chosen.report.status == Status::Cached {
+                unverified.push(Unverified {
+                    entry: chosen.entry.clone(),
+                    tools: chosen.report.tools.clone(),
+                });
+            }
+            BridgeServer {
+                name: chosen.entry.name.clone(),
+                entry: chosen.entry.clone(),
+                tools: chosen.report.tools.clone(),
+                document: generated.document,
+                session: chosen.session,
+            }
+        })
+        .collect();
+    let bridge = Bridge::new(servers, BridgeConfig::from_env(key));
+    let listener = listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(listener))
+        .map_err(|e| StackError::Front(format!("the native bridge cannot listen: {e}")))?;
+    tokio::spawn(bridge.clone().serve(listener, CancellationToken::new()));
+    Ok((bridge, unverified))
+}
+
+/// The bridge's servers as the state file records them.
+pub(super) fn server_states(bridge: &Bridge) -> Vec<BridgeServerState> {
+    bridge
+        .server_status()
+        .into_iter()
+        .map(|status| BridgeServerState {
+            name: status.name,
+            state: status.state.as_str().to_string(),
+            restarts: status.restarts,
+            last_error: status.last_error,
+            process: status.pgid.map(ProcessRecord::of),
+        })
+        .collect()
+}
+
+/// Runs in the background once the stack is up: keeps the record's server states current
+/// until the stack stops, and starts and checks the servers answered from the tool index.
+pub(super) fn follow_up(stack: &RunningStack, bridge: Bridge, unverified: Vec<Unverified>) {
+    tokio::spawn(record_health(stack.clone(), bridge.clone()));
+    for server in unverified {
+        tokio::spawn(verify(stack.clone(), bridge.clone(), server));
+    }
+}
+
+/// Writes the servers' states into the record whenever the bridge reports a change.
+async fn record_health(stack: RunningStack, bridge: Bridge) {
+    let mut changes = bridge.changes();
+    let shutdown = stack.inner.shutdown.clone();
+    loop {
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            () = shutdown.cancelled() => return,
+        }
+        let states = server_states(&bridge);
+        let changed = {
+            let mut record = lock(&stack.inner.record);
+            let changed = record.bridge_servers != states;
+            record.bridge_servers = states;
+            changed
+        };
+        if changed {
+            if let Err(e) = stack.save_record() {
+                tracing::warn!(stack = %stack.name(), error = %e, "could not record the servers' state");
+            }
+        }
+    }
+}
+
+/// Starts a server answered from the tool index and compares its live tools with the index's.
+async fn verify(stack: RunningStack, bridge: Bridge, server: Unverified) {
+    let name = server.entry.name.clone();
+    let events = &stack.inner.events;
+    let timeout = ConnectOptions::from_env().list_timeout;
+    let (info, list) = match bridge.list_live_tools(&name, timeout).await {
+        Ok(listed) => listed,
+        Err(e) => {
+            if !stack.inner.shutdown.is_cancelled() {
+                events.warn(
+                    stack.name(),
+                    format!(
+                        "server {name} did not start: {e}\n  its calls answer 502 until it does \
+                         (each call after the backoff tries again); `mcp-launch inspect {name}` \
+                         shows why"
+                    ),
+                );
+            }
+            return;
+        }
+    };
+    if list.tools == server.tools {
+        return;
+    }
+    let change = describe_change(&server.tools, &list.tools);
+    let report = catalog::record_live(&server.entry, &info, list).await;
+    let generated = native::openapi::server_document(&name, &report.tools);
+    bridge.replace_tools(&name, report.tools, &generated.document);
+    events.warn(
+        stack.name(),
+        format!("server {name} offers other tools than the tool index said ({change}); the spec now follows the server"),
+    );
+    let refreshed = stack.refresh_spec(None).await;
+    if let Err(e) = refreshed.and_then(|_| stack.save_record()) {
+        events.warn(stack.name(), format!("could not republish the spec: {e}"));
+    }
+}
+
+/// `added x, y; removed z; 2 changed` for two tool lists.
+fn describe_change(before: &[Value], after: &[Value]) -> String {
+    let names = |tools: &[Value]| -> Vec<String> {
+        tools
+            .iter()
+            .map(|t| catalog::tool::name(t).to_string())
+            .collect()
+    };
+    let (old, new) = (names(before), names(after));
+    let added: Vec<&str> = new
+        .iter()
+        .filter(|n| !old.contains(n))
+        .map(String::as_str)
+        .collect();
+    let removed: Vec<&str> = old
+        .iter()
+        .filter(|n| !new.contains(n))
+        .map(String::as_str)
+        .collect();
+    let changed = after
+        .iter()
+        .filter(|tool| {
+            before
+                .iter()
+                .any(|old| catalog::tool::name(old) == catalog::tool::name(tool) && old != *tool)
+        })
+        .count();
+    let mut parts = Vec::new();
+    if !added.is_empty() {
+        parts.push(format!("added {}", added.join(", ")));
+    }
+    if !removed.is_empty() {
+        parts.push(format!("removed {}", removed.join(", ")));
+    }
+    if changed > 0 {
+        parts.push(format!("{changed} changed"));
+    }
+    if parts.is_empty() {
+        parts.push("the order changed".to_string());
+    }
+    parts.join("; ")
+}
+
+impl RunningStack {
+    /// The native bridge, when it is the controller.
+    pub fn bridge(&self) -> Option<&Bridge> {
+        self.inner.bridge.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::describe_change;
+
+    #[test]
+    fn changes_are_named() {
+        let a = json!({"name": "a", "description": "x"});
+        let a2 = json!({"name": "a", "description": "y"});
+        let b = json!({"name": "b"});
+        let c = json!({"name": "c"});
+        assert_eq!(
+            describe_change(&[a.clone(), b.clone()], &[a2, c]),
+            "added c; removed b; 1 changed"
+        );
+        assert_eq!(
+            describe_change(&[a.clone(), b.clone()], &[b, a]),
+            "the order changed"
+        );
+    }
+}
