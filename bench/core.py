@@ -33,6 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import machine  # noqa: E402
+from common import read_response, rpc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN_DIR = os.path.join(ROOT, ".deps", "npm", "node_modules", ".bin")
@@ -66,24 +67,6 @@ def config_json(srvs, tmp):
 def child_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
-
-
-def rpc(proc, msg):
-    proc.stdin.write((json.dumps(msg) + "\n").encode())
-    proc.stdin.flush()
-
-
-def read_response(proc, want_id):
-    while True:
-        line = proc.stdout.readline()
-        if not line:
-            raise RuntimeError("server closed stdout")
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if msg.get("id") == want_id and ("result" in msg or "error" in msg):
-            return msg
 
 
 def direct_session(argv, env=None, call=None):

@@ -28,33 +28,21 @@ prints the report of such a file).
 """
 import argparse
 import datetime
-import http.client
 import json
 import os
 import re
-import shutil
-import signal
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import machine  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEPS = os.path.join(ROOT, ".deps")
-NPM_BIN = os.path.join(DEPS, "npm", "node_modules", ".bin")
-MCPO = os.path.join(DEPS, "venv-mcpo", "bin", "mcpo")
-UP_TIMEOUT = 120.0
-ECHO_BODY = b'{"message":"hi"}'
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
+from common import (  # noqa: E402
+    DEPS, ECHO_BODY, MCPO, NPM_BIN, ROOT, UP_TIMEOUT, Caller, Up, add_run_options, bench_env,
+    descendants, end_leftovers, finish, free_ports, lat_stats, log, ms, parse_run_args, prepare_run,
+    proc_status, spread, stop_group, tree_rss, wait_200, write_json)
 
 
 # ---------------------------------------------------------------- setup
@@ -88,12 +76,6 @@ def stack_servers(tmp):
     }
 
 
-def write_json(path, value):
-    with open(path, "w") as f:
-        json.dump(value, f, indent=1)
-    return path
-
-
 def mcpo_config(servers, memory_file):
     """The servers as mcpo's own config (the same shape `up` writes), with a memory file of
     its own so two graphs never share one."""
@@ -104,196 +86,6 @@ def mcpo_config(servers, memory_file):
             e["env"]["MEMORY_FILE_PATH"] = memory_file
         out[name] = e
     return {"mcpServers": out}
-
-
-def port_free(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-_HANDED_OUT = set()
-
-
-def free_ports(n):
-    """A base port P with P..P+n-1 all free (for --port / --mcpo-port, stack i gets P+i);
-    never the same port twice in one run, so two processes starting at once cannot collide."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        wanted = range(base, base + n)
-        if base + n < 65536 and not _HANDED_OUT.intersection(wanted) and all(port_free(q) for q in wanted):
-            _HANDED_OUT.update(wanted)
-            return base
-    raise RuntimeError("no free port range")
-
-
-# ---------------------------------------------------------------- /proc
-
-
-def proc_status(pid):
-    """{VmRSS, VmHWM} in kB, or None when the process is gone."""
-    out = {}
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                key = line.split(":", 1)[0]
-                if key in ("VmRSS", "VmHWM"):
-                    out[key] = int(line.split()[1])
-    except OSError:
-        return None
-    return out
-
-
-def proc_stat(pid):
-    """(ppid, start time in ticks) of a live process, or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    # Fields after the command (which may hold spaces) start after the last ')'.
-    fields = stat.rsplit(")", 1)[1].split()
-    return int(fields[1]), int(fields[19])
-
-
-def descendants(pid):
-    """[(pid, start)] of every live descendant. mcpo's servers run in sessions of their own,
-    so its process group is mcpo alone: the tree, not the group, is what it runs."""
-    children = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = proc_stat(int(name))
-            if st:
-                children.setdefault(st[0], []).append((int(name), st[1]))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child[0])
-    return out
-
-
-def same_process_alive(pid, start):
-    st = proc_stat(pid)
-    return st is not None and st[1] == start
-
-
-def end_leftovers(procs):
-    """Ends (TERM, then KILL) those of `procs` still alive; returns how many there were."""
-    left = [(pid, start) for pid, start in procs if same_process_alive(pid, start)]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid, start in left:
-            if same_process_alive(pid, start):
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline and any(same_process_alive(p, s) for p, s in left):
-            time.sleep(0.02)
-    return len(left)
-
-
-def tree_rss(pid):
-    """(VmRSS kB of pid and its descendants, number of processes)."""
-    procs = [(pid, None)] + descendants(pid)
-    total = 0
-    for p, _ in procs:
-        st = proc_status(p)
-        if st:
-            total += st.get("VmRSS", 0)
-    return total, len(procs)
-
-
-def group_alive(pgid):
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def stop_group(pgid, grace=5.0):
-    """SIGTERM to the group, SIGKILL after `grace`; True when it ended within the grace."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return True
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not group_alive(pgid):
-            return True
-        time.sleep(0.02)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    return False
-
-
-# ---------------------------------------------------------------- HTTP
-
-
-def wait_200(port, path, t0, deadline, interval, headers=None, give_up=None):
-    """Polls GET path until it answers 200; returns seconds since t0, or None at deadline.
-
-    The front's listener is bound before the stack is ready, so a request may wait in the
-    backlog until the front serves: it is then answered at once (short timeout, retried)."""
-    while time.perf_counter() < deadline and not (give_up and give_up.is_set()):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
-        try:
-            conn.request("GET", path, headers=headers or {})
-            r = conn.getresponse()
-            r.read()
-            if r.status == 200:
-                return time.perf_counter() - t0
-        except (OSError, http.client.HTTPException):
-            pass
-        finally:
-            conn.close()
-        time.sleep(interval)
-    return None
-
-
-class Caller:
-    """One kept-alive connection calling echo; reconnects (and counts it) if the server
-    closed the idle connection."""
-
-    def __init__(self, port, headers):
-        self.port = port
-        self.headers = dict(headers, **{"Content-Type": "application/json"})
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        self.reconnects = 0
-
-    def call(self):
-        for attempt in (0, 1):
-            t = time.perf_counter()
-            try:
-                self.conn.request("POST", "/everything/echo", body=ECHO_BODY, headers=self.headers)
-                r = self.conn.getresponse()
-                data = r.read()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                if attempt:
-                    raise
-                self.conn.close()
-                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-                self.reconnects += 1
-                continue
-            dt = time.perf_counter() - t
-            if r.status != 200 or b"Echo: hi" not in data:
-                raise RuntimeError(f"echo on port {self.port} answered {r.status}: {data[:300]!r}")
-            return dt
-        raise AssertionError("unreachable")
-
-    def close(self):
-        self.conn.close()
 
 
 # ---------------------------------------------------------------- up
@@ -340,122 +132,6 @@ def phases_from_log(path, epoch0, stacks):
         return None
     marks["mcpo_ready"] = max(mcpo_ready.values())
     return marks
-
-
-class Up:
-    """A running `mcp-launch up` over the configs, started in a fresh working directory."""
-
-    def __init__(self, bin_path, configs, workdir, env, log_file=None):
-        os.makedirs(workdir)
-        self.workdir = workdir
-        self.stacks = [os.path.splitext(os.path.basename(c))[0] for c in configs]
-        self.front_base = free_ports(len(configs))
-        self.mcpo_base = free_ports(len(configs))
-        args = [bin_path, "up"]
-        for c in configs:
-            args += ["--config", c]
-        args += ["--tunnel", "none", "--json", "--port", str(self.front_base),
-                 "--mcpo-port", str(self.mcpo_base)]
-        if log_file:
-            args += ["--log-file", log_file]
-        self.log_file = log_file
-        self.stderr = open(os.path.join(workdir, "up.stderr"), "w+b")
-        self.doc = None
-        self.json_at = None
-        self.stopped = False
-        self.epoch0 = time.time()
-        self.t0 = time.perf_counter()
-        # A session of its own: a Ctrl-C at the terminal reaches only this script, which then
-        # stops `up` with one SIGTERM (a second signal would cut its graceful stop short).
-        self.proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, start_new_session=True)
-        self.reader = threading.Thread(target=self._read_stdout, daemon=True)
-        self.reader.start()
-
-    def _read_stdout(self):
-        buf = b""
-        for line in self.proc.stdout:
-            if self.doc is not None:
-                continue
-            buf += line
-            if line.rstrip() == b"}":
-                try:
-                    self.doc = json.loads(buf)
-                    self.json_at = time.perf_counter() - self.t0
-                except ValueError:
-                    pass
-
-    def wait_ready(self):
-        """Polls every front's /healthz from the start; returns per-stack seconds (None if a
-        front never answered)."""
-        deadline = self.t0 + UP_TIMEOUT
-        results = [None] * len(self.stacks)
-        exited = threading.Event()
-
-        def poll(i):
-            results[i] = wait_200(self.front_base + i, "/healthz", self.t0, deadline, 0.01, give_up=exited)
-
-        threads = [threading.Thread(target=poll, args=(i,)) for i in range(len(self.stacks))]
-        for t in threads:
-            t.start()
-        # Give up early if `up` exits (a failure prints its JSON and ends).
-        while any(t.is_alive() for t in threads):
-            if self.proc.poll() is not None:
-                exited.set()
-                break
-            time.sleep(0.05)
-        for t in threads:
-            t.join()
-        end = time.perf_counter() + 5
-        while self.doc is None and time.perf_counter() < end:
-            time.sleep(0.01)
-        return results
-
-    def state(self):
-        with open(os.path.join(self.workdir, ".mcp-launch", "state.json")) as f:
-            return json.load(f)
-
-    def controller_groups(self):
-        try:
-            return {s["name"]: s["controller_process"]["pgid"] for s in self.state()["stacks"]
-                    if s.get("controller_process")}
-        except (OSError, ValueError, KeyError, TypeError):
-            return {}
-
-    def stop(self):
-        """SIGTERM, wait; returns (seconds to exit, exit code, processes of its tree that
-        outlived it — ended here)."""
-        if self.stopped:
-            return None
-        self.stopped = True
-        # Its tree now, plus the mcpos its state file records (they would outlive a crashed
-        # `up` re-parented, outside its tree).
-        tree = descendants(self.proc.pid)
-        try:
-            tree += [(s["controller_process"]["pgid"], s["controller_process"]["started"])
-                     for s in self.state()["stacks"] if s.get("controller_process")]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        tree = list(set(tree))
-        t = time.perf_counter()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        took = time.perf_counter() - t
-        self.reader.join(timeout=5)
-        self.stderr.close()
-        return took, code, end_leftovers(tree)
-
-    def stderr_text(self):
-        try:
-            with open(os.path.join(self.workdir, "up.stderr"), errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
 
 
 def run_up_round(bin_path, configs, workdir, env, with_log=True):
@@ -537,16 +213,6 @@ def run_bare(config_paths, logdir, env):
 
 
 # ---------------------------------------------------------------- latency
-
-
-def pct(sorted_values, p):
-    return sorted_values[min(len(sorted_values) - 1, int(round(p / 100 * (len(sorted_values) - 1))))]
-
-
-def lat_stats(samples):
-    s = sorted(samples)
-    return {"n": len(s), "p50": pct(s, 50), "p99": pct(s, 99), "mean": statistics.fmean(s),
-            "min": s[0], "max": s[-1]}
 
 
 def arrival_probe(port, key, n):
@@ -639,14 +305,6 @@ def run_latency(bin_path, configs, a_mcpo_config, tmp, env, calls, block):
 
 
 # ---------------------------------------------------------------- report
-
-
-def ms(s):
-    return s * 1000
-
-
-def spread(values, fmt="{:.0f}"):
-    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
 
 
 def report(r):
@@ -749,31 +407,12 @@ def report(r):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--calls", type=int, default=3000, help="echo calls per path")
+    add_run_options(ap, 3000, "echo calls per path")
     ap.add_argument("--block", type=int, default=100, help="calls per interleaved block")
-    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "mcp-launch"))
-    ap.add_argument("--json", action="store_true", help="print the raw figures as JSON")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
-    ap.add_argument("--render", metavar="FILE", help="print the report of a saved --json result")
-    a = ap.parse_args()
-    if a.render:
-        with open(a.render) as f:
-            print(report(json.load(f)))
+    a = parse_run_args(ap, report)
+    if a is None:
         return
-    for path in (a.bin, MCPO):
-        if not os.access(path, os.X_OK):
-            sys.exit(f"missing {path} (cargo build --release; bash scripts/install-test-deps.sh)")
-
-    tmp = tempfile.mkdtemp(prefix="mcpl-bench-launch-")
-    # A copy of the binary: a concurrent `cargo build` may replace target/release meanwhile.
-    bin_copy = os.path.join(tmp, "mcp-launch")
-    shutil.copy2(a.bin, bin_copy)
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip() or "unknown"
-    if subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "src"],
-                      capture_output=True, text=True).stdout.strip():
-        commit += " + uncommitted changes under src/"
+    tmp, bin_copy, commit = prepare_run(a.bin, "mcpl-bench-launch-")
 
     stacks = stack_servers(tmp)
     configs = [write_json(os.path.join(tmp, f"{name}.json"), {"mcpServers": servers})
@@ -781,10 +420,9 @@ def main():
     bare_configs = [write_json(os.path.join(tmp, f"mcpo-{name}.json"),
                                mcpo_config(servers, os.path.join(tmp, f"memory-bare-{name}.jsonl")))
                     for name, servers in stacks.items()]
-    env = dict(os.environ, NO_COLOR="1", MCP_LAUNCH_MCPO=MCPO,
-               XDG_CACHE_HOME=os.path.join(tmp, "cache"))
-    env.pop("MCP_LAUNCH_API_KEY", None)
+    env = bench_env(tmp)
 
+    result = None
     try:
         log("first up on an empty token cache…")
         # Without --log-file, so its RSS is comparable with the latency run's.
@@ -801,18 +439,10 @@ def main():
                 f"bare mcpo a {ms(x['bare_a']):.0f} ms, a+b {ms(x['bare_ab']):.0f} ms")
         log(f"latency: {a.calls} echo calls per path…")
         lat = run_latency(bin_copy, configs, bare_configs[0], tmp, env, a.calls, a.block)
+        result = {"bin": os.path.relpath(a.bin, ROOT), "commit": commit, "operations": cold["operations"],
+                  "cold": cold, "rounds": rounds, "latency": lat}
     finally:
-        if not a.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            log(f"kept {tmp}")
-
-    result = {"bin": os.path.relpath(a.bin, ROOT), "commit": commit, "operations": cold["operations"],
-              "cold": cold, "rounds": rounds, "latency": lat}
-    if a.json:
-        print(json.dumps(result, indent=1))
-    else:
-        print(report(result))
+        finish(tmp, a.keep, result, a.json, report)
 
 
 if __name__ == "__main__":
