@@ -14,6 +14,7 @@
 //! - [`process`]: the one way we spawn and end child processes (own process group, stderr ring
 //!   buffer, kill-the-group on drop).
 //! - [`search`]: BM25, regex and exact search over tool definitions, with a persisted index.
+//! - [`tui`]: the ratatui application of `up --tui` (pure state and update, screens, runtime).
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
 #![warn(missing_docs)]
 
@@ -27,3 +28,4 @@ pub mod mcp;
 pub mod output;
 pub mod process;
 pub mod search;
+pub mod tui;

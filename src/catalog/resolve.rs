@@ -111,8 +111,21 @@ pub async fn record_live(entry: &ServerEntry, info: &ServerInfo, list: ToolList)
     let mut reports = [listed_report(entry, info, list)];
     attach_token_counts(&mut reports).await;
     let [mut report] = reports;
-    let mut index = ToolIndex::open();
-    report.stale = index.record(entry, &report, SystemTime::now());
-    index.save();
+    remember(entry, &mut report);
     report
+}
+
+/// Records a live check's report in the tool index, as [`resolve`] does, and fills in its
+/// stale tools. Blocking file I/O (small): callers checking servers one by one (the TUI)
+/// call it from one task at a time, or entries recorded concurrently may be lost.
+pub fn remember(entry: &ServerEntry, report: &mut ServerReport) {
+    let mut index = ToolIndex::open();
+    report.stale = index.record(entry, report, SystemTime::now());
+    index.save();
+}
+
+/// Fills `tool_tokens` of every report (from the token cache, else the tokenizer, loaded at
+/// most once for the call).
+pub async fn count_tokens(reports: &mut [ServerReport]) {
+    attach_token_counts(reports).await;
 }

@@ -210,6 +210,9 @@ pub enum CliError {
     /// The launch state file could not be read or written.
     #[error(transparent)]
     State(#[from] crate::launch::state::StateError),
+    /// The TUI could not run.
+    #[error(transparent)]
+    Tui(#[from] crate::tui::TuiError),
     /// A file `init` would write exists already.
     #[error("{path} already exists")]
     FileExists {
@@ -233,6 +236,7 @@ impl CliError {
         match self {
             CliError::Server { problem, .. } => matches!(**problem, ServerProblem::Config(_)),
             CliError::Stdin(_) | CliError::Output(_) | CliError::State(_) => false,
+            CliError::Tui(e) => matches!(e, crate::tui::TuiError::NoTerminal(_)),
             CliError::Overrides(_) => true,
             _ => true,
         }
@@ -258,6 +262,7 @@ impl Actionable for CliError {
             CliError::FileExists { .. } => "file_exists",
             CliError::Usage { .. } => "usage",
             CliError::State(e) => e.kind(),
+            CliError::Tui(e) => e.kind(),
         }
     }
 
@@ -291,6 +296,7 @@ impl Actionable for CliError {
             CliError::Overrides(e) => e.help(),
             CliError::Usage { help, .. } => help.clone(),
             CliError::State(e) => e.help(),
+            CliError::Tui(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
             }

@@ -90,6 +90,10 @@ pub struct UpArgs {
     /// background; mcpo always checks every server live.
     #[arg(long)]
     pub refresh: bool,
+    /// Full-screen terminal UI: watch the preflight, allow/deny tools, enable/disable servers
+    /// (saved to ./.mcp-launch/overrides.json). In progress: launching from it comes next.
+    #[arg(long)]
+    pub tui: bool,
 }
 
 /// `--tunnel`.
@@ -101,6 +105,15 @@ pub enum TunnelMode {
     Quick,
     /// A named cloudflared tunnel (your domain, via --public-url).
     Named,
+}
+
+/// `up --tui`: the configs' servers in the TUI until the operator quits (or a signal).
+async fn run_tui(global: &GlobalArgs, shutdown: CancellationToken) -> Result<Outcome, CliError> {
+    let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
+    let loaded = config::load(&opts)?;
+    let entries: Vec<ServerEntry> = loaded.servers().cloned().collect();
+    crate::tui::runtime::run(entries, opts.cwd.clone(), shutdown).await?;
+    Ok(Outcome::Success)
 }
 
 /// `--controller`.
@@ -126,6 +139,9 @@ pub async fn run(
     global: &GlobalArgs,
     shutdown: CancellationToken,
 ) -> Result<Outcome, CliError> {
+    if args.tui {
+        return run_tui(global, shutdown).await;
+    }
     let began = Instant::now();
     // Flags first: a usage error must come before anything is announced, stopped or started.
     let shared_key = match (&args.api_key, args.shared_key) {

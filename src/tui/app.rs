@@ -1,0 +1,224 @@
+//! The app's state and its update function: every key and every result comes in as a
+//! [`Msg`], changes the state, and may ask for [`Effect`]s. No I/O here, so every behaviour is
+//! tested without a terminal.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+
+use crate::catalog::Overrides;
+use crate::config::ServerEntry;
+
+use super::model::{Check, Row};
+use super::msg::{Effect, Msg};
+use super::screens::{preflight::PreflightView, server::ServerView};
+use super::theme::Theme;
+
+/// Which screen is in front.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Screen {
+    /// Every server of every stack.
+    Preflight,
+    /// One server's tools.
+    Server(ServerView),
+}
+
+/// A short message in the status bar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The text.
+    pub text: String,
+    /// True for a problem (shown in the bad style).
+    pub is_error: bool,
+}
+
+/// Everything the TUI knows.
+#[derive(Debug, Clone)]
+pub struct App {
+    /// Stack names, in config order.
+    pub stacks: Vec<String>,
+    /// One row per server of every stack, stacks in order.
+    pub rows: Vec<Row>,
+    /// The project's choices (saved to `.mcp-launch/overrides.json` on every change).
+    pub overrides: Overrides,
+    /// The screen in front.
+    pub screen: Screen,
+    /// The preflight screen's selection and detail pane (kept while another screen is open).
+    pub preflight: PreflightView,
+    /// The help overlay is open.
+    pub help: bool,
+    /// "Quit? y/n" is asked.
+    pub confirm_quit: bool,
+    /// Ticks so far (spinners).
+    pub tick: u64,
+    /// The status bar's message.
+    pub notice: Option<Notice>,
+    /// Styles.
+    pub theme: Theme,
+}
+
+impl App {
+    /// An app checking `entries` (stacks in order) under `overrides`. Returns it with the
+    /// checks to start.
+    pub fn new(
+        entries: Vec<ServerEntry>,
+        overrides: Overrides,
+        theme: Theme,
+    ) -> (App, Vec<Effect>) {
+        let mut stacks: Vec<String> = Vec::new();
+        for entry in &entries {
+            if !stacks.contains(&entry.stack) {
+                stacks.push(entry.stack.clone());
+            }
+        }
+        let effects = entries
+            .iter()
+            .enumerate()
+            .map(|(row, entry)| Effect::Check {
+                row,
+                entry: entry.clone(),
+            })
+            .collect();
+        let rows = entries
+            .into_iter()
+            .map(|entry| Row {
+                entry,
+                check: Check::Running { attempt: 1 },
+            })
+            .collect();
+        let app = App {
+            stacks,
+            rows,
+            overrides,
+            screen: Screen::Preflight,
+            preflight: PreflightView::default(),
+            help: false,
+            confirm_quit: false,
+            tick: 0,
+            notice: None,
+            theme,
+        };
+        (app, effects)
+    }
+
+    /// Applies `msg`; returns what the runtime must do.
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Tick => {
+                self.tick = self.tick.wrapping_add(1);
+                Vec::new()
+            }
+            Msg::Resize => Vec::new(),
+            Msg::Checked { row, report } => {
+                if let Some(r) = self.rows.get_mut(row) {
+                    r.check = Check::Done(report);
+                }
+                Vec::new()
+            }
+            Msg::Saved(Ok(())) => Vec::new(),
+            Msg::Saved(Err(e)) => {
+                self.notice = Some(Notice {
+                    text: format!("could not save the overrides: {e}"),
+                    is_error: true,
+                });
+                Vec::new()
+            }
+            Msg::Mouse(mouse) => {
+                let step = match mouse.kind {
+                    MouseEventKind::ScrollUp => KeyCode::Up,
+                    MouseEventKind::ScrollDown => KeyCode::Down,
+                    _ => return Vec::new(),
+                };
+                self.on_key(KeyEvent::from(step))
+            }
+            Msg::Key(key) if key.kind == KeyEventKind::Release => Vec::new(),
+            Msg::Key(key) => self.on_key(key),
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.confirm_quit = true;
+            return Vec::new();
+        }
+        if self.confirm_quit {
+            self.confirm_quit = false;
+            return match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => vec![Effect::Quit],
+                _ => Vec::new(),
+            };
+        }
+        if self.help {
+            if matches!(
+                key.code,
+                KeyCode::Char('?') | KeyCode::Esc | KeyCode::Char('q')
+            ) {
+                self.help = false;
+            }
+            return Vec::new();
+        }
+        // A filter being typed takes every key, `?` and `q` included.
+        let typing = matches!(&self.screen, Screen::Server(view) if view.filtering);
+        if !typing {
+            match key.code {
+                KeyCode::Char('?') => {
+                    self.help = true;
+                    return Vec::new();
+                }
+                KeyCode::Char('q') => {
+                    self.confirm_quit = true;
+                    return Vec::new();
+                }
+                _ => {}
+            }
+        }
+        self.notice = None;
+        match &self.screen {
+            Screen::Preflight => super::screens::preflight::on_key(self, key),
+            Screen::Server(_) => super::screens::server::on_key(self, key),
+        }
+    }
+
+    /// Marks row `row` as being checked again and asks for the check.
+    pub(super) fn retry(&mut self, row: usize) -> Vec<Effect> {
+        let Some(r) = self.rows.get_mut(row) else {
+            return Vec::new();
+        };
+        let attempt = match &r.check {
+            Check::Running { .. } => return Vec::new(),
+            Check::Done(_) => 2,
+        };
+        r.check = Check::Running { attempt };
+        vec![Effect::Check {
+            row,
+            entry: r.entry.clone(),
+        }]
+    }
+
+    /// Enables or disables the server of row `row`; asks to save.
+    pub(super) fn toggle_server(&mut self, row: usize) -> Vec<Effect> {
+        let Some(r) = self.rows.get(row) else {
+            return Vec::new();
+        };
+        let disabled = !self.overrides.is_disabled(&r.entry);
+        let entry = r.entry.clone();
+        self.overrides.set_disabled(&entry, disabled);
+        self.say(format!(
+            "{} {}",
+            r.label(),
+            if disabled { "disabled" } else { "enabled" }
+        ));
+        vec![Effect::Save(self.overrides.clone())]
+    }
+
+    /// Puts `text` in the status bar.
+    pub(super) fn say(&mut self, text: String) {
+        self.notice = Some(Notice {
+            text,
+            is_error: false,
+        });
+    }
+
+    /// Rows of stack `stack`.
+    pub fn stack_rows<'a>(&'a self, stack: &'a str) -> impl Iterator<Item = &'a Row> + 'a {
+        self.rows.iter().filter(move |r| r.entry.stack == stack)
+    }
+}

@@ -1,0 +1,238 @@
+//! What the screens show, derived from the preflight and the overrides: one row per server of
+//! every stack, each server's tools as exposed, and the totals per stack. Pure functions of
+//! the app's data; nothing here does I/O.
+
+use std::collections::BTreeSet;
+
+use crate::catalog::{Overrides, ServerReport, Status};
+use crate::config::ServerEntry;
+
+/// Init times above this are flagged slow (the server answered, but a model waits for it).
+pub const SLOW_INIT_MS: u128 = 5_000;
+
+/// One server of one stack in the preflight.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The server's config entry.
+    pub entry: ServerEntry,
+    /// Where its check stands.
+    pub check: Check,
+}
+
+/// A server's check.
+#[derive(Debug, Clone)]
+pub enum Check {
+    /// Under way (the `attempt`-th time: `r` retries).
+    Running {
+        /// 1 for the first check.
+        attempt: u32,
+    },
+    /// Finished.
+    Done(Box<ServerReport>),
+}
+
+/// The badge a row shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Badge {
+    /// Checking.
+    Checking,
+    /// Connected (or answered from the tool index).
+    Ok,
+    /// Connected, but only in the slow window or slower than [`SLOW_INIT_MS`].
+    Slow,
+    /// Failed.
+    Error,
+    /// Disabled in the config or the overrides.
+    Disabled,
+}
+
+impl Badge {
+    /// The word shown.
+    pub fn label(self) -> &'static str {
+        match self {
+            Badge::Checking => "checking",
+            Badge::Ok => "ok",
+            Badge::Slow => "slow",
+            Badge::Error => "error",
+            Badge::Disabled => "disabled",
+        }
+    }
+}
+
+/// One tool as the server detail lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolLine {
+    /// Its name.
+    pub name: String,
+    /// The description clients see (the override, else the server's).
+    pub description: String,
+    /// True when the description is overridden.
+    pub overridden: bool,
+    /// False when denied or left out of an allow list.
+    pub allowed: bool,
+    /// Tokens of its definition as the server sent it.
+    pub tokens: Option<usize>,
+    /// True for a tool the overrides name but the server no longer offers.
+    pub stale: bool,
+}
+
+/// Counts for a stack (or any set of rows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Servers.
+    pub servers: usize,
+    /// Servers still being checked.
+    pub checking: usize,
+    /// Servers that failed.
+    pub errors: usize,
+    /// Tools offered by enabled servers.
+    pub tools: usize,
+    /// Tools exposed after the overrides.
+    pub allowed: usize,
+    /// Tokens of the enabled servers' tools as sent.
+    pub tokens_before: usize,
+    /// Tokens of the exposed tools (overridden descriptions counted as sent: an estimate
+    /// until they are recounted at launch).
+    pub tokens_after: usize,
+}
+
+impl Row {
+    /// The report, once the check finished.
+    pub fn report(&self) -> Option<&ServerReport> {
+        match &self.check {
+            Check::Done(report) => Some(report),
+            Check::Running { .. } => None,
+        }
+    }
+
+    /// `stack/name`, as users type it.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.entry.stack, self.entry.name)
+    }
+
+    /// The badge for this row under `overrides`.
+    pub fn badge(&self, overrides: &Overrides) -> Badge {
+        if overrides.is_disabled(&self.entry) {
+            return Badge::Disabled;
+        }
+        match self.report() {
+            None => Badge::Checking,
+            Some(r) => match r.status {
+                Status::Error => Badge::Error,
+                Status::Disabled => Badge::Disabled,
+                Status::Connected | Status::Cached
+                    if r.used_slow_window
+                        || r.init_time.is_some_and(|t| t.as_millis() > SLOW_INIT_MS) =>
+                {
+                    Badge::Slow
+                }
+                Status::Connected | Status::Cached => Badge::Ok,
+            },
+        }
+    }
+
+    /// The server's tools as the overrides expose them, then its stale ones.
+    pub fn tools(&self, overrides: &Overrides) -> Vec<ToolLine> {
+        let Some(report) = self.report() else {
+            return Vec::new();
+        };
+        let stack = &self.entry.stack;
+        let server = &self.entry.name;
+        let mut lines: Vec<ToolLine> = overrides
+            .apply(stack, server, &report.tools)
+            .into_iter()
+            .map(|view| ToolLine {
+                name: view.name.to_string(),
+                overridden: view.is_overridden,
+                allowed: view.is_allowed,
+                tokens: report.tool_tokens.get(view.index).copied(),
+                description: view.description,
+                stale: false,
+            })
+            .collect();
+        let mut stale: BTreeSet<String> = overrides
+            .stale_names(stack, server, &report.tools)
+            .into_iter()
+            .collect();
+        stale.extend(report.stale.iter().cloned());
+        for name in stale {
+            if lines.iter().any(|l| l.name == name) {
+                continue;
+            }
+            lines.push(ToolLine {
+                name,
+                description: String::new(),
+                overridden: false,
+                allowed: false,
+                tokens: None,
+                stale: true,
+            });
+        }
+        lines
+    }
+
+    /// Warnings worth a glance: the report's own, and descriptions over the limit.
+    pub fn warnings(&self, overrides: &Overrides) -> Vec<String> {
+        let Some(report) = self.report() else {
+            return Vec::new();
+        };
+        let mut warnings = report.warnings.clone();
+        let long = self
+            .tools(overrides)
+            .iter()
+            .filter(|t| {
+                t.allowed
+                    && t.description.chars().count() > crate::catalog::CHATGPT_DESCRIPTION_LIMIT
+            })
+            .count();
+        if long > 0 {
+            warnings.push(format!(
+                "{long} description(s) over {} characters",
+                crate::catalog::CHATGPT_DESCRIPTION_LIMIT
+            ));
+        }
+        warnings
+    }
+}
+
+/// Totals over `rows` under `overrides`.
+pub fn totals<'a>(rows: impl IntoIterator<Item = &'a Row>, overrides: &Overrides) -> Totals {
+    let mut t = Totals::default();
+    for row in rows {
+        t.servers += 1;
+        match row.badge(overrides) {
+            Badge::Checking => t.checking += 1,
+            Badge::Error => t.errors += 1,
+            Badge::Disabled => {}
+            Badge::Ok | Badge::Slow => {
+                for tool in row.tools(overrides).iter().filter(|l| !l.stale) {
+                    t.tools += 1;
+                    t.tokens_before += tool.tokens.unwrap_or(0);
+                    if tool.allowed {
+                        t.allowed += 1;
+                        t.tokens_after += tool.tokens.unwrap_or(0);
+                    }
+                }
+            }
+        }
+    }
+    t
+}
+
+/// Tool names that appear in more than one enabled server of the same stack (clients that
+/// flatten names would see a clash).
+pub fn duplicate_names<'a>(
+    rows: impl IntoIterator<Item = &'a Row>,
+    overrides: &Overrides,
+) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut duplicates = BTreeSet::new();
+    for row in rows {
+        for tool in row.tools(overrides).into_iter().filter(|t| t.allowed) {
+            if !seen.insert(tool.name.clone()) {
+                duplicates.insert(tool.name);
+            }
+        }
+    }
+    duplicates
+}

@@ -1,0 +1,45 @@
+//! What flows through the event loop: messages into [`App::update`](super::app::App::update)
+//! (terminal input, ticks, results of effects) and the effects it asks the runtime to run.
+
+use crossterm::event::{KeyEvent, MouseEvent};
+
+use crate::catalog::{Overrides, ServerReport};
+use crate::config::ServerEntry;
+
+/// Something that happened.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// A key press.
+    Key(KeyEvent),
+    /// A mouse event (the wheel scrolls).
+    Mouse(MouseEvent),
+    /// The terminal was resized (rendering reads the new size; nothing else changes).
+    Resize,
+    /// About ten times a second: spinners turn.
+    Tick,
+    /// A server's check finished.
+    Checked {
+        /// Its row.
+        row: usize,
+        /// What the check found.
+        report: Box<ServerReport>,
+    },
+    /// The overrides file was written (or not, with why).
+    Saved(Result<(), String>),
+}
+
+/// Something the runtime must do for the app.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    /// Check one server (a live handshake); answers with [`Msg::Checked`].
+    Check {
+        /// Its row.
+        row: usize,
+        /// Its entry.
+        entry: ServerEntry,
+    },
+    /// Write the overrides (atomically); answers with [`Msg::Saved`].
+    Save(Overrides),
+    /// Leave: stop everything we started and restore the terminal.
+    Quit,
+}

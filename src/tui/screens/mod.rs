@@ -1,0 +1,4 @@
+//! One file per screen: its view state, its keys and its drawing.
+
+pub mod preflight;
+pub mod server;

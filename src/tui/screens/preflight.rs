@@ -1,0 +1,327 @@
+//! The preflight: one row per server of every stack, filled in live as the parallel checks
+//! finish, under a header with each stack's totals. Enter opens a server (or, for a failed
+//! one, its error); `r` checks it again; space enables or disables it.
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{
+    Block, Borders, Cell, HighlightSpacing, Paragraph, Row as TableRow, Table, TableState, Wrap,
+};
+use ratatui::Frame;
+
+use crate::error::Actionable;
+
+use super::super::app::{App, Screen};
+use super::super::model::{self, Badge, Row};
+use super::super::msg::Effect;
+use super::super::widgets::{badge_span, key_hints};
+use super::server::ServerView;
+use crate::output::thousands;
+
+/// The preflight screen's own state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreflightView {
+    /// The selected row.
+    pub selected: usize,
+    /// The detail pane (the selected server's error or warnings) is open.
+    pub detail: bool,
+}
+
+/// The keys of this screen, for the help overlay.
+pub const KEYS: &[(&str, &str)] = &[
+    ("↑↓ j k", "move"),
+    ("pgup pgdn g G", "page, first, last"),
+    ("enter", "open the server (its error, if it failed)"),
+    ("d", "show or hide the details pane"),
+    ("space", "enable or disable the server"),
+    ("r", "check the server again"),
+    ("R", "check every failed server again"),
+];
+
+/// The few keys the status bar names.
+const HINTS: &[(&str, &str)] = &[
+    ("↑↓", "move"),
+    ("enter", "open"),
+    ("d", "details"),
+    ("space", "on/off"),
+    ("r", "retry"),
+];
+
+pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
+    let count = app.rows.len();
+    let view = &mut app.preflight;
+    match key.code {
+        KeyCode::Up | KeyCode::Char('k') => view.selected = view.selected.saturating_sub(1),
+        KeyCode::Down | KeyCode::Char('j') => {
+            view.selected = (view.selected + 1).min(count.saturating_sub(1))
+        }
+        KeyCode::PageUp => view.selected = view.selected.saturating_sub(10),
+        KeyCode::PageDown => view.selected = (view.selected + 10).min(count.saturating_sub(1)),
+        KeyCode::Home | KeyCode::Char('g') => view.selected = 0,
+        KeyCode::End | KeyCode::Char('G') => view.selected = count.saturating_sub(1),
+        KeyCode::Char('d') => view.detail = !view.detail,
+        KeyCode::Esc => view.detail = false,
+        KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => return open(app),
+        KeyCode::Char(' ') => return app.toggle_server(app.preflight.selected),
+        KeyCode::Char('r') => return app.retry(app.preflight.selected),
+        KeyCode::Char('R') => {
+            let failed: Vec<usize> = (0..app.rows.len())
+                .filter(|&i| app.rows[i].badge(&app.overrides) == Badge::Error)
+                .collect();
+            return failed.into_iter().flat_map(|i| app.retry(i)).collect();
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// Enter: a failed server shows its error; a checked one opens its tools.
+fn open(app: &mut App) -> Vec<Effect> {
+    let selected = app.preflight.selected;
+    let Some(row) = app.rows.get(selected) else {
+        return Vec::new();
+    };
+    match row.badge(&app.overrides) {
+        Badge::Error => app.preflight.detail = !app.preflight.detail,
+        Badge::Checking => app.say(format!("{} is still being checked", row.label())),
+        _ if row.report().is_some_and(|r| r.has_tools()) => {
+            app.screen = Screen::Server(ServerView::new(selected));
+        }
+        _ => app.say(format!(
+            "{} has no tools to show (it is disabled)",
+            row.label()
+        )),
+    }
+    Vec::new()
+}
+
+/// Draws the screen into `area`.
+pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let header_height = app.stacks.len() as u16 + 1;
+    let detail_height = if app.preflight.detail {
+        (area.height / 3).max(6)
+    } else {
+        0
+    };
+    let [header, table, detail] = Layout::vertical([
+        Constraint::Length(header_height),
+        Constraint::Min(3),
+        Constraint::Length(detail_height),
+    ])
+    .areas(area);
+    render_header(frame, header, app);
+    render_table(frame, table, app);
+    if app.preflight.detail {
+        if let Some(row) = app.rows.get(app.preflight.selected) {
+            render_detail(frame, detail, app, row);
+        }
+    }
+}
+
+fn render_header(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let all = model::totals(&app.rows, &app.overrides);
+    let mut title = vec![
+        Span::styled(" mcp-launch · preflight ", t.title),
+        Span::styled(
+            format!("{} stack(s) · {} server(s)", app.stacks.len(), all.servers),
+            t.dim,
+        ),
+    ];
+    if all.checking > 0 {
+        title.push(Span::styled(
+            format!(" · checking {}", all.checking),
+            t.warn,
+        ));
+    }
+    let mut lines = vec![Line::from(title)];
+    let width = app
+        .stacks
+        .iter()
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0);
+    for stack in &app.stacks {
+        let s = model::totals(app.stack_rows(stack), &app.overrides);
+        let mut spans = vec![
+            Span::styled(format!(" {stack:width$}  "), t.title),
+            Span::raw(format!(
+                "{} server(s) · {}/{} tools · {} → {} tokens",
+                s.servers,
+                s.allowed,
+                s.tools,
+                thousands(s.tokens_before),
+                thousands(s.tokens_after)
+            )),
+        ];
+        if s.errors > 0 {
+            spans.push(Span::styled(format!(" · {} error(s)", s.errors), t.bad));
+        }
+        let duplicates = model::duplicate_names(app.stack_rows(stack), &app.overrides);
+        if !duplicates.is_empty() {
+            spans.push(Span::styled(
+                format!(" · {} duplicate name(s)", duplicates.len()),
+                t.warn,
+            ));
+        }
+        if s.allowed > crate::launch::openapi::CHATGPT_OPERATION_LIMIT {
+            spans.push(Span::styled(
+                format!(
+                    " · over {} operations",
+                    crate::launch::openapi::CHATGPT_OPERATION_LIMIT
+                ),
+                t.warn,
+            ));
+        }
+        lines.push(Line::from(spans));
+    }
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn render_table(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let header = TableRow::new([
+        "",
+        "SERVER",
+        "TRANSPORT",
+        "TOOLS",
+        "TOKENS",
+        "INIT",
+        "NOTES",
+    ])
+    .style(t.dim);
+    let rows: Vec<TableRow> = app
+        .rows
+        .iter()
+        .map(|row| {
+            let badge = row.badge(&app.overrides);
+            let report = row.report();
+            let tools = row.tools(&app.overrides);
+            let live: Vec<_> = tools.iter().filter(|l| !l.stale).collect();
+            let (tool_cell, token_cell) = match report {
+                Some(r) if r.has_tools() => {
+                    let allowed: Vec<_> = live.iter().filter(|l| l.allowed).collect();
+                    let tokens: usize = allowed.iter().filter_map(|l| l.tokens).sum();
+                    (
+                        format!("{}/{}", allowed.len(), live.len()),
+                        thousands(tokens),
+                    )
+                }
+                _ => ("-".into(), "-".into()),
+            };
+            let init = report
+                .and_then(|r| r.init_time)
+                .map(|d| format!("{}ms", d.as_millis()))
+                .unwrap_or_else(|| "-".into());
+            let notes = notes(row, app);
+            let notes_style = if badge == Badge::Error { t.bad } else { t.warn };
+            TableRow::new(vec![
+                Cell::from(badge_span(badge, app.tick, t)),
+                Cell::from(row.label()),
+                Cell::from(report.map(|r| r.transport).unwrap_or("-")),
+                Cell::from(tool_cell),
+                Cell::from(token_cell),
+                Cell::from(init),
+                Cell::from(Span::styled(notes, notes_style)),
+            ])
+        })
+        .collect();
+    let widths = [
+        Constraint::Length(10),
+        Constraint::Fill(3),
+        Constraint::Length(9),
+        Constraint::Length(6),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Fill(2),
+    ];
+    let table = Table::new(rows, widths)
+        .header(header)
+        .row_highlight_style(t.selected)
+        .highlight_symbol("▸ ")
+        .highlight_spacing(HighlightSpacing::Always)
+        .block(Block::new().borders(Borders::TOP).border_style(t.dim));
+    let mut state = TableState::new().with_selected(Some(app.preflight.selected));
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+/// The NOTES cell: the error's first line, else warnings, else the stale tools.
+fn notes(row: &Row, app: &App) -> String {
+    let Some(report) = row.report() else {
+        return String::new();
+    };
+    if let Some(error) = &report.error {
+        return error
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+    }
+    let mut notes = row.warnings(&app.overrides);
+    let stale = row.tools(&app.overrides).iter().filter(|l| l.stale).count();
+    if stale > 0 {
+        notes.push(format!("{stale} stale tool(s)"));
+    }
+    if report.used_slow_window {
+        notes.push("answered in the slow window".into());
+    }
+    notes.join("; ")
+}
+
+fn render_detail(frame: &mut Frame, area: Rect, app: &App, row: &Row) {
+    let t = &app.theme;
+    let mut lines: Vec<Line> = Vec::new();
+    match row.report() {
+        None => lines.push(Line::styled("still checking…", t.dim)),
+        Some(report) => {
+            if let Some(error) = &report.error {
+                lines.push(Line::from(vec![
+                    Span::styled("type     ", t.dim),
+                    Span::styled(error.kind(), t.bad),
+                ]));
+                for (i, text) in error.to_string().lines().enumerate() {
+                    let label = if i == 0 { "message  " } else { "         " };
+                    lines.push(Line::from(vec![
+                        Span::styled(label, t.dim),
+                        Span::raw(text.to_string()),
+                    ]));
+                }
+                for (i, text) in error.help().lines().enumerate() {
+                    let label = if i == 0 { "help     " } else { "         " };
+                    lines.push(Line::from(vec![
+                        Span::styled(label, t.dim),
+                        Span::styled(text.to_string(), t.good),
+                    ]));
+                }
+            } else {
+                let warnings = row.warnings(&app.overrides);
+                if warnings.is_empty() {
+                    lines.push(Line::styled("no problems", t.good));
+                }
+                for warning in warnings {
+                    lines.push(Line::styled(format!("• {warning}"), t.warn));
+                }
+                if let Some(version) = &report.protocol_version {
+                    lines.push(Line::styled(format!("protocol {version}"), t.dim));
+                }
+            }
+        }
+    }
+    let block = Block::new()
+        .borders(Borders::TOP)
+        .border_style(t.dim)
+        .title(Span::styled(format!(" {} ", row.label()), t.title));
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+/// The status bar's key hints for this screen.
+pub(in crate::tui) fn hints(app: &App) -> Line<'static> {
+    key_hints(HINTS, &app.theme)
+}

@@ -1,0 +1,96 @@
+//! Small pieces every screen uses: the status badge with its spinner, the key hints, the
+//! status bar and the help overlay.
+
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row as TableRow, Table};
+use ratatui::Frame;
+
+use super::app::App;
+use super::model::Badge;
+use super::theme::Theme;
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// `⠙ checking`, `ok`, `error`… in its style.
+pub fn badge_span(badge: Badge, tick: u64, t: &Theme) -> Span<'static> {
+    match badge {
+        Badge::Checking => {
+            let frame = SPINNER[(tick % SPINNER.len() as u64) as usize];
+            Span::styled(format!("{frame} {}", badge.label()), t.warn)
+        }
+        Badge::Ok => Span::styled(badge.label(), t.good),
+        Badge::Slow => Span::styled(badge.label(), t.warn),
+        Badge::Error => Span::styled(badge.label(), t.bad),
+        Badge::Disabled => Span::styled(badge.label(), t.dim),
+    }
+}
+
+/// `key action · key action …`, then `? help · q quit`.
+pub fn key_hints(keys: &[(&str, &str)], t: &Theme) -> Line<'static> {
+    let mut spans = vec![Span::raw(" ")];
+    let always: &[(&str, &str)] = &[("?", "help"), ("q", "quit")];
+    for (i, (key, action)) in keys.iter().chain(always).enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" · ", t.dim));
+        }
+        spans.push(Span::styled(key.to_string(), t.key));
+        spans.push(Span::raw(format!(" {action}")));
+    }
+    Line::from(spans)
+}
+
+/// The last line: the quit question, a notice, or the screen's keys.
+pub fn render_status_bar(frame: &mut Frame, area: Rect, app: &App, hints: Line<'static>) {
+    let t = &app.theme;
+    let line = if app.confirm_quit {
+        Line::from(vec![
+            Span::styled(" Quit and stop everything we started? ", t.warn),
+            Span::styled("y", t.key),
+            Span::raw("/"),
+            Span::styled("enter", t.key),
+            Span::raw(" yes · any other key no"),
+        ])
+    } else if let Some(notice) = &app.notice {
+        let style = if notice.is_error { t.bad } else { t.good };
+        Line::styled(format!(" {}", notice.text), style)
+    } else {
+        hints
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The `?` overlay: the current screen's keys and the global ones, centred.
+pub fn render_help(frame: &mut Frame, area: Rect, app: &App, keys: &[(&str, &str)]) {
+    let t = &app.theme;
+    let global: &[(&str, &str)] = &[
+        ("?", "close this help"),
+        ("q / ctrl-c", "quit (asks first)"),
+    ];
+    let rows: Vec<TableRow> = keys
+        .iter()
+        .chain(global)
+        .map(|(key, action)| {
+            TableRow::new(vec![
+                Span::styled(key.to_string(), t.key),
+                Span::raw(action.to_string()),
+            ])
+        })
+        .collect();
+    let height = (rows.len() as u16 + 2).min(area.height);
+    let width = 60.min(area.width);
+    let [popup] = Layout::horizontal([Constraint::Length(width)])
+        .flex(Flex::Center)
+        .areas(area);
+    let [popup] = Layout::vertical([Constraint::Length(height)])
+        .flex(Flex::Center)
+        .areas(popup);
+    frame.render_widget(Clear, popup);
+    let table = Table::new(rows, [Constraint::Length(15), Constraint::Fill(1)]).block(
+        Block::new()
+            .borders(Borders::ALL)
+            .border_style(t.dim)
+            .title(Span::styled(" keys ", t.title)),
+    );
+    frame.render_widget(table, popup);
+}
