@@ -6,24 +6,17 @@
 //! started is gone.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::{
-    assert_pid_gone, everything, free_port, manifest_dir, time, Cmd, Output, Running,
+use crate::launch_util::{
+    assert_valid_openapi, http, paths, project, read_state, recorded_pids, signal, stack,
+    terminate, wait_ready,
 };
-
-fn mcpo_bin() -> String {
-    let path = manifest_dir().join(".deps/venv-mcpo/bin/mcpo");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-test-deps.sh",
-        path.display()
-    );
-    path.display().to_string()
-}
+use crate::util::{
+    assert_pid_gone, everything, free_port, free_ports, manifest_dir, pid_alive, time,
+};
 
 fn fake_cloudflared() -> String {
     manifest_dir()
@@ -41,157 +34,6 @@ fn broken() -> Value {
     json!({"command": "/bin/sh", "args": ["-c", "echo 'cannot start: missing API token' >&2; exit 3"]})
 }
 
-/// A `Cmd` in a fresh directory with config files and mcpo configured.
-fn project(files: &[(&str, Value)]) -> Cmd {
-    let mut cmd = Cmd::new().env("MCP_LAUNCH_MCPO", &mcpo_bin());
-    for (name, servers) in files {
-        cmd = cmd.file(name, &json!({"mcpServers": servers}).to_string());
-    }
-    cmd
-}
-
-/// One HTTP request with a current-thread runtime: (status, body as JSON or string).
-fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Option<Value>) -> (u16, Value) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let client = reqwest::Client::new();
-        let mut req = client
-            .request(method.parse().unwrap(), url)
-            .timeout(Duration::from_secs(30));
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        match req.send().await {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                let text = resp.text().await.unwrap_or_default();
-                (
-                    status,
-                    serde_json::from_str(&text).unwrap_or(Value::String(text)),
-                )
-            }
-            Err(e) => (0, Value::String(e.to_string())),
-        }
-    })
-}
-
-fn read_state(dir: &Path) -> Value {
-    std::fs::read_to_string(dir.join(".mcp-launch/state.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(Value::Null)
-}
-
-/// Waits until the state file lists `count` stacks whose fronts answer `/healthz` with 200.
-fn wait_ready(running: &Running, dir: &Path, count: usize) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let state = read_state(dir);
-        let stacks = state["stacks"].as_array().cloned().unwrap_or_default();
-        if stacks.len() == count
-            && stacks.iter().all(|s| {
-                let url = format!("http://127.0.0.1:{}/healthz", s["port"]);
-                http("GET", &url, &[], None).0 == 200
-            })
-        {
-            return state;
-        }
-        assert!(
-            pid_alive(running.pid()),
-            "up exited before {count} stacks were ready; state: {state}"
-        );
-        assert!(
-            Instant::now() < deadline,
-            "stacks not ready within 120 s; state: {state}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn pid_alive(pid: i32) -> bool {
-    !pid_gone_now(pid)
-}
-
-fn pid_gone_now(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
-}
-
-fn stack<'a>(state: &'a Value, name: &str) -> &'a Value {
-    state["stacks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stack"] == name || s["name"] == name)
-        .unwrap_or_else(|| panic!("no stack {name} in {state}"))
-}
-
-/// Every process group and pid the state records for its stacks.
-fn recorded_pids(state: &Value) -> Vec<(String, i32)> {
-    let mut pids = Vec::new();
-    for s in state["stacks"].as_array().into_iter().flatten() {
-        for key in ["controller_process", "tunnel_process", "supervisor"] {
-            if let Some(pid) = s[key]["pgid"].as_i64() {
-                pids.push((format!("{} {key}", s["name"]), pid as i32));
-            }
-        }
-    }
-    pids
-}
-
-/// Sends SIGTERM to `up`, waits for it to exit (with the checks its `Cmd` set) and asserts
-/// that every process `state` recorded is gone.
-fn terminate(up: Running, state: &Value) -> Output {
-    let pids = recorded_pids(state);
-    signal(up.pid(), nix::sys::signal::Signal::SIGTERM);
-    let out = up.wait();
-    for (what, pid) in pids {
-        assert_pid_gone(pid, &what);
-    }
-    out
-}
-
-fn signal(pid: i32, sig: nix::sys::signal::Signal) {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
-}
-
-/// Runs the real OpenAPI validator on `spec`.
-fn assert_valid_openapi(cmd: &Cmd, spec: &Value) {
-    let validator = manifest_dir().join(".deps/venv-openapi/bin/openapi-spec-validator");
-    assert!(
-        validator.exists(),
-        "{} is missing: run scripts/install-test-deps.sh",
-        validator.display()
-    );
-    let file = cmd.path("merged-openapi.json");
-    std::fs::write(&file, spec.to_string()).unwrap();
-    let out = std::process::Command::new(validator)
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "openapi-spec-validator rejected the merged spec:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn paths(spec: &Value) -> BTreeSet<String> {
-    spec["paths"].as_object().unwrap().keys().cloned().collect()
-}
-
 #[test]
 fn two_stacks_serve_enforce_share_rebuild_and_go_down_with_mcpo() {
     two_stacks_scenario("mcpo");
@@ -205,7 +47,9 @@ fn two_stacks_serve_enforce_share_rebuild_and_go_down_with_native() {
 /// The whole life of a launch, with either controller: the behaviour the front gives clients
 /// must not depend on which controller serves the tools.
 fn two_stacks_scenario(controller: &str) {
-    let (port, mcpo_port) = (free_port(), free_port());
+    // Stacks a, b and c take the ports after each base: one free range for both.
+    let port = free_ports(6);
+    let mcpo_port = port + 3;
     let cmd = project(&[
         (
             "a.json",

@@ -2,8 +2,10 @@
 //!
 //! One test binary, a module per command or topic; `util` holds the strict builder that runs
 //! the binary in a fresh directory (`HOME` and the cache inside it), paths of the real test
-//! servers installed by `scripts/install-test-deps.sh`, and the fault server's helpers.
+//! servers installed by `scripts/install-test-deps.sh`, and the fault server's helpers;
+//! `launch_util` holds what the `up` tests (`launch`, `native`) share.
 
+mod launch_util;
 mod util;
 
 mod call;
@@ -15,6 +17,7 @@ mod init;
 mod inspect;
 mod launch;
 mod list;
+mod native;
 mod overrides;
 mod remote;
 mod search;

@@ -156,16 +156,21 @@ fn process_state(pid: i32) -> Option<char> {
     after.trim_start().chars().next()
 }
 
-/// True when `pid` is gone within ~5 s (a zombie counts as gone: PID 1 here does not reap).
+/// True while `pid` runs (a zombie counts as gone: PID 1 here does not reap).
+pub fn pid_alive(pid: i32) -> bool {
+    !matches!(process_state(pid), None | Some('Z') | Some('X'))
+}
+
+/// True when `pid` is gone within ~5 s.
 pub fn pid_gone(pid: i32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match process_state(pid) {
-            None | Some('Z') | Some('X') => return true,
-            Some(_) if Instant::now() >= deadline => return false,
-            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+    while pid_alive(pid) {
+        if Instant::now() >= deadline {
+            return false;
         }
+        std::thread::sleep(Duration::from_millis(20));
     }
+    true
 }
 
 /// Panics unless `pid` is gone within ~5 s.
@@ -181,6 +186,20 @@ pub fn assert_pid_gone(pid: i32, what: &str) {
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local addr").port()
+}
+
+/// The first of `count` consecutive ports nothing listens on right now. `up` gives the stacks
+/// after the first the ports after `--port` and `--mcpo-port`, and fails a stack whose
+/// explicit port is taken (the ephemeral ports of the suite's own connections included).
+pub fn free_ports(count: u16) -> u16 {
+    for _ in 0..100 {
+        let base = free_port();
+        let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if base.checked_add(count).is_some() && (base + 1..base + count).all(free) {
+            return base;
+        }
+    }
+    panic!("no {count} consecutive free ports in 100 tries");
 }
 
 /// Splits a POSIX shell command line into words (single quotes, double quotes, backslashes).
