@@ -17,6 +17,9 @@ pub struct Exposure {
 pub struct ServerExposure {
     /// False when the overrides disable the server: the front answers 404 for it.
     pub enabled: bool,
+    /// False for a server the stack did not start (disabled at launch, or failed): enabling
+    /// it takes a restart of the stack, not just a new spec.
+    pub started: bool,
     /// Its tools by name; a tool missing here is unknown to the front (404).
     pub tools: BTreeMap<String, ToolRule>,
 }
@@ -38,8 +41,12 @@ pub enum Verdict {
     Forward,
     /// No such server in this stack.
     UnknownServer,
-    /// The server is disabled by the overrides.
-    DisabledServer,
+    /// The server is disabled by the overrides (`started`: it runs, so a new spec can enable
+    /// it again).
+    DisabledServer {
+        /// The stack started the server.
+        started: bool,
+    },
     /// The tool is denied by the overrides.
     DeniedTool,
     /// The server has no tool of that name.
@@ -80,7 +87,11 @@ impl Exposure {
                 (name.to_string(), rule)
             })
             .collect();
-        ServerExposure { enabled, tools }
+        ServerExposure {
+            enabled,
+            started: true,
+            tools,
+        }
     }
 
     /// The servers, by name.
@@ -100,7 +111,9 @@ impl Exposure {
             return Verdict::UnknownServer;
         };
         if !exposure.enabled {
-            return Verdict::DisabledServer;
+            return Verdict::DisabledServer {
+                started: exposure.started,
+            };
         }
         let rest = rest.trim_end_matches('/');
         if rest.is_empty() || SERVER_PAGES.contains(&rest) {
@@ -133,6 +146,7 @@ mod tests {
             "everything",
             ServerExposure {
                 enabled: true,
+                started: true,
                 tools: [
                     (
                         "echo".to_string(),
@@ -157,6 +171,7 @@ mod tests {
             "time",
             ServerExposure {
                 enabled: false,
+                started: false,
                 tools: BTreeMap::new(),
             },
         );
@@ -174,9 +189,12 @@ mod tests {
         assert_eq!(e.verdict("everything", "openapi.json"), Verdict::Forward);
         assert_eq!(
             e.verdict("time", "get_current_time"),
-            Verdict::DisabledServer
+            Verdict::DisabledServer { started: false }
         );
-        assert_eq!(e.verdict("time", "docs"), Verdict::DisabledServer);
+        assert_eq!(
+            e.verdict("time", "docs"),
+            Verdict::DisabledServer { started: false }
+        );
         assert_eq!(e.verdict("other", "x"), Verdict::UnknownServer);
         assert_eq!(e.allowed_count(), 1);
     }

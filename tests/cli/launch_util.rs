@@ -146,6 +146,14 @@ pub(crate) fn recorded_pids(state: &Value) -> Vec<(String, i32)> {
                 pids.push((format!("{} {key}", s["name"]), pid as i32));
             }
         }
+        for server in s["bridge_servers"].as_array().into_iter().flatten() {
+            if let Some(pid) = server["process"]["pgid"].as_i64() {
+                pids.push((
+                    format!("{} server {}", s["name"], server["name"]),
+                    pid as i32,
+                ));
+            }
+        }
     }
     pids
 }

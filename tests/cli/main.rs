@@ -18,6 +18,7 @@ mod inspect;
 mod launch;
 mod list;
 mod native;
+mod native_startup;
 mod overrides;
 mod remote;
 mod search;

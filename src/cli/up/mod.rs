@@ -205,10 +205,14 @@ pub async fn run(
     let events = Events::to(events_tx);
     let printer = tokio::spawn(print_events(events_rx, global.json));
     let overrides = Overrides::load(&project_dir)?;
-    let all_entries: Vec<ServerEntry> = plans
+    let mut all_entries: Vec<ServerEntry> = plans
         .iter()
         .flat_map(|p| p.entries.iter().cloned())
         .collect();
+    for entry in &mut all_entries {
+        // The project's choice wins over the config's, and a disabled server is not started.
+        entry.disabled = overrides.is_disabled(entry);
+    }
     for plan in &plans {
         events.progress(
             &plan.name,

@@ -64,6 +64,8 @@ pub enum FrontError {
         stack: String,
         /// The server.
         server: String,
+        /// The stack started it (it was disabled later), so a new spec can enable it again.
+        started: bool,
     },
     /// The tool is denied by the overrides.
     #[error("tool `{tool}` of server `{server}` is denied in stack `{stack}`")]
@@ -189,9 +191,14 @@ impl Actionable for FrontError {
             Self::UnknownServer { enabled, .. } => {
                 format!("the stack's servers: {}", quoted(enabled))
             }
+            Self::ServerDisabled {
+                server,
+                started: true,
+                ..
+            } => format!("`mcp-launch server enable {server}`, then `mcp-launch openapi`"),
             Self::ServerDisabled { server, .. } => format!(
-                "`mcp-launch server enable {server}`, then `mcp-launch openapi` (or restart the \
-                 stack)"
+                "`mcp-launch server enable {server}`, then restart the stack (`mcp-launch down`, \
+                 then `mcp-launch up`): it was disabled when the stack started, so it is not running"
             ),
             Self::ToolDenied { server, tool, .. } => {
                 format!("`mcp-launch tool allow {server} {tool}`, then `mcp-launch openapi`")

@@ -85,9 +85,10 @@ impl RequestPath {
                     .map(|(name, _)| name.to_string())
                     .collect(),
             }),
-            Verdict::DisabledServer => Err(FrontError::ServerDisabled {
+            Verdict::DisabledServer { started } => Err(FrontError::ServerDisabled {
                 stack: stack.to_string(),
                 server: server.clone(),
+                started,
             }),
             Verdict::DeniedTool => Err(FrontError::ToolDenied {
                 stack: stack.to_string(),

@@ -50,6 +50,7 @@ impl Stack {
                 server.clone(),
                 ServerExposure {
                     enabled: true,
+                    started: true,
                     tools,
                 },
             );
@@ -232,6 +233,7 @@ fn operation_id_collisions_are_numbered_in_path_order() {
         "a",
         ServerExposure {
             enabled: true,
+            started: true,
             tools,
         },
     );
@@ -337,6 +339,7 @@ fn a_server_mcpo_could_not_start_and_a_missing_document_warn() {
         "ghost",
         ServerExposure {
             enabled: true,
+            started: true,
             tools,
         },
     );
@@ -381,6 +384,7 @@ fn a_tool_the_exposure_does_not_know_is_left_out() {
         "time",
         ServerExposure {
             enabled: true,
+            started: true,
             tools: BTreeMap::from([("get_current_time".to_string(), ALLOW)]),
         },
     );
@@ -447,6 +451,7 @@ fn odd_documents_are_skipped_with_warnings_not_panics() {
         "odd",
         ServerExposure {
             enabled: true,
+            started: true,
             tools,
         },
     );
@@ -455,6 +460,7 @@ fn odd_documents_are_skipped_with_warnings_not_panics() {
             server,
             ServerExposure {
                 enabled: true,
+                started: true,
                 tools: BTreeMap::new(),
             },
         );

@@ -127,7 +127,7 @@ struct Inner {
     tunnel_spec: Option<TunnelSpec>,
     public_url_flag: Option<String>,
     /// Servers handed to the controller, in config order.
-    served: Vec<String>,
+    served: Vec<ServerEntry>,
     /// Servers the overrides disable (the front answers 404 "disabled" for them).
     disabled: Vec<String>,
     front: Front,
@@ -217,7 +217,7 @@ pub async fn start(
             report,
             session: sessions.next().flatten(),
         })
-        .filter(|c| served.contains(&c.entry.name))
+        .filter(|c| served.iter().any(|s| s.name == c.entry.name))
         .collect();
     let mut mcpo_launch = None;
     // The controller and the tunnel do not depend on each other: start both at once.
@@ -341,7 +341,7 @@ fn choose_servers(
     entries: &[ServerEntry],
     reports: &[ServerReport],
     overrides: &Overrides,
-) -> (Vec<String>, Vec<String>, Vec<(String, String)>) {
+) -> (Vec<ServerEntry>, Vec<String>, Vec<(String, String)>) {
     let mut served = Vec::new();
     let mut disabled = Vec::new();
     let mut failures = Vec::new();
@@ -351,7 +351,7 @@ fn choose_servers(
         } else if let Some(problem) = &report.error {
             failures.push((entry.name.clone(), problem.to_string()));
         } else {
-            served.push(entry.name.clone());
+            served.push(entry.clone());
         }
     }
     (served, disabled, failures)
@@ -419,26 +419,32 @@ impl RunningStack {
     pub async fn refresh_spec(&self, public_url: Option<String>) -> Result<StackState, StackError> {
         let inner = &self.inner;
         let (base, key) = inner.upstream.clone();
-        let results = mcpo::fetch_documents(&inner.client, &base, &key, &inner.served).await;
+        let names: Vec<String> = inner.served.iter().map(|e| e.name.clone()).collect();
+        let results = mcpo::fetch_documents(&inner.client, &base, &key, &names).await;
         let overrides = Overrides::load(&inner.project_dir)?;
         let mut warnings = Vec::new();
         let mut documents = Vec::new();
         let mut exposure = Exposure::new();
-        for (server, result) in inner.served.iter().zip(results) {
+        for (entry, result) in inner.served.iter().zip(results) {
+            let server = &entry.name;
             match result {
                 Ok(document) => {
                     let tools: Vec<String> = tool_names(&document);
+                    // Disabled since the launch: it keeps running, the front refuses it.
+                    let enabled = !overrides.is_disabled(entry);
                     exposure.insert(
                         server.clone(),
                         Exposure::server_from_overrides(
                             &overrides,
                             &inner.name,
                             server,
-                            true,
+                            enabled,
                             tools.iter().map(String::as_str),
                         ),
                     );
-                    documents.push((server.clone(), document));
+                    if enabled {
+                        documents.push((server.clone(), document));
+                    }
                 }
                 Err(e) => warnings.push(e.to_string()),
             }
@@ -448,6 +454,7 @@ impl RunningStack {
                 server.clone(),
                 ServerExposure {
                     enabled: false,
+                    started: false,
                     tools: Default::default(),
                 },
             );

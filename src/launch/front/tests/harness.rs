@@ -105,6 +105,7 @@ pub(super) fn exposure() -> Exposure {
         "everything",
         ServerExposure {
             enabled: true,
+            started: true,
             tools: tools(&[("echo", true), ("big", true), ("get-env", false)]),
         },
     );
@@ -112,6 +113,7 @@ pub(super) fn exposure() -> Exposure {
         "time",
         ServerExposure {
             enabled: false,
+            started: true,
             tools: tools(&[("get_current_time", true)]),
         },
     );

@@ -273,6 +273,7 @@ async fn publish_swaps_spec_and_gate_together() {
         "everything",
         ServerExposure {
             enabled: true,
+            started: true,
             tools: tools(&[("echo", false), ("get-env", true)]),
         },
     );

@@ -23,6 +23,7 @@ fn allow_all(generated: &[GeneratedDocument]) -> Exposure {
             &document.server,
             ServerExposure {
                 enabled: true,
+                started: true,
                 tools,
             },
         );
