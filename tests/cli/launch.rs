@@ -253,10 +253,10 @@ fn two_stacks_scenario(controller: &str) {
     // down: every recorded process goes, the state file is tidied, up exits.
     let pids = recorded_pids(&read_state(cmd.dir()));
     // mcpo: a process group per stack plus the supervisor's record per stack; native: the
-    // bridge lives inside the supervisor.
+    // bridge lives inside the supervisor, and each of its three servers has a group.
     assert_eq!(
         pids.len(),
-        if controller == "mcpo" { 4 } else { 2 },
+        if controller == "mcpo" { 4 } else { 2 + 3 },
         "{pids:?}"
     );
     let down = cmd.cmd().args(["down", "--json"]).run().json();

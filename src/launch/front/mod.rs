@@ -123,6 +123,9 @@ struct Inner {
     upstream_authorization: HeaderValue,
     client: reqwest::Client,
     published: RwLock<Option<Arc<Published>>>,
+    /// The controller's routes when it runs in this process (the native bridge): requests go
+    /// to them directly instead of over loopback HTTP.
+    local_upstream: RwLock<Option<Router>>,
     upstream_ready: AtomicBool,
     reload: RwLock<Option<ReloadHandler>>,
 }
@@ -153,6 +156,7 @@ impl Front {
             upstream_base,
             upstream_authorization,
             published: RwLock::new(None),
+            local_upstream: RwLock::new(None),
             upstream_ready: AtomicBool::new(false),
             reload: RwLock::new(None),
         };
@@ -168,6 +172,12 @@ impl Front {
             exposure,
         };
         *write(&self.inner.published) = Some(Arc::new(published));
+    }
+
+    /// Sends every forwarded request to `routes` in this process rather than to `upstream`
+    /// over HTTP (same headers, same key check): the native bridge's routes.
+    pub fn set_local_upstream(&self, routes: Router) {
+        *write(&self.inner.local_upstream) = Some(routes);
     }
 
     /// Whether the controller answers (set by the supervisor); `/healthz` reports it.
@@ -338,7 +348,18 @@ async fn gate_and_forward(
         authorization: &front.inner.upstream_authorization,
         stack: front.stack(),
     };
-    proxy::forward(upstream, request, &path.canonical(), peer).await
+    let local = front
+        .inner
+        .local_upstream
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    match local {
+        Some(routes) => {
+            proxy::forward_local(routes, upstream, request, &path.canonical(), peer).await
+        }
+        None => proxy::forward(upstream, request, &path.canonical(), peer).await,
+    }
 }
 
 /// Logs each request at DEBUG: method, path (no query), status, time to the response head.

@@ -10,6 +10,8 @@ use axum::extract::Request;
 use axum::http::header::{AUTHORIZATION, CONNECTION, HOST};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
+use axum::Router;
+use tower::ServiceExt;
 
 use super::auth::{ADMIN_HEADER, API_KEY_HEADER};
 use super::error::FrontError;
@@ -91,10 +93,52 @@ pub(super) async fn forward(
     downstream_response(upstream.stack, answer)
 }
 
-/// The controller's answer as ours: its status, end-to-end headers and streamed body. Its
-/// 401/403 concern our internal key, never the client's, so they become a 502.
+/// Hands `request` to a controller that runs in this process (the native bridge's routes):
+/// the same headers and path as over HTTP, without a loopback connection; the body passes
+/// through as it streams.
+pub(super) async fn forward_local(
+    routes: Router,
+    upstream: Upstream<'_>,
+    request: Request,
+    path: &str,
+    peer: Option<IpAddr>,
+) -> Result<Response, FrontError> {
+    let (parts, body) = request.into_parts();
+    let uri = match parts.uri.query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_string(),
+    };
+    let mut local = Request::new(body);
+    *local.method_mut() = parts.method;
+    *local.uri_mut() = uri.parse().map_err(|_| FrontError::UpstreamUnavailable {
+        stack: upstream.stack.to_string(),
+    })?;
+    *local.headers_mut() = upstream_headers(&parts.headers, peer, upstream.authorization);
+    let answer = match routes.oneshot(local).await {
+        Ok(answer) => answer,
+        Err(never) => match never {},
+    };
+    let (parts, body) = answer.into_parts();
+    check_key_accepted(upstream.stack, parts.status)?;
+    let mut response = Response::new(body);
+    *response.status_mut() = parts.status;
+    *response.headers_mut() = end_to_end(&parts.headers);
+    Ok(response)
+}
+
+/// The controller's answer as ours: its status, end-to-end headers and streamed body.
 fn downstream_response(stack: &str, answer: reqwest::Response) -> Result<Response, FrontError> {
     let status = answer.status();
+    check_key_accepted(stack, status)?;
+    let headers = end_to_end(answer.headers());
+    let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    Ok(response)
+}
+
+/// A controller's 401/403 concern our internal key, never the client's: a 502.
+fn check_key_accepted(stack: &str, status: StatusCode) -> Result<(), FrontError> {
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
         tracing::error!(
             stack,
@@ -106,11 +150,7 @@ fn downstream_response(stack: &str, answer: reqwest::Response) -> Result<Respons
             status: status.as_u16(),
         });
     }
-    let headers = end_to_end(answer.headers());
-    let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
-    *response.status_mut() = status;
-    *response.headers_mut() = headers;
-    Ok(response)
+    Ok(())
 }
 
 /// The client's headers as the controller gets them: end-to-end only, without the client's

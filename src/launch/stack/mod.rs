@@ -251,7 +251,11 @@ pub async fn start(
     let (controller, tunnel) = (controller?, tunnel?);
     let (guard, bridge, unverified) = match controller {
         Controller::Mcpo(guard) => (Some(guard), None, Vec::new()),
-        Controller::Native((bridge, unverified)) => (None, Some(bridge), unverified),
+        Controller::Native((bridge, unverified)) => {
+            // In the same process: the front calls its routes directly, not over loopback.
+            front.set_local_upstream(bridge.router());
+            (None, Some(bridge), unverified)
+        }
     };
 
     let public_url = plan

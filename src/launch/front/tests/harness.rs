@@ -120,6 +120,15 @@ pub(super) fn exposure() -> Exposure {
     exposure
 }
 
+/// How the front reaches the stand-in controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// Over loopback HTTP (mcpo).
+    Http,
+    /// Its routes called in process (the native bridge).
+    InProcess,
+}
+
 /// A running controller and front, and a client.
 pub(super) struct Harness {
     pub(super) url: String,
@@ -133,13 +142,25 @@ pub(super) struct Harness {
 impl Harness {
     /// A controller and a published, ready front with `tweak` applied to its config.
     pub(super) async fn start(tweak: impl FnOnce(&mut FrontConfig)) -> Harness {
+        Harness::start_with(Reach::Http, tweak).await
+    }
+
+    /// The same with the controller reached as `reach` says.
+    pub(super) async fn start_with(reach: Reach, tweak: impl FnOnce(&mut FrontConfig)) -> Harness {
         let controller = Arc::new(Controller::default());
         let upstream = listen().await;
         let upstream_url = format!("http://{}", upstream.local_addr().unwrap());
         let app = Router::new()
             .fallback(self::controller)
             .with_state(Arc::clone(&controller));
-        tokio::spawn(async move { axum::serve(upstream, app).await });
+        let local_routes = app.clone();
+        match reach {
+            Reach::Http => {
+                tokio::spawn(async move { axum::serve(upstream, app).await });
+            }
+            // Nothing listens at the URL: a request that took the socket path would fail.
+            Reach::InProcess => drop(upstream),
+        }
 
         let mut config = FrontConfig {
             stack: "demo".into(),
@@ -151,6 +172,9 @@ impl Harness {
         };
         tweak(&mut config);
         let front = Front::new(config).unwrap();
+        if reach == Reach::InProcess {
+            front.set_local_upstream(local_routes);
+        }
         front.publish(json!({"openapi": "3.1.0", "v": 1}), exposure());
         front.set_upstream_ready(true);
         let listener = listen().await;

@@ -102,7 +102,16 @@ async fn key_is_required_in_the_right_header() {
 
 #[tokio::test]
 async fn controller_sees_only_the_internal_key() {
-    let h = Harness::start(|_| {}).await;
+    controller_sees_only_the_internal_key_when(Reach::Http).await;
+}
+
+#[tokio::test]
+async fn an_in_process_controller_sees_the_same_request() {
+    controller_sees_only_the_internal_key_when(Reach::InProcess).await;
+}
+
+async fn controller_sees_only_the_internal_key_when(reach: Reach) {
+    let h = Harness::start_with(reach, |_| {}).await;
     let response = h
         .post("/everything/echo?x=1&y=%20")
         .header("x-api-key", KEY)
@@ -203,7 +212,16 @@ async fn encoded_and_dotted_paths_cannot_bypass_the_gate() {
 
 #[tokio::test]
 async fn large_bodies_stream_both_ways() {
-    let h = Harness::start(|_| {}).await;
+    large_bodies_stream_both_ways_when(Reach::Http).await;
+}
+
+#[tokio::test]
+async fn large_bodies_stream_both_ways_in_process() {
+    large_bodies_stream_both_ways_when(Reach::InProcess).await;
+}
+
+async fn large_bodies_stream_both_ways_when(reach: Reach) {
+    let h = Harness::start_with(reach, |_| {}).await;
     let mut response = h
         .get("/everything/big")
         .bearer_auth(KEY)
@@ -258,10 +276,16 @@ async fn unreachable_controller_is_a_502() {
 
 #[tokio::test]
 async fn controller_rejecting_our_key_is_a_502_not_the_clients_fault() {
-    let h = Harness::start(|c| c.upstream_key = "stale".into()).await;
-    let (status, body) = h.get_keyed("/everything/echo").await;
-    assert_eq!((status, error_type(&body)), (502, "upstream_rejected_key"));
-    assert!(!body.to_string().contains("Invalid API key"));
+    for reach in [Reach::Http, Reach::InProcess] {
+        let h = Harness::start_with(reach, |c| c.upstream_key = "stale".into()).await;
+        let (status, body) = h.get_keyed("/everything/echo").await;
+        assert_eq!(
+            (status, error_type(&body)),
+            (502, "upstream_rejected_key"),
+            "{reach:?}"
+        );
+        assert!(!body.to_string().contains("Invalid API key"));
+    }
 }
 
 #[tokio::test]

@@ -303,6 +303,12 @@ impl Bridge {
         true
     }
 
+    /// The bridge's routes, for a front in the same process to call without a socket (every
+    /// route still checks the key).
+    pub fn router(&self) -> axum::Router {
+        routes::router(self.clone())
+    }
+
     /// Every server's health, in the order given.
     pub fn server_status(&self) -> Vec<ServerStatus> {
         self.inner.servers.iter().map(|u| u.status()).collect()
