@@ -9,7 +9,7 @@ use crate::config::ServerEntry;
 
 use super::model::{Check, Row};
 use super::msg::{Effect, Msg};
-use super::screens::{preflight::PreflightView, server::ServerView};
+use super::screens::{describe::DescribeView, preflight::PreflightView, server::ServerView};
 use super::theme::Theme;
 
 /// Which screen is in front.
@@ -19,6 +19,8 @@ pub enum Screen {
     Preflight,
     /// One server's tools.
     Server(ServerView),
+    /// The descriptions of some of a server's tools: diff, rewrite, edit.
+    Describe(DescribeView),
 }
 
 /// A short message in the status bar.
@@ -121,6 +123,9 @@ impl App {
                 });
                 Vec::new()
             }
+            Msg::EditedExternally { row, tool, result } => {
+                super::rewrite::on_external_edit(self, row, tool, result)
+            }
             Msg::Mouse(mouse) => {
                 let step = match mouse.kind {
                     MouseEventKind::ScrollUp => KeyCode::Up,
@@ -155,8 +160,12 @@ impl App {
             }
             return Vec::new();
         }
-        // A filter being typed takes every key, `?` and `q` included.
-        let typing = matches!(&self.screen, Screen::Server(view) if view.filtering);
+        // A filter or a description being typed takes every key, `?` and `q` included.
+        let typing = match &self.screen {
+            Screen::Server(view) => view.filtering,
+            Screen::Describe(view) => view.is_editing(),
+            Screen::Preflight => false,
+        };
         if !typing {
             match key.code {
                 KeyCode::Char('?') => {
@@ -174,6 +183,7 @@ impl App {
         match &self.screen {
             Screen::Preflight => super::screens::preflight::on_key(self, key),
             Screen::Server(_) => super::screens::server::on_key(self, key),
+            Screen::Describe(_) => super::screens::describe::on_key(self, key),
         }
     }
 

@@ -5,13 +5,16 @@
 //! [`app::App::update`], which takes a [`msg::Msg`] (a key, a tick, an effect's result) and
 //! returns [`msg::Effect`]s — so every behaviour is tested without a terminal. [`view::draw`]
 //! renders the state and reads nothing else. [`runtime`] owns the terminal and runs the effects
-//! (server checks, saving the overrides) as tasks that answer with messages. One file per screen
-//! (`screens/`); shared pieces in `widgets`.
+//! (server checks, saving the overrides, the external editor) as tasks that answer with
+//! messages. One file per screen (`screens/`); shared pieces in `widgets/`; description
+//! rewrites (trim, cut, clear, reset) in `rewrite`.
 
 pub mod app;
+mod external_editor;
 mod fuzzy;
 pub mod model;
 pub mod msg;
+mod rewrite;
 pub mod runtime;
 pub mod screens;
 mod terminal;

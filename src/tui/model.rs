@@ -66,6 +66,8 @@ pub struct ToolLine {
     pub name: String,
     /// The description clients see (the override, else the server's).
     pub description: String,
+    /// The server's own description (what a reset brings back; the left side of a diff).
+    pub original: String,
     /// True when the description is overridden.
     pub overridden: bool,
     /// False when denied or left out of an allow list.
@@ -146,6 +148,7 @@ impl Row {
                 overridden: view.is_overridden,
                 allowed: view.is_allowed,
                 tokens: report.tool_tokens.get(view.index).copied(),
+                original: view.original_description().to_string(),
                 description: view.description,
                 stale: false,
             })
@@ -162,6 +165,7 @@ impl Row {
             lines.push(ToolLine {
                 name,
                 description: String::new(),
+                original: String::new(),
                 overridden: false,
                 allowed: false,
                 tokens: None,

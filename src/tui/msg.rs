@@ -26,6 +26,16 @@ pub enum Msg {
     },
     /// The overrides file was written (or not, with why).
     Saved(Result<(), String>),
+    /// The external editor closed: the text it left, or why there is none (no editor set,
+    /// it failed, the temporary file could not be written or read).
+    EditedExternally {
+        /// The server's row.
+        row: usize,
+        /// The tool whose description was edited.
+        tool: String,
+        /// The edited text, or what went wrong.
+        result: Result<String, String>,
+    },
 }
 
 /// Something the runtime must do for the app.
@@ -40,6 +50,20 @@ pub enum Effect {
     },
     /// Write the overrides (atomically); answers with [`Msg::Saved`].
     Save(Overrides),
+    /// Suspend the TUI and edit a description in `$VISUAL` / `$EDITOR`; answers with
+    /// [`Msg::EditedExternally`].
+    EditExternally(ExternalEdit),
     /// Leave: stop everything we started and restore the terminal.
     Quit,
+}
+
+/// A description to edit in the operator's editor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalEdit {
+    /// The server's row.
+    pub row: usize,
+    /// The tool.
+    pub tool: String,
+    /// The text the editor opens with (the description clients see now).
+    pub text: String,
 }

@@ -16,6 +16,7 @@ use crate::config::ServerEntry;
 use crate::mcp::ConnectOptions;
 
 use super::app::App;
+use super::external_editor;
 use super::msg::{Effect, Msg};
 use super::terminal::TerminalGuard;
 use super::theme::Theme;
@@ -41,7 +42,7 @@ pub async fn run(
     let overrides = Overrides::load(&project_dir).map_err(TuiError::Overrides)?;
     let mut guard = TerminalGuard::enter().map_err(TuiError::NoTerminal)?;
     let (app, effects) = App::new(entries, overrides, Theme::from_env());
-    let result = event_loop(guard.terminal(), app, effects, shutdown).await;
+    let result = event_loop(guard.terminal(), app, effects, &shutdown).await;
     drop(guard);
     result
 }
@@ -50,7 +51,7 @@ async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     mut app: App,
     initial: Vec<Effect>,
-    shutdown: CancellationToken,
+    shutdown: &CancellationToken,
 ) -> Result<Exit, TuiError> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let counter = spawn_token_worker(tx.clone());
@@ -79,10 +80,18 @@ async fn event_loop(
             },
         };
         for effect in app.update(msg) {
-            if matches!(effect, Effect::Quit) {
-                return Ok(Exit::Quit);
+            match effect {
+                Effect::Quit => return Ok(Exit::Quit),
+                Effect::EditExternally(edit) => {
+                    // The key reader's thread would take the editor's keystrokes: stop it
+                    // while the editor runs, start a new one after.
+                    drop(events);
+                    let edited = external_editor::run(terminal, edit, shutdown).await;
+                    events = EventStream::new();
+                    let _ = effects.tx.send(edited);
+                }
+                effect => effects.run(effect),
             }
-            effects.run(effect);
         }
     }
 }
@@ -119,7 +128,8 @@ impl Effects {
                 let saved = overrides.save().map_err(|e| e.to_string());
                 let _ = self.tx.send(Msg::Saved(saved));
             }
-            Effect::Quit => {}
+            // The event loop runs these itself: they need the terminal.
+            Effect::Quit | Effect::EditExternally(_) => {}
         }
     }
 }

@@ -19,6 +19,8 @@ use crate::config::{ServerEntry, ServerSpec};
 use crate::mcp::McpError;
 use crate::process::Exit;
 
+mod describe;
+
 fn entry(stack: &str, name: &str) -> ServerEntry {
     ServerEntry {
         name: name.into(),

@@ -5,7 +5,7 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::Frame;
 
 use super::app::{App, Screen};
-use super::screens::{preflight, server};
+use super::screens::{describe, preflight, server};
 use super::widgets::{render_help, render_status_bar};
 
 /// Draws the whole frame.
@@ -25,6 +25,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
                 server::KEYS
             };
             (server::hints(app, view), keys)
+        }
+        Screen::Describe(view) => {
+            describe::render(frame, body, app, view);
+            (describe::hints(app, view), describe::keys(view))
         }
     };
     render_status_bar(frame, status, app, hints);

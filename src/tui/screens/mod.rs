@@ -1,4 +1,5 @@
 //! One file per screen: its view state, its keys and its drawing.
 
+pub mod describe;
 pub mod preflight;
 pub mod server;

@@ -1,6 +1,13 @@
 //! One server's tools: allow or deny each (space; `a` all, `n` none), a `/` fuzzy filter,
 //! each tool's token cost and a preview of the description clients see; stale tools (named by
 //! the overrides or the index, no longer offered) are listed, marked, and cannot be toggled.
+//!
+//! Descriptions are rewritten from here too: `v` marks tools (a multi-selection that survives
+//! filtering), and `t` trim, `T` cut, `x` clear and `R` reset act on the marked tools, else on
+//! the selected one; `i` edits the selected description in place, `E` in `$VISUAL`/`$EDITOR`,
+//! `enter`/`d` opens the descriptions screen (diff view) on the marked or selected tools.
+
+use std::collections::BTreeSet;
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -16,7 +23,9 @@ use super::super::app::{App, Screen};
 use super::super::fuzzy;
 use super::super::model::ToolLine;
 use super::super::msg::Effect;
-use super::super::widgets::{badge_span, key_hints};
+use super::super::rewrite::{self, Rewrite};
+use super::super::widgets::{badge_span, key_hints, typing_hints};
+use super::describe;
 use crate::output::thousands;
 
 /// The server screen's own state.
@@ -30,6 +39,8 @@ pub struct ServerView {
     pub filter: String,
     /// Keys go to the filter.
     pub filtering: bool,
+    /// Tools marked with `v`: what description rewrites and the descriptions screen act on.
+    pub marked: BTreeSet<String>,
 }
 
 impl ServerView {
@@ -40,6 +51,7 @@ impl ServerView {
             selected: 0,
             filter: String::new(),
             filtering: false,
+            marked: BTreeSet::new(),
         }
     }
 }
@@ -52,16 +64,25 @@ pub const KEYS: &[(&str, &str)] = &[
     ("a", "allow every tool shown"),
     ("n", "deny every tool shown"),
     ("/", "filter by name (fuzzy)"),
+    ("v", "mark: t T x R d act on all marked"),
+    ("V", "mark every tool shown, or none"),
+    ("enter d", "descriptions: diff, edit, trim"),
+    ("i", "edit the description here"),
+    ("E", "edit it in $VISUAL / $EDITOR"),
+    ("t", "trim to 300 chars at a word"),
+    ("T", "cut to 300 chars"),
+    ("x", "clear (an empty description)"),
+    ("R", "reset to the server's description"),
     ("e", "enable or disable the server"),
-    ("esc ← h", "clear the filter, then back"),
+    ("esc ← h", "clear filter, then marks; back"),
 ];
 
 /// The few keys the status bar names.
 const HINTS: &[(&str, &str)] = &[
     ("space", "allow/deny"),
-    ("a", "all"),
-    ("n", "none"),
     ("/", "filter"),
+    ("v", "mark"),
+    ("d", "describe"),
     ("esc", "back"),
 ];
 
@@ -87,6 +108,28 @@ pub fn visible_tools(app: &App, view: &ServerView) -> Vec<ToolLine> {
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
     scored.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The tools description rewrites act on: the marked ones (in the server's order, whether the
+/// filter shows them or not), else the selected one. Stale tools have no description.
+pub fn targets(app: &App, view: &ServerView) -> Vec<String> {
+    if view.marked.is_empty() {
+        return visible_tools(app, view)
+            .into_iter()
+            .nth(view.selected)
+            .filter(|t| !t.stale)
+            .map(|t| t.name)
+            .into_iter()
+            .collect();
+    }
+    let Some(row) = app.rows.get(view.row) else {
+        return Vec::new();
+    };
+    row.tools(&app.overrides)
+        .into_iter()
+        .filter(|t| !t.stale && view.marked.contains(&t.name))
+        .map(|t| t.name)
+        .collect()
 }
 
 pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
@@ -137,6 +180,7 @@ fn on_list_key(app: &mut App, view: &mut ServerView, key: KeyEvent) -> Vec<Effec
         KeyCode::End | KeyCode::Char('G') => view.selected = tools.len().saturating_sub(1),
         KeyCode::Char('/') => view.filtering = true,
         KeyCode::Esc if !view.filter.is_empty() => view.filter.clear(),
+        KeyCode::Esc if !view.marked.is_empty() => view.marked.clear(),
         KeyCode::Esc | KeyCode::Backspace | KeyCode::Left | KeyCode::Char('h') => {
             app.screen = Screen::Preflight;
         }
@@ -167,6 +211,62 @@ fn on_list_key(app: &mut App, view: &mut ServerView, key: KeyEvent) -> Vec<Effec
             return set_allowed(app, view.row, &names, key.code == KeyCode::Char('a'));
         }
         KeyCode::Char('e') => return app.toggle_server(view.row),
+        KeyCode::Char('v') => match tools.get(view.selected) {
+            Some(tool) if tool.stale => app.say(format!("{} is stale: nothing to mark", tool.name)),
+            Some(tool) => {
+                if !view.marked.remove(&tool.name) {
+                    view.marked.insert(tool.name.clone());
+                }
+                view.selected += 1;
+            }
+            None => {}
+        },
+        KeyCode::Char('V') if view.marked.is_empty() => {
+            view.marked = tools
+                .iter()
+                .filter(|t| !t.stale)
+                .map(|t| t.name.clone())
+                .collect();
+        }
+        KeyCode::Char('V') => view.marked.clear(),
+        KeyCode::Enter | KeyCode::Char('d') => {
+            let targets = targets(app, view);
+            if targets.is_empty() {
+                app.say("no tool to describe here".into());
+            } else {
+                let focused = tools
+                    .get(view.selected)
+                    .and_then(|t| targets.iter().position(|n| *n == t.name))
+                    .unwrap_or(0);
+                describe::open(app, view.clone(), targets, focused, false);
+            }
+        }
+        KeyCode::Char('i') | KeyCode::Char('E') => match tools.get(view.selected) {
+            Some(tool) if tool.stale => app.say(format!(
+                "{} is stale: the server no longer offers it",
+                tool.name
+            )),
+            Some(tool) if key.code == KeyCode::Char('E') => {
+                return describe::edit_externally(view.row, tool)
+            }
+            Some(tool) => {
+                // The marked tools stay listed when the selected one is among them.
+                let mut targets = targets(app, view);
+                if !targets.contains(&tool.name) {
+                    targets = vec![tool.name.clone()];
+                }
+                let focused = targets.iter().position(|n| *n == tool.name).unwrap_or(0);
+                describe::open(app, view.clone(), targets, focused, true);
+            }
+            None => {}
+        },
+        // t T x R: on the marked tools, else the selected one.
+        KeyCode::Char(c) => {
+            if let Some(rewrite) = Rewrite::for_key(c) {
+                let targets = targets(app, view);
+                return rewrite::rewrite(app, view.row, &targets, &rewrite);
+            }
+        }
         _ => {}
     }
     Vec::new()
@@ -231,7 +331,7 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &Se
         },
     ]);
     frame.render_widget(Paragraph::new(title), header);
-    let filter_line = if view.filtering || !view.filter.is_empty() {
+    let mut filter_line = if view.filtering || !view.filter.is_empty() {
         let cursor = if view.filtering { "▏" } else { "" };
         Line::from(vec![
             Span::styled(" filter /", t.key),
@@ -241,6 +341,12 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &Se
     } else {
         Line::styled(" / to filter", t.dim)
     };
+    if !view.marked.is_empty() {
+        filter_line.push_span(Span::styled(
+            format!(" · {} marked (esc unmarks)", view.marked.len()),
+            t.warn,
+        ));
+    }
     frame.render_widget(Paragraph::new(filter_line), filter);
 
     let [list, preview] =
@@ -253,7 +359,11 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &Se
                 (false, true) => ("[x]", t.good),
                 (false, false) => ("[ ]", t.bad),
             };
-            let mut name = tool.name.clone();
+            let mut name = if view.marked.contains(&tool.name) {
+                format!("● {}", tool.name)
+            } else {
+                tool.name.clone()
+            };
             if tool.stale {
                 name.push_str(" (stale)");
             } else if tool.overridden {
@@ -331,5 +441,9 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &Se
 }
 
 pub(in crate::tui) fn hints(app: &App, view: &ServerView) -> Line<'static> {
-    key_hints(if view.filtering { FILTER_KEYS } else { HINTS }, &app.theme)
+    if view.filtering {
+        typing_hints(FILTER_KEYS, &app.theme)
+    } else {
+        key_hints(HINTS, &app.theme)
+    }
 }

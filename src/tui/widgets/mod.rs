@@ -1,5 +1,9 @@
 //! Small pieces every screen uses: the status badge with its spinner, the key hints, the
-//! status bar and the help overlay.
+//! status bar and the help overlay; the description diff in `diff` (its text fitting in
+//! `wrap`).
+
+pub mod diff;
+mod wrap;
 
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -28,9 +32,19 @@ pub fn badge_span(badge: Badge, tick: u64, t: &Theme) -> Span<'static> {
 
 /// `key action · key action …`, then `? help · q quit`.
 pub fn key_hints(keys: &[(&str, &str)], t: &Theme) -> Line<'static> {
-    let mut spans = vec![Span::raw(" ")];
     let always: &[(&str, &str)] = &[("?", "help"), ("q", "quit")];
-    for (i, (key, action)) in keys.iter().chain(always).enumerate() {
+    hints_line(keys.iter().chain(always), t)
+}
+
+/// `key action · key action …` without `? help · q quit`: while text is typed, `?` and `q`
+/// are letters, so naming them as commands would mislead.
+pub fn typing_hints(keys: &[(&str, &str)], t: &Theme) -> Line<'static> {
+    hints_line(keys.iter(), t)
+}
+
+fn hints_line<'k>(keys: impl Iterator<Item = &'k (&'k str, &'k str)>, t: &Theme) -> Line<'static> {
+    let mut spans = vec![Span::raw(" ")];
+    for (i, (key, action)) in keys.enumerate() {
         if i > 0 {
             spans.push(Span::styled(" · ", t.dim));
         }
