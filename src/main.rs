@@ -15,7 +15,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    let _log_guard = match init_logging(&cli.global, cli.command.streams_child_logs()) {
+    let _log_guard = match init_logging(
+        &cli.global,
+        cli.command.streams_child_logs(),
+        cli.command.runs_tui(),
+    ) {
         Ok(guard) => guard,
         Err(e) => {
             eprintln!("error: cannot open log file: {e:#}\n  help: check that the directory of --log-file exists and is writable");
@@ -144,6 +148,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
 fn init_logging(
     global: &GlobalArgs,
     stream_child_logs: bool,
+    tui: bool,
 ) -> anyhow::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
     let level = match global.verbose {
         0 => "warn",
@@ -160,12 +165,27 @@ fn init_logging(
     };
     let stderr_filter = EnvFilter::try_from_env("MCP_LAUNCH_LOG")
         .unwrap_or_else(|_| EnvFilter::new(format!("mcp_launch={level},warn{child}")));
-    let stderr_layer = fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-        .with_target(false)
-        .with_timer(fmt::time::uptime())
-        .with_filter(stderr_filter);
+    // The TUI owns the terminal: its log pane gets these lines (and the children's) instead.
+    let (stderr_layer, pane_layer) = if tui {
+        let filter = EnvFilter::try_from_env("MCP_LAUNCH_LOG").unwrap_or_else(|_| {
+            EnvFilter::new(format!("mcp_launch={level},warn,mcp_launch::child=info"))
+        });
+        let layer = fmt::layer()
+            .with_writer(mcp_launch::tui::log::LogWriter)
+            .with_ansi(false)
+            .with_target(false)
+            .without_time()
+            .with_filter(filter);
+        (None, Some(layer))
+    } else {
+        let layer = fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+            .with_target(false)
+            .with_timer(fmt::time::uptime())
+            .with_filter(stderr_filter);
+        (Some(layer), None)
+    };
     let (file_layer, guard) = match &global.log_file {
         Some(path) => {
             let file = std::fs::OpenOptions::new()
@@ -188,6 +208,7 @@ fn init_logging(
     };
     tracing_subscriber::registry()
         .with(stderr_layer)
+        .with(pane_layer)
         .with(file_layer)
         .init();
     Ok(guard)

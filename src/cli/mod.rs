@@ -94,6 +94,11 @@ impl Command {
         matches!(self, Command::Up(_))
     }
 
+    /// True for `up --tui`: the terminal belongs to the TUI, logs go to its log pane.
+    pub fn runs_tui(&self) -> bool {
+        matches!(self, Command::Up(args) if args.tui)
+    }
+
     /// True when `up --stream` asks for the logs of mcpo and cloudflared.
     pub fn streams_child_logs(&self) -> bool {
         matches!(self, Command::Up(args) if args.stream)
@@ -213,6 +218,9 @@ pub enum CliError {
     /// The TUI could not run.
     #[error(transparent)]
     Tui(#[from] crate::tui::TuiError),
+    /// A launch could not begin (state or overrides file).
+    #[error(transparent)]
+    Launch(#[from] crate::launch::launcher::LaunchError),
     /// A file `init` would write exists already.
     #[error("{path} already exists")]
     FileExists {
@@ -237,6 +245,7 @@ impl CliError {
             CliError::Server { problem, .. } => matches!(**problem, ServerProblem::Config(_)),
             CliError::Stdin(_) | CliError::Output(_) | CliError::State(_) => false,
             CliError::Tui(e) => matches!(e, crate::tui::TuiError::NoTerminal(_)),
+            CliError::Launch(_) => false,
             CliError::Overrides(_) => true,
             _ => true,
         }
@@ -263,6 +272,7 @@ impl Actionable for CliError {
             CliError::Usage { .. } => "usage",
             CliError::State(e) => e.kind(),
             CliError::Tui(e) => e.kind(),
+            CliError::Launch(e) => e.kind(),
         }
     }
 
@@ -297,6 +307,7 @@ impl Actionable for CliError {
             CliError::Usage { help, .. } => help.clone(),
             CliError::State(e) => e.help(),
             CliError::Tui(e) => e.help(),
+            CliError::Launch(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
             }

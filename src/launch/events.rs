@@ -32,6 +32,11 @@ pub enum StackEvent {
         /// Restart attempt number (1 for the first restart).
         attempt: u32,
     },
+    /// Something about the launch as a whole (which controller serves, and why).
+    Note {
+        /// The message, one line.
+        message: String,
+    },
     /// A process came back.
     Restarted {
         /// The stack.
@@ -65,6 +70,13 @@ impl Events {
     pub fn warn(&self, stack: &str, message: impl Into<String>) {
         self.send(StackEvent::Warning {
             stack: stack.to_string(),
+            message: message.into(),
+        });
+    }
+
+    /// Shorthand for a [`StackEvent::Note`].
+    pub fn note(&self, message: impl Into<String>) {
+        self.send(StackEvent::Note {
             message: message.into(),
         });
     }

@@ -19,6 +19,7 @@ pub mod control;
 pub mod events;
 pub mod exposure;
 pub mod front;
+pub mod launcher;
 pub mod mask;
 pub mod mcpo;
 pub mod native;

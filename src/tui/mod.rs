@@ -12,6 +12,7 @@
 pub mod app;
 mod external_editor;
 mod fuzzy;
+pub mod log;
 pub mod model;
 pub mod msg;
 mod rewrite;

@@ -1,22 +1,17 @@
 //! `mcp-launch up`: turn each config file into a running, authenticated, shareable stack.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{resolve, resolve_keeping, Overrides, ResolveOptions};
 use crate::config::{self, ServerEntry};
 use crate::launch::events::Events;
+use crate::launch::launcher::{self, LaunchOptions};
 use crate::launch::mask::Masker;
-use crate::launch::mcpo::{self, McpoLaunch};
-use crate::launch::plan::{generate_key, PortPlanner};
-use crate::launch::stack::{self, ControllerPlan, RunningStack, StackPlan};
-use crate::launch::state::StateFile;
-use crate::launch::tunnel::{TunnelKind, TunnelSpec};
+use crate::launch::plan::generate_key;
 use crate::output;
 
 use super::{CliError, GlobalArgs, Outcome};
@@ -26,7 +21,7 @@ mod report;
 
 pub(super) use flags::align_public_urls;
 use flags::{choose_tunnel, validate_key};
-use report::{finish_printing, print_events, print_summary, warn};
+use report::{finish_printing, print_events, print_summary};
 
 /// Launch each config as a stack: mcpo, a front proxy with an API key, one merged
 /// /openapi.json, optionally a Cloudflare tunnel; supervise until Ctrl-C.
@@ -127,12 +122,6 @@ pub enum ControllerChoice {
     Native,
 }
 
-const DEFAULT_PORT: u16 = 8000;
-const DEFAULT_MCPO_PORT: u16 = 8800;
-
-/// Bound on opening a tunnel: cloudflared registers within seconds when the network works.
-const TUNNEL_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Runs `up` until `shutdown` is cancelled (SIGINT/SIGTERM) or every stack is gone.
 pub async fn run(
     args: UpArgs,
@@ -149,129 +138,44 @@ pub async fn run(
         (None, true) => Some(generate_key()),
         (None, false) => None,
     };
-    let masker = Masker::new();
-    if let Some(key) = &shared_key {
-        masker.add(key);
-    }
     let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
     let (loaded, failed) = config::load_each(&opts)?;
     let stack_count = loaded.stacks.len() + failed.len();
     let public_urls = align_public_urls(&args.public_urls, stack_count)?;
-    let tunnel_mode = choose_tunnel(&args, &public_urls)?;
-    let project_dir = opts.cwd.clone();
-    let state_file = StateFile::in_project(&project_dir);
-    let mut errors: Vec<(String, Value)> = Vec::new();
-    for f in &failed {
-        errors.push((f.name.clone(), output::error_object(&f.error)));
-    }
-    let running_before = state_file.read()?;
-    clean_up_stale(&state_file, &running_before, &loaded, global).await?;
-    // auto: mcpo when it is installed, else the native bridge (said once on stderr).
-    let mcpo_program = match args.controller {
-        ControllerChoice::Native => None,
-        ControllerChoice::Mcpo => Some(mcpo::find_mcpo()),
-        ControllerChoice::Auto => match mcpo::find_mcpo() {
-            Ok(program) => Some(Ok(program)),
-            Err(_) => {
-                if !global.json {
-                    anstream::eprintln!("controller: native (mcpo is not installed; --controller mcpo insists on it)");
-                }
-                None
-            }
+    let tunnel = choose_tunnel(&args, &public_urls)?;
+    let mut errors: Vec<(String, Value)> = failed
+        .iter()
+        .map(|f| (f.name.clone(), output::error_object(&f.error)))
+        .collect();
+    let options = LaunchOptions {
+        project_dir: opts.cwd.clone(),
+        configs: opts.configs.clone(),
+        port: args.port,
+        mcpo_port: args.mcpo_port,
+        host: args.host,
+        shared_key,
+        tunnel,
+        public_urls,
+        controller: match args.controller {
+            ControllerChoice::Auto => launcher::ControllerChoice::Auto,
+            ControllerChoice::Mcpo => launcher::ControllerChoice::Mcpo,
+            ControllerChoice::Native => launcher::ControllerChoice::Native,
         },
+        protect_spec: args.protect_spec,
+        refresh: args.refresh,
     };
-
-    let planning = Planning {
-        args: &args,
-        global,
-        opts: &opts,
-        running_before: &running_before,
-        mcpo_program: &mcpo_program,
-        tunnel_mode: &tunnel_mode,
-        public_urls: &public_urls,
-        shared_key: shared_key.as_deref(),
-    };
-    let mut front_ports = PortPlanner::new(args.host);
-    let mut mcpo_ports = PortPlanner::new(IpAddr::from([127, 0, 0, 1]));
-    let mut plans = Vec::new();
-    for (i, stack) in loaded.stacks.iter().enumerate() {
-        match planning.plan(i, stack, &mut front_ports, &mut mcpo_ports) {
-            Ok(plan) => plans.push(plan),
-            Err(error) => errors.push((stack.name.clone(), error)),
-        }
-    }
 
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     let events = Events::to(events_tx);
     let printer = tokio::spawn(print_events(events_rx, global.json));
-    let overrides = Overrides::load(&project_dir)?;
-    let mut all_entries: Vec<ServerEntry> = plans
-        .iter()
-        .flat_map(|p| p.entries.iter().cloned())
-        .collect();
-    for entry in &mut all_entries {
-        // The project's choice wins over the config's, and a disabled server is not started.
-        entry.disabled = overrides.is_disabled(entry);
-    }
-    for plan in &plans {
-        events.progress(
-            &plan.name,
-            &format!("preflight of {} servers", plan.entries.len()),
-            0,
-        );
-    }
-    // mcpo must only get servers that answer now (one hanging server blocks its whole start),
-    // so it needs a live check; the native bridge adopts the live checks' sessions and may
-    // trust the tool index, starting those servers in the background.
-    let (reports, mut sessions) = if mcpo_program.is_some() {
-        let reports = resolve(&all_entries, &ResolveOptions::from_env(true)).await;
-        (reports, Default::default())
-    } else {
-        resolve_keeping(&all_entries, &ResolveOptions::from_env(args.refresh)).await
+    let masker = Masker::new();
+    let launched = launcher::launch(&loaded, &options, &masker, &events, &shutdown).await;
+    let Some(launched) = launched.inspect_err(|_| printer.abort())? else {
+        finish_printing(events, printer).await;
+        return Ok(Outcome::Failed);
     };
-    let mut reports = reports.into_iter();
-
-    let mut starts = Vec::new();
-    for plan in plans {
-        let stack_reports: Vec<_> = reports.by_ref().take(plan.entries.len()).collect();
-        let stack_sessions = plan
-            .entries
-            .iter()
-            .map(|entry| sessions.take(&entry.qualified))
-            .collect();
-        let (masker, events, overrides) = (masker.clone(), events.clone(), &overrides);
-        starts.push(async move {
-            let name = plan.name.clone();
-            let started = stack::start(
-                plan,
-                stack_reports,
-                stack_sessions,
-                overrides,
-                masker,
-                events,
-            );
-            (name, started.await)
-        });
-    }
-    // Nothing else is left to adopt them.
-    drop(sessions);
-    let started = tokio::select! {
-        results = futures_util::future::join_all(starts) => results,
-        _ = shutdown.cancelled() => {
-            // Dropping the starts killed their process groups; drop their records too.
-            let me = std::process::id() as i32;
-            state_file.update(|s| s.stacks.retain(|r| r.supervisor.pgid != me))?;
-            finish_printing(events, printer).await;
-            return Ok(Outcome::Failed);
-        }
-    };
-    let mut running: Vec<RunningStack> = Vec::new();
-    for (name, result) in started {
-        match result {
-            Ok(stack) => running.push(stack),
-            Err(e) => errors.push((name, output::error_object(&e))),
-        }
-    }
+    errors.extend(launched.errors);
+    let running = launched.running;
     print_summary(&running, &errors, began.elapsed(), global)?;
     if running.is_empty() {
         finish_printing(events, printer).await;
@@ -312,188 +216,4 @@ pub async fn run(
         ))?;
         Ok(Outcome::Failed)
     }
-}
-
-/// What planning each stack needs to know.
-struct Planning<'a> {
-    args: &'a UpArgs,
-    global: &'a GlobalArgs,
-    opts: &'a config::LoadOptions,
-    running_before: &'a crate::launch::state::State,
-    /// `None` for the native controller.
-    mcpo_program: &'a Option<Result<PathBuf, mcpo::ControllerError>>,
-    tunnel_mode: &'a Option<(TunnelKind, PathBuf)>,
-    public_urls: &'a [Option<String>],
-    shared_key: Option<&'a str>,
-}
-
-impl Planning<'_> {
-    /// The plan of stack `i`: ports (the front's listener bound), keys, mcpo, tunnel, public
-    /// URL — or the error object why it cannot start.
-    fn plan(
-        &self,
-        i: usize,
-        stack: &config::Stack,
-        front_ports: &mut PortPlanner,
-        mcpo_ports: &mut PortPlanner,
-    ) -> Result<StackPlan, Value> {
-        if let Some(running) = self
-            .running_before
-            .stacks
-            .iter()
-            .find(|s| s.name == stack.name && s.supervisor.process_alive())
-        {
-            return Err(json!({
-                "type": "already_running",
-                "message": format!("stack {} is already running (mcp-launch up pid {}, {})", stack.name, running.supervisor.pgid, running.local_url()),
-                "help": "stop it first with `mcp-launch down`, or use another config file name",
-            }));
-        }
-        let program = match self.mcpo_program {
-            Some(found) => Some(found.as_ref().map_err(|e| output::error_object(e))?.clone()),
-            None => None,
-        };
-        // `--public-url` values follow the order of `--config`, failed files included.
-        let index = self
-            .opts
-            .configs
-            .iter()
-            .position(|c| self.opts.cwd.join(c) == stack.path)
-            .unwrap_or(i);
-        let offset = u16::try_from(i).unwrap_or(u16::MAX);
-        let front = match front_ports.take(
-            self.args
-                .port
-                .unwrap_or(DEFAULT_PORT)
-                .saturating_add(offset),
-            self.args.port.is_some(),
-            true,
-            &format!("front port of stack {}", stack.name),
-        ) {
-            Ok(p) => p,
-            Err(e) => {
-                return Err(
-                    json!({"type": "port_taken", "message": e.to_string(), "help": e.help()}),
-                )
-            }
-        };
-        let controller_port = match mcpo_ports.take(
-            self.args
-                .mcpo_port
-                .unwrap_or(DEFAULT_MCPO_PORT)
-                .saturating_add(offset),
-            self.args.mcpo_port.is_some(),
-            // The native bridge serves on the listener bound here; mcpo binds its port itself.
-            program.is_none(),
-            &format!("controller port of stack {}", stack.name),
-        ) {
-            Ok(p) => p,
-            Err(e) => {
-                return Err(
-                    json!({"type": "port_taken", "message": e.to_string(), "help": e.help()}),
-                )
-            }
-        };
-        for (planned, what) in [(&front, "front"), (&controller_port, "controller")] {
-            if let Some(from) = planned.moved_from {
-                warn(
-                    self.global,
-                    &format!(
-                        "stack {}: {what} port {from} is taken; using {}",
-                        stack.name, planned.port
-                    ),
-                );
-            }
-        }
-        let Some(listener) = front.listener else {
-            return Err(
-                json!({"type": "port_taken", "message": "the front port was not kept", "help": "retry"}),
-            );
-        };
-        let tunnel = match self.tunnel_mode {
-            Some((kind, program)) => Some(TunnelSpec {
-                program: program.clone(),
-                kind: kind.clone(),
-                local_port: front.port,
-                metrics_port: free_port().unwrap_or(0),
-                ready_timeout: TUNNEL_TIMEOUT,
-                env: Vec::new(),
-            }),
-            None => None,
-        };
-        Ok(StackPlan {
-            name: stack.name.clone(),
-            config: stack.path.clone(),
-            entries: stack.servers.clone(),
-            project_dir: self.opts.cwd.clone(),
-            host: self.args.host,
-            front: listener,
-            api_key: self.shared_key.map_or_else(generate_key, str::to_string),
-            admin_token: generate_key(),
-            controller: match (program, controller_port.listener) {
-                (Some(program), _) => ControllerPlan::Mcpo(McpoLaunch {
-                    program,
-                    port: controller_port.port,
-                    key: generate_key(),
-                    config: PathBuf::new(),
-                    ready_timeout: mcpo::ready_timeout_from_env(),
-                }),
-                (None, Some(listener)) => ControllerPlan::Native {
-                    listener,
-                    key: generate_key(),
-                },
-                (None, None) => {
-                    return Err(
-                        json!({"type": "port_taken", "message": "the controller port was not kept", "help": "retry"}),
-                    )
-                }
-            },
-            tunnel,
-            public_url: self.public_urls.get(index).cloned().flatten(),
-            protect_spec: self.args.protect_spec,
-        })
-    }
-}
-
-/// Stacks of this launch whose record is stale (their `up` was killed): end what they left
-/// running (it would hold ports, and its record is about to be replaced) and drop the record.
-async fn clean_up_stale(
-    state_file: &StateFile,
-    state: &crate::launch::state::State,
-    loaded: &config::Loaded,
-    global: &GlobalArgs,
-) -> Result<(), CliError> {
-    let stale: Vec<_> = state
-        .stacks
-        .iter()
-        .filter(|s| !s.supervisor.process_alive() && loaded.stacks.iter().any(|l| l.name == s.name))
-        .cloned()
-        .collect();
-    if stale.is_empty() {
-        return Ok(());
-    }
-    let reports = crate::launch::control::stop(&stale).await;
-    for (record, report) in stale.iter().zip(&reports) {
-        if !report.stopped.is_empty() {
-            warn(
-                global,
-                &format!(
-                    "stack {}: stopped what an earlier, killed `up` left running: {}",
-                    record.name,
-                    report.stopped.join(", ")
-                ),
-            );
-        }
-    }
-    let names: Vec<&str> = stale.iter().map(|s| s.name.as_str()).collect();
-    state_file.update(|s| s.stacks.retain(|r| !names.contains(&r.name.as_str())))?;
-    Ok(())
-}
-
-fn free_port() -> Option<u16> {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .ok()?
-        .local_addr()
-        .ok()
-        .map(|a| a.port())
 }

@@ -23,13 +23,6 @@ pub(super) async fn finish_printing(events: Events, printer: tokio::task::JoinHa
     }
 }
 
-pub(super) fn warn(global: &GlobalArgs, message: &str) {
-    tracing::info!("{message}");
-    if !global.json {
-        let _ = output::warn(message);
-    }
-}
-
 /// Prints what the stacks report while they start and run (stderr; JSON lines with --json).
 pub(super) async fn print_events(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<StackEvent>,
@@ -70,6 +63,7 @@ pub(super) async fn print_events(
                     "{stack}: {process} {reason}; restart {attempt} in {delay_secs}s"
                 ));
             }
+            StackEvent::Note { message } => anstream::eprintln!("{message}"),
             StackEvent::Restarted {
                 stack,
                 process,

@@ -1,0 +1,398 @@
+//! Launching the stacks of loaded config files: what an earlier, killed `up` left running is
+//! stopped, the controller is chosen, each stack is planned (ports bound, keys made), every
+//! server is resolved in parallel, and the stacks start together. The CLI's `up` and the TUI
+//! both call [`launch`]; what happens on the way is told as [`StackEvent`]s
+//! (`super::events`), and each stack that cannot start is reported with its error object
+//! while the others go on.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::events::Events;
+use super::mask::Masker;
+use super::mcpo::{self, McpoLaunch};
+use super::plan::{generate_key, PortPlanner};
+use super::stack::{self, ControllerPlan, RunningStack, StackPlan};
+use super::state::{State, StateError, StateFile};
+use super::tunnel::{TunnelKind, TunnelSpec};
+use crate::catalog::{resolve, resolve_keeping, Overrides, OverridesError, ResolveOptions};
+use crate::config::{self, ServerEntry};
+use crate::error::Actionable;
+use crate::output;
+
+/// The first stack's front port when none is given; stack i gets +i.
+pub const DEFAULT_PORT: u16 = 8000;
+/// The first stack's controller port when none is given; stack i gets +i.
+pub const DEFAULT_MCPO_PORT: u16 = 8800;
+
+/// Bound on opening a tunnel: cloudflared registers within seconds when the network works.
+const TUNNEL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Which controller serves the tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControllerChoice {
+    /// mcpo when installed, else native.
+    Auto,
+    /// The mcpo Python bridge.
+    Mcpo,
+    /// The built-in bridge.
+    Native,
+}
+
+/// Everything about a launch that is not in the config files, checked already (the key's
+/// form, the public URLs' count and form, the tunnel program found).
+#[derive(Debug, Clone)]
+pub struct LaunchOptions {
+    /// The project directory (`.mcp-launch/` lives there; config paths are relative to it).
+    pub project_dir: PathBuf,
+    /// The config files as given, in order (public URLs follow this order).
+    pub configs: Vec<PathBuf>,
+    /// The first stack's front port; explicit ports are never moved.
+    pub port: Option<u16>,
+    /// The first stack's controller port.
+    pub mcpo_port: Option<u16>,
+    /// The front's bind address.
+    pub host: IpAddr,
+    /// One key for every stack; `None`: a new key per stack.
+    pub shared_key: Option<String>,
+    /// The tunnel kind and the cloudflared program; `None`: no tunnel.
+    pub tunnel: Option<(TunnelKind, PathBuf)>,
+    /// A public URL per config file (aligned with `configs`).
+    pub public_urls: Vec<Option<String>>,
+    /// The controller.
+    pub controller: ControllerChoice,
+    /// `/openapi.json` needs the key too.
+    pub protect_spec: bool,
+    /// Check every server live even where the native controller could trust the tool index.
+    pub refresh: bool,
+}
+
+/// What a launch started, and what it could not.
+pub struct Launched {
+    /// The stacks that run.
+    pub running: Vec<RunningStack>,
+    /// `(stack, {type, message, help})` for each stack that did not start.
+    pub errors: Vec<(String, Value)>,
+}
+
+/// Why a launch could not even begin.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The state file cannot be read or written.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// The overrides file cannot be read.
+    #[error(transparent)]
+    Overrides(#[from] OverridesError),
+}
+
+impl Actionable for LaunchError {
+    fn kind(&self) -> &'static str {
+        match self {
+            LaunchError::State(e) => e.kind(),
+            LaunchError::Overrides(e) => e.kind(),
+        }
+    }
+
+    fn help(&self) -> String {
+        match self {
+            LaunchError::State(e) => e.help(),
+            LaunchError::Overrides(e) => e.help(),
+        }
+    }
+}
+
+/// Launches every stack of `loaded`. Returns `None` when `shutdown` came first (whatever had
+/// started is stopped and its records dropped).
+pub async fn launch(
+    loaded: &config::Loaded,
+    options: &LaunchOptions,
+    masker: &Masker,
+    events: &Events,
+    shutdown: &CancellationToken,
+) -> Result<Option<Launched>, LaunchError> {
+    if let Some(key) = &options.shared_key {
+        masker.add(key);
+    }
+    let state_file = StateFile::in_project(&options.project_dir);
+    let running_before = state_file.read()?;
+    clean_up_stale(&state_file, &running_before, loaded, events).await?;
+    let mcpo_program = choose_controller(options.controller, events);
+    let planning = Planning {
+        options,
+        running_before: &running_before,
+        mcpo_program: &mcpo_program,
+        events,
+    };
+    let mut front_ports = PortPlanner::new(options.host);
+    let mut controller_ports = PortPlanner::new(IpAddr::from([127, 0, 0, 1]));
+    let mut plans = Vec::new();
+    let mut errors = Vec::new();
+    for (i, stack) in loaded.stacks.iter().enumerate() {
+        match planning.plan(i, stack, &mut front_ports, &mut controller_ports) {
+            Ok(plan) => plans.push(plan),
+            Err(error) => errors.push((stack.name.clone(), error)),
+        }
+    }
+
+    let overrides = Overrides::load(&options.project_dir)?;
+    let mut all_entries: Vec<ServerEntry> = plans
+        .iter()
+        .flat_map(|p| p.entries.iter().cloned())
+        .collect();
+    for entry in &mut all_entries {
+        // The project's choice wins over the config's, and a disabled server is not started.
+        entry.disabled = overrides.is_disabled(entry);
+    }
+    for plan in &plans {
+        let step = format!("preflight of {} servers", plan.entries.len());
+        events.progress(&plan.name, &step, 0);
+    }
+    // mcpo must only get servers that answer now (one hanging server blocks its whole start),
+    // so it needs a live check; the native bridge adopts the live checks' sessions and may
+    // trust the tool index, starting those servers in the background.
+    let (reports, mut sessions) = if mcpo_program.is_some() {
+        let reports = resolve(&all_entries, &ResolveOptions::from_env(true)).await;
+        (reports, Default::default())
+    } else {
+        resolve_keeping(&all_entries, &ResolveOptions::from_env(options.refresh)).await
+    };
+    let mut reports = reports.into_iter();
+    let mut starts = Vec::new();
+    for plan in plans {
+        let stack_reports: Vec<_> = reports.by_ref().take(plan.entries.len()).collect();
+        let stack_sessions = plan
+            .entries
+            .iter()
+            .map(|entry| sessions.take(&entry.qualified))
+            .collect();
+        let (masker, events, overrides) = (masker.clone(), events.clone(), &overrides);
+        starts.push(async move {
+            let name = plan.name.clone();
+            let started = stack::start(
+                plan,
+                stack_reports,
+                stack_sessions,
+                overrides,
+                masker,
+                events,
+            );
+            (name, started.await)
+        });
+    }
+    // Nothing else is left to adopt them.
+    drop(sessions);
+    let started = tokio::select! {
+        results = futures_util::future::join_all(starts) => results,
+        () = shutdown.cancelled() => {
+            // Dropping the starts killed their process groups; drop their records too.
+            let me = std::process::id() as i32;
+            state_file.update(|s| s.stacks.retain(|r| r.supervisor.pgid != me))?;
+            return Ok(None);
+        }
+    };
+    let mut running = Vec::new();
+    for (name, result) in started {
+        match result {
+            Ok(stack) => running.push(stack),
+            Err(e) => errors.push((name, output::error_object(&e))),
+        }
+    }
+    Ok(Some(Launched { running, errors }))
+}
+
+/// Whether mcpo is installed (for the TUI's launch options): its path or why not.
+pub fn mcpo_available() -> Result<PathBuf, String> {
+    mcpo::find_mcpo().map_err(|e| e.to_string())
+}
+
+/// mcpo's program for `choice` (`Some(Err)`: asked for and missing), `None` for native. `auto`
+/// without mcpo says once that the native controller serves.
+fn choose_controller(
+    choice: ControllerChoice,
+    events: &Events,
+) -> Option<Result<PathBuf, mcpo::ControllerError>> {
+    match choice {
+        ControllerChoice::Native => None,
+        ControllerChoice::Mcpo => Some(mcpo::find_mcpo()),
+        ControllerChoice::Auto => {
+            match mcpo::find_mcpo() {
+                Ok(program) => Some(Ok(program)),
+                Err(_) => {
+                    events.note("controller: native (mcpo is not installed; --controller mcpo insists on it)");
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// What planning each stack needs to know.
+struct Planning<'a> {
+    options: &'a LaunchOptions,
+    running_before: &'a State,
+    /// `None` for the native controller.
+    mcpo_program: &'a Option<Result<PathBuf, mcpo::ControllerError>>,
+    events: &'a Events,
+}
+
+/// A `port_taken` error object.
+fn port_taken(message: String, help: String) -> Value {
+    json!({"type": "port_taken", "message": message, "help": help})
+}
+
+impl Planning<'_> {
+    /// The plan of stack `i`: ports (the front's listener bound), keys, controller, tunnel,
+    /// public URL — or the error object saying why it cannot start.
+    fn plan(
+        &self,
+        i: usize,
+        stack: &config::Stack,
+        front_ports: &mut PortPlanner,
+        controller_ports: &mut PortPlanner,
+    ) -> Result<StackPlan, Value> {
+        let options = self.options;
+        if let Some(running) = self
+            .running_before
+            .stacks
+            .iter()
+            .find(|s| s.name == stack.name && s.supervisor.process_alive())
+        {
+            return Err(json!({
+                "type": "already_running",
+                "message": format!("stack {} is already running (mcp-launch up pid {}, {})", stack.name, running.supervisor.pgid, running.local_url()),
+                "help": "stop it first with `mcp-launch down`, or use another config file name",
+            }));
+        }
+        let program = match self.mcpo_program {
+            Some(found) => Some(found.as_ref().map_err(|e| output::error_object(e))?.clone()),
+            None => None,
+        };
+        // Public URLs follow the order of the config files, failed files included.
+        let index =
+            public_url_index(&options.configs, &options.project_dir, &stack.path).unwrap_or(i);
+        let offset = u16::try_from(i).unwrap_or(u16::MAX);
+        let front = front_ports
+            .take(
+                options.port.unwrap_or(DEFAULT_PORT).saturating_add(offset),
+                options.port.is_some(),
+                true,
+                &format!("front port of stack {}", stack.name),
+            )
+            .map_err(|e| port_taken(e.to_string(), e.help()))?;
+        let controller_port = controller_ports
+            .take(
+                options
+                    .mcpo_port
+                    .unwrap_or(DEFAULT_MCPO_PORT)
+                    .saturating_add(offset),
+                options.mcpo_port.is_some(),
+                // The native bridge serves on the listener bound here; mcpo binds its port.
+                program.is_none(),
+                &format!("controller port of stack {}", stack.name),
+            )
+            .map_err(|e| port_taken(e.to_string(), e.help()))?;
+        for (planned, what) in [(&front, "front"), (&controller_port, "controller")] {
+            if let Some(from) = planned.moved_from {
+                let message = format!("{what} port {from} is taken; using {}", planned.port);
+                self.events.warn(&stack.name, message);
+            }
+        }
+        let Some(listener) = front.listener else {
+            return Err(port_taken(
+                "the front port was not kept".into(),
+                "retry".into(),
+            ));
+        };
+        let tunnel = options.tunnel.as_ref().map(|(kind, program)| TunnelSpec {
+            program: program.clone(),
+            kind: kind.clone(),
+            local_port: front.port,
+            metrics_port: free_port().unwrap_or(0),
+            ready_timeout: TUNNEL_TIMEOUT,
+            env: Vec::new(),
+        });
+        let controller = match (program, controller_port.listener) {
+            (Some(program), _) => ControllerPlan::Mcpo(McpoLaunch {
+                program,
+                port: controller_port.port,
+                key: generate_key(),
+                config: PathBuf::new(),
+                ready_timeout: mcpo::ready_timeout_from_env(),
+            }),
+            (None, Some(listener)) => ControllerPlan::Native {
+                listener,
+                key: generate_key(),
+            },
+            (None, None) => {
+                return Err(port_taken(
+                    "the controller port was not kept".into(),
+                    "retry".into(),
+                ))
+            }
+        };
+        Ok(StackPlan {
+            name: stack.name.clone(),
+            config: stack.path.clone(),
+            entries: stack.servers.clone(),
+            project_dir: options.project_dir.clone(),
+            host: options.host,
+            front: listener,
+            api_key: options.shared_key.clone().unwrap_or_else(generate_key),
+            admin_token: generate_key(),
+            controller,
+            tunnel,
+            public_url: options.public_urls.get(index).cloned().flatten(),
+            protect_spec: options.protect_spec,
+        })
+    }
+}
+
+/// The position of `path` among the config files as given.
+fn public_url_index(configs: &[PathBuf], project_dir: &Path, path: &Path) -> Option<usize> {
+    configs.iter().position(|c| project_dir.join(c) == path)
+}
+
+/// Stacks of this launch whose record is stale (their `up` was killed): end what they left
+/// running (it would hold ports, and its record is about to be replaced) and drop the record.
+async fn clean_up_stale(
+    state_file: &StateFile,
+    state: &State,
+    loaded: &config::Loaded,
+    events: &Events,
+) -> Result<(), StateError> {
+    let stale: Vec<_> = state
+        .stacks
+        .iter()
+        .filter(|s| !s.supervisor.process_alive() && loaded.stacks.iter().any(|l| l.name == s.name))
+        .cloned()
+        .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    let reports = super::control::stop(&stale).await;
+    for (record, report) in stale.iter().zip(&reports) {
+        if !report.stopped.is_empty() {
+            let message = format!(
+                "stopped what an earlier, killed `up` left running: {}",
+                report.stopped.join(", ")
+            );
+            events.warn(&record.name, message);
+        }
+    }
+    let names: Vec<&str> = stale.iter().map(|s| s.name.as_str()).collect();
+    state_file.update(|s| s.stacks.retain(|r| !names.contains(&r.name.as_str())))?;
+    Ok(())
+}
+
+fn free_port() -> Option<u16> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .ok()?
+        .local_addr()
+        .ok()
+        .map(|a| a.port())
+}
