@@ -48,6 +48,57 @@ pub enum StackEvent {
     },
 }
 
+impl StackEvent {
+    /// True for what the operator should look at (warnings, restarts).
+    pub fn is_warning(&self) -> bool {
+        matches!(
+            self,
+            StackEvent::Warning { .. } | StackEvent::Restarting { .. }
+        )
+    }
+}
+
+/// The event as one line, as the CLI prints it and the TUI logs it.
+impl std::fmt::Display for StackEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StackEvent::Progress {
+                stack,
+                step,
+                waited_secs: 0,
+            } => write!(f, "{stack}: {step}…"),
+            StackEvent::Progress {
+                stack,
+                step,
+                waited_secs,
+            } => write!(f, "{stack}: {step} ({waited_secs}s)…"),
+            StackEvent::Warning { stack, message } => write!(f, "{stack}: {message}"),
+            StackEvent::Note { message } => f.write_str(message),
+            StackEvent::Restarting {
+                stack,
+                process,
+                reason,
+                delay_secs,
+                attempt,
+            } => write!(
+                f,
+                "{stack}: {process} {reason}; restart {attempt} in {delay_secs}s"
+            ),
+            StackEvent::Restarted {
+                stack,
+                process,
+                new_url: Some(url),
+            } => write!(
+                f,
+                "{stack}: {process} restarted; new URL {url}/openapi.json"
+            ),
+            StackEvent::Restarted { stack, process, .. } => {
+                write!(f, "{stack}: {process} restarted")
+            }
+        }
+    }
+}
+
 /// Where events go: a channel to the CLI or TUI, or nowhere.
 #[derive(Debug, Clone, Default)]
 pub struct Events(Option<tokio::sync::mpsc::UnboundedSender<StackEvent>>);

@@ -9,8 +9,11 @@ use crate::config::ServerEntry;
 
 use super::model::{Check, Row};
 use super::msg::{Effect, Msg};
+use super::screens::launch::{Availability, LaunchForm};
+use super::screens::results::{LaunchState, ResultsView};
 use super::screens::{describe::DescribeView, preflight::PreflightView, server::ServerView};
 use super::theme::Theme;
+use super::widgets::log_pane::LogPane;
 
 /// Which screen is in front.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +24,10 @@ pub enum Screen {
     Server(ServerView),
     /// The descriptions of some of a server's tools: diff, rewrite, edit.
     Describe(DescribeView),
+    /// Launch options.
+    Launch,
+    /// The launched stacks and the log.
+    Results,
 }
 
 /// A short message in the status bar.
@@ -55,6 +62,16 @@ pub struct App {
     pub notice: Option<Notice>,
     /// Styles.
     pub theme: Theme,
+    /// The launch options as chosen so far.
+    pub launch_form: LaunchForm,
+    /// Which programs are installed.
+    pub available: Availability,
+    /// Where the launch stands.
+    pub launch: LaunchState,
+    /// The results screen's selection and key masking.
+    pub results: ResultsView,
+    /// The log pane.
+    pub logs: LogPane,
 }
 
 impl App {
@@ -97,6 +114,11 @@ impl App {
             tick: 0,
             notice: None,
             theme,
+            launch_form: LaunchForm::default(),
+            available: Availability::default(),
+            launch: LaunchState::default(),
+            results: ResultsView::default(),
+            logs: LogPane::default(),
         };
         (app, effects)
     }
@@ -125,6 +147,10 @@ impl App {
             }
             Msg::EditedExternally { row, tool, result } => {
                 super::rewrite::on_external_edit(self, row, tool, result)
+            }
+            Msg::Launch(news) => {
+                super::screens::results::on_news(self, news);
+                Vec::new()
             }
             Msg::Mouse(mouse) => {
                 let step = match mouse.kind {
@@ -164,6 +190,8 @@ impl App {
         let typing = match &self.screen {
             Screen::Server(view) => view.filtering,
             Screen::Describe(view) => view.is_editing(),
+            Screen::Launch => self.launch_form.field == 3,
+            Screen::Results => self.logs.searching,
             Screen::Preflight => false,
         };
         if !typing {
@@ -184,6 +212,8 @@ impl App {
             Screen::Preflight => super::screens::preflight::on_key(self, key),
             Screen::Server(_) => super::screens::server::on_key(self, key),
             Screen::Describe(_) => super::screens::describe::on_key(self, key),
+            Screen::Launch => super::screens::launch::on_key(self, key),
+            Screen::Results => super::screens::results::on_key(self, key),
         }
     }
 
@@ -217,6 +247,20 @@ impl App {
             if disabled { "disabled" } else { "enabled" }
         ));
         vec![Effect::Save(self.overrides.clone())]
+    }
+
+    /// Shows the results and marks the launch as started.
+    pub(super) fn start_launch(&mut self) {
+        self.launch = LaunchState::Starting(Vec::new());
+        self.screen = Screen::Results;
+    }
+
+    /// Puts a problem in the status bar.
+    pub(super) fn complain(&mut self, text: String) {
+        self.notice = Some(Notice {
+            text,
+            is_error: true,
+        });
     }
 
     /// Puts `text` in the status bar.

@@ -5,6 +5,10 @@ use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
+use crate::launch::events::StackEvent;
+
+use super::screens::launch::{Availability, LaunchChoice};
+use super::screens::results::StackResult;
 
 /// Something that happened.
 #[derive(Debug, Clone)]
@@ -36,6 +40,28 @@ pub enum Msg {
         /// The edited text, or what went wrong.
         result: Result<String, String>,
     },
+    /// Launch, log and clipboard news.
+    Launch(LaunchMsg),
+}
+
+/// Launch, log and clipboard messages (kept apart from the editing ones above).
+#[derive(Debug, Clone)]
+pub enum LaunchMsg {
+    /// Which programs are installed (sent once at start).
+    Available(Availability),
+    /// A log line of ours or of a process we run.
+    Log(String),
+    /// Something a stack reported while starting or running.
+    Stack(StackEvent),
+    /// The launch finished: the stacks that run, and `(stack, message)` for the others.
+    Launched {
+        /// Running stacks.
+        stacks: Vec<StackResult>,
+        /// Failed stacks.
+        errors: Vec<(String, String)>,
+    },
+    /// The log was saved (to this path), or why not.
+    LogSaved(Result<String, String>),
 }
 
 /// Something the runtime must do for the app.
@@ -53,6 +79,14 @@ pub enum Effect {
     /// Suspend the TUI and edit a description in `$VISUAL` / `$EDITOR`; answers with
     /// [`Msg::EditedExternally`].
     EditExternally(ExternalEdit),
+    /// Launch every stack as chosen; answers with [`LaunchMsg::Stack`] events, then
+    /// [`LaunchMsg::Launched`].
+    Launch(LaunchChoice),
+    /// Put this text on the clipboard (OSC 52).
+    Copy(String),
+    /// Write these log lines to a file in `./.mcp-launch/`; answers with
+    /// [`LaunchMsg::LogSaved`].
+    SaveLog(Vec<String>),
     /// Leave: stop everything we started and restore the terminal.
     Quit,
 }

@@ -3,21 +3,31 @@
 //! parallel; their token counts and tool-index records go through one worker, so the tokenizer
 //! loads at most once per batch and index writes never race.
 
+use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use base64::Engine;
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{self, Overrides, PreflightOptions, ServerReport};
-use crate::config::ServerEntry;
+use crate::config::{Loaded, ServerEntry};
+use crate::launch::events::Events;
+use crate::launch::launcher::{self, LaunchOptions};
+use crate::launch::mask::Masker;
+use crate::launch::stack::RunningStack;
+use crate::launch::tunnel::{self, TunnelKind};
 use crate::mcp::ConnectOptions;
 
 use super::app::App;
 use super::external_editor;
-use super::msg::{Effect, Msg};
+use super::msg::{Effect, LaunchMsg, Msg};
+use super::screens::launch::{Availability, LaunchChoice, TunnelChoice};
+use super::screens::results::StackResult;
 use super::terminal::TerminalGuard;
 use super::theme::Theme;
 use super::{view, TuiError};
@@ -33,29 +43,74 @@ pub enum Exit {
     Signalled,
 }
 
-/// Runs the TUI over `entries` until the operator quits or `shutdown` is cancelled.
+/// Runs the TUI over the stacks of `loaded` (config files as given in `configs`, relative to
+/// `project_dir`) until the operator quits or `shutdown` is cancelled; then stops every stack
+/// it launched.
 pub async fn run(
-    entries: Vec<ServerEntry>,
+    loaded: Loaded,
     project_dir: PathBuf,
+    configs: Vec<PathBuf>,
     shutdown: CancellationToken,
 ) -> Result<Exit, TuiError> {
     let overrides = Overrides::load(&project_dir).map_err(TuiError::Overrides)?;
+    let entries: Vec<ServerEntry> = loaded.servers().cloned().collect();
     let mut guard = TerminalGuard::enter().map_err(TuiError::NoTerminal)?;
     let (app, effects) = App::new(entries, overrides, Theme::from_env());
-    let result = event_loop(guard.terminal(), app, effects, &shutdown).await;
+    let running: Running = Arc::default();
+    let context = Context {
+        loaded: Arc::new(loaded),
+        project_dir,
+        configs,
+        running: Arc::clone(&running),
+        shutdown: shutdown.clone(),
+    };
+    let result = event_loop(guard.terminal(), app, effects, context).await;
+    // The stacks go before the terminal is handed back: their stop is part of quitting.
+    let stacks: Vec<RunningStack> = running
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .drain(..)
+        .collect();
+    for stack in &stacks {
+        stack.stop().await;
+    }
     drop(guard);
     result
+}
+
+/// The stacks launched from the TUI.
+type Running = Arc<Mutex<Vec<RunningStack>>>;
+
+/// What the effects need besides the app.
+#[derive(Clone)]
+struct Context {
+    loaded: Arc<Loaded>,
+    project_dir: PathBuf,
+    configs: Vec<PathBuf>,
+    running: Running,
+    shutdown: CancellationToken,
 }
 
 async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     mut app: App,
     initial: Vec<Effect>,
-    shutdown: &CancellationToken,
+    context: Context,
 ) -> Result<Exit, TuiError> {
+    let shutdown = &context.shutdown.clone();
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+    let available = Availability {
+        mcpo: launcher::mcpo_available().is_ok(),
+        cloudflared: tunnel::find_cloudflared().is_some(),
+    };
+    let _ = tx.send(Msg::Launch(LaunchMsg::Available(available)));
+    forward_log_lines(tx.clone());
     let counter = spawn_token_worker(tx.clone());
-    let mut effects = Effects { tx, counter };
+    let mut effects = Effects {
+        tx,
+        counter,
+        context,
+    };
     for effect in initial {
         effects.run(effect);
     }
@@ -100,6 +155,7 @@ async fn event_loop(
 struct Effects {
     tx: mpsc::UnboundedSender<Msg>,
     counter: mpsc::UnboundedSender<(usize, ServerEntry, ServerReport)>,
+    context: Context,
 }
 
 impl Effects {
@@ -127,6 +183,15 @@ impl Effects {
             Effect::Save(overrides) => {
                 let saved = overrides.save().map_err(|e| e.to_string());
                 let _ = self.tx.send(Msg::Saved(saved));
+            }
+            Effect::Launch(choice) => {
+                let (tx, context) = (self.tx.clone(), self.context.clone());
+                tokio::spawn(launch(choice, context, tx));
+            }
+            Effect::Copy(text) => copy_to_clipboard(&text),
+            Effect::SaveLog(lines) => {
+                let saved = save_log(&self.context.project_dir, &lines);
+                let _ = self.tx.send(Msg::Launch(LaunchMsg::LogSaved(saved)));
             }
             // The event loop runs these itself: they need the terminal.
             Effect::Quit | Effect::EditExternally(_) => {}
@@ -158,4 +223,137 @@ fn spawn_token_worker(
         }
     });
     counter
+}
+
+/// The tracing lines (ours, and the children's tagged `[mcpo#stack]`) into the log pane.
+fn forward_log_lines(tx: mpsc::UnboundedSender<Msg>) {
+    let Some(mut lines) = super::log::take_lines() else {
+        return;
+    };
+    tokio::spawn(async move {
+        while let Some(line) = lines.recv().await {
+            if tx.send(Msg::Launch(LaunchMsg::Log(line))).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// Launches every stack as `choice` says; its events and then the outcome go to the app, the
+/// running stacks to `context.running` (stopped when the TUI ends).
+async fn launch(choice: LaunchChoice, context: Context, tx: mpsc::UnboundedSender<Msg>) {
+    let stack_count = context.loaded.stacks.len();
+    let tunnel = match choice.tunnel {
+        TunnelChoice::None => None,
+        TunnelChoice::Quick => tunnel::find_cloudflared().map(|p| (TunnelKind::Quick, p)),
+        // The tunnel whose token is in TUNNEL_TOKEN (cloudflared reads it itself).
+        TunnelChoice::Named => {
+            tunnel::find_cloudflared().map(|p| (TunnelKind::Named { name: None }, p))
+        }
+    };
+    let options = LaunchOptions {
+        project_dir: context.project_dir.clone(),
+        configs: context.configs.clone(),
+        port: Some(choice.port),
+        mcpo_port: None,
+        host: std::net::IpAddr::from([127, 0, 0, 1]),
+        shared_key: None,
+        tunnel,
+        public_urls: vec![choice.public_url.clone(); stack_count],
+        controller: choice.controller,
+        protect_spec: false,
+        refresh: false,
+    };
+    // The events keep flowing while the stacks run (restarts, warnings): this task lives as
+    // long as a stack holds a sender.
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+    let forward = tx.clone();
+    tokio::spawn(async move {
+        while let Some(event) = events_rx.recv().await {
+            let _ = forward.send(Msg::Launch(LaunchMsg::Stack(event)));
+        }
+    });
+    let events = Events::to(events_tx);
+    let masker = Masker::new();
+    let outcome = launcher::launch(
+        &context.loaded,
+        &options,
+        &masker,
+        &events,
+        &context.shutdown,
+    )
+    .await;
+    let (stacks, mut errors) = match outcome {
+        Ok(Some(launched)) => {
+            let errors = launched
+                .errors
+                .iter()
+                .map(|(stack, e)| {
+                    (
+                        stack.clone(),
+                        e["message"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect();
+            for stack in &launched.running {
+                let supervised = stack.clone();
+                tokio::spawn(async move { supervised.supervise().await });
+            }
+            let results = launched.running.iter().map(result_of).collect();
+            context
+                .running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(launched.running);
+            (results, errors)
+        }
+        Ok(None) => (
+            Vec::new(),
+            vec![("launch".to_string(), "interrupted".to_string())],
+        ),
+        Err(e) => (Vec::new(), vec![("launch".to_string(), e.to_string())]),
+    };
+    if stacks.is_empty() && errors.is_empty() {
+        errors.push(("launch".into(), "no stack to launch".into()));
+    }
+    let _ = tx.send(Msg::Launch(LaunchMsg::Launched { stacks, errors }));
+}
+
+fn result_of(stack: &RunningStack) -> StackResult {
+    let record = stack.record();
+    StackResult {
+        name: record.name.clone(),
+        openapi_url: format!("{}/openapi.json", record.public_url),
+        api_key: record.api_key.clone(),
+        operations: record.operations,
+        servers: record
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), s.operations))
+            .collect(),
+        warnings: record.warnings.clone(),
+    }
+}
+
+/// OSC 52: the terminal (and tmux, and ssh sessions) put `text` on the clipboard.
+fn copy_to_clipboard(text: &str) {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let mut out = std::io::stdout();
+    let _ = write!(out, "\x1b]52;c;{encoded}\x07");
+    let _ = out.flush();
+}
+
+/// Writes the log lines to `./.mcp-launch/tui-log-<unix time>.txt`; the path, or why not.
+fn save_log(project_dir: &std::path::Path, lines: &[String]) -> Result<String, String> {
+    let dir = project_dir.join(".mcp-launch");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let path = dir.join(format!("tui-log-{secs}.txt"));
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path.display().to_string())
 }

@@ -20,6 +20,7 @@ use crate::mcp::McpError;
 use crate::process::Exit;
 
 mod describe;
+mod launch;
 
 fn entry(stack: &str, name: &str) -> ServerEntry {
     ServerEntry {

@@ -5,7 +5,7 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::Frame;
 
 use super::app::{App, Screen};
-use super::screens::{describe, preflight, server};
+use super::screens::{describe, launch, preflight, results, server};
 use super::widgets::{render_help, render_status_bar};
 
 /// Draws the whole frame.
@@ -29,6 +29,14 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Screen::Describe(view) => {
             describe::render(frame, body, app, view);
             (describe::hints(app, view), describe::keys(view))
+        }
+        Screen::Launch => {
+            launch::render(frame, body, app);
+            (launch::hints(app), launch::KEYS)
+        }
+        Screen::Results => {
+            results::render(frame, body, app);
+            (results::hints(app), results::KEYS)
         }
     };
     render_status_bar(frame, status, app, hints);

@@ -451,6 +451,7 @@ impl Cmd {
         let stdout = drain(child.stdout.take().expect("stdout pipe"));
         let stderr = drain(child.stderr.take().expect("stderr pipe"));
         Running {
+            stop_on_drop: StopOnDrop(Some(child.id() as i32)),
             child,
             started,
             writer,
@@ -467,6 +468,9 @@ impl Cmd {
 /// A run of the binary that has not ended yet.
 pub struct Running {
     child: std::process::Child,
+    /// Stops the binary if the test panics before waiting for it (an `up` would otherwise
+    /// outlive the test with its servers).
+    stop_on_drop: StopOnDrop,
     started: Instant,
     writer: std::thread::JoinHandle<()>,
     stdout: std::thread::JoinHandle<Vec<u8>>,
@@ -477,6 +481,23 @@ pub struct Running {
     cmd: Cmd,
 }
 
+/// SIGTERM to a binary never waited for (a panicking test), then a bounded wait: `up` stops
+/// its servers on SIGTERM.
+struct StopOnDrop(Option<i32>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        let Some(pid) = self.0 else { return };
+        let pid = nix::unistd::Pid::from_raw(pid);
+        if nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).is_ok() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline && pid_alive(pid.as_raw()) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
 impl Running {
     /// The binary's pid.
     pub fn pid(&self) -> i32 {
@@ -485,6 +506,7 @@ impl Running {
 
     /// Waits for the end of the run (killing it after the watchdog limit) and checks it.
     pub fn wait(mut self) -> Output {
+        self.stop_on_drop.0 = None;
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("wait for the binary") {
                 break status;

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, ServerEntry};
+use crate::config;
 use crate::launch::events::Events;
 use crate::launch::launcher::{self, LaunchOptions};
 use crate::launch::mask::Masker;
@@ -106,8 +106,7 @@ pub enum TunnelMode {
 async fn run_tui(global: &GlobalArgs, shutdown: CancellationToken) -> Result<Outcome, CliError> {
     let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
     let loaded = config::load(&opts)?;
-    let entries: Vec<ServerEntry> = loaded.servers().cloned().collect();
-    crate::tui::runtime::run(entries, opts.cwd.clone(), shutdown).await?;
+    crate::tui::runtime::run(loaded, opts.cwd.clone(), opts.configs.clone(), shutdown).await?;
     Ok(Outcome::Success)
 }
 

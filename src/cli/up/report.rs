@@ -32,48 +32,17 @@ pub(super) async fn print_events(
         if json {
             continue;
         }
-        match event {
-            StackEvent::Progress {
-                stack,
-                step,
-                waited_secs,
-            } => {
-                // Every 5 s is enough to show life without flooding the terminal.
-                if waited_secs == 0 || waited_secs % 5 == 0 {
-                    let dim = style::DIM;
-                    let after = if waited_secs > 0 {
-                        format!(" ({waited_secs}s)")
-                    } else {
-                        String::new()
-                    };
-                    anstream::eprintln!("{dim}{stack}: {step}{after}…{dim:#}");
-                }
+        match &event {
+            // Every 5 s is enough to show life without flooding the terminal.
+            StackEvent::Progress { waited_secs, .. } if waited_secs % 5 != 0 => {}
+            StackEvent::Progress { .. } => {
+                let dim = style::DIM;
+                anstream::eprintln!("{dim}{event}{dim:#}");
             }
-            StackEvent::Warning { stack, message } => {
-                let _ = output::warn(&format!("{stack}: {message}"));
+            event if event.is_warning() => {
+                let _ = output::warn(&event.to_string());
             }
-            StackEvent::Restarting {
-                stack,
-                process,
-                reason,
-                delay_secs,
-                attempt,
-            } => {
-                let _ = output::warn(&format!(
-                    "{stack}: {process} {reason}; restart {attempt} in {delay_secs}s"
-                ));
-            }
-            StackEvent::Note { message } => anstream::eprintln!("{message}"),
-            StackEvent::Restarted {
-                stack,
-                process,
-                new_url,
-            } => {
-                let url = new_url
-                    .map(|u| format!("; new URL {u}/openapi.json"))
-                    .unwrap_or_default();
-                anstream::eprintln!("{stack}: {process} restarted{url}");
-            }
+            event => anstream::eprintln!("{event}"),
         }
     }
 }

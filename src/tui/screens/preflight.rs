@@ -37,6 +37,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("space", "enable or disable the server"),
     ("r", "check the server again"),
     ("R", "check every failed server again"),
+    ("L", "launch options (the results, once launched)"),
 ];
 
 /// The few keys the status bar names.
@@ -46,6 +47,7 @@ const HINTS: &[(&str, &str)] = &[
     ("d", "details"),
     ("space", "on/off"),
     ("r", "retry"),
+    ("L", "launch"),
 ];
 
 pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
@@ -65,6 +67,12 @@ pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
         KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => return open(app),
         KeyCode::Char(' ') => return app.toggle_server(app.preflight.selected),
         KeyCode::Char('r') => return app.retry(app.preflight.selected),
+        KeyCode::Char('L') => {
+            app.screen = match app.launch {
+                super::results::LaunchState::Idle => Screen::Launch,
+                _ => Screen::Results,
+            }
+        }
         KeyCode::Char('R') => {
             let failed: Vec<usize> = (0..app.rows.len())
                 .filter(|&i| app.rows[i].badge(&app.overrides) == Badge::Error)

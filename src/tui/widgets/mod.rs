@@ -3,6 +3,7 @@
 //! `wrap`).
 
 pub mod diff;
+pub mod log_pane;
 mod wrap;
 
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -16,13 +17,15 @@ use super::theme::Theme;
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
+/// The spinner's frame at `tick`.
+pub fn spinner(tick: u64) -> &'static str {
+    SPINNER[(tick % SPINNER.len() as u64) as usize]
+}
+
 /// `⠙ checking`, `ok`, `error`… in its style.
 pub fn badge_span(badge: Badge, tick: u64, t: &Theme) -> Span<'static> {
     match badge {
-        Badge::Checking => {
-            let frame = SPINNER[(tick % SPINNER.len() as u64) as usize];
-            Span::styled(format!("{frame} {}", badge.label()), t.warn)
-        }
+        Badge::Checking => Span::styled(format!("{} {}", spinner(tick), badge.label()), t.warn),
         Badge::Ok => Span::styled(badge.label(), t.good),
         Badge::Slow => Span::styled(badge.label(), t.warn),
         Badge::Error => Span::styled(badge.label(), t.bad),
