@@ -94,6 +94,20 @@ else
   installed+=("npm(${#NPM_PKGS[@]} pkgs)")
 fi
 
+# --- tmux (the TUI's end-to-end test drives it) -----------------------------------------------
+if command -v tmux >/dev/null; then
+  skipped+=("tmux")
+elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+  log "apt-get install tmux"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux >&2 \
+    || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux >&2; } \
+    || { log "could not install tmux: install it (the TUI end-to-end test needs it)"; exit 1; }
+  installed+=("tmux")
+else
+  log "tmux not found: install it (the TUI end-to-end test needs it), e.g. apt-get install tmux"
+  exit 1
+fi
+
 # --- Python venvs ----------------------------------------------------------------------------
 # venv_install NAME SPEC BIN [CONSTRAINTS]
 venv_install() {

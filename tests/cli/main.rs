@@ -24,3 +24,4 @@ mod remote;
 mod search;
 mod session;
 mod tokens;
+mod tui;

@@ -1,0 +1,242 @@
+//! `up --tui` in a real pseudo-terminal: tmux (on a private socket) runs the binary, the test
+//! types keys and reads the screen with `capture-pane`. One scenario from start to quit, with
+//! real servers and a broken one; and `--tui` without a terminal.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::launch_util::{http, read_state, recorded_pids, stack};
+use crate::util::{assert_pid_gone, everything, fault, free_ports, Cmd, BIN};
+
+/// A tmux server of the test's own, with one 120×40 window running a command.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(dir: &Path, command: &str) -> Tmux {
+        let socket = dir.join("tmux.sock").display().to_string();
+        let tmux = Tmux { socket };
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            command,
+        ]);
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-S", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux runs (scripts/install-test-deps.sh installs it)");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Sends keys (tmux key names, or literal text with `literal`).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// One Escape on its own: two in one write read as Alt+Escape.
+    fn escape(&self) {
+        self.keys(&["Escape"]);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    fn text(&self, text: &str) {
+        self.run(&["send-keys", "-t", "t", "-l", text]);
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    /// Waits until the screen holds every one of `wanted`; returns it.
+    fn wait_for(&self, wanted: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let screen = self.screen();
+            if wanted.iter().all(|w| screen.contains(w)) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed {wanted:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-S", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+/// A tool with a description over the 300-character limit, for the trim.
+fn long_tool() -> Value {
+    let description = "Reads every record of the ledger and reports them. ".repeat(10);
+    json!({"name": "ledger_report", "description": description, "inputSchema": {"type": "object"}})
+}
+
+#[test]
+fn preflight_edit_launch_call_and_quit_in_a_terminal() {
+    let cmd = Cmd::new();
+    let tools = cmd.path("tools.json");
+    std::fs::write(&tools, json!([long_tool()]).to_string()).unwrap();
+    let config = json!({"mcpServers": {
+        "everything": everything(),
+        "ledger": fault(&["--tools-file", &tools.display().to_string()]),
+        "broken": {"command": "/bin/sh", "args": ["-c", "echo 'missing API token' >&2; exit 3"]},
+    }});
+    std::fs::write(cmd.path("a.json"), config.to_string()).unwrap();
+    let dir = cmd.dir().display().to_string();
+    let command = format!(
+        "cd {dir} && env HOME={dir} XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 \
+         MCP_LAUNCH_MCPO=/nonexistent/mcpo {BIN} up --tui --config a.json; \
+         echo $? > {dir}/exit.txt; sleep 60"
+    );
+    let tmux = Tmux::start(cmd.dir(), &command);
+
+    // The preflight: rows fill in; the broken server shows its error.
+    let screen = tmux.wait_for(&["a/everything", "a/ledger", "a/broken", "error"]);
+    assert!(screen.contains("mcp-launch · preflight"), "{screen}");
+    tmux.wait_for(&["ok         a/everything", "ok         a/ledger"]);
+
+    // Deny echo on everything.
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&["a/everything ok"]);
+    tmux.text("/echo");
+    tmux.keys(&["Enter", "Space"]);
+    tmux.wait_for(&["[ ] echo"]);
+    tmux.escape();
+    tmux.escape();
+    tmux.wait_for(&["mcp-launch · preflight"]);
+
+    // Trim ledger_report's description to 300 characters.
+    tmux.keys(&["Down", "Enter"]);
+    tmux.wait_for(&["a/ledger ok", "ledger_report"]);
+    tmux.text("/ledger");
+    tmux.keys(&["Enter", "t"]);
+    tmux.wait_for(&["ledger_report *"]);
+    let overrides: Value = serde_json::from_str(
+        &std::fs::read_to_string(cmd.path(".mcp-launch/overrides.json")).unwrap(),
+    )
+    .unwrap();
+    let ledger = &overrides["stacks"]["a"]["ledger"];
+    let trimmed = ledger["descriptions"]["ledger_report"].as_str().unwrap();
+    assert!(trimmed.chars().count() <= 300, "{trimmed}");
+    assert_eq!(
+        overrides["stacks"]["a"]["everything"]["deny"],
+        json!(["echo"])
+    );
+    tmux.escape();
+    tmux.escape();
+    tmux.wait_for(&["mcp-launch · preflight"]);
+
+    // Launch with no tunnel on a free port.
+    let port = free_ports(2);
+    tmux.keys(&["L"]);
+    tmux.wait_for(&["mcp-launch · launch", "auto (native)"]);
+    tmux.keys(&["Down", "Down", "BSpace", "BSpace", "BSpace", "BSpace"]);
+    tmux.text(&port.to_string());
+    tmux.keys(&["Enter"]);
+    let url = format!("http://127.0.0.1:{port}/openapi.json");
+    let screen = tmux.wait_for(&["mcp-launch · results", &url]);
+    assert!(screen.contains("broken is left out"), "{screen}");
+
+    // The front enforces what the TUI chose.
+    let state = read_state(cmd.dir());
+    let a = stack(&state, "a");
+    let key = a["api_key"].as_str().unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/everything/echo"),
+        &[("X-API-Key", key)],
+        Some(json!({"message": "hi"})),
+    );
+    assert_eq!(
+        (status, &body["error"]["type"]),
+        (403, &json!("tool_denied")),
+        "{body}"
+    );
+    let (status, body) = http(
+        "POST",
+        &format!("{base}/everything/get-sum"),
+        &[("X-API-Key", key)],
+        Some(json!({"a": 2, "b": 3})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, spec) = http("GET", &url, &[], None);
+    let described = &spec["paths"]["/ledger/ledger_report"]["post"]["description"];
+    assert_eq!(
+        described.as_str(),
+        Some(trimmed),
+        "the spec carries the trimmed text"
+    );
+
+    // Quit: asks, then stops everything and restores the terminal.
+    let pids = recorded_pids(&state);
+    tmux.keys(&["q"]);
+    tmux.wait_for(&["Quit and stop everything"]);
+    tmux.keys(&["y"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cmd.path("exit.txt").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the TUI did not exit:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let code = std::fs::read_to_string(cmd.path("exit.txt")).unwrap();
+    assert_eq!(code.trim(), "0");
+    for (what, pid) in pids {
+        assert_pid_gone(pid, &what);
+    }
+    assert!(
+        !cmd.path(".mcp-launch/state.json").exists(),
+        "the record is gone"
+    );
+}
+
+#[test]
+fn tui_without_a_terminal_says_so() {
+    let cmd = Cmd::new().file(
+        "a.json",
+        &json!({"mcpServers": {"everything": everything()}}).to_string(),
+    );
+    let out = cmd
+        .cmd()
+        .args(["up", "--tui", "--config", "a.json", "--json"])
+        .status(2)
+        .run();
+    let error = &out.json()["error"];
+    assert_eq!(error["type"], "no_terminal");
+    assert!(
+        error["help"].as_str().unwrap().contains("drop --tui"),
+        "{error}"
+    );
+}
