@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 mod discovery;
+pub(crate) use discovery::candidates;
 mod dotenv;
 mod error;
 mod file;

@@ -9,6 +9,7 @@ use crate::config::ServerEntry;
 
 use super::model::{Check, Row};
 use super::msg::{Effect, Msg};
+use super::screens::collector::CollectorView;
 use super::screens::launch::{Availability, LaunchForm};
 use super::screens::results::{LaunchState, ResultsView};
 use super::screens::{describe::DescribeView, preflight::PreflightView, server::ServerView};
@@ -24,6 +25,8 @@ pub enum Screen {
     Server(ServerView),
     /// The descriptions of some of a server's tools: diff, rewrite, edit.
     Describe(DescribeView),
+    /// Choosing the config files (no `--config` given).
+    Collector,
     /// Launch options.
     Launch,
     /// The launched stacks and the log.
@@ -72,6 +75,8 @@ pub struct App {
     pub results: ResultsView,
     /// The log pane.
     pub logs: LogPane,
+    /// The config collector's state.
+    pub collector: CollectorView,
 }
 
 impl App {
@@ -82,30 +87,9 @@ impl App {
         overrides: Overrides,
         theme: Theme,
     ) -> (App, Vec<Effect>) {
-        let mut stacks: Vec<String> = Vec::new();
-        for entry in &entries {
-            if !stacks.contains(&entry.stack) {
-                stacks.push(entry.stack.clone());
-            }
-        }
-        let effects = entries
-            .iter()
-            .enumerate()
-            .map(|(row, entry)| Effect::Check {
-                row,
-                entry: entry.clone(),
-            })
-            .collect();
-        let rows = entries
-            .into_iter()
-            .map(|entry| Row {
-                entry,
-                check: Check::Running { attempt: 1 },
-            })
-            .collect();
-        let app = App {
-            stacks,
-            rows,
+        let mut app = App {
+            stacks: Vec::new(),
+            rows: Vec::new(),
             overrides,
             screen: Screen::Preflight,
             preflight: PreflightView::default(),
@@ -119,8 +103,40 @@ impl App {
             launch: LaunchState::default(),
             results: ResultsView::default(),
             logs: LogPane::default(),
+            collector: CollectorView::default(),
         };
+        let effects = app.add_servers(entries);
         (app, effects)
+    }
+
+    /// An app that starts with the config collector (no `--config` given).
+    pub fn collecting(overrides: Overrides, theme: Theme) -> App {
+        let (mut app, _) = App::new(Vec::new(), overrides, theme);
+        app.screen = Screen::Collector;
+        app
+    }
+
+    /// Adds the servers of `entries` (stacks in order) as rows being checked; returns the
+    /// checks to start.
+    fn add_servers(&mut self, entries: Vec<ServerEntry>) -> Vec<Effect> {
+        let first = self.rows.len();
+        for entry in entries {
+            if !self.stacks.contains(&entry.stack) {
+                self.stacks.push(entry.stack.clone());
+            }
+            self.rows.push(Row {
+                entry,
+                check: Check::Running { attempt: 1 },
+            });
+        }
+        self.rows[first..]
+            .iter()
+            .enumerate()
+            .map(|(i, row)| Effect::Check {
+                row: first + i,
+                entry: row.entry.clone(),
+            })
+            .collect()
     }
 
     /// Applies `msg`; returns what the runtime must do.
@@ -150,6 +166,18 @@ impl App {
             }
             Msg::Launch(news) => {
                 super::screens::results::on_news(self, news);
+                Vec::new()
+            }
+            Msg::Collector(news) => {
+                super::screens::collector::on_news(self, news);
+                Vec::new()
+            }
+            Msg::ConfigsLoaded(Ok(entries)) => {
+                self.screen = Screen::Preflight;
+                self.add_servers(entries)
+            }
+            Msg::ConfigsLoaded(Err(e)) => {
+                self.complain(format!("the config files do not load: {e}"));
                 Vec::new()
             }
             Msg::Mouse(mouse) => {
@@ -191,6 +219,7 @@ impl App {
             Screen::Server(view) => view.filtering,
             Screen::Describe(view) => view.is_editing(),
             Screen::Launch => self.launch_form.field == 3,
+            Screen::Collector => self.collector.focus == super::screens::collector::Focus::Input,
             Screen::Results => self.logs.searching,
             Screen::Preflight => false,
         };
@@ -213,6 +242,7 @@ impl App {
             Screen::Server(_) => super::screens::server::on_key(self, key),
             Screen::Describe(_) => super::screens::describe::on_key(self, key),
             Screen::Launch => super::screens::launch::on_key(self, key),
+            Screen::Collector => super::screens::collector::on_key(self, key),
             Screen::Results => super::screens::results::on_key(self, key),
         }
     }

@@ -7,6 +7,7 @@ use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
 use crate::launch::events::StackEvent;
 
+use super::screens::collector::CollectorMsg;
 use super::screens::launch::{Availability, LaunchChoice};
 use super::screens::results::StackResult;
 
@@ -42,6 +43,10 @@ pub enum Msg {
     },
     /// Launch, log and clipboard news.
     Launch(LaunchMsg),
+    /// The config collector's answers.
+    Collector(CollectorMsg),
+    /// The chosen config files loaded: their servers, stacks in order.
+    ConfigsLoaded(Result<Vec<ServerEntry>, String>),
 }
 
 /// Launch, log and clipboard messages (kept apart from the editing ones above).
@@ -87,6 +92,13 @@ pub enum Effect {
     /// Write these log lines to a file in `./.mcp-launch/`; answers with
     /// [`LaunchMsg::LogSaved`].
     SaveLog(Vec<String>),
+    /// Load one config file the operator typed or picked (`~`, `$VAR` expanded); answers
+    /// with [`CollectorMsg::Checked`].
+    CheckConfig(String),
+    /// Complete a typed path; answers with [`CollectorMsg::Completions`].
+    CompletePath(String),
+    /// Load the chosen config files as the stacks; answers with [`Msg::ConfigsLoaded`].
+    LoadConfigs(Vec<std::path::PathBuf>),
     /// Leave: stop everything we started and restore the terminal.
     Quit,
 }

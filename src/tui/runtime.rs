@@ -4,7 +4,6 @@
 //! loads at most once per batch and index writes never race.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{self, Overrides, PreflightOptions, ServerReport};
-use crate::config::{Loaded, ServerEntry};
+use crate::config::{self, LoadOptions, Loaded, ServerEntry};
 use crate::launch::events::Events;
 use crate::launch::launcher::{self, LaunchOptions};
 use crate::launch::mask::Masker;
@@ -26,6 +25,8 @@ use crate::mcp::ConnectOptions;
 use super::app::App;
 use super::external_editor;
 use super::msg::{Effect, LaunchMsg, Msg};
+use super::paths;
+use super::screens::collector::CollectorMsg;
 use super::screens::launch::{Availability, LaunchChoice, TunnelChoice};
 use super::screens::results::StackResult;
 use super::terminal::TerminalGuard;
@@ -43,24 +44,28 @@ pub enum Exit {
     Signalled,
 }
 
-/// Runs the TUI over the stacks of `loaded` (config files as given in `configs`, relative to
-/// `project_dir`) until the operator quits or `shutdown` is cancelled; then stops every stack
-/// it launched.
+/// Runs the TUI until the operator quits or `shutdown` is cancelled, then stops every stack
+/// it launched. With `loaded` it starts on the preflight of those stacks; without, on the
+/// config collector (files are loaded with `opts`, whose `configs` it fills in).
 pub async fn run(
-    loaded: Loaded,
-    project_dir: PathBuf,
-    configs: Vec<PathBuf>,
+    opts: LoadOptions,
+    loaded: Option<Loaded>,
     shutdown: CancellationToken,
 ) -> Result<Exit, TuiError> {
-    let overrides = Overrides::load(&project_dir).map_err(TuiError::Overrides)?;
-    let entries: Vec<ServerEntry> = loaded.servers().cloned().collect();
+    let overrides = Overrides::load(&opts.cwd).map_err(TuiError::Overrides)?;
     let mut guard = TerminalGuard::enter().map_err(TuiError::NoTerminal)?;
-    let (app, effects) = App::new(entries, overrides, Theme::from_env());
+    let (app, effects) = match &loaded {
+        Some(loaded) => App::new(
+            loaded.servers().cloned().collect(),
+            overrides,
+            Theme::from_env(),
+        ),
+        None => (App::collecting(overrides, Theme::from_env()), Vec::new()),
+    };
     let running: Running = Arc::default();
     let context = Context {
-        loaded: Arc::new(loaded),
-        project_dir,
-        configs,
+        loaded: loaded.map(Arc::new),
+        opts,
         running: Arc::clone(&running),
         shutdown: shutdown.clone(),
     };
@@ -84,9 +89,10 @@ type Running = Arc<Mutex<Vec<RunningStack>>>;
 /// What the effects need besides the app.
 #[derive(Clone)]
 struct Context {
-    loaded: Arc<Loaded>,
-    project_dir: PathBuf,
-    configs: Vec<PathBuf>,
+    /// The stacks, once known (the collector fills them in).
+    loaded: Option<Arc<Loaded>>,
+    /// How config files are loaded (working directory, home, environment, `--config`s).
+    opts: LoadOptions,
     running: Running,
     shutdown: CancellationToken,
 }
@@ -104,6 +110,13 @@ async fn event_loop(
         cloudflared: tunnel::find_cloudflared().is_some(),
     };
     let _ = tx.send(Msg::Launch(LaunchMsg::Available(available)));
+    if context.loaded.is_none() {
+        let existing = config::candidates(&context.opts.cwd, context.opts.home.as_deref())
+            .into_iter()
+            .filter(|p| p.is_file())
+            .collect();
+        let _ = tx.send(Msg::Collector(CollectorMsg::Discovered(existing)));
+    }
     forward_log_lines(tx.clone());
     let counter = spawn_token_worker(tx.clone());
     let mut effects = Effects {
@@ -190,8 +203,43 @@ impl Effects {
             }
             Effect::Copy(text) => copy_to_clipboard(&text),
             Effect::SaveLog(lines) => {
-                let saved = save_log(&self.context.project_dir, &lines);
+                let saved = save_log(&self.context.opts.cwd, &lines);
                 let _ = self.tx.send(Msg::Launch(LaunchMsg::LogSaved(saved)));
+            }
+            Effect::CheckConfig(input) => {
+                let opts = &self.context.opts;
+                let path = paths::resolve(&input, &opts.cwd, opts.home.as_deref());
+                let one = LoadOptions {
+                    configs: vec![path.clone()],
+                    ..opts.clone()
+                };
+                let result = config::load(&one)
+                    .map(|loaded| loaded.servers().count())
+                    .map_err(|e| format!("{e}\n{}", e.help()));
+                let news = CollectorMsg::Checked {
+                    input,
+                    path,
+                    result,
+                };
+                let _ = self.tx.send(Msg::Collector(news));
+            }
+            Effect::CompletePath(input) => {
+                let opts = &self.context.opts;
+                let candidates = paths::complete(&input, &opts.cwd, opts.home.as_deref());
+                let news = CollectorMsg::Completions { input, candidates };
+                let _ = self.tx.send(Msg::Collector(news));
+            }
+            Effect::LoadConfigs(configs) => {
+                self.context.opts.configs = configs;
+                let loaded = config::load(&self.context.opts);
+                let answer = loaded
+                    .map(|loaded| {
+                        let entries = loaded.servers().cloned().collect();
+                        self.context.loaded = Some(Arc::new(loaded));
+                        entries
+                    })
+                    .map_err(|e| e.to_string());
+                let _ = self.tx.send(Msg::ConfigsLoaded(answer));
             }
             // The event loop runs these itself: they need the terminal.
             Effect::Quit | Effect::EditExternally(_) => {}
@@ -242,7 +290,18 @@ fn forward_log_lines(tx: mpsc::UnboundedSender<Msg>) {
 /// Launches every stack as `choice` says; its events and then the outcome go to the app, the
 /// running stacks to `context.running` (stopped when the TUI ends).
 async fn launch(choice: LaunchChoice, context: Context, tx: mpsc::UnboundedSender<Msg>) {
-    let stack_count = context.loaded.stacks.len();
+    let Some(loaded) = context.loaded.clone() else {
+        let errors = vec![(
+            "launch".to_string(),
+            "no config file chosen yet".to_string(),
+        )];
+        let _ = tx.send(Msg::Launch(LaunchMsg::Launched {
+            stacks: Vec::new(),
+            errors,
+        }));
+        return;
+    };
+    let stack_count = loaded.stacks.len();
     let tunnel = match choice.tunnel {
         TunnelChoice::None => None,
         TunnelChoice::Quick => tunnel::find_cloudflared().map(|p| (TunnelKind::Quick, p)),
@@ -252,8 +311,8 @@ async fn launch(choice: LaunchChoice, context: Context, tx: mpsc::UnboundedSende
         }
     };
     let options = LaunchOptions {
-        project_dir: context.project_dir.clone(),
-        configs: context.configs.clone(),
+        project_dir: context.opts.cwd.clone(),
+        configs: context.opts.configs.clone(),
         port: Some(choice.port),
         mcpo_port: None,
         host: std::net::IpAddr::from([127, 0, 0, 1]),
@@ -275,14 +334,7 @@ async fn launch(choice: LaunchChoice, context: Context, tx: mpsc::UnboundedSende
     });
     let events = Events::to(events_tx);
     let masker = Masker::new();
-    let outcome = launcher::launch(
-        &context.loaded,
-        &options,
-        &masker,
-        &events,
-        &context.shutdown,
-    )
-    .await;
+    let outcome = launcher::launch(&loaded, &options, &masker, &events, &context.shutdown).await;
     let (stacks, mut errors) = match outcome {
         Ok(Some(launched)) => {
             let errors = launched

@@ -5,7 +5,7 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::Frame;
 
 use super::app::{App, Screen};
-use super::screens::{describe, launch, preflight, results, server};
+use super::screens::{collector, describe, launch, preflight, results, server};
 use super::widgets::{render_help, render_status_bar};
 
 /// Draws the whole frame.
@@ -29,6 +29,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Screen::Describe(view) => {
             describe::render(frame, body, app, view);
             (describe::hints(app, view), describe::keys(view))
+        }
+        Screen::Collector => {
+            collector::render(frame, body, app);
+            (collector::hints(app), collector::KEYS)
         }
         Screen::Launch => {
             launch::render(frame, body, app);

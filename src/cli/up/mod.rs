@@ -105,8 +105,13 @@ pub enum TunnelMode {
 /// `up --tui`: the configs' servers in the TUI until the operator quits (or a signal).
 async fn run_tui(global: &GlobalArgs, shutdown: CancellationToken) -> Result<Outcome, CliError> {
     let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
-    let loaded = config::load(&opts)?;
-    crate::tui::runtime::run(loaded, opts.cwd.clone(), opts.configs.clone(), shutdown).await?;
+    // Without --config the TUI asks for the files (config collector).
+    let loaded = if opts.configs.is_empty() {
+        None
+    } else {
+        Some(config::load(&opts)?)
+    };
+    crate::tui::runtime::run(opts, loaded, shutdown).await?;
     Ok(Outcome::Success)
 }
 
