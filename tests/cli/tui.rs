@@ -240,3 +240,41 @@ fn tui_without_a_terminal_says_so() {
         "{error}"
     );
 }
+
+#[test]
+fn sigterm_stops_the_launched_stacks_and_restores_the_terminal() {
+    let cmd = Cmd::new();
+    let config = json!({"mcpServers": {"everything": everything()}});
+    std::fs::write(cmd.path("a.json"), config.to_string()).unwrap();
+    let dir = cmd.dir().display().to_string();
+    let command = format!(
+        "cd {dir} && env HOME={dir} XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 \
+         MCP_LAUNCH_MCPO=/nonexistent/mcpo {BIN} up --tui --config a.json; \
+         echo $? > {dir}/exit.txt; echo AFTER-TUI; sleep 60"
+    );
+    let tmux = Tmux::start(cmd.dir(), &command);
+    tmux.wait_for(&["ok         a/everything"]);
+    let port = free_ports(2);
+    tmux.keys(&["L"]);
+    tmux.wait_for(&["mcp-launch · launch"]);
+    tmux.keys(&["Down", "Down", "BSpace", "BSpace", "BSpace", "BSpace"]);
+    tmux.text(&port.to_string());
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&[&format!("http://127.0.0.1:{port}/openapi.json")]);
+    let state = read_state(cmd.dir());
+    let pids = recorded_pids(&state);
+    let up = stack(&state, "a")["supervisor"]["pgid"].as_i64().unwrap() as i32;
+
+    crate::launch_util::signal(up, nix::sys::signal::Signal::SIGTERM);
+    let screen = tmux.wait_for(&["AFTER-TUI"]);
+    assert!(
+        !screen.contains("mcp-launch · results"),
+        "the terminal is back:\n{screen}"
+    );
+    let code = std::fs::read_to_string(cmd.path("exit.txt")).unwrap();
+    assert_eq!(code.trim(), "0", "a signal is a clean stop");
+    for (what, pid) in pids {
+        assert_pid_gone(pid, &what);
+    }
+    assert!(!cmd.path(".mcp-launch/state.json").exists());
+}
