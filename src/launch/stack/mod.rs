@@ -11,20 +11,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use futures_util::FutureExt;
-use serde_json::{json, Value};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::events::Events;
-use super::front::{Front, FrontConfig, ReloadHandler};
+use super::front::{Front, FrontConfig};
 use super::mask::Masker;
 use super::mcpo::{self, ControllerError, McpoLaunch};
 use super::native::bridge::Bridge;
-use super::openapi::{merge, MergeOptions, ServerDocument};
-use super::state::{now_rfc3339, ProcessRecord, ServerCount, StackState, StateFile};
+use super::state::{now_rfc3339, ProcessRecord, StackState, StateFile};
 use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
-use super::{Exposure, ServerExposure};
 use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
 use crate::mcp::Session;
@@ -32,9 +28,11 @@ use crate::process::{LineSink, ProcessGuard};
 
 mod error;
 mod native;
+mod spec;
 mod supervise;
 
 pub use error::StackError;
+pub use spec::summary_json;
 
 /// How long mcpo and cloudflared get between SIGTERM and SIGKILL when a stack stops: mcpo
 /// closes its servers' sessions on TERM, which takes a moment per server.
@@ -418,102 +416,6 @@ impl RunningStack {
         lock(&self.inner.record).clone()
     }
 
-    /// Rebuilds the merged spec from the controller's documents and the current overrides and
-    /// publishes it; `public_url` replaces the URL in the spec. Returns the new record.
-    pub async fn refresh_spec(&self, public_url: Option<String>) -> Result<StackState, StackError> {
-        let inner = &self.inner;
-        let (base, key) = inner.upstream.clone();
-        let names: Vec<String> = inner.served.iter().map(|e| e.name.clone()).collect();
-        let results = mcpo::fetch_documents(&inner.client, &base, &key, &names).await;
-        let overrides = Overrides::load(&inner.project_dir)?;
-        let mut warnings = Vec::new();
-        let mut documents = Vec::new();
-        let mut exposure = Exposure::new();
-        for (entry, result) in inner.served.iter().zip(results) {
-            let server = &entry.name;
-            match result {
-                Ok(document) => {
-                    let tools: Vec<String> = tool_names(&document);
-                    // Disabled since the launch: it keeps running, the front refuses it.
-                    let enabled = !overrides.is_disabled(entry);
-                    exposure.insert(
-                        server.clone(),
-                        Exposure::server_from_overrides(
-                            &overrides,
-                            &inner.name,
-                            server,
-                            enabled,
-                            tools.iter().map(String::as_str),
-                        ),
-                    );
-                    if enabled {
-                        documents.push((server.clone(), document));
-                    }
-                }
-                Err(e) => warnings.push(e.to_string()),
-            }
-        }
-        for server in &inner.disabled {
-            exposure.insert(
-                server.clone(),
-                ServerExposure {
-                    enabled: false,
-                    started: false,
-                    tools: Default::default(),
-                },
-            );
-        }
-        let url = match public_url {
-            Some(url) => url.trim_end_matches('/').to_string(),
-            None => lock(&inner.record).public_url.clone(),
-        };
-        let inputs: Vec<ServerDocument<'_>> = documents
-            .iter()
-            .map(|(server, document)| ServerDocument { server, document })
-            .collect();
-        let merged = merge(
-            &inputs,
-            &exposure,
-            &MergeOptions::for_stack(&inner.name, url.clone()),
-        );
-        warnings.extend(merged.warnings.iter().map(ToString::to_string));
-        inner.front.publish(merged.document, exposure);
-        let record = {
-            let mut record = lock(&inner.record);
-            record.public_url = url;
-            record.operations = merged.operations;
-            record.servers = merged
-                .per_server
-                .iter()
-                .map(|(name, operations)| ServerCount {
-                    name: name.clone(),
-                    operations: *operations,
-                })
-                .collect();
-            record.warnings = warnings;
-            record.clone()
-        };
-        Ok(record)
-    }
-
-    fn reload_handler(&self) -> ReloadHandler {
-        let weak = Arc::downgrade(&self.inner);
-        Arc::new(move |request| {
-            let weak = weak.clone();
-            async move {
-                let inner = weak.upgrade().ok_or("the stack is stopping")?;
-                let stack = RunningStack { inner };
-                let record = stack
-                    .refresh_spec(request.public_url)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                stack.save_record().map_err(|e| e.to_string())?;
-                Ok(summary_json(&record))
-            }
-            .boxed()
-        })
-    }
-
     /// Writes this stack's record into the state file (replacing an older one of its name);
     /// once the stack is stopping, nothing (its record is being removed).
     fn save_record(&self) -> Result<(), StackError> {
@@ -567,32 +469,6 @@ impl RunningStack {
     }
 }
 
-/// The JSON the admin route answers and `openapi --json` prints for a stack.
-pub fn summary_json(record: &StackState) -> Value {
-    json!({
-        "stack": record.name,
-        "openapi_url": format!("{}/openapi.json", record.public_url),
-        "public_url": record.public_url,
-        "operations": record.operations,
-        "servers": record.servers.iter().map(|s| json!({"name": s.name, "operations": s.operations})).collect::<Vec<_>>(),
-        "warnings": record.warnings,
-    })
-}
-
-/// The tool names of an mcpo per-server document: its paths without the leading slash.
-fn tool_names(document: &Value) -> Vec<String> {
-    document
-        .get("paths")
-        .and_then(Value::as_object)
-        .map(|paths| {
-            paths
-                .keys()
-                .map(|p| p.trim_start_matches('/').to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn lock<T>(mutex: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding one of these plain-data locks leaves valid data behind.
     mutex
@@ -603,13 +479,6 @@ fn lock<T>(mutex: &StdMutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tool_names_come_from_paths() {
-        let doc = json!({"paths": {"/echo": {}, "/get-sum": {}}});
-        assert_eq!(tool_names(&doc), ["echo", "get-sum"]);
-        assert!(tool_names(&json!({})).is_empty());
-    }
 
     #[test]
     fn local_urls() {

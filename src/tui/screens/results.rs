@@ -54,6 +54,8 @@ pub struct ResultsView {
     pub selected: usize,
     /// Keys are shown in full.
     pub reveal: bool,
+    /// `(stack, message)` of the warnings stacks reported while starting and running.
+    pub warnings: Vec<(String, String)>,
 }
 
 /// The keys of this screen, for the help overlay.
@@ -146,6 +148,9 @@ pub(in crate::tui) fn on_news(app: &mut App, news: LaunchMsg) {
                         None => steps.push((stack.clone(), step.clone())),
                     }
                 }
+            }
+            if let StackEvent::Warning { stack, message } = &event {
+                app.results.warnings.push((stack.clone(), message.clone()));
             }
             app.logs.push(describe_event(&event));
         }
@@ -240,7 +245,12 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
                     Span::styled("    ops  ", t.dim),
                     Span::raw(format!("{} — {}", stack.operations, servers.join(", "))),
                 ]));
-                for warning in &stack.warnings {
+                let reported = app
+                    .results
+                    .warnings
+                    .iter()
+                    .filter(|(s, _)| *s == stack.name);
+                for warning in stack.warnings.iter().chain(reported.map(|(_, w)| w)) {
                     lines.push(Line::styled(format!("    ! {warning}"), t.warn));
                 }
             }

@@ -94,8 +94,16 @@ fn results_show_progress_then_stacks_and_the_log() {
     for i in 0..30 {
         news(&mut app, LaunchMsg::Log(format!("[mcpo#a] line {i}")));
     }
+    news(
+        &mut app,
+        LaunchMsg::Stack(StackEvent::Warning {
+            stack: "a".into(),
+            message: "server broken is left out: it exited with code 3".into(),
+        }),
+    );
     launched(&mut app);
     snapshot("results", &app);
+    assert!(draw(&app, 80, 24).contains("! server broken is left out"));
 
     press(&mut app, &[KeyCode::Char('v')]);
     assert!(draw(&app, 120, 40).contains("KVzcEu0p5h5cxytfOlpibrAda911iPS99YKv7V28"));
