@@ -141,3 +141,33 @@ fn results_show_progress_then_stacks_and_the_log() {
     let effects = press(&mut app, &[KeyCode::Char('q'), KeyCode::Char('y')]);
     assert!(matches!(effects.as_slice(), [Effect::Quit]));
 }
+
+#[test]
+fn every_screen_draws_in_a_tiny_terminal_without_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app(dir.path());
+    let sizes = [(1, 1), (10, 3), (30, 8)];
+    let mut screens = Vec::new();
+    screens.push(app.clone());
+    press(&mut app, &[KeyCode::Enter]);
+    screens.push(app.clone());
+    press(&mut app, &[KeyCode::Char('d')]);
+    screens.push(app.clone());
+    press(&mut app, &[KeyCode::Esc, KeyCode::Esc, KeyCode::Char('L')]);
+    screens.push(app.clone());
+    press(&mut app, &[KeyCode::Enter]);
+    launched(&mut app);
+    screens.push(app.clone());
+    screens.push(App::collecting(
+        Overrides::load(dir.path()).unwrap(),
+        Theme::monochrome(),
+    ));
+    for screen in &screens {
+        for (w, h) in sizes {
+            let mut with_help = screen.clone();
+            with_help.help = true;
+            draw(screen, w, h);
+            draw(&with_help, w, h);
+        }
+    }
+}
