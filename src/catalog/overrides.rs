@@ -290,6 +290,26 @@ impl ServerOverrides {
 
 type Stacks = BTreeMap<String, BTreeMap<String, ServerOverrides>>;
 
+/// The launch options last chosen in the TUI, offered again next time. Plain words, so the
+/// catalog needs nothing of the launcher: `controller` is `auto`, `native` or `mcpo`; `tunnel`
+/// is `none`, `quick` or `named`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchChoices {
+    /// The controller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
+    /// The tunnel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<String>,
+    /// The first front port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// A named tunnel's public URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+}
+
 /// The file as read.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -299,6 +319,8 @@ struct FileIn {
     version: Value,
     #[serde(default)]
     stacks: Stacks,
+    #[serde(default)]
+    launch: Option<LaunchChoices>,
 }
 
 /// The file as written: empty entries and stacks left out.
@@ -306,6 +328,8 @@ struct FileIn {
 struct FileOut<'a> {
     version: u64,
     stacks: BTreeMap<&'a str, BTreeMap<&'a str, &'a ServerOverrides>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    launch: Option<&'a LaunchChoices>,
 }
 
 /// Every project choice, as loaded from (and saved to) one overrides file.
@@ -313,12 +337,14 @@ struct FileOut<'a> {
 pub struct Overrides {
     path: PathBuf,
     stacks: Stacks,
+    launch: Option<LaunchChoices>,
 }
 
 impl PartialEq for Overrides {
     /// Equal when they would write the same file (empty entries do not count).
     fn eq(&self, other: &Self) -> bool {
-        self.path == other.path && self.file_out().stacks == other.file_out().stacks
+        let (mine, theirs) = (self.file_out(), other.file_out());
+        self.path == other.path && mine.stacks == theirs.stacks && mine.launch == theirs.launch
     }
 }
 
@@ -341,6 +367,7 @@ impl Overrides {
             return Ok(Overrides {
                 path,
                 stacks: Stacks::new(),
+                launch: None,
             });
         }
         let invalid = |e: serde_json::Error, path: &Path| OverridesError::Invalid {
@@ -365,6 +392,7 @@ impl Overrides {
         Ok(Overrides {
             path,
             stacks: file.stacks,
+            launch: file.launch,
         })
     }
 
@@ -385,9 +413,24 @@ impl Overrides {
         write_bytes_atomically(&self.path, text.as_bytes()).map_err(unwritable)
     }
 
-    /// A hash of the choices as they would be saved: what keys caches built under them.
+    /// A hash of the choices about servers and tools as they would be saved: what keys
+    /// caches built under them (the launch options do not count).
     pub fn fingerprint(&self) -> u64 {
-        fnv1a(&serde_json::to_vec(&self.file_out()).unwrap_or_default())
+        let choices = FileOut {
+            launch: None,
+            ..self.file_out()
+        };
+        fnv1a(&serde_json::to_vec(&choices).unwrap_or_default())
+    }
+
+    /// The launch options last chosen in the TUI.
+    pub fn launch_choices(&self) -> Option<&LaunchChoices> {
+        self.launch.as_ref()
+    }
+
+    /// Remembers the launch options chosen (saved with the rest).
+    pub fn set_launch_choices(&mut self, choices: LaunchChoices) {
+        self.launch = Some(choices);
     }
 
     fn file_out(&self) -> FileOut<'_> {
@@ -407,6 +450,7 @@ impl Overrides {
         FileOut {
             version: OVERRIDES_VERSION,
             stacks,
+            launch: self.launch.as_ref(),
         }
     }
 

@@ -87,6 +87,7 @@ impl App {
         overrides: Overrides,
         theme: Theme,
     ) -> (App, Vec<Effect>) {
+        let launch_form = LaunchForm::remembered(overrides.launch_choices());
         let mut app = App {
             stacks: Vec::new(),
             rows: Vec::new(),
@@ -98,7 +99,7 @@ impl App {
             tick: 0,
             notice: None,
             theme,
-            launch_form: LaunchForm::default(),
+            launch_form,
             available: Availability::default(),
             launch: LaunchState::default(),
             results: ResultsView::default(),

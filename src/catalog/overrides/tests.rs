@@ -396,3 +396,39 @@ fn changes_serialize_compactly() {
     );
     assert_eq!(Action::DescriptionCleared.as_str(), "description_cleared");
 }
+
+#[test]
+fn launch_choices_round_trip_and_leave_the_fingerprint_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut overrides = Overrides::load(dir.path()).unwrap();
+    overrides
+        .server_mut("a", "fs")
+        .deny(&names(&["write_file"]));
+    let before = overrides.fingerprint();
+    let choices = LaunchChoices {
+        controller: Some("native".into()),
+        tunnel: Some("named".into()),
+        port: Some(9100),
+        public_url: Some("https://tools.example.com".into()),
+    };
+    overrides.set_launch_choices(choices.clone());
+    assert_eq!(
+        overrides.fingerprint(),
+        before,
+        "caches keyed by the tool choices stay valid"
+    );
+    overrides.save().unwrap();
+    let text = std::fs::read_to_string(overrides_file(dir.path())).unwrap();
+    let saved: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(saved["launch"]["port"], 9100, "{text}");
+    let loaded = Overrides::load(dir.path()).unwrap();
+    assert_eq!(loaded.launch_choices(), Some(&choices));
+    assert_eq!(loaded, overrides);
+    std::fs::write(
+        overrides_file(dir.path()),
+        r#"{"version": 1, "launch": {"colour": "red"}}"#,
+    )
+    .unwrap();
+    let err = Overrides::load(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("colour"), "{err}");
+}

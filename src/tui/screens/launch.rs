@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
+use crate::catalog::LaunchChoices;
 use crate::launch::launcher::{ControllerChoice, DEFAULT_PORT};
 
 use super::super::app::{App, Screen};
@@ -70,6 +71,57 @@ impl Default for LaunchForm {
             tunnel: TunnelChoice::None,
             port: DEFAULT_PORT.to_string(),
             public_url: String::new(),
+        }
+    }
+}
+
+impl LaunchForm {
+    /// The form as last launched (from the overrides file), else the defaults.
+    pub fn remembered(choices: Option<&LaunchChoices>) -> LaunchForm {
+        let mut form = LaunchForm::default();
+        let Some(choices) = choices else {
+            return form;
+        };
+        form.controller = match choices.controller.as_deref() {
+            Some("native") => ControllerChoice::Native,
+            Some("mcpo") => ControllerChoice::Mcpo,
+            _ => ControllerChoice::Auto,
+        };
+        form.tunnel = match choices.tunnel.as_deref() {
+            Some("quick") => TunnelChoice::Quick,
+            Some("named") => TunnelChoice::Named,
+            _ => TunnelChoice::None,
+        };
+        if let Some(port) = choices.port {
+            form.port = port.to_string();
+        }
+        form.public_url = choices.public_url.clone().unwrap_or_default();
+        form
+    }
+}
+
+impl LaunchChoice {
+    /// As the overrides file remembers it.
+    pub fn remembered(&self) -> LaunchChoices {
+        LaunchChoices {
+            controller: Some(
+                match self.controller {
+                    ControllerChoice::Auto => "auto",
+                    ControllerChoice::Native => "native",
+                    ControllerChoice::Mcpo => "mcpo",
+                }
+                .to_string(),
+            ),
+            tunnel: Some(
+                match self.tunnel {
+                    TunnelChoice::None => "none",
+                    TunnelChoice::Quick => "quick",
+                    TunnelChoice::Named => "named",
+                }
+                .to_string(),
+            ),
+            port: Some(self.port),
+            public_url: self.public_url.clone(),
         }
     }
 }
@@ -146,7 +198,9 @@ fn launch(app: &mut App) -> Vec<Effect> {
     match choice(&app.launch_form, app.available) {
         Ok(choice) => {
             app.start_launch();
-            vec![Effect::Launch(choice)]
+            // Offered again next time.
+            app.overrides.set_launch_choices(choice.remembered());
+            vec![Effect::Save(app.overrides.clone()), Effect::Launch(choice)]
         }
         Err(problem) => {
             app.complain(problem);

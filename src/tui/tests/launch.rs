@@ -64,10 +64,26 @@ fn launch_options_choose_and_launch() {
     );
     snapshot("launch_options_named", &app);
     let effects = press(&mut app, &[KeyCode::Enter]);
-    let [Effect::Launch(choice)] = effects.as_slice() else {
-        panic!("one launch, got {effects:?}")
+    let [Effect::Save(saved), Effect::Launch(choice)] = effects.as_slice() else {
+        panic!("the choices saved, then one launch; got {effects:?}")
     };
     assert_eq!(choice.controller, ControllerChoice::Native);
+    // Saved with the overrides, the next TUI offers the same choices.
+    saved.save().unwrap();
+    let (next, _) = App::new(
+        Vec::new(),
+        Overrides::load(dir.path()).unwrap(),
+        Theme::monochrome(),
+    );
+    assert_eq!(next.launch_form.tunnel, TunnelChoice::Named);
+    assert_eq!(
+        (
+            next.launch_form.port.as_str(),
+            next.launch_form.public_url.as_str()
+        ),
+        ("8001", "https://q.example.com")
+    );
+    assert_eq!(next.launch_form.controller, ControllerChoice::Native);
     assert_eq!(
         (choice.port, choice.public_url.as_deref()),
         (8001, Some("https://q.example.com"))
