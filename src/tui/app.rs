@@ -127,7 +127,8 @@ impl App {
             }
             self.rows.push(Row {
                 entry,
-                check: Check::Running { attempt: 1 },
+                check: Check::Running,
+                checks: 1,
             });
         }
         self.rows[first..]
@@ -253,11 +254,11 @@ impl App {
         let Some(r) = self.rows.get_mut(row) else {
             return Vec::new();
         };
-        let attempt = match &r.check {
-            Check::Running { .. } => return Vec::new(),
-            Check::Done(_) => 2,
-        };
-        r.check = Check::Running { attempt };
+        if matches!(r.check, Check::Running) {
+            return Vec::new();
+        }
+        r.check = Check::Running;
+        r.checks += 1;
         vec![Effect::Check {
             row,
             entry: r.entry.clone(),

@@ -17,16 +17,15 @@ pub struct Row {
     pub entry: ServerEntry,
     /// Where its check stands.
     pub check: Check,
+    /// Checks started so far (`r` starts another).
+    pub checks: u32,
 }
 
 /// A server's check.
 #[derive(Debug, Clone)]
 pub enum Check {
-    /// Under way (the `attempt`-th time: `r` retries).
-    Running {
-        /// 1 for the first check.
-        attempt: u32,
-    },
+    /// Under way.
+    Running,
     /// Finished.
     Done(Box<ServerReport>),
 }
@@ -103,7 +102,7 @@ impl Row {
     pub fn report(&self) -> Option<&ServerReport> {
         match &self.check {
             Check::Done(report) => Some(report),
-            Check::Running { .. } => None,
+            Check::Running => None,
         }
     }
 

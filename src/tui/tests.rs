@@ -300,7 +300,9 @@ fn retry_checks_a_finished_server_again() {
     press(&mut app, &[KeyCode::Down]);
     let effects = press(&mut app, &[KeyCode::Char('r')]);
     assert!(matches!(effects.as_slice(), [Effect::Check { row: 2, .. }]));
-    assert!(matches!(app.rows[2].check, Check::Running { .. }));
+    assert!(matches!(app.rows[2].check, Check::Running));
+    assert_eq!(app.rows[2].checks, 2);
+    assert!(draw(&app, 120, 40).contains("retry 1"), "a retry says so");
     assert!(
         press(&mut app, &[KeyCode::Char('R')]).is_empty(),
         "nothing else failed"

@@ -254,10 +254,14 @@ fn render_table(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_stateful_widget(table, area, &mut state);
 }
 
-/// The NOTES cell: the error's first line, else warnings, else the stale tools.
+/// The NOTES cell: a retry under way, the error's first line, else warnings and stale tools.
 fn notes(row: &Row, app: &App) -> String {
     let Some(report) = row.report() else {
-        return String::new();
+        return if row.checks > 1 {
+            format!("retry {}", row.checks - 1)
+        } else {
+            String::new()
+        };
     };
     if let Some(error) = &report.error {
         return error
