@@ -16,6 +16,7 @@ use super::super::app::{App, Screen};
 use super::super::model::{self, Badge, Row};
 use super::super::msg::Effect;
 use super::super::widgets::{badge_span, key_hints};
+use super::results::LaunchState;
 use super::server::ServerView;
 use crate::output::thousands;
 
@@ -68,8 +69,11 @@ pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
         KeyCode::Char(' ') => return app.toggle_server(app.preflight.selected),
         KeyCode::Char('r') => return app.retry(app.preflight.selected),
         KeyCode::Char('L') => {
-            app.screen = match app.launch {
-                super::results::LaunchState::Idle => Screen::Launch,
+            // Launch again only when nothing runs (a first launch, or one where every stack
+            // failed); otherwise show what runs.
+            app.screen = match &app.launch {
+                LaunchState::Idle => Screen::Launch,
+                LaunchState::Done { stacks, .. } if stacks.is_empty() => Screen::Launch,
                 _ => Screen::Results,
             }
         }

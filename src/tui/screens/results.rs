@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::super::app::App;
+use super::super::app::{App, Screen};
 use super::super::msg::{Effect, LaunchMsg};
 use super::super::widgets::{key_hints, spinner};
 use crate::launch::events::StackEvent;
@@ -69,6 +69,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("w", "wrap or clip long lines"),
     ("/ n N", "search the log, next older / newer match"),
     ("S", "save the log to ./.mcp-launch/"),
+    ("esc", "back to the preflight (L returns here)"),
 ];
 
 const HINTS: &[(&str, &str)] = &[
@@ -110,6 +111,7 @@ pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
     match key.code {
         KeyCode::Tab if count > 0 => app.results.selected = (app.results.selected + 1) % count,
         KeyCode::Char('v') => app.results.reveal = !app.results.reveal,
+        KeyCode::Esc => app.screen = Screen::Preflight,
         KeyCode::Char('c') => return copy(app),
         KeyCode::Char('l') => app.logs.visible = !app.logs.visible,
         KeyCode::Up | KeyCode::Char('k') => app.logs.scroll(-1),

@@ -154,8 +154,34 @@ fn results_show_progress_then_stacks_and_the_log() {
     press(&mut app, &[KeyCode::Char('l')]);
     assert!(!app.logs.visible);
 
+    // Esc goes back to the preflight; L returns to what runs (no second launch).
+    press(&mut app, &[KeyCode::Esc]);
+    assert_eq!(app.screen, Screen::Preflight);
+    press(&mut app, &[KeyCode::Char('L')]);
+    assert_eq!(app.screen, Screen::Results);
+
     let effects = press(&mut app, &[KeyCode::Char('q'), KeyCode::Char('y')]);
     assert!(matches!(effects.as_slice(), [Effect::Quit]));
+}
+
+#[test]
+fn a_launch_where_every_stack_failed_can_be_tried_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app(dir.path());
+    press(&mut app, &[KeyCode::Char('L'), KeyCode::Enter]);
+    news(
+        &mut app,
+        LaunchMsg::Launched {
+            stacks: Vec::new(),
+            errors: vec![("a".into(), "front port 8000 is taken".into())],
+        },
+    );
+    press(&mut app, &[KeyCode::Esc, KeyCode::Char('L')]);
+    assert_eq!(
+        app.screen,
+        Screen::Launch,
+        "nothing runs: the options again"
+    );
 }
 
 #[test]
