@@ -4,6 +4,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::launch::control::{self, Health, ServerHealth};
+use crate::launch::mask::displayed_key;
 use crate::launch::state::{ServerCount, StackState, StateFile};
 use crate::output::{self, style, Table};
 
@@ -53,15 +54,6 @@ pub async fn run(args: StatusArgs, global: &GlobalArgs) -> Result<Outcome, CliEr
     })
 }
 
-/// `abcd…` — enough to tell keys apart, not enough to use one.
-fn mask_key(key: &str, show: bool) -> String {
-    if show {
-        key.to_string()
-    } else {
-        format!("{}…", key.chars().take(4).collect::<String>())
-    }
-}
-
 fn status_word(health: &Health) -> &'static str {
     if health.is_stale() {
         "stale"
@@ -84,7 +76,7 @@ fn stack_json(s: &StackState, h: &Health, show_keys: bool) -> serde_json::Value 
         "controller": s.controller,
         "controller_port": s.controller_port,
         "tunnel": s.tunnel,
-        "api_key": mask_key(&s.api_key, show_keys),
+        "api_key": displayed_key(&s.api_key, show_keys),
         "operations": s.operations,
         "servers": s.servers.iter().map(|c| server_json(c, h)).collect::<Vec<_>>(),
         "warnings": s.warnings,
@@ -162,7 +154,7 @@ fn print_table(stacks: &[StackState], checks: &[Health], show_keys: bool) {
             ),
             (tunnel, Default::default()),
             (s.operations.to_string(), Default::default()),
-            (mask_key(&s.api_key, show_keys), Default::default()),
+            (displayed_key(&s.api_key, show_keys), Default::default()),
         ]);
     }
     anstream::print!("{}", table.render());

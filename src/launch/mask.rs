@@ -62,6 +62,16 @@ impl Masker {
     }
 }
 
+/// A key as shown to the operator: in full when `reveal`, else `abcd…` — enough to tell keys
+/// apart, not enough to use one (`status`, the TUI's results).
+pub fn displayed_key(key: &str, reveal: bool) -> String {
+    if reveal {
+        key.to_string()
+    } else {
+        format!("{}…", key.chars().take(4).collect::<String>())
+    }
+}
+
 /// True for variable names that hold secrets by convention.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();

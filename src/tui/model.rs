@@ -176,12 +176,17 @@ impl Row {
 
     /// Warnings worth a glance: the report's own, and descriptions over the limit.
     pub fn warnings(&self, overrides: &Overrides) -> Vec<String> {
+        self.warnings_of(&self.tools(overrides))
+    }
+
+    /// The same from the server's tools as [`Row::tools`] gave them (for a caller that has
+    /// them already).
+    pub fn warnings_of(&self, tools: &[ToolLine]) -> Vec<String> {
         let Some(report) = self.report() else {
             return Vec::new();
         };
         let mut warnings = report.warnings.clone();
-        let long = self
-            .tools(overrides)
+        let long = tools
             .iter()
             .filter(|t| {
                 t.allowed

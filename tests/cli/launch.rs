@@ -15,7 +15,7 @@ use crate::launch_util::{
     terminate, wait_ready,
 };
 use crate::util::{
-    assert_pid_gone, everything, free_port, free_ports, manifest_dir, pid_alive, time,
+    assert_pid_gone, everything, free_port, free_ports, manifest_dir, pid_alive, time, Cmd,
 };
 
 fn fake_cloudflared() -> String {
@@ -32,6 +32,13 @@ fn memory() -> Value {
 /// A server that exits at once: its stack must report it, not hang.
 fn broken() -> Value {
     json!({"command": "/bin/sh", "args": ["-c", "echo 'cannot start: missing API token' >&2; exit 3"]})
+}
+
+/// `up` on the project's `a.json`, without a tunnel, on a free port.
+fn up_a(cmd: &Cmd) -> Cmd {
+    cmd.cmd()
+        .args(["up", "--config", "a.json", "--tunnel", "none"])
+        .args(["--port", &free_port().to_string()])
 }
 
 #[test]
@@ -307,19 +314,7 @@ fn two_stacks_scenario(controller: &str) {
 #[test]
 fn a_crashed_mcpo_is_restarted_and_sigterm_to_up_stops_everything() {
     let cmd = project(&[("a.json", json!({"everything": everything()}))]);
-    let up = cmd
-        .cmd()
-        .args([
-            "up",
-            "--config",
-            "a.json",
-            "--tunnel",
-            "none",
-            "--port",
-            &free_port().to_string(),
-        ])
-        .stderr_any()
-        .spawn();
+    let up = up_a(&cmd).stderr_any().spawn();
     let state = wait_ready(&up, cmd.dir(), 1);
     let a = stack(&state, "a");
     let key = a["api_key"].as_str().unwrap().to_string();
@@ -379,17 +374,7 @@ fn a_crashed_mcpo_is_restarted_and_sigterm_to_up_stops_everything() {
 #[test]
 fn a_killed_up_is_reported_stale_and_down_cleans_up_after_it() {
     let cmd = project(&[("a.json", json!({"everything": everything()}))]);
-    let up = cmd
-        .cmd()
-        .args([
-            "up",
-            "--config",
-            "a.json",
-            "--tunnel",
-            "none",
-            "--port",
-            &free_port().to_string(),
-        ])
+    let up = up_a(&cmd)
         .status(137) // SIGKILL
         .stderr_any()
         .spawn();
@@ -415,12 +400,7 @@ fn a_killed_up_is_reported_stale_and_down_cleans_up_after_it() {
 #[test]
 fn up_again_after_a_killed_up_stops_the_leftovers_first() {
     let cmd = project(&[("a.json", json!({"time": time()}))]);
-    let launch = || {
-        cmd.cmd()
-            .args(["up", "--config", "a.json", "--tunnel", "none"])
-            .args(["--port", &free_port().to_string()])
-            .stderr_any()
-    };
+    let launch = || up_a(&cmd).stderr_any();
     let first = launch().status(137).spawn();
     let state = wait_ready(&first, cmd.dir(), 1);
     let old_mcpo = stack(&state, "a")["controller_process"]["pgid"]
@@ -625,11 +605,8 @@ fn bad_launch_input_gets_clear_errors() {
 #[test]
 fn auto_serves_with_the_native_bridge_when_mcpo_is_missing() {
     let cmd = project(&[("a.json", json!({"everything": everything()}))]);
-    let up = cmd
-        .cmd()
+    let up = up_a(&cmd)
         .env("MCP_LAUNCH_MCPO", "/nonexistent/mcpo")
-        .args(["up", "--config", "a.json", "--tunnel", "none"])
-        .args(["--port", &free_port().to_string()])
         .stderr_has("controller: native")
         .spawn();
     let state = wait_ready(&up, cmd.dir(), 1);

@@ -13,11 +13,13 @@ pub(super) const ADMIN_HEADER: &str = "x-mcp-launch-admin";
 /// Whether the request presents `key` as `X-API-Key: <key>` or `Authorization: Bearer <key>`.
 pub(super) fn has_api_key(headers: &HeaderMap, key: &str) -> bool {
     let from_x_api_key = headers.get_all(API_KEY_HEADER).iter().map(|v| v.as_bytes());
-    let from_bearer = headers
-        .get_all(AUTHORIZATION)
-        .iter()
-        .filter_map(|v| bearer_token(v.as_bytes()));
-    matches_any(from_x_api_key.chain(from_bearer), key)
+    matches_any(from_x_api_key.chain(bearer_tokens(headers)), key)
+}
+
+/// Whether the request presents `key` as `Authorization: Bearer <key>`: how the front hands
+/// its internal key to a controller (the native bridge checks it with this).
+pub(crate) fn has_bearer(headers: &HeaderMap, key: &str) -> bool {
+    matches_any(bearer_tokens(headers), key)
 }
 
 /// Whether the request presents the admin token in `X-MCP-Launch-Admin`.
@@ -26,6 +28,14 @@ pub(super) fn has_admin_token(headers: &HeaderMap, token: &str) -> bool {
         headers.get_all(ADMIN_HEADER).iter().map(|v| v.as_bytes()),
         token,
     )
+}
+
+/// The tokens of every `Authorization: Bearer <token>` header.
+fn bearer_tokens(headers: &HeaderMap) -> impl Iterator<Item = &[u8]> {
+    headers
+        .get_all(AUTHORIZATION)
+        .iter()
+        .filter_map(|v| bearer_token(v.as_bytes()))
 }
 
 /// The token of a `Bearer <token>` credential (scheme case-insensitive).

@@ -13,7 +13,7 @@
 //! | `POST /_mcp-launch/reload` | `X-MCP-Launch-Admin` | the [`ReloadHandler`]'s JSON |
 //! | anything else | the key | gated by the exposure, then forwarded |
 
-mod auth;
+pub(crate) mod auth;
 mod error;
 mod path;
 mod proxy;

@@ -68,10 +68,7 @@ pub(super) async fn forward(
     peer: Option<IpAddr>,
 ) -> Result<Response, FrontError> {
     let (parts, body) = request.into_parts();
-    let url = match parts.uri.query() {
-        Some(query) => format!("{}{path}?{query}", upstream.base),
-        None => format!("{}{path}", upstream.base),
-    };
+    let url = format!("{}{}", upstream.base, path_and_query(path, &parts.uri));
     let mut outgoing = upstream
         .client
         .request(parts.method, url)
@@ -104,26 +101,28 @@ pub(super) async fn forward_local(
     peer: Option<IpAddr>,
 ) -> Result<Response, FrontError> {
     let (parts, body) = request.into_parts();
-    let uri = match parts.uri.query() {
-        Some(query) => format!("{path}?{query}"),
-        None => path.to_string(),
-    };
     let mut local = Request::new(body);
     *local.method_mut() = parts.method;
-    *local.uri_mut() = uri.parse().map_err(|_| FrontError::UpstreamUnavailable {
-        stack: upstream.stack.to_string(),
-    })?;
+    *local.uri_mut() =
+        path_and_query(path, &parts.uri)
+            .parse()
+            .map_err(|_| FrontError::UpstreamUnavailable {
+                stack: upstream.stack.to_string(),
+            })?;
     *local.headers_mut() = upstream_headers(&parts.headers, peer, upstream.authorization);
-    let answer = match routes.oneshot(local).await {
-        Ok(answer) => answer,
-        Err(never) => match never {},
-    };
-    let (parts, body) = answer.into_parts();
+    let Ok(answer) = routes.oneshot(local).await;
+    let (mut parts, body) = answer.into_parts();
     check_key_accepted(upstream.stack, parts.status)?;
-    let mut response = Response::new(body);
-    *response.status_mut() = parts.status;
-    *response.headers_mut() = end_to_end(&parts.headers);
-    Ok(response)
+    parts.headers = end_to_end(&parts.headers);
+    Ok(Response::from_parts(parts, body))
+}
+
+/// `path` (canonical) with the client's query, if it sent one.
+fn path_and_query(path: &str, uri: &axum::http::Uri) -> String {
+    match uri.query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_string(),
+    }
 }
 
 /// The controller's answer as ours: its status, end-to-end headers and streamed body.

@@ -52,19 +52,31 @@ impl RunningStack {
         }
     }
 
+    /// Announces the next restart of `process` (why it ended, the attempt, the delay) and
+    /// waits out the backoff; false when the stack stops first.
+    async fn wait_to_restart(
+        &self,
+        backoff: &mut Backoff,
+        process: &'static str,
+        reason: &str,
+    ) -> bool {
+        let inner = &self.inner;
+        let (delay, attempt) = backoff.next();
+        inner.events.send(StackEvent::Restarting {
+            stack: inner.name.clone(),
+            process,
+            reason: reason.to_string(),
+            delay_secs: delay.as_secs(),
+            attempt,
+        });
+        tracing::warn!(stack = %inner.name, attempt, "{process} ended ({reason}); restarting in {}s", delay.as_secs());
+        !self.sleep_or_stop(delay).await
+    }
+
     async fn restart_controller(&self, backoff: &mut Backoff, reason: String) {
         let inner = &self.inner;
         loop {
-            let (delay, attempt) = backoff.next();
-            inner.events.send(StackEvent::Restarting {
-                stack: inner.name.clone(),
-                process: "mcpo",
-                reason: reason.clone(),
-                delay_secs: delay.as_secs(),
-                attempt,
-            });
-            tracing::warn!(stack = %inner.name, attempt, "mcpo ended ({reason}); restarting in {}s", delay.as_secs());
-            if self.sleep_or_stop(delay).await {
+            if !self.wait_to_restart(backoff, "mcpo", &reason).await {
                 return;
             }
             let Some(launch) = inner.mcpo.clone() else {
@@ -120,16 +132,7 @@ impl RunningStack {
             return;
         };
         loop {
-            let (delay, attempt) = backoff.next();
-            inner.events.send(StackEvent::Restarting {
-                stack: inner.name.clone(),
-                process: "cloudflared",
-                reason: reason.clone(),
-                delay_secs: delay.as_secs(),
-                attempt,
-            });
-            tracing::warn!(stack = %inner.name, attempt, "cloudflared ended ({reason}); restarting in {}s", delay.as_secs());
-            if self.sleep_or_stop(delay).await {
+            if !self.wait_to_restart(backoff, "cloudflared", &reason).await {
                 return;
             }
             match start_tunnel(&inner.name, spec, &inner.masker, &inner.events).await {

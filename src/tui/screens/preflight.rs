@@ -13,7 +13,7 @@ use ratatui::Frame;
 use crate::error::Actionable;
 
 use super::super::app::{App, Screen};
-use super::super::model::{self, Badge, Row};
+use super::super::model::{self, Badge, Row, ToolLine};
 use super::super::msg::Effect;
 use super::super::widgets::{badge_span, key_hints};
 use super::results::LaunchState;
@@ -133,19 +133,24 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
 
 fn render_header(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let all = model::totals(&app.rows, &app.overrides);
+    let checking = app
+        .rows
+        .iter()
+        .filter(|r| r.badge(&app.overrides) == Badge::Checking)
+        .count();
     let mut title = vec![
         Span::styled(" mcp-launch · preflight ", t.title),
         Span::styled(
-            format!("{} stack(s) · {} server(s)", app.stacks.len(), all.servers),
+            format!(
+                "{} stack(s) · {} server(s)",
+                app.stacks.len(),
+                app.rows.len()
+            ),
             t.dim,
         ),
     ];
-    if all.checking > 0 {
-        title.push(Span::styled(
-            format!(" · checking {}", all.checking),
-            t.warn,
-        ));
+    if checking > 0 {
+        title.push(Span::styled(format!(" · checking {checking}"), t.warn));
     }
     let mut lines = vec![Line::from(title)];
     let width = app
@@ -226,7 +231,7 @@ fn render_table(frame: &mut Frame, area: Rect, app: &App) {
                 .and_then(|r| r.init_time)
                 .map(|d| format!("{}ms", d.as_millis()))
                 .unwrap_or_else(|| "-".into());
-            let notes = notes(row, app);
+            let notes = notes(row, &tools);
             let notes_style = if badge == Badge::Error { t.bad } else { t.warn };
             TableRow::new(vec![
                 Cell::from(badge_span(badge, app.tick, t)),
@@ -259,7 +264,7 @@ fn render_table(frame: &mut Frame, area: Rect, app: &App) {
 }
 
 /// The NOTES cell: a retry under way, the error's first line, else warnings and stale tools.
-fn notes(row: &Row, app: &App) -> String {
+fn notes(row: &Row, tools: &[ToolLine]) -> String {
     let Some(report) = row.report() else {
         return if row.checks > 1 {
             format!("retry {}", row.checks - 1)
@@ -275,8 +280,8 @@ fn notes(row: &Row, app: &App) -> String {
             .unwrap_or_default()
             .to_string();
     }
-    let mut notes = row.warnings(&app.overrides);
-    let stale = row.tools(&app.overrides).iter().filter(|l| l.stale).count();
+    let mut notes = row.warnings_of(tools);
+    let stale = tools.iter().filter(|l| l.stale).count();
     if stale > 0 {
         notes.push(format!("{stale} stale tool(s)"));
     }

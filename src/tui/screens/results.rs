@@ -12,6 +12,7 @@ use super::super::app::{App, Screen};
 use super::super::msg::{Effect, LaunchMsg};
 use super::super::widgets::{key_hints, spinner};
 use crate::launch::events::StackEvent;
+use crate::launch::mask::displayed_key;
 
 /// One stack that runs, as the results show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,15 +190,6 @@ fn copy(app: &mut App) -> Vec<Effect> {
     vec![Effect::Copy(text)]
 }
 
-/// `abcd…` unless revealed.
-fn shown_key(key: &str, reveal: bool) -> String {
-    if reveal {
-        key.to_string()
-    } else {
-        format!("{}…", key.chars().take(4).collect::<String>())
-    }
-}
-
 pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let mut lines = vec![Line::styled(" mcp-launch · results", t.title)];
@@ -235,7 +227,7 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
                     Span::styled("    key  ", t.dim),
                     Span::raw(format!(
                         "X-API-Key: {}",
-                        shown_key(&stack.api_key, app.results.reveal)
+                        displayed_key(&stack.api_key, app.results.reveal)
                     )),
                 ]));
                 let servers: Vec<String> = stack

@@ -5,16 +5,16 @@ use std::time::Instant;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use subtle::ConstantTimeEq;
 
 use crate::catalog;
+use crate::launch::front::auth::has_bearer;
 
 use super::error::BridgeError;
 use super::result;
@@ -37,7 +37,7 @@ pub(super) fn router(bridge: Bridge) -> Router {
 /// Refuses any request without our key, then logs the exchange at DEBUG (method, path,
 /// status, time; never headers or bodies: they carry the key and tool data).
 async fn require_key(State(bridge): State<Bridge>, request: Request, next: Next) -> Response {
-    if !has_key(request.headers(), &bridge.inner.key) {
+    if !has_bearer(request.headers(), &bridge.inner.key) {
         return BridgeError::Unauthorized.into_response();
     }
     let method = request.method().clone();
@@ -52,27 +52,6 @@ async fn require_key(State(bridge): State<Bridge>, request: Request, next: Next)
         "bridge request"
     );
     response
-}
-
-/// Whether some `Authorization: Bearer <token>` carries `key`. Constant-time in the key's
-/// content; an empty key never matches, so a misconfigured bridge fails closed.
-fn has_key(headers: &HeaderMap, key: &str) -> bool {
-    if key.is_empty() {
-        return false;
-    }
-    headers
-        .get_all(AUTHORIZATION)
-        .iter()
-        .filter_map(|value| {
-            let (scheme, token) = value.as_bytes().split_at_checked(7)?;
-            scheme
-                .eq_ignore_ascii_case(b"bearer ")
-                .then(|| token.trim_ascii())
-        })
-        .fold(subtle::Choice::from(0), |acc, token| {
-            acc | token.ct_eq(key.as_bytes())
-        })
-        .into()
 }
 
 /// `/<server>/<rest>`: a tool call (POST), or the server's spec or docs page (GET).
@@ -296,6 +275,9 @@ async fn method_not_allowed(request: Request) -> BridgeError {
 
 #[cfg(test)]
 mod tests {
+    use axum::http::header::AUTHORIZATION;
+    use axum::http::HeaderMap;
+
     use super::*;
 
     fn headers(values: &[&str]) -> HeaderMap {
@@ -308,13 +290,13 @@ mod tests {
 
     #[test]
     fn only_a_bearer_with_the_key_passes() {
-        assert!(has_key(&headers(&["Bearer k3y"]), "k3y"));
-        assert!(has_key(&headers(&["bearer  k3y "]), "k3y"));
-        assert!(has_key(&headers(&["Basic x", "Bearer k3y"]), "k3y"));
-        assert!(!has_key(&headers(&["Bearer k3"]), "k3y"));
-        assert!(!has_key(&headers(&["k3y"]), "k3y"));
-        assert!(!has_key(&headers(&[]), "k3y"));
-        assert!(!has_key(&headers(&["Bearer "]), ""));
+        assert!(has_bearer(&headers(&["Bearer k3y"]), "k3y"));
+        assert!(has_bearer(&headers(&["bearer  k3y "]), "k3y"));
+        assert!(has_bearer(&headers(&["Basic x", "Bearer k3y"]), "k3y"));
+        assert!(!has_bearer(&headers(&["Bearer k3"]), "k3y"));
+        assert!(!has_bearer(&headers(&["k3y"]), "k3y"));
+        assert!(!has_bearer(&headers(&[]), "k3y"));
+        assert!(!has_bearer(&headers(&["Bearer "]), ""));
     }
 
     #[test]
