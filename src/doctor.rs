@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use crate::process::{self, Exit, SpawnSpec};
+use crate::process::{self, which_in, Exit, SpawnSpec};
 use serde_json::{json, Value};
 
 /// Default bound of one check. mcpo's first import (FastAPI, pydantic, the MCP SDK) on a cold
@@ -197,7 +197,7 @@ fn broken(mut check: Check, message: String) -> Check {
 /// `NAME --version`: ok with the version it prints, broken when it fails or hangs.
 async fn check_version(name: &'static str, required: bool, opts: &DoctorOptions) -> Check {
     let mut check = blank(name, required);
-    let Some(path) = which(name, opts.path.as_deref()) else {
+    let Some(path) = opts.path.as_deref().and_then(|path| which_in(name, path)) else {
         return missing(check);
     };
     check.path = Some(path.clone());
@@ -223,7 +223,7 @@ async fn check_version(name: &'static str, required: bool, opts: &DoctorOptions)
 /// import that a bad resolution of FastAPI / the MCP SDK breaks) and tell its version.
 async fn check_mcpo(opts: &DoctorOptions) -> Check {
     let mut check = blank("mcpo", false);
-    let Some(path) = which("mcpo", opts.path.as_deref()) else {
+    let Some(path) = opts.path.as_deref().and_then(|path| which_in("mcpo", path)) else {
         return missing(check);
     };
     check.path = Some(path.clone());
@@ -348,18 +348,6 @@ fn last_line(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The first executable file named `name` in `path` (a `PATH`-style list).
-pub fn which(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(path?)
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map(|dir| dir.join(name))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-}
-
 /// The first version-looking word of a `--version` output: `v20.11.0` → `20.11.0`,
 /// `Python 3.12.3` → `3.12.3`, `cloudflared version 2024.6.1 (built …)` → `2024.6.1`,
 /// `uv 0.13.9 (abc 2025-01-01)` → `0.13.9`.
@@ -436,18 +424,5 @@ mod tests {
         let mut node = blank("node", true);
         node.status = Status::Missing;
         assert!(node.fails());
-    }
-
-    #[test]
-    fn which_needs_an_executable_file() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("tool");
-        std::fs::write(&file, "#!/bin/sh\n").unwrap();
-        let path = OsString::from(dir.path());
-        assert_eq!(which("tool", Some(&path)), None);
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(which("tool", Some(&path)), Some(file));
-        assert_eq!(which("other", Some(&path)), None);
     }
 }

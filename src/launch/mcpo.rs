@@ -137,7 +137,7 @@ impl crate::error::Actionable for ControllerError {
 
 /// The mcpo executable: `MCP_LAUNCH_MCPO` when set, else `mcpo` on `PATH`.
 pub fn find_mcpo() -> Result<PathBuf, ControllerError> {
-    match std::env::var_os(MCPO_ENV) {
+    match std::env::var_os(MCPO_ENV).filter(|path| !path.is_empty()) {
         Some(path) => {
             let path = PathBuf::from(path);
             if path.is_file() {
@@ -146,9 +146,7 @@ pub fn find_mcpo() -> Result<PathBuf, ControllerError> {
                 Err(ControllerError::NotInstalled { looked: Some(path) })
             }
         }
-        None => {
-            crate::doctor::which("mcpo", None).ok_or(ControllerError::NotInstalled { looked: None })
-        }
+        None => crate::process::which("mcpo").ok_or(ControllerError::NotInstalled { looked: None }),
     }
 }
 

@@ -133,7 +133,7 @@ pub fn find_cloudflared() -> Option<PathBuf> {
 fn locate(configured: Option<OsString>, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     match configured {
         Some(program) if !program.is_empty() => Some(PathBuf::from(program)),
-        _ => crate::doctor::which("cloudflared", path),
+        _ => path.and_then(|path| crate::process::which_in("cloudflared", path)),
     }
 }
 

@@ -12,6 +12,7 @@
 mod group;
 mod ring;
 mod service;
+mod which;
 
 use std::ffi::OsString;
 use std::io;
@@ -31,6 +32,7 @@ pub use group::{
 };
 pub use ring::StderrRing;
 pub use service::{spawn_service, LineSink};
+pub use which::{which, which_in};
 
 /// How long a process group gets between SIGTERM and SIGKILL on a graceful shutdown. Servers
 /// have nothing to flush for us; half a second lets `npx` forward the signal and exit cleanly.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::launch_util::{
-    assert_valid_openapi, http, paths, project, read_state, recorded_pids, signal, stack,
+    assert_valid_openapi, http, mcpo_bin, paths, project, read_state, recorded_pids, signal, stack,
     terminate, wait_ready,
 };
 use crate::util::{
@@ -644,4 +644,50 @@ fn auto_serves_with_the_native_bridge_when_mcpo_is_missing() {
         out.stderr
     );
     assert!(!cmd.path(".mcp-launch/state.json").exists());
+}
+
+/// `PATH` with mcpo's directory in front, the way most people install it (`pipx`, a venv's
+/// `bin/` on `PATH`); `MCP_LAUNCH_MCPO` stays unset (the util scrubs it).
+fn path_with_mcpo() -> String {
+    let mcpo = std::path::PathBuf::from(mcpo_bin());
+    let bin = mcpo.parent().unwrap().to_path_buf();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(bin).chain(std::env::split_paths(&rest));
+    std::env::join_paths(dirs).unwrap().into_string().unwrap()
+}
+
+/// mcpo found only through `PATH` serves the stack, with `--controller mcpo` and with `auto`
+/// (which picks mcpo when it is installed). Before the fix `which` never read `PATH`: `mcpo`
+/// failed with "not found" and `auto` fell back to the native bridge.
+#[test]
+fn mcpo_found_only_on_path_serves_with_mcpo_and_auto() {
+    let cmd = Cmd::new().file(
+        "a.json",
+        &json!({"mcpServers": {"everything": everything()}}).to_string(),
+    );
+    for controller in ["mcpo", "auto"] {
+        let up = up_a(&cmd)
+            .args(["--controller", controller])
+            .env("PATH", &path_with_mcpo())
+            .stderr_any()
+            .spawn();
+        let state = wait_ready(&up, cmd.dir(), 1);
+        let a = stack(&state, "a");
+        assert_eq!(a["controller"], "mcpo", "--controller {controller}: {a}");
+        let url = format!("http://127.0.0.1:{}/everything/get-sum", a["port"]);
+        let key = a["api_key"].as_str().unwrap();
+        let (status, body) = http(
+            "POST",
+            &url,
+            &[("X-API-Key", key)],
+            Some(json!({"a": 2, "b": 40})),
+        );
+        assert_eq!(status, 200, "--controller {controller}: {body}");
+        let out = terminate(up, &state);
+        assert!(
+            !out.stderr.contains("mcpo is not installed"),
+            "--controller {controller}: {}",
+            out.stderr
+        );
+    }
 }

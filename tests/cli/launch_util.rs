@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::util::{assert_pid_gone, manifest_dir, pid_alive, Cmd, Output, Running};
 
-fn mcpo_bin() -> String {
+pub(crate) fn mcpo_bin() -> String {
     let path = manifest_dir().join(".deps/venv-mcpo/bin/mcpo");
     assert!(
         path.exists(),

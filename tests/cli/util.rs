@@ -33,6 +33,8 @@ const SCRUBBED_ENV: &[&str] = &[
     "CLICOLOR",
     "CLICOLOR_FORCE",
     "XDG_CONFIG_HOME",
+    "MCP_LAUNCH_MCPO",
+    "MCP_LAUNCH_CLOUDFLARED",
 ];
 
 /// The crate root (fixtures and `.deps/` live there).
