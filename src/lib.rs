@@ -9,6 +9,7 @@
 //!   and legacy SSE transports, the session (handshake, paging, multiplexing).
 //! - [`doctor`]: checks that the external programs (python3, node/npx, uv, cloudflared, mcpo)
 //!   are installed and actually run, each bounded by a timeout.
+//! - [`duration`]: the one checked reader of durations from flags and environment variables.
 //! - [`launch`]: stacks — controllers, the front proxy, the merged OpenAPI, tunnels, state and
 //!   supervision.
 //! - [`process`]: the one way we spawn and end child processes (own process group, stderr ring
@@ -22,6 +23,7 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod doctor;
+pub mod duration;
 pub mod error;
 pub mod launch;
 pub mod mcp;

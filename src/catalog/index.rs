@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::ServerEntry;
+use crate::duration::Setting;
 
 use super::fingerprint::server_identity;
 use super::preflight::{ServerReport, Status};
@@ -164,33 +165,16 @@ impl ToolIndex {
     }
 }
 
-/// The TTL from `MCP_LAUNCH_INDEX_TTL`, or [`DEFAULT_TTL`]; an unreadable value is warned about
-/// and ignored.
-pub fn ttl_from_env() -> Duration {
-    match std::env::var(TTL_ENV) {
-        Ok(text) => parse_ttl(&text).unwrap_or_else(|| {
-            tracing::warn!(value = %text, "{TTL_ENV} is not a duration like 90s, 30m, 12h or 7d; using 24h");
-            DEFAULT_TTL
-        }),
-        Err(_) => DEFAULT_TTL,
-    }
-}
+/// How long an entry stays fresh, as a user sets it through [`TTL_ENV`]: zero (always check
+/// live) to a year.
+pub const TTL: Setting = Setting::new(TTL_ENV, DEFAULT_TTL, Duration::ZERO, MAX_TTL);
 
-fn parse_ttl(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let (digits, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let n: u64 = digits.parse().ok()?;
-    let secs = match unit.trim() {
-        "" | "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86_400,
-        _ => return None,
-    };
-    Some(Duration::from_secs(secs))
+/// The longest TTL accepted: an index older than a year says nothing about today's servers.
+const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// The TTL from `MCP_LAUNCH_INDEX_TTL`, or [`DEFAULT_TTL`].
+pub fn ttl_from_env() -> Duration {
+    TTL.from_env_or_default()
 }
 
 /// Builds the report a fresh entry gives: `Status::Cached`, no process started.
@@ -342,13 +326,15 @@ mod tests {
 
     #[test]
     fn ttl_parsing() {
-        assert_eq!(parse_ttl("90"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_ttl("90s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_ttl("30m"), Some(Duration::from_secs(1800)));
-        assert_eq!(parse_ttl("12h"), Some(Duration::from_secs(43_200)));
-        assert_eq!(parse_ttl("7d"), Some(Duration::from_secs(604_800)));
-        assert_eq!(parse_ttl("0"), Some(Duration::ZERO));
-        assert_eq!(parse_ttl("soon"), None);
-        assert_eq!(parse_ttl("5w"), None);
+        assert_eq!(TTL.parse("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(TTL.parse("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(TTL.parse("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(TTL.parse("12h"), Ok(Duration::from_secs(43_200)));
+        assert_eq!(TTL.parse("7d"), Ok(Duration::from_secs(604_800)));
+        assert_eq!(TTL.parse("0"), Ok(Duration::ZERO));
+        assert!(TTL.parse("soon").is_err());
+        // Multiplied without a check before: 2^64/86400 days wrapped around.
+        assert!(TTL.parse("213503982334601d").is_err());
+        assert!(TTL.parse("366d").is_err());
     }
 }

@@ -24,7 +24,7 @@ pub use check::{
 };
 pub use expose::{expose, total_after, total_before, ExposedTool};
 pub use fingerprint::server_identity;
-pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL_ENV};
+pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL, TTL_ENV};
 pub use overrides::{
     Action, Change, LaunchChoices, Overrides, OverridesError, ServerOverrides, ToolView,
     OVERRIDES_FILE, OVERRIDES_VERSION,

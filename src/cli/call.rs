@@ -1,4 +1,4 @@
-//! `mcp-launch call SERVER TOOL [ARGS | --stdin] [--timeout S]`.
+//! `mcp-launch call SERVER TOOL [ARGS | --stdin] [--timeout DURATION]`.
 
 use std::io::Write;
 use std::time::Duration;
@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 
 use crate::catalog;
+use crate::duration::Setting;
 use crate::mcp::ConnectOptions;
 use crate::output::{self, style};
 
@@ -34,17 +35,13 @@ pub struct CallArgs {
     /// Read the JSON arguments from stdin.
     #[arg(long)]
     pub stdin: bool,
-    /// Seconds to wait for the tool's answer.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = positive_seconds)]
-    pub timeout: f64,
+    /// How long to wait for the tool's answer: seconds (30, 2.5) or a duration (90s, 5m).
+    #[arg(long, value_name = "DURATION", default_value = "30", value_parser = |s: &str| CALL_TIMEOUT.parse(s))]
+    pub timeout: Duration,
 }
 
-fn positive_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a positive number of seconds")),
-    }
-}
+/// `--timeout`: one millisecond to one day.
+const CALL_TIMEOUT: Setting = Setting::timeout("--timeout", Duration::from_secs(30));
 
 pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     // Bad JSON is reported before any server starts.
@@ -130,7 +127,7 @@ async fn call(
         });
     }
     session
-        .call_tool(&args.tool, arguments, Duration::from_secs_f64(args.timeout))
+        .call_tool(&args.tool, arguments, args.timeout)
         .await
         .map_err(server_error)
 }
@@ -304,7 +301,14 @@ mod tests {
     fn timeout_must_be_positive_and_stdin_excludes_inline_json() {
         assert!(parse(&["s", "t", "--timeout", "0"]).is_err());
         assert!(parse(&["s", "t", "--timeout", "abc"]).is_err());
-        assert_eq!(parse(&["s", "t", "--timeout", "2.5"]).unwrap().timeout, 2.5);
+        assert!(
+            parse(&["s", "t", "--timeout", "1e20"]).is_err(),
+            "panicked before"
+        );
+        let timeout = |t| parse(&["s", "t", "--timeout", t]).unwrap().timeout;
+        assert_eq!(timeout("2.5"), Duration::from_millis(2500));
+        assert_eq!(timeout("2m"), Duration::from_secs(120));
+        assert_eq!(parse(&["s", "t"]).unwrap().timeout, Duration::from_secs(30));
         assert!(parse(&["s", "t", "{}", "--stdin"]).is_err());
     }
 }

@@ -1,4 +1,4 @@
-//! `mcp-launch doctor [--timeout S]`.
+//! `mcp-launch doctor [--timeout DURATION]`.
 
 use std::io::Write;
 use std::time::Duration;
@@ -7,6 +7,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::doctor::{self, Check, DoctorOptions, Status};
+use crate::duration::Setting;
 use crate::output::{self, style, Table};
 
 use super::{CliError, GlobalArgs, Outcome};
@@ -24,17 +25,18 @@ use super::{CliError, GlobalArgs, Outcome};
 /// Example: mcp-launch doctor --json
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// Seconds each program may take before it counts as broken (hung).
-    #[arg(long, value_name = "S", default_value_t = doctor::DEFAULT_TIMEOUT.as_secs_f64())]
-    pub timeout: f64,
+    /// How long each program may take before it counts as broken (hung): seconds or a
+    /// duration (15, 2.5, 1m).
+    #[arg(long, value_name = "DURATION", default_value = "15", value_parser = |s: &str| DOCTOR_TIMEOUT.parse(s))]
+    pub timeout: Duration,
 }
+
+/// `--timeout`: one millisecond to one day.
+const DOCTOR_TIMEOUT: Setting = Setting::timeout("--timeout", doctor::DEFAULT_TIMEOUT);
 
 pub(super) async fn run(args: DoctorArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     let opts = DoctorOptions {
-        timeout: Duration::try_from_secs_f64(args.timeout)
-            .ok()
-            .filter(|t| !t.is_zero())
-            .unwrap_or(doctor::DEFAULT_TIMEOUT),
+        timeout: args.timeout,
         ..DoctorOptions::default()
     };
     let checks = doctor::run(&opts).await;

@@ -227,6 +227,9 @@ pub enum CliError {
         /// The file.
         path: String,
     },
+    /// A duration in an environment variable is unreadable or out of range.
+    #[error(transparent)]
+    Duration(#[from] crate::duration::DurationError),
 }
 
 impl CliError {
@@ -273,6 +276,7 @@ impl Actionable for CliError {
             CliError::State(e) => e.kind(),
             CliError::Tui(e) => e.kind(),
             CliError::Launch(e) => e.kind(),
+            CliError::Duration(e) => e.kind(),
         }
     }
 
@@ -308,12 +312,21 @@ impl Actionable for CliError {
             CliError::State(e) => e.help(),
             CliError::Tui(e) => e.help(),
             CliError::Launch(e) => e.help(),
+            CliError::Duration(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
             }
         }
     }
 }
+
+/// Every duration read from the environment, somewhere below the commands.
+const ENV_DURATIONS: [&crate::duration::Setting; 4] = [
+    &crate::mcp::INIT_TIMEOUT,
+    &crate::launch::mcpo::READY_TIMEOUT,
+    &crate::launch::native::bridge::CALL_TIMEOUT,
+    &crate::catalog::TTL,
+];
 
 /// Runs the parsed command.
 /// `shutdown` is cancelled on SIGINT/SIGTERM; commands that serve (`up`) stop gracefully on
@@ -322,6 +335,8 @@ pub async fn run(
     cli: Cli,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> Result<Outcome, CliError> {
+    // A bad value is refused before anything starts, naming the variable and its range.
+    crate::duration::check_env(&ENV_DURATIONS)?;
     match cli.command {
         Command::List(args) => list::run(args, &cli.global).await,
         Command::Inspect(args) => inspect::run(args, &cli.global).await,

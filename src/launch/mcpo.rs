@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::config::{ServerEntry, ServerSpec};
+use crate::duration::Setting;
 use crate::process::{spawn_service, Exit, LineSink, ProcessGuard, SpawnError, SpawnSpec};
 
 /// Environment variable naming the mcpo executable (else `mcpo` on `PATH`).
@@ -150,14 +151,12 @@ pub fn find_mcpo() -> Result<PathBuf, ControllerError> {
     }
 }
 
+/// How long mcpo may take to serve, as a user sets it through [`READY_TIMEOUT_ENV`].
+pub const READY_TIMEOUT: Setting = Setting::timeout(READY_TIMEOUT_ENV, DEFAULT_READY_TIMEOUT);
+
 /// The ready timeout from `MCP_LAUNCH_READY_TIMEOUT`, else the default.
 pub fn ready_timeout_from_env() -> Duration {
-    std::env::var(READY_TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or(DEFAULT_READY_TIMEOUT)
+    READY_TIMEOUT.from_env_or_default()
 }
 
 /// mcpo's config for `servers` (their config names become the path prefixes). Values are the

@@ -19,5 +19,5 @@ pub use error::McpError;
 pub use message::RpcError;
 pub use session::{
     ConnectOptions, Endpoint, ServerInfo, Session, ToolList, INIT_FAST_WINDOW, INIT_SLOW_WINDOW,
-    INIT_TIMEOUT_ENV, MAX_TOOL_PAGES,
+    INIT_TIMEOUT, INIT_TIMEOUT_ENV, MAX_TOOL_PAGES,
 };

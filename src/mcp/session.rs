@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::duration::Setting;
 use crate::process::{ProcessGuard, SpawnSpec};
 
 use super::error::McpError;
@@ -23,6 +24,9 @@ pub const INIT_SLOW_WINDOW: Duration = Duration::from_secs(20);
 
 /// Environment variable that sets the slow window, in seconds.
 pub const INIT_TIMEOUT_ENV: &str = "MCP_INIT_TIMEOUT_SEC";
+
+/// The slow window as a user sets it, through [`INIT_TIMEOUT_ENV`].
+pub const INIT_TIMEOUT: Setting = Setting::timeout(INIT_TIMEOUT_ENV, INIT_SLOW_WINDOW);
 
 /// How long a request that found the connection closed waits for the reason (exit status,
 /// stderr tail) to be recorded: the reader settles within about a second of the exit.
@@ -74,19 +78,18 @@ impl Default for ConnectOptions {
 }
 
 impl ConnectOptions {
-    /// Defaults, with the slow window read from `MCP_INIT_TIMEOUT_SEC` when it is a positive
-    /// number of seconds.
+    /// Defaults, with the slow window from `MCP_INIT_TIMEOUT_SEC` ([`INIT_TIMEOUT`]).
     pub fn from_env() -> Self {
-        let mut opts = Self::default();
-        if let Some(secs) = std::env::var(INIT_TIMEOUT_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s > 0.0)
-        {
-            opts.slow_window = Duration::from_secs_f64(secs);
-            opts.list_timeout = opts.slow_window;
+        Self::with_slow_window(INIT_TIMEOUT.from_env_or_default())
+    }
+
+    /// Defaults, with `slow_window` for the handshake's second window and `tools/list`.
+    pub fn with_slow_window(slow_window: Duration) -> Self {
+        ConnectOptions {
+            slow_window,
+            list_timeout: slow_window,
+            ..Self::default()
         }
-        opts
     }
 }
 
@@ -479,16 +482,15 @@ mod tests {
     }
 
     #[test]
-    fn slow_window_comes_from_the_environment() {
-        // Only this test touches the variable.
-        std::env::set_var(INIT_TIMEOUT_ENV, "2.5");
-        let opts = ConnectOptions::from_env();
-        std::env::set_var(INIT_TIMEOUT_ENV, "not a number");
-        let fallback = ConnectOptions::from_env();
-        std::env::remove_var(INIT_TIMEOUT_ENV);
+    fn the_slow_window_setting_bounds_what_users_set() {
+        let opts = ConnectOptions::with_slow_window(INIT_TIMEOUT.parse("2.5").unwrap());
         assert_eq!(opts.slow_window, Duration::from_millis(2500));
+        assert_eq!(opts.list_timeout, opts.slow_window);
         assert_eq!(opts.fast_window, INIT_FAST_WINDOW);
-        assert_eq!(fallback.slow_window, INIT_SLOW_WINDOW);
+        // 1e20 seconds panicked in Duration::from_secs_f64.
+        let err = INIT_TIMEOUT.parse("1e20").unwrap_err();
+        assert!(err.to_string().contains(INIT_TIMEOUT_ENV), "{err}");
+        assert_eq!(INIT_TIMEOUT.default, INIT_SLOW_WINDOW);
     }
 
     #[test]

@@ -262,7 +262,7 @@ fn usage_errors_exit_2_as_json() {
         error["message"]
             .as_str()
             .unwrap()
-            .contains("is not a positive number of seconds"),
+            .contains("--timeout \"0\" is out of range: it takes from 1ms to 1day"),
         "{out}"
     );
 

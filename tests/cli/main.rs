@@ -11,6 +11,7 @@ mod util;
 mod call;
 mod config;
 mod doctor;
+mod durations;
 mod handshake;
 mod index;
 mod init;

@@ -54,6 +54,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerEntry;
+use crate::duration::Setting;
 use crate::mcp::{ConnectOptions, ServerInfo, Session, ToolList};
 
 use error::BridgeError;
@@ -66,6 +67,9 @@ pub const CALL_TIMEOUT_ENV: &str = "MCP_LAUNCH_CALL_TIMEOUT";
 /// The call timeout when [`CALL_TIMEOUT_ENV`] is not set: tools may legitimately run for
 /// minutes (a build, a crawl), as they may behind mcpo.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The call timeout as a user sets it, through [`CALL_TIMEOUT_ENV`].
+pub const CALL_TIMEOUT: Setting = Setting::timeout(CALL_TIMEOUT_ENV, DEFAULT_CALL_TIMEOUT);
 
 /// The largest request body taken (axum's default of 2 MB is too small for a file written
 /// through a tool).
@@ -98,24 +102,12 @@ pub struct BridgeConfig {
 }
 
 impl BridgeConfig {
-    /// A config with `key`, the call timeout from [`CALL_TIMEOUT_ENV`] (a positive number of
-    /// seconds; anything else is warned about and ignored) and the handshake windows from the
-    /// environment.
+    /// A config with `key`, the call timeout from [`CALL_TIMEOUT_ENV`] ([`CALL_TIMEOUT`]) and
+    /// the handshake windows from the environment.
     pub fn from_env(key: String) -> BridgeConfig {
-        let call_timeout = match std::env::var(CALL_TIMEOUT_ENV) {
-            Err(_) => DEFAULT_CALL_TIMEOUT,
-            Ok(text) => parse_seconds(&text).unwrap_or_else(|| {
-                tracing::warn!(
-                    value = %text,
-                    "{CALL_TIMEOUT_ENV} is not a positive number of seconds; using {}s",
-                    DEFAULT_CALL_TIMEOUT.as_secs()
-                );
-                DEFAULT_CALL_TIMEOUT
-            }),
-        };
         BridgeConfig {
             key,
-            call_timeout,
+            call_timeout: CALL_TIMEOUT.from_env_or_default(),
             connect: ConnectOptions::from_env(),
         }
     }
@@ -129,14 +121,6 @@ impl std::fmt::Debug for BridgeConfig {
             .field("connect", &self.connect)
             .finish()
     }
-}
-
-fn parse_seconds(text: &str) -> Option<Duration> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 
 /// A server's health, for `status`.
