@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::mcp::limits::read_capped;
+
 use super::front::RELOAD_PATH;
 use super::state::{BridgeServerState, ProcessRecord, StackState};
 
@@ -14,6 +16,9 @@ const SUPERVISOR_GRACE: Duration = Duration::from_secs(10);
 
 /// How long each recorded process group gets between TERM and KILL when `down` ends it.
 const GROUP_GRACE: Duration = Duration::from_secs(3);
+
+/// The largest answer taken from a front's reload route (a summary of the stack's servers).
+const MAX_RELOAD_ANSWER: usize = 16 * 1024 * 1024;
 
 /// What a live check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +133,10 @@ pub async fn reload(
         .await
         .map_err(|e| format!("the front of stack {} does not answer: {e}", stack.name))?;
     let status = response.status();
-    let value: Value = response.json().await.map_err(|e| e.to_string())?;
+    let body = read_capped(response, RELOAD_PATH, MAX_RELOAD_ANSWER)
+        .await
+        .map_err(|e| e.to_string())?;
+    let value: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
     if status.is_success() {
         Ok(value)
     } else {

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::mcp::limits::read_capped;
 use crate::process::{spawn_service, Exit, LineSink, ProcessGuard, SpawnSpec};
 
 pub use error::TunnelError;
@@ -396,7 +397,9 @@ impl Metrics {
     /// The quick tunnel URL `/quicktunnel` names, if it answers with a valid hostname.
     async fn quick_url(&self) -> Option<String> {
         let response = self.get("/quicktunnel").await?.error_for_status().ok()?;
-        let info: QuickTunnelInfo = response.json().await.ok()?;
+        // A few hundred bytes in truth; whatever answers on the port is not trusted with more.
+        let body = read_capped(response, &self.base, 64 * 1024).await.ok()?;
+        let info: QuickTunnelInfo = serde_json::from_slice(&body).ok()?;
         url::quick_url_from_hostname(&info.hostname)
     }
 

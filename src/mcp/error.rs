@@ -70,6 +70,22 @@ pub enum McpError {
         /// What went wrong.
         message: String,
     },
+    /// A message from the server is larger than we take.
+    #[error("a message from {origin} is larger than {} MiB; it was not read", .limit / (1024 * 1024))]
+    TooLarge {
+        /// The server's URL (or command).
+        origin: String,
+        /// The cap, in bytes.
+        limit: usize,
+    },
+    /// The server stopped taking messages: the queue to it stayed full until the timeout.
+    #[error("{method} could not be sent: the server stopped reading its input ({queued} messages are waiting)")]
+    Stalled {
+        /// The request that could not be sent.
+        method: String,
+        /// Messages waiting to be written.
+        queued: usize,
+    },
     /// The connection is closed; no more requests can be sent.
     #[error("connection to the server is closed{}", tail_text(.stderr_tail))]
     Closed {
@@ -118,6 +134,8 @@ impl McpError {
             McpError::Http { .. } => "http_error",
             McpError::Connect { .. } => "connection_failed",
             McpError::Closed { .. } => "connection_closed",
+            McpError::TooLarge { .. } => "message_too_large",
+            McpError::Stalled { .. } => "server_stalled",
         }
     }
 
@@ -158,6 +176,12 @@ impl McpError {
                 "check the server's \"url\" and that the server is running".into()
             }
             McpError::Closed { .. } => "the server went away; run the command again".into(),
+            McpError::TooLarge { .. } => {
+                "the server sent more than any tool result needs; check the server (-vv shows the traffic) or ask a narrower question of the tool".into()
+            }
+            McpError::Stalled { .. } => {
+                "the server is stuck (it no longer reads stdin or accepts requests): restart it; if it repeats, report it to the server's authors".into()
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// The largest line we keep in memory. Tool results of tens of megabytes are legitimate;
 /// an endless line from a broken server must not exhaust memory.
-pub const MAX_LINE_BYTES: usize = 128 * 1024 * 1024;
+pub const MAX_LINE_BYTES: usize = super::limits::MAX_MESSAGE_BYTES;
 
 /// Reads newline-delimited JSON values from a server's stdout.
 pub struct LineReader<R> {

@@ -13,13 +13,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::error::McpError;
+use super::limits::{cap_events, read_capped, read_prefix, ERROR_BODY_BYTES, MAX_MESSAGE_BYTES};
 use super::peer::Peer;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
-
-/// Characters of an error body quoted in messages.
-const ERROR_BODY_BYTES: usize = 500;
 
 /// Limit for connecting to a remote server; an unreachable host must not hang preflight.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -94,7 +92,7 @@ pub(crate) fn start(
     url: &str,
     headers: &[(String, String)],
     peer: Arc<Peer>,
-    mut outbox: mpsc::UnboundedReceiver<Value>,
+    mut outbox: mpsc::Receiver<Value>,
 ) -> Result<Handle, McpError> {
     let headers = header_map(url, headers)?;
     let client = client(url)?;
@@ -192,7 +190,8 @@ impl Post {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         if is_sse {
-            let mut events = resp.bytes_stream().eventsource();
+            let body = cap_events(resp.bytes_stream(), &self.url, MAX_MESSAGE_BYTES);
+            let mut events = body.eventsource();
             while let Some(event) = events.next().await {
                 match event {
                     Ok(event) if !event.data.trim().is_empty() => {
@@ -206,18 +205,12 @@ impl Post {
                 }
             }
         } else {
-            match resp.bytes().await {
+            match read_capped(resp, &self.url, MAX_MESSAGE_BYTES).await {
                 Ok(body) if !body.is_empty() => {
                     self.deliver(&String::from_utf8_lossy(&body), is_initialize)
                 }
                 Ok(_) => {}
-                Err(e) => {
-                    let error = McpError::Connect {
-                        url: self.url.clone(),
-                        message: error_chain(&e),
-                    };
-                    return self.fail(request_id, error);
-                }
+                Err(error) => return self.fail(request_id, error),
             }
         }
         // A stream that ended without our answer would otherwise leave the caller waiting for
@@ -265,7 +258,7 @@ fn lock(state: &Mutex<SessionState>) -> std::sync::MutexGuard<'_, SessionState> 
 /// The error for a response with a failure status: its status and the start of its body.
 pub(crate) async fn http_error(url: &str, resp: reqwest::Response) -> McpError {
     let status = resp.status().as_u16();
-    let body = resp.text().await.unwrap_or_default();
+    let body = read_prefix(resp, ERROR_BODY_BYTES).await;
     McpError::Http {
         url: url.to_string(),
         status,

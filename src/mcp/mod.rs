@@ -9,6 +9,7 @@
 mod error;
 pub mod framing;
 mod http;
+pub mod limits;
 pub mod message;
 mod peer;
 mod session;

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::error::McpError;
+use super::limits::OUTBOX_CAPACITY;
 use super::message::{self, Incoming, METHOD_NOT_FOUND};
 
 type Reply = oneshot::Sender<Result<Value, McpError>>;
@@ -54,8 +55,9 @@ impl CloseReason {
 pub(crate) struct Peer {
     next_id: AtomicU64,
     pending: Mutex<Pending>,
-    /// Messages to the server; the transport's writer owns the receiving end.
-    outbox: mpsc::UnboundedSender<Value>,
+    /// Messages to the server; the transport's writer owns the receiving end. Bounded
+    /// ([`OUTBOX_CAPACITY`]): a server that stops reading cannot make the queue grow.
+    outbox: mpsc::Sender<Value>,
     /// Notifications received (method names), for `-vv` and tests.
     notifications: AtomicU64,
 }
@@ -68,7 +70,7 @@ struct Pending {
 
 impl Peer {
     /// A peer writing to `outbox`.
-    pub(crate) fn new(outbox: mpsc::UnboundedSender<Value>) -> Self {
+    pub(crate) fn new(outbox: mpsc::Sender<Value>) -> Self {
         Self {
             next_id: AtomicU64::new(1),
             pending: Mutex::new(Pending::default()),
@@ -77,11 +79,13 @@ impl Peer {
         }
     }
 
-    /// Registers a request and sends it; the receiver yields its answer (or the close reason).
-    pub(crate) fn send_request(
+    /// Registers a request and queues it, waiting until `deadline` for room in the queue; the
+    /// receiver yields its answer (or the close reason).
+    pub(crate) async fn send_request(
         &self,
         method: &str,
         params: Option<Value>,
+        deadline: tokio::time::Instant,
     ) -> Result<(u64, oneshot::Receiver<Result<Value, McpError>>), McpError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -100,23 +104,43 @@ impl Peer {
         }
         tracing::debug!(id, method, "→ request");
         tracing::trace!(params = %params.as_ref().map(|p| p.to_string()).unwrap_or_default(), "→ params");
-        if self
-            .outbox
-            .send(message::request(id, method, params))
-            .is_err()
-        {
-            self.forget(id);
-            return Err(McpError::Closed {
-                stderr_tail: String::new(),
-            });
+        let message = message::request(id, method, params);
+        let sent = tokio::time::timeout_at(deadline, self.outbox.send(message)).await;
+        match sent {
+            Ok(Ok(())) => Ok((id, rx)),
+            Ok(Err(_)) => {
+                self.forget(id);
+                Err(McpError::Closed {
+                    stderr_tail: String::new(),
+                })
+            }
+            Err(_) => {
+                self.forget(id);
+                Err(McpError::Stalled {
+                    method: method.to_string(),
+                    queued: OUTBOX_CAPACITY,
+                })
+            }
         }
-        Ok((id, rx))
     }
 
-    /// Sends a notification (no answer expected).
+    /// Sends a notification (no answer expected). Notifications are best effort: one that finds
+    /// the queue full is dropped with a warning rather than waiting on a server that does not
+    /// read.
     pub(crate) fn notify(&self, method: &str, params: Option<Value>) {
         tracing::debug!(method, "→ notification");
-        let _ = self.outbox.send(message::notification(method, params));
+        self.queue(message::notification(method, params), method);
+    }
+
+    /// Queues a message without waiting (the reader must never block on the writer).
+    fn queue(&self, message: Value, what: &str) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.outbox.try_send(message) {
+            tracing::warn!(
+                what,
+                queued = OUTBOX_CAPACITY,
+                "the server is not reading its input; a message to it was dropped"
+            );
+        }
     }
 
     /// Drops a pending request (after a timeout), so a late answer is ignored.
@@ -161,7 +185,7 @@ impl Peer {
                         "method not supported by mcp-launch",
                     ),
                 };
-                let _ = self.outbox.send(answer);
+                self.queue(answer, &method);
             }
             Some(Incoming::Notification { method }) => {
                 tracing::debug!(%method, "← notification");
@@ -210,9 +234,12 @@ mod tests {
 
     #[tokio::test]
     async fn answers_server_requests_and_matches_ids() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::channel(OUTBOX_CAPACITY);
         let peer = Peer::new(tx);
-        let (id, reply) = peer.send_request("tools/list", None).unwrap();
+        let (id, reply) = peer
+            .send_request("tools/list", None, later())
+            .await
+            .unwrap();
         let sent = rx.recv().await.unwrap();
         assert_eq!(sent["id"], json!(id));
 
@@ -234,9 +261,12 @@ mod tests {
 
     #[tokio::test]
     async fn close_fails_pending_at_once_and_later_requests_too() {
-        let (tx, _rx) = mpsc::unbounded_channel();
+        let (tx, _rx) = mpsc::channel(OUTBOX_CAPACITY);
         let peer = Peer::new(tx);
-        let (_, a) = peer.send_request("tools/call", None).unwrap();
+        let (_, a) = peer
+            .send_request("tools/call", None, later())
+            .await
+            .unwrap();
         peer.close(CloseReason::Exited {
             exit: Some(crate::process::Exit::Code(7)),
             stderr_tail: "boom".into(),
@@ -248,6 +278,42 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("boom"));
-        assert!(peer.send_request("ping", None).is_err());
+        assert!(peer.send_request("ping", None, later()).await.is_err());
+    }
+
+    fn later() -> tokio::time::Instant {
+        tokio::time::Instant::now() + std::time::Duration::from_secs(5)
+    }
+
+    /// Nobody drains the queue (a server that stopped reading): requests wait for room until
+    /// their deadline and fail as stalled; notifications and answers are dropped, never block.
+    #[tokio::test(start_paused = true)]
+    async fn a_full_queue_stalls_requests_and_drops_notifications() {
+        let (tx, mut rx) = mpsc::channel(OUTBOX_CAPACITY);
+        let peer = Peer::new(tx);
+        for _ in 0..OUTBOX_CAPACITY {
+            peer.send_request("tools/call", None, later())
+                .await
+                .unwrap();
+        }
+        let err = peer
+            .send_request("tools/call", None, later())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, McpError::Stalled { .. }), "{err}");
+        assert_eq!(err.kind(), "server_stalled");
+        assert_eq!(
+            peer.lock().requests.len(),
+            OUTBOX_CAPACITY,
+            "the stalled one is forgotten"
+        );
+        peer.notify("notifications/cancelled", None);
+        peer.handle(json!({"jsonrpc": "2.0", "id": "s1", "method": "ping"}));
+        assert_eq!(rx.len(), OUTBOX_CAPACITY, "bounded");
+        // Room again: a request goes through.
+        rx.recv().await.unwrap();
+        peer.send_request("tools/call", None, later())
+            .await
+            .unwrap();
     }
 }

@@ -11,6 +11,7 @@ use crate::duration::Setting;
 use crate::process::{ProcessGuard, SpawnSpec};
 
 use super::error::McpError;
+use super::limits::OUTBOX_CAPACITY;
 use super::message::{KNOWN_PROTOCOL_VERSIONS, METHOD_NOT_FOUND, PROTOCOL_VERSION};
 use super::peer::{CloseReason, Peer};
 use super::{http, sse, stdio};
@@ -137,7 +138,7 @@ impl Session {
     /// protocol version, the fast then the slow window, then `notifications/initialized`.
     pub async fn connect(endpoint: &Endpoint, opts: &ConnectOptions) -> Result<Self, McpError> {
         let started = Instant::now();
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
         let peer = Arc::new(Peer::new(tx));
         let connection = match endpoint {
             Endpoint::Stdio(spec) => {
@@ -179,7 +180,9 @@ impl Session {
             "capabilities": {},
             "clientInfo": {"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")},
         });
-        let mut reply = match self.peer.send_request("initialize", Some(params)) {
+        let deadline = tokio::time::Instant::now() + opts.fast_window + opts.slow_window;
+        let sent = self.peer.send_request("initialize", Some(params), deadline);
+        let mut reply = match sent.await {
             Ok((_, reply)) => reply,
             Err(McpError::Closed { .. }) => {
                 return Err(self.settled_close_error("initialize").await)
@@ -255,14 +258,15 @@ impl Session {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Value, McpError> {
-        let (id, reply) = match self.peer.send_request(method, params) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (id, reply) = match self.peer.send_request(method, params, deadline).await {
             Ok(sent) => sent,
             // The writer saw the pipe break before the reader saw the exit: wait for the
             // reader's verdict, which carries the exit status and the stderr tail.
             Err(McpError::Closed { .. }) => return Err(self.settled_close_error(method).await),
             Err(e) => return Err(e),
         };
-        match tokio::time::timeout(timeout, reply).await {
+        match tokio::time::timeout_at(deadline, reply).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(self.closed_error(method)),
             Err(_) => {
@@ -479,6 +483,52 @@ mod tests {
             "{message}"
         );
         assert!(err.help().contains("MCP_INIT_TIMEOUT_SEC"));
+    }
+
+    /// A real server that stops reading stdin after the handshake: its pipe fills, the queue to
+    /// it fills, and further requests fail as stalled at their timeout instead of piling up.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_that_stops_reading_stalls_requests_not_memory() {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/fault_server.py"
+        );
+        let endpoint = Endpoint::Stdio(SpawnSpec {
+            program: "python3".into(),
+            args: vec![script.into(), "--stop-reading-after-init".into()],
+            ..SpawnSpec::default()
+        });
+        let session = Arc::new(
+            Session::connect(&endpoint, &ConnectOptions::default())
+                .await
+                .expect("the fault server starts"),
+        );
+        // 8 KiB each: the 64 KiB pipe takes a handful, the queue OUTBOX_CAPACITY more.
+        let message = "x".repeat(8 * 1024);
+        let calls: Vec<_> = (0..OUTBOX_CAPACITY + 64)
+            .map(|_| {
+                let (session, message) = (Arc::clone(&session), message.clone());
+                tokio::spawn(async move {
+                    let arguments = json!({"message": message});
+                    session
+                        .call_tool("echo", arguments, Duration::from_millis(1500))
+                        .await
+                })
+            })
+            .collect();
+        let mut stalled = 0;
+        for call in calls {
+            match call.await.unwrap() {
+                Err(McpError::Stalled { queued, .. }) => {
+                    assert_eq!(queued, OUTBOX_CAPACITY);
+                    stalled += 1;
+                }
+                Err(McpError::Timeout { .. }) => {}
+                other => panic!("a stuck server cannot answer: {other:?}"),
+            }
+        }
+        assert!(stalled >= 32, "only {stalled} calls found the queue full");
+        Arc::into_inner(session).unwrap().close().await;
     }
 
     #[test]

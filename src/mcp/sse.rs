@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 
 use super::error::McpError;
 use super::http::{client, error_chain, header_map, http_error};
+use super::limits::{cap_events, MAX_MESSAGE_BYTES};
 use super::peer::{CloseReason, Peer};
 use super::session::ConnectOptions;
 
@@ -38,7 +39,7 @@ pub(crate) async fn start(
     url: &str,
     headers: &[(String, String)],
     peer: Arc<Peer>,
-    mut outbox: mpsc::UnboundedReceiver<Value>,
+    mut outbox: mpsc::Receiver<Value>,
     opts: &ConnectOptions,
 ) -> Result<Handle, McpError> {
     let headers = header_map(url, headers)?;
@@ -57,7 +58,7 @@ pub(crate) async fn start(
     if !resp.status().is_success() {
         return Err(http_error(url, resp).await);
     }
-    let mut events = resp.bytes_stream().eventsource();
+    let mut events = cap_events(resp.bytes_stream(), url, MAX_MESSAGE_BYTES).eventsource();
     let wait = opts.fast_window + opts.slow_window;
     let endpoint = tokio::time::timeout(wait, async {
         while let Some(event) = events.next().await {

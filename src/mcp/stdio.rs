@@ -27,7 +27,7 @@ pub(crate) const STDERR_TAIL_LINES: usize = 12;
 pub(crate) fn start(
     spec: &SpawnSpec,
     peer: Arc<Peer>,
-    mut outbox: mpsc::UnboundedReceiver<Value>,
+    mut outbox: mpsc::Receiver<Value>,
 ) -> Result<ProcessGuard, process::SpawnError> {
     let spawned = process::spawn(spec)?;
     let mut stdin = spawned.stdin;

@@ -117,7 +117,9 @@ async fn event_loop(
             .collect();
         let _ = tx.send(Msg::Collector(CollectorMsg::Discovered(existing)));
     }
-    forward_log_lines(tx.clone());
+    // Log lines are read here, by the loop itself: while it is blocked (an editor runs) they
+    // wait in their bounded channel instead of piling up in the unbounded message queue.
+    let mut log_lines = super::log::take_lines();
     let counter = spawn_token_worker(tx.clone());
     let mut effects = Effects {
         tx,
@@ -138,6 +140,7 @@ async fn event_loop(
             () = shutdown.cancelled() => return Ok(Exit::Signalled),
             _ = ticks.tick() => Msg::Tick,
             Some(msg) = rx.recv() => msg,
+            Some(line) = next_log_line(&mut log_lines) => Msg::Launch(LaunchMsg::Log(line)),
             event = events.next() => match event {
                 Some(Ok(Event::Key(key))) => Msg::Key(key),
                 Some(Ok(Event::Mouse(mouse))) => Msg::Mouse(mouse),
@@ -273,18 +276,13 @@ fn spawn_token_worker(
     counter
 }
 
-/// The tracing lines (ours, and the children's tagged `[mcpo#stack]`) into the log pane.
-fn forward_log_lines(tx: mpsc::UnboundedSender<Msg>) {
-    let Some(mut lines) = super::log::take_lines() else {
-        return;
-    };
-    tokio::spawn(async move {
-        while let Some(line) = lines.recv().await {
-            if tx.send(Msg::Launch(LaunchMsg::Log(line))).is_err() {
-                return;
-            }
-        }
-    });
+/// The next tracing line (ours, and the children's tagged `[mcpo#stack]`) for the log pane;
+/// never, when another pane took the lines.
+async fn next_log_line(lines: &mut Option<mpsc::Receiver<String>>) -> Option<String> {
+    match lines {
+        Some(lines) => lines.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Launches every stack as `choice` says; its events and then the outcome go to the app, the
