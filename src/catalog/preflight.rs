@@ -166,8 +166,24 @@ pub fn endpoint(spec: &ServerSpec) -> Endpoint {
     }
 }
 
-/// Connects to one configured server (for `call` and `inspect`).
+/// Connects to one configured server (for `call`, `inspect`, the native bridge), in the
+/// server's span.
 pub async fn connect(entry: &ServerEntry, opts: &ConnectOptions) -> Result<Session, ServerProblem> {
+    connect_in_span(entry, opts).instrument(span(entry)).await
+}
+
+/// The span every line about `entry`'s session is logged in (its reader and writer tasks, and
+/// later requests, included), so `-vv` tells servers apart. ERROR level, so that it is on at
+/// every verbosity: warnings need the name too.
+pub fn span(entry: &ServerEntry) -> tracing::Span {
+    tracing::error_span!("server", name = %entry.qualified)
+}
+
+/// [`connect`], inside a span the caller has entered already.
+async fn connect_in_span(
+    entry: &ServerEntry,
+    opts: &ConnectOptions,
+) -> Result<Session, ServerProblem> {
     let spec = entry
         .spec
         .as_ref()
@@ -221,7 +237,7 @@ async fn run(
     for (index, entry) in entries.iter().enumerate() {
         let entry = entry.clone();
         let connect = opts.connect;
-        let span = tracing::info_span!("preflight", server = %entry.qualified);
+        let span = span(&entry);
         set.spawn(async move { (index, check(entry, connect, keep).await) }.instrument(span));
     }
     let mut reports: Vec<Option<ServerReport>> = vec![None; entries.len()];
@@ -299,7 +315,7 @@ async fn check(
         };
         return (report, None);
     }
-    let session = match connect(&entry, &opts).await {
+    let session = match connect_in_span(&entry, &opts).await {
         Ok(session) => session,
         Err(problem) => return (failed(&entry, transport, problem), None),
     };

@@ -11,6 +11,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::error::McpError;
 use super::limits::{cap_events, read_capped, read_prefix, ERROR_BODY_BYTES, MAX_MESSAGE_BYTES};
@@ -104,28 +105,31 @@ pub(crate) fn start(
             headers.clone(),
             Arc::clone(&state),
         );
-        tokio::spawn(async move {
-            while let Some(msg) = outbox.recv().await {
-                let post = Post {
-                    client: client.clone(),
-                    url: url.clone(),
-                    headers: headers.clone(),
-                    state: Arc::clone(&state),
-                    peer: Arc::clone(&peer),
-                };
-                let is_request = msg.get("method").is_some() && msg.get("id").is_some();
-                if is_request {
-                    // Requests are independent: each POST (and its answer stream) runs on its
-                    // own, so slow tool calls do not hold up the others.
-                    tokio::spawn(post.send(msg));
-                } else {
-                    // Notifications and answers are acknowledged at once (202) and must reach
-                    // the server in order: `tools/list` racing ahead of
-                    // `notifications/initialized` misses tools a server registers on it.
-                    post.send(msg).await;
+        tokio::spawn(
+            async move {
+                while let Some(msg) = outbox.recv().await {
+                    let post = Post {
+                        client: client.clone(),
+                        url: url.clone(),
+                        headers: headers.clone(),
+                        state: Arc::clone(&state),
+                        peer: Arc::clone(&peer),
+                    };
+                    let is_request = msg.get("method").is_some() && msg.get("id").is_some();
+                    if is_request {
+                        // Requests are independent: each POST (and its answer stream) runs on its
+                        // own, so slow tool calls do not hold up the others.
+                        tokio::spawn(post.send(msg).in_current_span());
+                    } else {
+                        // Notifications and answers are acknowledged at once (202) and must reach
+                        // the server in order: `tools/list` racing ahead of
+                        // `notifications/initialized` misses tools a server registers on it.
+                        post.send(msg).await;
+                    }
                 }
             }
-        })
+            .in_current_span(),
+        )
     };
     Ok(Handle {
         writer,

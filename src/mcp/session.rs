@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::duration::Setting;
 use crate::process::{ProcessGuard, SpawnSpec};
@@ -131,6 +132,9 @@ pub struct Session {
     peer: Arc<Peer>,
     connection: Connection,
     info: ServerInfo,
+    /// The span `connect` ran in (the caller names the server there): later requests log in
+    /// it too, whichever task makes them.
+    span: tracing::Span,
 }
 
 impl Session {
@@ -155,6 +159,7 @@ impl Session {
             }
         };
         let mut session = Session {
+            span: tracing::Span::current(),
             peer,
             connection,
             info: ServerInfo {
@@ -253,6 +258,18 @@ impl Session {
     /// Sends a request and waits up to `timeout` for its answer. On timeout the request is
     /// cancelled (`notifications/cancelled`) and a late answer is ignored.
     pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Value, McpError> {
+        let span = self.span.clone();
+        self.request_in_span(method, params, timeout)
+            .instrument(span)
+            .await
+    }
+
+    async fn request_in_span(
         &self,
         method: &str,
         params: Option<Value>,
@@ -393,11 +410,17 @@ impl Session {
     /// Ends the session: a stdio server's whole process group is stopped (TERM, then KILL); an
     /// HTTP session is deleted on the server.
     pub async fn close(self) {
-        match self.connection {
-            Connection::Stdio(guard) => guard.shutdown().await,
-            Connection::Http(handle) => handle.shutdown().await,
-            Connection::Sse(handle) => handle.shutdown(),
+        let span = self.span.clone();
+        async move {
+            tracing::debug!("closing the session");
+            match self.connection {
+                Connection::Stdio(guard) => guard.shutdown().await,
+                Connection::Http(handle) => handle.shutdown().await,
+                Connection::Sse(handle) => handle.shutdown(),
+            }
         }
+        .instrument(span)
+        .await
     }
 
     /// The close error once the reader has recorded why the connection ended (bounded wait).

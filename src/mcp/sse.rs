@@ -9,6 +9,7 @@ use reqwest::header::ACCEPT;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::error::McpError;
 use super::http::{client, error_chain, header_map, http_error};
@@ -105,31 +106,35 @@ pub(crate) async fn start(
                 url,
                 message: "the SSE stream ended".into(),
             });
-        })
+        }
+        .in_current_span())
     };
-    let writer = tokio::spawn(async move {
-        while let Some(msg) = outbox.recv().await {
-            let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
-            let sent = client
-                .post(post_url.clone())
-                .headers(headers.clone())
-                .json(&msg)
-                .send()
-                .await;
-            let error = match sent {
-                Ok(resp) if resp.status().is_success() => continue,
-                Ok(resp) => http_error(post_url.as_str(), resp).await,
-                Err(e) => McpError::Connect {
-                    url: post_url.to_string(),
-                    message: error_chain(&e),
-                },
-            };
-            match request_id {
-                Some(id) => peer.fail(id, error),
-                None => tracing::debug!(%error, "SSE POST failed"),
+    let writer = tokio::spawn(
+        async move {
+            while let Some(msg) = outbox.recv().await {
+                let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
+                let sent = client
+                    .post(post_url.clone())
+                    .headers(headers.clone())
+                    .json(&msg)
+                    .send()
+                    .await;
+                let error = match sent {
+                    Ok(resp) if resp.status().is_success() => continue,
+                    Ok(resp) => http_error(post_url.as_str(), resp).await,
+                    Err(e) => McpError::Connect {
+                        url: post_url.to_string(),
+                        message: error_chain(&e),
+                    },
+                };
+                match request_id {
+                    Some(id) => peer.fail(id, error),
+                    None => tracing::debug!(%error, "SSE POST failed"),
+                }
             }
         }
-    });
+        .in_current_span(),
+    );
     Ok(Handle {
         tasks: vec![reader, writer],
     })

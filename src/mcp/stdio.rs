@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
-use crate::process::{self, ProcessGuard, SpawnSpec};
+use crate::process::{self, Exit, ProcessGuard, SpawnSpec, StderrHandle};
 
 use super::framing::LineReader;
 use super::peer::{CloseReason, Peer};
@@ -24,61 +26,80 @@ const SETTLE: Duration = Duration::from_secs(1);
 pub(crate) const STDERR_TAIL_LINES: usize = 12;
 
 /// Spawns the server and the tasks that move messages between it and `peer`.
+///
+/// Both tasks log inside the caller's span (the server's name, set by `catalog::connect`), so
+/// `-vv` can tell servers apart when many are checked at once.
 pub(crate) fn start(
     spec: &SpawnSpec,
     peer: Arc<Peer>,
-    mut outbox: mpsc::Receiver<Value>,
+    outbox: mpsc::Receiver<Value>,
 ) -> Result<ProcessGuard, process::SpawnError> {
     let spawned = process::spawn(spec)?;
-    let mut stdin = spawned.stdin;
-    tokio::spawn(async move {
-        while let Some(msg) = outbox.recv().await {
-            let mut line = msg.to_string();
-            line.push('\n');
-            if let Err(e) = async {
-                stdin.write_all(line.as_bytes()).await?;
-                stdin.flush().await
-            }
-            .await
-            {
-                // The reader sees the end of the process and fails what is pending.
-                tracing::debug!(error = %e, "writing to server stdin failed");
-                break;
-            }
-        }
-    });
-
+    tokio::spawn(write_messages(spawned.stdin, outbox).in_current_span());
     let guard = spawned.guard;
-    let mut exit = guard.exit_watch();
-    let stderr = guard.stderr_handle();
-    let mut reader = LineReader::new(BufReader::with_capacity(64 * 1024, spawned.stdout));
-    tokio::spawn(async move {
-        let mut exited_at: Option<tokio::time::Instant> = None;
-        loop {
-            let deadline = exited_at.map(|t| t + EXIT_DRAIN);
-            tokio::select! {
-                next = reader.next_value() => match next {
-                    Ok(Some(value)) => peer.handle(value),
-                    Ok(None) | Err(_) => break,
-                },
-                changed = exit.changed(), if exited_at.is_none() => {
-                    if changed.is_err() || exit.borrow().is_some() {
-                        exited_at = Some(tokio::time::Instant::now());
-                    }
-                }
-                _ = sleep_until(deadline), if deadline.is_some() => break,
-            }
-        }
-        let _ = tokio::time::timeout(SETTLE, exit.wait_for(Option::is_some)).await;
-        // Give the stderr drain a moment to catch the final lines.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let status = *exit.borrow();
-        peer.close(CloseReason::Exited {
-            exit: status,
-            stderr_tail: stderr.tail(STDERR_TAIL_LINES),
-        });
-    });
+    let reader = LineReader::new(BufReader::with_capacity(64 * 1024, spawned.stdout));
+    let ends = Ends {
+        exit: guard.exit_watch(),
+        stderr: guard.stderr_handle(),
+    };
+    tokio::spawn(read_messages(reader, ends, peer).in_current_span());
     Ok(guard)
+}
+
+/// Writes each queued message as one line to the server's stdin, until the queue closes or the
+/// pipe breaks (the reader then sees the end of the process and fails what is pending).
+async fn write_messages(mut stdin: ChildStdin, mut outbox: mpsc::Receiver<Value>) {
+    while let Some(msg) = outbox.recv().await {
+        let mut line = msg.to_string();
+        line.push('\n');
+        let written = async {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.flush().await
+        };
+        if let Err(e) = written.await {
+            tracing::debug!(error = %e, "writing to server stdin failed");
+            break;
+        }
+    }
+}
+
+/// How the process ended: its exit status and stderr, for the close reason.
+struct Ends {
+    exit: watch::Receiver<Option<Exit>>,
+    stderr: StderrHandle,
+}
+
+/// Hands every message on stdout to `peer` until stdout ends (or, once the process exited,
+/// until [`EXIT_DRAIN`] passed), then closes `peer` with the exit status and stderr tail.
+async fn read_messages(
+    mut reader: LineReader<BufReader<ChildStdout>>,
+    mut ends: Ends,
+    peer: Arc<Peer>,
+) {
+    let mut exited_at: Option<tokio::time::Instant> = None;
+    loop {
+        let deadline = exited_at.map(|t| t + EXIT_DRAIN);
+        tokio::select! {
+            next = reader.next_value() => match next {
+                Ok(Some(value)) => peer.handle(value),
+                Ok(None) | Err(_) => break,
+            },
+            changed = ends.exit.changed(), if exited_at.is_none() => {
+                if changed.is_err() || ends.exit.borrow().is_some() {
+                    exited_at = Some(tokio::time::Instant::now());
+                }
+            }
+            _ = sleep_until(deadline), if deadline.is_some() => break,
+        }
+    }
+    let _ = tokio::time::timeout(SETTLE, ends.exit.wait_for(Option::is_some)).await;
+    // Give the stderr drain a moment to catch the final lines.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let status = *ends.exit.borrow();
+    peer.close(CloseReason::Exited {
+        exit: status,
+        stderr_tail: ends.stderr.tail(STDERR_TAIL_LINES),
+    });
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

@@ -482,3 +482,51 @@ fn a_string_id_with_our_digits_is_not_our_answer() {
         "{out}"
     );
 }
+
+/// With several servers checked at once, `-vv` must tell them apart: every line about a
+/// session — the reader's and writer's included — names its server, on stderr and in
+/// `--log-file` alike. (The reader's lines carried no name: a handshake could not be followed.)
+#[test]
+fn every_session_line_at_vv_names_its_server() {
+    let out = Cmd::new()
+        .config_json(json!({"mcpServers": {
+            "alpha": fault(&["--banner", "2"]),
+            "beta": fault(&["--noisy"]),
+        }}))
+        .args(["list", "-vv", "--log-file", "vv.log"])
+        .stderr_any()
+        .run();
+    let log = std::fs::read_to_string(out.path("vv.log")).unwrap();
+    for (origin, text) in [
+        ("stderr", out.stderr.as_str()),
+        ("--log-file", log.as_str()),
+    ] {
+        let about_sessions: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                [
+                    "→ request",
+                    "← response",
+                    "→ notification",
+                    "connection closed",
+                    "skipped non-JSON",
+                ]
+                .iter()
+                .any(|m| l.contains(m))
+            })
+            .collect();
+        for name in ["alpha", "beta"] {
+            let named = format!("server{{name={name}}}");
+            let lines = about_sessions.iter().filter(|l| l.contains(&named)).count();
+            assert!(lines >= 5, "{origin}: {lines} lines name {name}:\n{text}");
+        }
+        let unnamed: Vec<_> = about_sessions
+            .iter()
+            .filter(|l| !l.contains("server{name="))
+            .collect();
+        assert!(
+            unnamed.is_empty(),
+            "{origin}: lines without a server: {unnamed:#?}"
+        );
+    }
+}
