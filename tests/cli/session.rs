@@ -175,11 +175,17 @@ async fn concurrent_answers_never_cross() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dying_server_fails_pending_requests_at_once() {
-    let session = within(10, connect(&[])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let session = within(10, connect(&["--log", log.to_str().unwrap()])).await;
     let started = Instant::now();
     let hang = session.call_tool("hang", json!({}), Duration::from_secs(30));
     let crash = async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The crash must come while the hang is pending: once the server has it.
+        until(10, "the server received the hang", || {
+            std::fs::read_to_string(&log).is_ok_and(|t| t.contains("\"hang\""))
+        })
+        .await;
         session
             .call_tool("crash", json!({}), Duration::from_secs(30))
             .await
@@ -333,8 +339,11 @@ fn pid_gone_now(pid: i32) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stderr_tail_is_bounded_and_recent() {
     let session = within(10, connect(&["--stderr-flood", "2"])).await;
-    // The flood was written before the initialize answer; give the drain a moment.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The flood was written before the initialize answer; the drain may lag behind it.
+    until(5, "the stderr tail holds 12 lines", || {
+        session.stderr_tail().lines().count() == 12
+    })
+    .await;
     let tail = session.stderr_tail();
     let lines: Vec<&str> = tail.lines().collect();
     assert!(!lines.is_empty() && lines.len() <= 12, "{tail}");

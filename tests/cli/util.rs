@@ -707,6 +707,16 @@ pub async fn within<F: std::future::Future>(secs: u64, future: F) -> F::Output {
         .unwrap_or_else(|_| panic!("did not finish within {secs}s"))
 }
 
+/// Waits until `condition` holds, checking every 10 ms, failing the test after `secs` with
+/// `what`. For ordering events: never a fixed sleep.
+pub async fn until(secs: u64, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !condition() {
+        assert!(Instant::now() < deadline, "not within {secs}s: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 #[test]
 fn shell_words_undo_the_quoting_of_example_calls() {
     assert_eq!(

@@ -429,7 +429,8 @@ async fn a_crash_is_a_502_then_one_restart_after_the_backoff() {
     assert!(wait <= Duration::from_secs(1));
     assert!(down.last_error.unwrap().contains("exited with code 7"));
 
-    // After the backoff, concurrent callers share one restart.
+    // After the backoff (a deadline the bridge states, not an event to order), concurrent
+    // callers share one restart.
     tokio::time::sleep(wait + Duration::from_millis(100)).await;
     let calls = (0..20).map(|i| bridge.call("/fault/echo", json!({"message": format!("m{i}")})));
     for (i, answer) in futures_util::future::join_all(calls)
@@ -501,7 +502,10 @@ async fn two_hundred_concurrent_calls_get_their_own_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_calls_and_leaves_no_server_process() {
-    let bridge = Running::start(vec![fault(&[]), everything()], LONG).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let fault = fault(&["--log", log.to_str().unwrap()]);
+    let bridge = Running::start(vec![fault, everything()], LONG).await;
     let connected = bridge.bridge.connect_all().await;
     assert!(connected.iter().all(|(_, r)| r.is_ok()), "{connected:?}");
     let pgids: Vec<i32> = bridge
@@ -516,7 +520,15 @@ async fn shutdown_ends_calls_and_leaves_no_server_process() {
         let url = format!("{}/fault/hang", bridge.url);
         tokio::spawn(async move { http.post(url).bearer_auth(KEY).send().await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Stop only once the call is in flight: the server has received it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("\"hang\"")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hang never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     bridge.stop().await;
     let hung = hung
         .await
