@@ -66,7 +66,7 @@ pub async fn run(args: DownArgs, global: &GlobalArgs) -> Result<Outcome, CliErro
         let stacks: Vec<_> = chosen
             .iter()
             .zip(&reports)
-            .map(|(s, r)| json!({"stack": s.name, "stopped": r.stopped, "survivors": r.survivors}))
+            .map(|(s, r)| json!({"stack": s.name, "stopped": r.stopped, "survivors": r.survivors, "refused": r.refused}))
             .collect();
         output::print_json(&json!({"success": clean, "stacks": stacks}))?;
     } else if chosen.is_empty() {
@@ -74,6 +74,9 @@ pub async fn run(args: DownArgs, global: &GlobalArgs) -> Result<Outcome, CliErro
     } else {
         let (head, good, bad) = (style::HEAD, style::GOOD, style::BAD);
         for (s, r) in chosen.iter().zip(&reports) {
+            for line in &r.refused {
+                anstream::eprintln!("warning: {}: left alone, {line}", s.name);
+            }
             if r.survivors.is_empty() {
                 let what = if r.stopped.is_empty() {
                     "nothing was left running".to_string()

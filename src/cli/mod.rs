@@ -246,7 +246,8 @@ impl CliError {
     pub fn is_usage(&self) -> bool {
         match self {
             CliError::Server { problem, .. } => matches!(**problem, ServerProblem::Config(_)),
-            CliError::Stdin(_) | CliError::Output(_) | CliError::State(_) => false,
+            CliError::State(e) => matches!(e, crate::launch::state::StateError::Escapes { .. }),
+            CliError::Stdin(_) | CliError::Output(_) => false,
             CliError::Tui(e) => matches!(e, crate::tui::TuiError::NoTerminal(_)),
             CliError::Launch(_) => false,
             CliError::Overrides(_) => true,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::mcp::limits::read_capped;
+use crate::process::{vouch, Expect};
 
 use super::front::RELOAD_PATH;
 use super::state::{BridgeServerState, ProcessRecord, StackState};
@@ -154,12 +155,19 @@ pub struct StopReport {
     pub stopped: Vec<String>,
     /// Processes still running afterwards (should be empty).
     pub survivors: Vec<String>,
+    /// Recorded processes left alone because nothing proves we started them (a planted or
+    /// outdated record), each with why.
+    pub refused: Vec<String>,
 }
 
 /// Stops recorded stacks: asks each distinct supervising `up` once to stop (SIGTERM, by pid
 /// only — it shares a process group with the user's shell; a second signal would make it give
 /// up its graceful stop), waits for it, then ends whatever recorded group remains. Reports
 /// come back in the order of `stacks`.
+///
+/// The state file is not trusted (a project may be someone else's checkout): a supervisor is
+/// signalled only when it runs mcp-launch, a group only when it was started by that very
+/// supervisor — each with its recorded start time, as the current user (`process::vouch`).
 pub async fn stop(stacks: &[StackState]) -> Vec<StopReport> {
     let mut supervisors: Vec<ProcessRecord> = Vec::new();
     for s in stacks {
@@ -167,29 +175,19 @@ pub async fn stop(stacks: &[StackState]) -> Vec<StopReport> {
             supervisors.push(s.supervisor);
         }
     }
-    let mut outcomes: Vec<Option<(bool, String)>> =
+    let mut outcomes: Vec<Option<Outcome>> =
         futures_util::future::join_all(supervisors.iter().map(stop_supervisor)).await;
     let mut reports = Vec::with_capacity(stacks.len());
     for s in stacks {
         let mut report = StopReport::default();
         // The supervisor's outcome goes to the first stack it ran.
         let i = supervisors.iter().position(|p| *p == s.supervisor);
-        if let Some((stopped, line)) = i.and_then(|i| outcomes[i].take()) {
-            if stopped {
-                report.stopped.push(line);
-            } else {
-                report.survivors.push(line);
-            }
+        if let Some(outcome) = i.and_then(|i| outcomes[i].take()) {
+            report.add(outcome);
         }
         for (what, process) in s.groups() {
-            if !process.group_alive() {
-                continue;
-            }
-            let line = format!("{what} (process group {})", process.pgid);
-            if crate::process::stop_group(process.pgid, GROUP_GRACE).await {
-                report.stopped.push(line);
-            } else {
-                report.survivors.push(line);
+            if let Some(outcome) = stop_recorded(&what, process, s.supervisor).await {
+                report.add(outcome);
             }
         }
         reports.push(report);
@@ -197,28 +195,84 @@ pub async fn stop(stacks: &[StackState]) -> Vec<StopReport> {
     reports
 }
 
-/// Stops one supervising `up`: `None` when it was not running, else whether it is gone and a
-/// line saying what happened.
-async fn stop_supervisor(supervisor: &ProcessRecord) -> Option<(bool, String)> {
+/// What happened to one recorded process.
+enum Outcome {
+    Stopped(String),
+    Survived(String),
+    Refused(String),
+}
+
+impl StopReport {
+    fn add(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Stopped(line) => self.stopped.push(line),
+            Outcome::Survived(line) => self.survivors.push(line),
+            Outcome::Refused(line) => self.refused.push(line),
+        }
+    }
+}
+
+/// Ends one recorded group started by `supervisor`; `None` when it no longer runs.
+async fn stop_recorded(
+    what: &str,
+    process: ProcessRecord,
+    supervisor: ProcessRecord,
+) -> Option<Outcome> {
+    if !process.group_alive() {
+        return None;
+    }
+    let line = format!("{what} (process group {})", process.pgid);
+    let Some(started) = supervisor.started else {
+        return Some(Outcome::Refused(format!(
+            "{line}: its supervisor was recorded without a start time"
+        )));
+    };
+    let expect = Expect::ChildOf {
+        pid: supervisor.pgid,
+        started,
+    };
+    Some(
+        match crate::process::stop_recorded_group(
+            process.pgid,
+            process.started,
+            &expect,
+            GROUP_GRACE,
+        )
+        .await
+        {
+            Ok(true) => Outcome::Stopped(line),
+            Ok(false) => Outcome::Survived(line),
+            Err(why) => Outcome::Refused(format!("{line}: {why}")),
+        },
+    )
+}
+
+/// Stops one supervising `up`: `None` when it was not running.
+async fn stop_supervisor(supervisor: &ProcessRecord) -> Option<Outcome> {
     let supervisor = *supervisor;
     if !supervisor.process_alive() {
         return None;
     }
+    let line = format!("mcp-launch up (pid {})", supervisor.pgid);
+    let ours = Expect::Program(vec![crate::process::own_program(), "mcp-launch".into()]);
+    let vouched = || vouch(supervisor.pgid, supervisor.started, &ours);
+    if let Err(why) = vouched() {
+        return Some(Outcome::Refused(format!("{line}: {why}")));
+    }
     let pid = nix::unistd::Pid::from_raw(supervisor.pgid);
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
     if wait_until(|| !supervisor.process_alive(), SUPERVISOR_GRACE).await {
-        return Some((true, format!("mcp-launch up (pid {})", supervisor.pgid)));
+        return Some(Outcome::Stopped(line));
     }
-    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    if vouched().is_ok() {
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    }
     let gone = wait_until(|| !supervisor.process_alive(), Duration::from_secs(2)).await;
-    Some((
-        gone,
-        format!(
-            "mcp-launch up (pid {}{})",
-            supervisor.pgid,
-            if gone { ", killed" } else { "" }
-        ),
-    ))
+    Some(if gone {
+        Outcome::Stopped(format!("{line}, killed"))
+    } else {
+        Outcome::Survived(line)
+    })
 }
 
 async fn wait_until(done: impl Fn() -> bool, limit: Duration) -> bool {

@@ -31,6 +31,16 @@ pub enum StateError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// `.mcp-launch` is a symlink that leads out of the project.
+    #[error(
+        "{dir} is a symlink to {target}, outside the project; project state is not followed there"
+    )]
+    Escapes {
+        /// The `.mcp-launch` directory.
+        dir: PathBuf,
+        /// Where the symlink leads.
+        target: PathBuf,
+    },
     /// The file is not the JSON we write.
     #[error("{path} is not a valid state file: {message}")]
     Corrupt {
@@ -46,6 +56,7 @@ impl StateError {
     pub fn kind(&self) -> &'static str {
         match self {
             StateError::Io { .. } => "state_io",
+            StateError::Escapes { .. } => "state_dir_escapes",
             StateError::Corrupt { .. } => "state_corrupt",
         }
     }
@@ -56,6 +67,10 @@ impl StateError {
             StateError::Io { path, .. } => format!(
                 "check that {} exists and is writable by you",
                 path.parent().unwrap_or(Path::new(".")).display()
+            ),
+            StateError::Escapes { dir, .. } => format!(
+                "remove the symlink (`rm {}`) and run the command again: mcp-launch keeps a project's state inside the project",
+                dir.display()
             ),
             StateError::Corrupt { path, .. } => format!(
                 "stop leftover processes with `mcp-launch down --force`, which also removes {}",
@@ -260,6 +275,7 @@ impl StateFile {
 
     /// Reads the state; a missing file is an empty state.
     pub fn read(&self) -> Result<State, StateError> {
+        self.check_dir()?;
         match std::fs::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| StateError::Corrupt {
                 path: self.path.clone(),
@@ -309,7 +325,31 @@ impl StateFile {
         write_private_atomically(&self.path, &bytes).map_err(|e| io("write", e))
     }
 
+    /// Refuses a `.mcp-launch` that is a symlink leading out of the project: a planted link
+    /// would make us read (and trust) state from, and write keys to, anywhere.
+    fn check_dir(&self) -> Result<(), StateError> {
+        let Some(dir) = self.path.parent() else {
+            return Ok(());
+        };
+        let is_link = std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            return Ok(());
+        }
+        let project = dir.parent().and_then(|p| p.canonicalize().ok());
+        let target = dir
+            .canonicalize()
+            .unwrap_or_else(|_| std::fs::read_link(dir).unwrap_or_default());
+        match project {
+            Some(project) if target.starts_with(&project) => Ok(()),
+            _ => Err(StateError::Escapes {
+                dir: dir.to_path_buf(),
+                target,
+            }),
+        }
+    }
+
     fn lock(&self) -> Result<Flock<File>, StateError> {
+        self.check_dir()?;
         let lock_path = self.path.with_file_name("state.lock");
         let io = |action, source| StateError::Io {
             action,
@@ -418,6 +458,29 @@ mod tests {
         assert!(err.to_string().contains("state.json"), "{err}");
         // reset_with treats it as empty.
         file.reset_with(|s| s.stacks.push(stack("a"))).unwrap();
+        assert_eq!(file.read().unwrap().stacks.len(), 1);
+    }
+
+    #[test]
+    fn a_state_dir_linked_out_of_the_project_is_refused() {
+        let project = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), project.path().join(".mcp-launch")).unwrap();
+        let file = StateFile::in_project(project.path());
+        let err = file.read().unwrap_err();
+        assert_eq!(err.kind(), "state_dir_escapes", "{err}");
+        assert!(err.help().contains("rm "), "{}", err.help());
+        assert!(file.update(|s| s.stacks.push(stack("a"))).is_err());
+        assert_eq!(
+            std::fs::read_dir(elsewhere.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+        // A link inside the project is the user's own arrangement.
+        std::fs::remove_file(project.path().join(".mcp-launch")).unwrap();
+        std::fs::create_dir(project.path().join("state")).unwrap();
+        std::os::unix::fs::symlink("state", project.path().join(".mcp-launch")).unwrap();
+        file.update(|s| s.stacks.push(stack("a"))).unwrap();
         assert_eq!(file.read().unwrap().stacks.len(), 1);
     }
 

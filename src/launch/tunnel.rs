@@ -222,10 +222,18 @@ fn cloudflared_args(spec: &TunnelSpec) -> Vec<String> {
 }
 
 fn spawn_spec(spec: &TunnelSpec) -> SpawnSpec {
+    // No child inherits TUNNEL_TOKEN (`process::WITHHELD_ENV`); cloudflared, the one that
+    // needs it, is handed it explicitly.
+    let mut env = spec.env.clone();
+    if !env.iter().any(|(key, _)| key == TOKEN_ENV) {
+        if let Some(token) = std::env::var_os(TOKEN_ENV) {
+            env.push((TOKEN_ENV.into(), token.to_string_lossy().into_owned()));
+        }
+    }
     SpawnSpec {
         program: spec.program.to_string_lossy().into_owned(),
         args: cloudflared_args(spec),
-        env: spec.env.clone(),
+        env,
         cwd: None,
     }
 }

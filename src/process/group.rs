@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::signal_group;
+use super::vouch::{vouch, Expect, Untrusted};
 
 /// The pids of the running (not zombie) processes of group `pgid`.
 pub fn live_members(pgid: i32) -> Vec<i32> {
@@ -50,12 +51,10 @@ pub fn is_running(pid: i32, started: Option<u64>) -> bool {
 /// Ends group `pgid`: SIGTERM, up to `grace` for it to go, then SIGKILL and up to two more
 /// seconds. Descendants that left the group (mcpo starts each server in a session of its own)
 /// are found first and ended after it: they would outlive a group kill. Returns true when no
-/// member and no such descendant remains.
+/// member and no such descendant remains. For a group we hold a guard of; a group a file
+/// recorded goes through [`stop_recorded_group`].
 pub async fn stop_group(pgid: i32, grace: Duration) -> bool {
-    let strays: Vec<i32> = descendants(pgid)
-        .into_iter()
-        .filter(|&pid| stat_fields(pid).is_some_and(|f| f.pgrp != pgid))
-        .collect();
+    let strays = strays_of(pgid);
     signal_group(pgid, Signal::SIGTERM);
     let mut gone = wait_gone(pgid, grace).await;
     if !gone {
@@ -65,23 +64,75 @@ pub async fn stop_group(pgid: i32, grace: Duration) -> bool {
     gone & end_strays(&strays).await
 }
 
-/// Ends processes that outlived their parent's group: TERM, a short grace (their parent's exit
-/// usually closed their stdin and they are leaving anyway), then KILL.
-async fn end_strays(pids: &[i32]) -> bool {
+/// Ends group `pgid` that a file recorded (leader started at `started`), as [`stop_group`]
+/// does, but only when its leader is vouched for first (see [`vouch`]). When the leader is gone
+/// and `expect` names the `up` that started the group, each remaining member is vouched for on
+/// its own (by the marker in its environment) and ended one by one; otherwise nothing proves
+/// the group is ours and it is left alone.
+pub async fn stop_recorded_group(
+    pgid: i32,
+    started: Option<u64>,
+    expect: &Expect,
+    grace: Duration,
+) -> Result<bool, Untrusted> {
+    match vouch(pgid, started, expect) {
+        // Vouched just now: the pid cannot be reused while it leads a live group, so the
+        // signals reach the group we checked (strays are re-checked one by one).
+        Ok(()) => Ok(stop_group(pgid, grace).await),
+        Err(Untrusted::Gone(_)) if matches!(expect, Expect::ChildOf { .. }) => {
+            let members: Vec<(i32, u64)> = live_members(pgid)
+                .into_iter()
+                .filter_map(|pid| Some((pid, start_time(pid)?)))
+                .filter(|&(pid, started)| vouch(pid, Some(started), expect).is_ok())
+                .collect();
+            if members.is_empty() {
+                return Err(Untrusted::Gone(pgid));
+            }
+            let mut all = members.clone();
+            for &(pid, _) in &members {
+                all.extend(strays_of(pid));
+            }
+            Ok(end_strays(&all).await)
+        }
+        Err(why) => Err(why),
+    }
+}
+
+/// Descendants of `pgid`'s leader outside its group, each with its start time, so that each
+/// can be checked again right before it is signalled.
+fn strays_of(pgid: i32) -> Vec<(i32, u64)> {
+    descendants(pgid)
+        .into_iter()
+        .filter_map(|pid| {
+            stat_fields(pid)
+                .filter(|f| f.pgrp != pgid)
+                .map(|f| (pid, f.start_time))
+        })
+        .collect()
+}
+
+/// Ends processes one by one (strays that left their parent's group, or what remains of a
+/// group whose leader is gone): TERM, a short grace (their parent's exit usually closed their
+/// stdin and they are leaving anyway), then KILL. Each is signalled only while it is still the
+/// process found (same start time, not a zombie).
+async fn end_strays(strays: &[(i32, u64)]) -> bool {
     use nix::sys::signal::kill;
     use nix::unistd::Pid;
+    let pids: Vec<i32> = strays.iter().map(|(pid, _)| *pid).collect();
     for (signal, grace) in [
         (Signal::SIGTERM, Duration::from_millis(500)),
         (Signal::SIGKILL, Duration::from_secs(1)),
     ] {
-        if wait_until_dead(pids, grace).await {
+        if wait_until_dead(&pids, grace).await {
             return true;
         }
-        for pid in pids.iter().filter(|p| is_running(**p, None)) {
-            let _ = kill(Pid::from_raw(*pid), signal);
+        for &(pid, started) in strays {
+            if is_running(pid, Some(started)) {
+                let _ = kill(Pid::from_raw(pid), signal);
+            }
         }
     }
-    wait_until_dead(pids, Duration::from_secs(2)).await
+    wait_until_dead(&pids, Duration::from_secs(2)).await
 }
 
 async fn wait_until_dead(pids: &[i32], limit: Duration) -> bool {

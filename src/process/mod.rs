@@ -12,6 +12,7 @@
 mod group;
 mod ring;
 mod service;
+mod vouch;
 mod which;
 
 use std::ffi::OsString;
@@ -28,10 +29,12 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 pub use group::{
-    descendants, is_ours, is_running, live_members, start_time, stop_group, wait_gone,
+    descendants, is_ours, is_running, live_members, start_time, stop_group, stop_recorded_group,
+    wait_gone,
 };
 pub use ring::StderrRing;
 pub use service::{spawn_service, LineSink};
+pub use vouch::{own_program, parent_marker, vouch, Expect, Untrusted, PARENT_ENV};
 pub use which::{which, which_in};
 
 /// How long a process group gets between SIGTERM and SIGKILL on a graceful shutdown. Servers
@@ -41,6 +44,11 @@ pub const TERM_GRACE: Duration = Duration::from_millis(500);
 /// Bytes of stderr kept per child. Enough for the last few dozen lines of a stack trace; a
 /// stderr flood of megabytes costs no more than this.
 pub const STDERR_RING_BYTES: usize = 64 * 1024;
+
+/// Variables of ours that no child inherits: the keys of our own fronts and tunnels are none
+/// of a third-party server's business. A child that needs one gets it through its
+/// [`SpawnSpec::env`] (cloudflared gets `TUNNEL_TOKEN` that way).
+pub const WITHHELD_ENV: &[&str] = &["MCP_LAUNCH_API_KEY", "TUNNEL_TOKEN"];
 
 /// What to start: program, arguments, environment overlay and working directory.
 #[derive(Debug, Clone, Default)]
@@ -157,7 +165,11 @@ fn start(spec: &SpawnSpec, stdin: Stdio) -> Result<tokio::process::Child, SpawnE
         }
     }
     let mut cmd = Command::new(&spec.program);
+    for key in WITHHELD_ENV {
+        cmd.env_remove(key);
+    }
     cmd.args(&spec.args)
+        .env(PARENT_ENV, parent_marker())
         .envs(
             spec.env
                 .iter()

@@ -23,6 +23,7 @@ mod native_startup;
 mod overrides;
 mod remote;
 mod search;
+mod security;
 mod session;
 mod tokens;
 mod tui;

@@ -140,7 +140,12 @@ fn down_ends_the_servers_of_a_killed_up() {
     let status = cmd.cmd().args(["status", "--json"]).status(1).run();
     assert_eq!(status.json()["stacks"][0]["status"], "stale");
     let down = cmd.cmd().args(["down"]).stderr_any().run();
-    assert!(down.stdout.contains("server fault"), "{}", down.stdout);
+    assert!(
+        down.stdout.contains("server fault"),
+        "{}\n{}",
+        down.stdout,
+        down.stderr
+    );
     assert_pid_gone(grandchild, "the grandchild after down");
     // `front` drops here: its SIGTERM finds `up` already gone.
 }

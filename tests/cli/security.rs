@@ -1,0 +1,142 @@
+//! Security properties (issue: untrusted repos, planted state, secrets that leak), one test per
+//! defence, each against the real binary.
+
+use serde_json::json;
+
+use crate::util::{everything, Cmd};
+
+/// A third-party server never receives our own secrets: `MCP_LAUNCH_API_KEY` and
+/// `TUNNEL_TOKEN` are withheld from every child (cloudflared alone is handed the token). It
+/// does receive the marker that lets `down` recognise what we started.
+#[test]
+fn children_do_not_inherit_our_secrets() {
+    let out = Cmd::new()
+        .config_json(json!({"mcpServers": {"everything": everything()}}))
+        .env("MCP_LAUNCH_API_KEY", "front-key-that-servers-must-not-see")
+        .env("TUNNEL_TOKEN", "tunnel-token-that-servers-must-not-see")
+        .args(["call", "everything", "get-env", "--json"])
+        .run()
+        .json();
+    let env = out["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(env.contains("\"HOME\""), "the server's environment: {env}");
+    assert!(
+        !env.contains("must-not-see"),
+        "a secret reached the server: {env}"
+    );
+    assert!(env.contains("MCP_LAUNCH_PARENT"), "{env}");
+}
+
+/// A process of ours that mcp-launch did not start: leads its own group, as recorded groups do.
+struct Bystander(std::process::Child);
+
+impl Bystander {
+    fn start() -> Bystander {
+        use std::os::unix::process::CommandExt;
+        let child = std::process::Command::new("sleep")
+            .arg("1000")
+            .process_group(0)
+            .spawn()
+            .expect("sleep starts");
+        let pid = child.id() as i32;
+        // Wait for the exec: a fresh fork still has the test binary's start time and name.
+        for _ in 0..500 {
+            if std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep"))
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Bystander(child)
+    }
+
+    fn record(&self) -> serde_json::Value {
+        let pid = self.0.id() as i32;
+        json!({"pgid": pid, "started": mcp_launch::process::start_time(pid)})
+    }
+
+    fn alive(&self) -> bool {
+        crate::util::pid_alive(self.0.id() as i32)
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn planted_stack(
+    name: &str,
+    supervisor: serde_json::Value,
+    groups: serde_json::Value,
+) -> serde_json::Value {
+    let mut stack = json!({
+        "name": name, "config": "/nonexistent/c.json", "supervisor": supervisor,
+        "controller": "mcpo", "controller_process": null, "controller_port": 1,
+        "host": "127.0.0.1", "port": 1, "tunnel": "none", "tunnel_process": null,
+        "public_url": "http://127.0.0.1:1", "api_key": "k", "admin_token": "t",
+        "operations": 0, "started_at": "2026-01-01T00:00:00Z",
+    });
+    for (key, value) in groups.as_object().unwrap() {
+        stack[key] = value.clone();
+    }
+    stack
+}
+
+/// A planted `state.json` cannot make `down` signal what we did not start: pid/pgid 1 with no
+/// start time (which `descendants(1)` turned into every process of the user), a process of ours
+/// recorded with its true start time but not running mcp-launch, and a group it did not start.
+#[test]
+fn a_planted_state_file_makes_down_signal_nothing_it_did_not_start() {
+    let (supervisor, group) = (Bystander::start(), Bystander::start());
+    let state = json!({"version": 1, "stacks": [
+        planted_stack("init", json!({"pgid": 1, "started": null}),
+            json!({"controller_process": {"pgid": 1, "started": null}})),
+        planted_stack("mine", supervisor.record(),
+            json!({"tunnel": "quick", "tunnel_process": group.record()})),
+    ]});
+    let cmd = Cmd::new().file(".mcp-launch/state.json", &state.to_string());
+    let out = cmd.cmd().args(["down", "--json"]).run().json();
+    assert!(
+        supervisor.alive() && group.alive(),
+        "down signalled a bystander: {out}"
+    );
+    let refused: Vec<String> = out["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["refused"].as_array().unwrap().iter())
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    let all = refused.join("\n");
+    assert!(all.contains("pid 1 is reserved"), "{all}");
+    assert!(
+        all.contains("runs \"sleep\", which this stack never started"),
+        "{all}"
+    );
+    assert!(
+        all.contains("was not started by the recorded mcp-launch up"),
+        "{all}"
+    );
+    assert!(
+        !cmd.path(".mcp-launch/state.json").exists(),
+        "the planted records are dropped"
+    );
+}
+
+/// `.mcp-launch` as a symlink out of the project is refused, never followed.
+#[test]
+fn a_state_dir_linked_out_of_the_project_is_refused() {
+    let cmd = Cmd::new();
+    let elsewhere = cmd.mkdir("elsewhere");
+    let project = cmd.mkdir("project");
+    std::os::unix::fs::symlink(&elsewhere, project.join(".mcp-launch")).unwrap();
+    let out = cmd
+        .cmd()
+        .current_dir("project")
+        .args(["down", "--json"])
+        .status(2)
+        .run();
+    assert_eq!(out.error()["type"], "state_dir_escapes", "{out}");
+}
