@@ -12,6 +12,8 @@
 //! - [`duration`]: the one checked reader of durations from flags and environment variables.
 //! - [`launch`]: stacks — controllers, the front proxy, the merged OpenAPI, tunnels, state and
 //!   supervision.
+//! - [`project`]: the project's `.mcp-launch/` directory (created with a `.gitignore` that keeps
+//!   secrets out of git) and the secret files git tracks anyway.
 //! - [`process`]: the one way we spawn and end child processes (own process group, stderr ring
 //!   buffer, kill-the-group on drop).
 //! - [`search`]: BM25, regex and exact search over tool definitions, with a persisted index.
@@ -29,5 +31,6 @@ pub mod launch;
 pub mod mcp;
 pub mod output;
 pub mod process;
+pub mod project;
 pub mod search;
 pub mod tui;

@@ -22,7 +22,7 @@ fn main() -> ExitCode {
     ) {
         Ok(guard) => guard,
         Err(e) => {
-            eprintln!("error: cannot open log file: {e:#}\n  help: check that the directory of --log-file exists and is writable");
+            eprintln!("error: cannot open log file: {e:#}\n  help: check that the directory of --log-file exists and is writable, and that the path is not a symlink (log files are never opened through one)");
             return ExitCode::from(2);
         }
     };
@@ -188,10 +188,16 @@ fn init_logging(
     };
     let (file_layer, guard) = match &global.log_file {
         Some(path) => {
+            // Logs may quote what servers said: owner-only, and never through a symlink
+            // someone planted at that name.
+            use std::os::unix::fs::OpenOptionsExt;
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(path)?;
+                .mode(0o600)
+                .custom_flags(nix::libc::O_NOFOLLOW)
+                .open(path)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             let (writer, guard) = tracing_appender::non_blocking(file);
             let file_level = if global.verbose >= 3 {
                 "trace"

@@ -49,8 +49,8 @@ pub const CONFIG: &str = r#"{
 }
 "#;
 
-/// What `.mcp-launch/.gitignore` holds: the state file and logs are per machine.
-const GITIGNORE: &str = "state.json\n*.log\n";
+/// What `.mcp-launch/.gitignore` holds.
+const GITIGNORE: &str = crate::project::GITIGNORE;
 
 const CONFIG_FILE: &str = "mcp.config.json";
 const STATE_DIR: &str = ".mcp-launch";

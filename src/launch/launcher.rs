@@ -121,6 +121,7 @@ pub async fn launch(
     let state_file = StateFile::in_project(&options.project_dir);
     let running_before = state_file.read()?;
     clean_up_stale(&state_file, &running_before, loaded, events).await?;
+    warn_of_tracked_secrets(&options.project_dir, events);
     let mcpo_program = choose_controller(options.controller, events);
     let planning = Planning {
         options,
@@ -387,6 +388,17 @@ async fn clean_up_stale(
     let names: Vec<&str> = stale.iter().map(|s| s.name.as_str()).collect();
     state_file.update(|s| s.stacks.retain(|r| !names.contains(&r.name.as_str())))?;
     Ok(())
+}
+
+/// Files of `.mcp-launch/` that hold keys or resolved secrets but are tracked by git (committed
+/// before the directory had its `.gitignore`): the next commit would publish them.
+fn warn_of_tracked_secrets(project_dir: &Path, events: &Events) {
+    for path in crate::project::tracked_secrets(project_dir) {
+        events.warn(
+            crate::project::DIR_NAME,
+            format!("{path} is tracked by git and may hold secrets: run `git rm --cached {path}` (the directory's .gitignore keeps it out from then on)"),
+        );
+    }
 }
 
 fn free_port() -> Option<u16> {

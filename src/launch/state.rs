@@ -356,8 +356,8 @@ impl StateFile {
             path: lock_path.clone(),
             source,
         };
-        if let Some(dir) = lock_path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| io("create the directory of", e))?;
+        if let Some(project) = lock_path.parent().and_then(Path::parent) {
+            crate::project::ensure(project).map_err(|e| io("create the directory of", e))?;
         }
         let file = std::fs::OpenOptions::new()
             .create(true)

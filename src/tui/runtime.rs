@@ -393,10 +393,13 @@ fn copy_to_clipboard(text: &str) {
     let _ = out.flush();
 }
 
-/// Writes the log lines to `./.mcp-launch/tui-log-<unix time>.txt`; the path, or why not.
+/// Writes the log lines to `./.mcp-launch/tui-log-<unix time>.txt` (owner-only, never through
+/// a planted symlink: `create_new` refuses any existing name); the path, or why not.
 fn save_log(project_dir: &std::path::Path, lines: &[String]) -> Result<String, String> {
-    let dir = project_dir.join(".mcp-launch");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = crate::project::ensure(project_dir)
+        .map_err(|e| format!("{}: {e}", crate::project::dir(project_dir).display()))?;
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -404,6 +407,12 @@ fn save_log(project_dir: &std::path::Path, lines: &[String]) -> Result<String, S
     let path = dir.join(format!("tui-log-{secs}.txt"));
     let mut text = lines.join("\n");
     text.push('\n');
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path.display().to_string())
 }

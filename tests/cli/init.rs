@@ -37,9 +37,33 @@ fn creates_the_config_and_the_state_dir() {
         servers["time"],
         json!({"command": "uvx", "args": ["mcp-server-time==2026.10.19"]})
     );
-    let gitignore = std::fs::read_to_string(out.path(".mcp-launch/.gitignore")).unwrap();
-    assert!(gitignore.lines().any(|l| l == "state.json"), "{gitignore}");
-    assert!(gitignore.lines().any(|l| l == "*.log"), "{gitignore}");
+    // Git (the real one) ignores everything in .mcp-launch that may hold secrets — the state,
+    // mcpo's resolved configs, logs — and shares only the overrides.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(out.dir())
+            .output()
+            .expect("git runs")
+    };
+    assert!(git(&["init", "-q"]).status.success());
+    for secret in [
+        "state.json",
+        "stacks/a/mcpo.json",
+        "tui-log-1.txt",
+        "up.log",
+    ] {
+        let path = format!(".mcp-launch/{secret}");
+        assert!(
+            git(&["check-ignore", "-q", &path]).status.success(),
+            "{path} is not ignored"
+        );
+    }
+    let shared = git(&["check-ignore", "-q", ".mcp-launch/overrides.json"]);
+    assert!(
+        !shared.status.success(),
+        "the overrides are meant to be shared"
+    );
     // No temporary file is left beside the config.
     let names: Vec<_> = std::fs::read_dir(out.dir())
         .unwrap()

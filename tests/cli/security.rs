@@ -140,3 +140,81 @@ fn a_state_dir_linked_out_of_the_project_is_refused() {
         .run();
     assert_eq!(out.error()["type"], "state_dir_escapes", "{out}");
 }
+
+/// mcpo's config holds the servers' resolved secrets: owner-only, git-ignored, gone once the
+/// stack stops; a secret-bearing file that git tracks anyway is warned about.
+#[test]
+fn mcpo_config_lives_only_while_mcpo_does_and_tracked_secrets_are_warned_of() {
+    use std::os::unix::fs::PermissionsExt;
+    let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(cmd.dir())
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    let config = cmd.path(".mcp-launch/stacks/a/mcpo.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "{}").unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "-f", ".mcp-launch/stacks/a/mcpo.json"]);
+    let up = cmd
+        .cmd()
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--tunnel",
+            "none",
+            "--controller",
+            "mcpo",
+        ])
+        .args(["--port", &crate::util::free_port().to_string()])
+        .stderr_any()
+        .spawn();
+    let state = crate::launch_util::wait_ready(&up, cmd.dir(), 1);
+    let mode = std::fs::metadata(&config).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let out = crate::launch_util::terminate(up, &state);
+    assert!(!config.exists(), "mcpo's config outlived the stack");
+    assert!(
+        out.stderr
+            .contains(".mcp-launch/stacks/a/mcpo.json is tracked by git and may hold secrets"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `--log-file` is created owner-only and never opened through a symlink planted at its name.
+#[test]
+fn log_files_are_private_and_never_follow_a_symlink() {
+    use std::os::unix::fs::PermissionsExt;
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"everything": everything()}}));
+    let out = cmd
+        .cmd()
+        .args(["list", "--config", "config.json", "--log-file", "run.log"])
+        .stderr_any()
+        .run();
+    let mode = std::fs::metadata(out.path("run.log"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let victim = cmd.path("victim.txt");
+    std::fs::write(&victim, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&victim, cmd.path("planted.log")).unwrap();
+    cmd.cmd()
+        .args([
+            "list",
+            "--config",
+            "config.json",
+            "--log-file",
+            "planted.log",
+        ])
+        .status(2)
+        .stderr_has("is not a symlink")
+        .run();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+}

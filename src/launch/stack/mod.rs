@@ -229,6 +229,9 @@ pub async fn start(
                     .join(&name)
                     .join("mcpo.json");
                 let entries: Vec<&ServerEntry> = chosen.iter().map(|c| c.entry).collect();
+                // Resolved secrets: in the git-ignored, owner-only project dir, and deleted on
+                // stop.
+                let _ = crate::project::ensure(&plan.project_dir);
                 mcpo::write_config(&launch.config, &mcpo::config_for(&entries))?;
                 let guard = start_controller(&name, &launch, &client, &masker, &events).await?;
                 mcpo_launch = Some(launch);
@@ -455,6 +458,10 @@ impl RunningStack {
         }
         if let Some(bridge) = &inner.bridge {
             bridge.shutdown().await;
+        }
+        // mcpo's config holds the servers' resolved secrets: it lives only while mcpo does.
+        if let Some(mcpo) = &inner.mcpo {
+            let _ = std::fs::remove_file(&mcpo.config);
         }
         let name = inner.name.clone();
         let me = std::process::id() as i32;
