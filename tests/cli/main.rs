@@ -21,6 +21,7 @@ mod native;
 mod native_startup;
 mod overrides;
 mod remote;
+mod schemathesis;
 mod search;
 mod session;
 mod tokens;
