@@ -421,9 +421,7 @@ impl<'o> Merger<'o> {
             warnings: self.warnings,
         }
     }
-}
 
-impl Merger<'_> {
     /// Adds the shared error components the operations reach, each once.
     fn add_shared_components(&mut self) {
         let shared = responses::components();
