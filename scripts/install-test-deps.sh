@@ -15,6 +15,7 @@
 #   .deps/venv-mcpo/bin/mcpo                            (mcpo==0.0.20 with the pins of
 #                                                        scripts/mcpo-constraints.txt)
 #   .deps/venv-openapi/bin/openapi-spec-validator       (validates the merged OpenAPI 3.1)
+#   .deps/venv-schemathesis/bin/st                      (fuzzes a native stack against its spec)
 #
 # Usage: scripts/install-test-deps.sh [--verify]
 #   --verify   afterwards, start each stdio server and do a real MCP handshake
@@ -51,6 +52,7 @@ UV_SPEC="uv==0.13.9"
 # with; its own lock's pins (scripts/mcpo-constraints.txt) make it work, in a venv of its own.
 MCPO_SPEC="mcpo==0.0.20"
 OPENAPI_VALIDATOR_SPEC="openapi-spec-validator==0.9.0"
+SCHEMATHESIS_SPEC="schemathesis==4.32.5"
 MCPO_CONSTRAINTS="$ROOT/scripts/mcpo-constraints.txt"
 
 mkdir -p "$DEPS"
@@ -138,6 +140,7 @@ venv_install venv-git "$GIT_SPEC" mcp-server-git
 venv_install venv-tiktoken "$TIKTOKEN_SPEC" python
 venv_install venv-mcpo "$MCPO_SPEC" mcpo "$MCPO_CONSTRAINTS"
 venv_install venv-openapi "$OPENAPI_VALIDATOR_SPEC" openapi-spec-validator
+venv_install venv-schemathesis "$SCHEMATHESIS_SPEC" st
 
 # Python tiktoken, the reference our token counts are checked against, downloads its vocabulary
 # on first use; this machine has no such network. tiktoken-rs ships the same file: seed

@@ -22,6 +22,7 @@ mod native;
 mod native_startup;
 mod overrides;
 mod remote;
+mod schemathesis;
 mod search;
 mod security;
 mod session;

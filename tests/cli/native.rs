@@ -200,13 +200,21 @@ fn component<'a>(spec: &'a Value, reference: &Value) -> &'a Value {
     component
 }
 
-/// The published JSON schema of `POST <path>`'s `part`: `requestBody` or `responses/<status>`.
+/// The published JSON schema of `POST <path>`'s `part`: `requestBody` or `responses/<status>`
+/// (error answers are references to the shared `components.responses`).
 fn published<'a>(spec: &'a Value, path: &str, part: &str) -> &'a Value {
-    let pointer = format!("/{part}/content/application~1json/schema");
     let operation = &spec["paths"][path]["post"];
-    operation
-        .pointer(&pointer)
-        .unwrap_or_else(|| panic!("{path} has no {pointer}: {operation}"))
+    let mut holder = operation
+        .pointer(&format!("/{part}"))
+        .unwrap_or_else(|| panic!("{path} has no {part}: {operation}"));
+    if let Some(reference) = holder["$ref"].as_str() {
+        let pointer = reference.strip_prefix('#').expect("a local $ref");
+        holder = (spec.pointer(pointer)).unwrap_or_else(|| panic!("{reference} resolves nowhere"));
+    }
+    let pointer = "/content/application~1json/schema";
+    holder
+        .pointer(pointer)
+        .unwrap_or_else(|| panic!("{path} has no {part}{pointer}: {operation}"))
 }
 
 /// Panics unless the answer to a call of `route` has a status its operation documents and a

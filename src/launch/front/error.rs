@@ -228,10 +228,22 @@ impl Actionable for FrontError {
 impl IntoResponse for FrontError {
     fn into_response(self) -> Response {
         let mut response = (self.status(), Json(self.body())).into_response();
-        if matches!(self, Self::Unauthorized { .. }) {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        let headers = response.headers_mut();
+        match &self {
+            Self::Unauthorized { .. } => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            // RFC 9110 §15.5.6: a 405 lists the methods the route takes (axum's `get` routes
+            // also take HEAD).
+            Self::MethodNotAllowed { path, .. } => {
+                let allow = if path == super::RELOAD_PATH {
+                    "POST"
+                } else {
+                    "GET, HEAD"
+                };
+                headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+            }
+            _ => {}
         }
         response
     }
@@ -244,4 +256,25 @@ fn quoted(names: &[String]) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_405_says_which_methods_the_route_takes() {
+        let allow = |path: &str| {
+            let error = FrontError::MethodNotAllowed {
+                method: "PUT".into(),
+                path: path.into(),
+            };
+            let response = error.into_response();
+            assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+            response.headers()[header::ALLOW].clone()
+        };
+        assert_eq!(allow("/healthz"), "GET, HEAD");
+        assert_eq!(allow("/openapi.json"), "GET, HEAD");
+        assert_eq!(allow(super::super::RELOAD_PATH), "POST");
+    }
 }

@@ -13,7 +13,12 @@
 //! - `<tool>_input`: the tool's `inputSchema` (`{"type": "object"}` when it has none);
 //! - `<tool>_output`: its `outputSchema`, when it has one;
 //! - `<tool>__<name>`: a member of either schema's `$defs` (or draft-07 `definitions`);
-//! - [`VALIDATION_ERROR`]: the 422 body, shared by every operation.
+//! - the error schemas of [`responses`] (`Error`, `ValidationError`, `ToolError`), with
+//!   their response components: every operation documents the bridge's error answers
+//!   ([`BRIDGE_STATUSES`]) with them, and the merge keeps them once for the whole stack.
+//!
+//! The request body is required only when the tool has required parameters: the bridge takes
+//! an empty body as `{}`.
 //!
 //! OperationIds are `tool_<tool>` in `[A-Za-z0-9_]`, unique the same way (the merge derives
 //! its own; these only make the per-server document valid and readable).
@@ -24,6 +29,8 @@ use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
+use crate::catalog::tool::required_params;
+use crate::launch::openapi::responses::{self, BRIDGE_STATUSES};
 use crate::launch::openapi::ServerDocument;
 
 mod names;
@@ -36,9 +43,6 @@ use names::Unique;
 pub use names::{check_tool_name, NameProblem};
 use schema::Issue;
 pub use warning::ToolWarning;
-
-/// The component holding the body of a 422 answer (see [`validation_error_schema`]).
-pub const VALIDATION_ERROR: &str = "ValidationError";
 
 /// A server's generated document and what was left out of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,45 +78,6 @@ pub fn server_document(server: &str, tools: &[Value]) -> GeneratedDocument {
     builder.finish()
 }
 
-/// The body of a 422 answer: the arguments do not fit the tool's `inputSchema`, so nothing
-/// was sent to the server. The shape of the front's errors (`{"error": {type, message,
-/// help}}`) plus what `mcp-launch call` reports for the same mistake: the violations, one
-/// line each, and the parameters the tool expects.
-pub fn validation_error_schema() -> Value {
-    json!({
-        "type": "object",
-        "title": VALIDATION_ERROR,
-        "description": "The arguments do not fit the tool's input schema; the tool was not \
-                        called.",
-        "properties": {
-            "error": {
-                "type": "object",
-                "properties": {
-                    "type": {
-                        "type": "string",
-                        "description": "What went wrong, for programs: `invalid_arguments`.",
-                        "examples": ["invalid_arguments"],
-                    },
-                    "message": {"type": "string", "description": "What went wrong."},
-                    "help": {"type": "string", "description": "How to fix the call."},
-                    "violations": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "One per violation: `at /path: message`.",
-                    },
-                    "expected": {
-                        "type": "string",
-                        "description": "The parameters the tool expects, one per line: \
-                                        `name: type (required) — description`.",
-                    },
-                },
-                "required": ["type", "message", "help", "violations", "expected"],
-            },
-        },
-        "required": ["error"],
-    })
-}
-
 /// The document under construction.
 struct Builder<'s> {
     server: &'s str,
@@ -128,9 +93,10 @@ struct Builder<'s> {
 impl<'s> Builder<'s> {
     fn new(server: &'s str) -> Self {
         let mut component_names = Unique::component_names();
-        let validation_error = component_names.allocate(VALIDATION_ERROR);
-        let mut schemas = Map::new();
-        schemas.insert(validation_error, validation_error_schema());
+        let schemas = responses::schemas();
+        for name in schemas.keys() {
+            component_names.allocate(name);
+        }
         Self {
             server,
             paths: Map::new(),
@@ -248,11 +214,11 @@ impl<'s> Builder<'s> {
         operation.insert(
             "requestBody".into(),
             json!({
-                "required": true,
+                "required": !required_params(tool).is_empty(),
                 "content": {"application/json": {"schema": schema_ref(input)}},
             }),
         );
-        operation.insert("responses".into(), responses(output));
+        operation.insert("responses".into(), operation_responses(output));
         // MCP's hints (readOnlyHint, destructiveHint, …) for clients that read extensions.
         if let Some(annotations @ Value::Object(_)) = tool.get("annotations") {
             operation.insert("x-mcp-annotations".into(), annotations.clone());
@@ -267,7 +233,10 @@ impl<'s> Builder<'s> {
             "info": {"title": self.server, "version": env!("CARGO_PKG_VERSION")},
             "servers": [{"url": format!("/{}", self.server)}],
             "paths": self.paths,
-            "components": {"schemas": self.schemas},
+            "components": {
+                "schemas": self.schemas,
+                "responses": responses::responses(&BRIDGE_STATUSES),
+            },
         });
         GeneratedDocument {
             server: self.server.to_string(),
@@ -278,24 +247,23 @@ impl<'s> Builder<'s> {
     }
 }
 
-/// The operation's responses: the tool's result, bad arguments, and the two ways the server
-/// can fail to answer.
-fn responses(output: Option<&str>) -> Value {
+/// The operation's responses: the tool's result, and every error answer of the bridge.
+fn operation_responses(output: Option<&str>) -> Value {
     // Without an outputSchema the result may be any JSON (decoded text, content blocks).
     let result = output.map_or_else(|| json!({}), schema_ref);
-    json!({
-        "200": {
+    let mut answers = Map::new();
+    answers.insert(
+        "200".into(),
+        json!({
             "description": "The tool's result: its structured content when it has some, \
                             otherwise its content (text decoded when it is JSON).",
             "content": {"application/json": {"schema": result}},
-        },
-        "422": {
-            "description": "The arguments do not fit the tool's input schema.",
-            "content": {"application/json": {"schema": schema_ref(VALIDATION_ERROR)}},
-        },
-        "502": {"description": "The MCP server is down or failed to answer."},
-        "504": {"description": "The MCP server did not answer in time."},
-    })
+        }),
+    );
+    for code in BRIDGE_STATUSES {
+        answers.insert(code.into(), responses::response_ref(code));
+    }
+    Value::Object(answers)
 }
 
 /// `{"$ref": "#/components/schemas/<component>"}`; component names need no escaping.

@@ -15,6 +15,9 @@
 //!   `HTTPValidationError`), every `$ref` follows, and only what the kept operations reach is
 //!   copied; mcpo's security schemes are dropped;
 //! - security is the front's API key, once, instead of mcpo's per-operation bearer;
+//! - every operation documents the front's error answers (401, 403, 404, 502, 503) with the
+//!   one error schema; the native bridge's documents already use the same shared components
+//!   (see [`responses`]), which are kept once, under their own names;
 //! - descriptions take the project's overrides, then are cut to the Actions limit.
 //!
 //! The output depends only on the input (documents in the order given, their paths and
@@ -28,6 +31,7 @@ use super::exposure::{Exposure, ServerExposure, ToolRule};
 use crate::catalog::{trim_description, CHATGPT_DESCRIPTION_LIMIT};
 
 mod refs;
+pub mod responses;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -276,7 +280,8 @@ impl<'o> Merger<'o> {
         let mut copied = Vec::new();
         for (kind, name, value) in components.iter() {
             let key = (kind.to_string(), name.to_string());
-            if !reached.contains(&key) {
+            // A shared component keeps its name; `finish` adds it once.
+            if !reached.contains(&key) || responses::is_shared(kind, name, value) {
                 continue;
             }
             let members = self.components_of(kind);
@@ -349,6 +354,7 @@ impl<'o> Merger<'o> {
         let id = unique(base, |c| self.operation_ids.contains(c));
         self.operation_ids.insert(id.clone());
         operation.insert("operationId".into(), Value::String(id));
+        add_front_responses(operation);
         if let Some(text) = &rule.description {
             operation.insert("description".into(), Value::String(text.clone()));
         }
@@ -391,6 +397,7 @@ impl<'o> Merger<'o> {
             "description": "The stack's API key; the front also accepts it as \
                             `Authorization: Bearer <key>`.",
         });
+        self.add_shared_components();
         self.components_of("securitySchemes")
             .insert(API_KEY_SCHEME.to_string(), security_scheme);
         let document = json!({
@@ -412,6 +419,43 @@ impl<'o> Merger<'o> {
             operations,
             per_server: self.per_server,
             warnings: self.warnings,
+        }
+    }
+
+    /// Adds the shared error components the operations reach, each once.
+    fn add_shared_components(&mut self) {
+        let shared = responses::components();
+        let document = json!({ "components": shared });
+        let components = Components::read(&document, &mut Vec::new());
+        let mut reached: Vec<ComponentKey> = components
+            .reach_known(self.paths.values())
+            .into_iter()
+            .collect();
+        // In the shared document's order, so the output does not depend on hashing.
+        let order = |(kind, name): &ComponentKey| {
+            let members = shared[kind]
+                .as_object()
+                .map(|m| m.keys().position(|k| k == name));
+            (kind.clone(), members.flatten())
+        };
+        reached.sort_by_key(order);
+        for (kind, name) in reached {
+            let value = shared[&kind][&name].clone();
+            self.components_of(&kind).insert(name, value);
+        }
+    }
+}
+
+/// Documents the front's error answers on `operation`, where its document does not already.
+fn add_front_responses(operation: &mut Map<String, Value>) {
+    let documented = operation
+        .entry("responses")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(documented) = documented {
+        for code in responses::FRONT_STATUSES {
+            if !documented.contains_key(code) {
+                documented.insert(code.to_string(), responses::response_ref(code));
+            }
         }
     }
 }

@@ -125,15 +125,43 @@ impl<'a> Components<'a> {
     /// The components `start` reaches, directly or through other components. `Err` holds the
     /// first reference that does not resolve to a component of this document.
     pub(super) fn reach(&self, start: &'a Value) -> Result<HashSet<ComponentKey>, String> {
+        self.walk([start], true)
+    }
+
+    /// The components of this document the `start` values reach; references to anything else
+    /// are passed over.
+    pub(super) fn reach_known<'s>(
+        &self,
+        start: impl IntoIterator<Item = &'s Value>,
+    ) -> HashSet<ComponentKey>
+    where
+        'a: 's,
+    {
+        self.walk(start, false).unwrap_or_default()
+    }
+
+    fn walk<'s>(
+        &self,
+        start: impl IntoIterator<Item = &'s Value>,
+        strict: bool,
+    ) -> Result<HashSet<ComponentKey>, String>
+    where
+        'a: 's,
+    {
         let mut reached = HashSet::new();
-        let mut pending = vec![start];
+        let mut pending: Vec<&'s Value> = start.into_iter().collect();
         while let Some(value) = pending.pop() {
             let mut references = Vec::new();
             collect_refs(value, &mut references);
             for reference in references {
-                let target = parse(reference).ok_or_else(|| reference.to_string())?;
-                let component =
-                    (self.get(target.kind, &target.name)).ok_or_else(|| reference.to_string())?;
+                let component = parse(reference)
+                    .and_then(|target| Some((self.get(target.kind, &target.name)?, target)));
+                let Some((component, target)) = component else {
+                    if strict {
+                        return Err(reference.to_string());
+                    }
+                    continue;
+                };
                 if reached.insert((target.kind.to_string(), target.name)) {
                     pending.push(component);
                 }

@@ -372,7 +372,10 @@ fn a_disabled_server_is_absent_without_a_warning() {
     stack.exposure.insert("time", time);
     let spec = stack.merge();
     assert!(paths(&spec).iter().all(|p| p.starts_with("/everything/")));
-    assert!(schemas(&spec).iter().all(|s| s.starts_with("everything__")));
+    let mut copied = schemas(&spec)
+        .into_iter()
+        .filter(|s| *s != responses::ERROR);
+    assert!(copied.all(|s| s.starts_with("everything__")));
     assert_eq!(spec.per_server, [("everything".into(), 13)]);
     assert!(spec.warnings.is_empty());
 }
@@ -489,7 +492,7 @@ fn odd_documents_are_skipped_with_warnings_not_panics() {
     ];
     let spec = merge(&sources, &exposure, &MergeOptions::for_stack("t", ""));
     assert_eq!(paths(&spec), ["/odd/ok"]);
-    assert_eq!(schemas(&spec), ["odd__a_b"]);
+    assert_eq!(schemas(&spec), ["odd__a_b", "Error"]);
     let schema = &operation(&spec, "/odd/ok")["responses"]["200"]["content"]["application/json"];
     assert_eq!(schema["schema"]["$ref"], "#/components/schemas/odd__a_b");
     assert_eq!(spec.document["servers"], json!([{"url": "/"}]));
@@ -535,4 +538,53 @@ fn openapi_spec_validator_accepts_the_merged_document() {
     stack.deny("memory", "create_entities");
     let spec = stack.merge();
     super::validator::validate(&[("openapi".to_string(), &spec.document)]);
+}
+
+#[test]
+fn every_operation_documents_the_fronts_error_answers() {
+    let spec = Stack::of(&["everything", "time"]).merge();
+    for (path, item) in spec.document["paths"].as_object().unwrap() {
+        let answers = &item["post"]["responses"];
+        assert_eq!(answers["200"]["description"], "Successful Response");
+        for code in responses::FRONT_STATUSES {
+            assert_eq!(answers[code], responses::response_ref(code), "{path}");
+        }
+    }
+    // mcpo's own answers stay as they are.
+    let fastapi_422 = &operation(&spec, "/time/get_current_time")["responses"]["422"];
+    let schema = &fastapi_422["content"]["application/json"]["schema"]["$ref"];
+    assert_eq!(schema, "#/components/schemas/time__HTTPValidationError");
+    // Only the shared components the operations reach, each once.
+    let components = &spec.document["components"];
+    let shared: Vec<&String> = components["responses"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(
+        shared,
+        [
+            "Unauthorized",
+            "ToolDenied",
+            "NotFound",
+            "ServerUnavailable",
+            "StackUnavailable"
+        ]
+    );
+    assert_eq!(
+        components["schemas"]["Error"],
+        responses::schemas()[responses::ERROR]
+    );
+    assert!(components["schemas"].get(responses::TOOL_ERROR).is_none());
+}
+
+#[test]
+fn a_component_named_like_a_shared_one_but_different_is_copied_per_server() {
+    let stack = Stack::of(&["time"]);
+    // FastAPI's own `ValidationError`, reached by mcpo's 422: not ours, so renamed.
+    assert!(stack.documents[0].1["components"]["schemas"]["ValidationError"].is_object());
+    let spec = stack.merge();
+    let names = schemas(&spec);
+    assert!(names.contains(&"time__ValidationError"), "{names:?}");
+    assert!(!names.contains(&responses::VALIDATION_ERROR), "{names:?}");
 }

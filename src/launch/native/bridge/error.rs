@@ -96,7 +96,12 @@ pub(super) enum BridgeError {
     BadRequest { reason: String },
     /// A route called with the wrong method.
     #[error("{method} is not allowed on {path}")]
-    MethodNotAllowed { method: String, path: String },
+    MethodNotAllowed {
+        method: String,
+        path: String,
+        /// The route's methods, for the `Allow` header (RFC 9110 §15.5.6 requires it).
+        allow: &'static str,
+    },
     /// The body is over the limit.
     #[error("the request body is over {limit} bytes")]
     BodyTooLarge { limit: usize },
@@ -276,6 +281,9 @@ impl IntoResponse for BridgeError {
         match &self {
             Self::Unauthorized => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Self::MethodNotAllowed { allow, .. } => {
+                headers.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
             Self::Unavailable {
                 retry_at: Some(at), ..

@@ -74,9 +74,14 @@ async fn server_route(
         (Method::GET, "openapi.json") => Ok(json_bytes(upstream.tools().document.clone())),
         (Method::GET, "docs") => Ok(docs_page(upstream)),
         (Method::POST, tool) => call(&bridge, upstream, tool, body?).await,
-        (method, _) => Err(BridgeError::MethodNotAllowed {
+        (method, rest) => Err(BridgeError::MethodNotAllowed {
             method: method.to_string(),
             path: format!("/{server}/{rest}"),
+            allow: if matches!(rest, "openapi.json" | "docs") {
+                "GET"
+            } else {
+                "POST"
+            },
         }),
     }
 }
@@ -266,10 +271,13 @@ async fn not_found(request: Request) -> BridgeError {
     }
 }
 
+/// The root's routes (`/openapi.json`, `/docs`; axum's `get` also takes HEAD) with another
+/// method.
 async fn method_not_allowed(request: Request) -> BridgeError {
     BridgeError::MethodNotAllowed {
         method: request.method().to_string(),
         path: request.uri().path().to_string(),
+        allow: "GET, HEAD",
     }
 }
 

@@ -294,6 +294,7 @@ async fn unknown_routes_get_json_404s() {
     assert!(body["error"]["help"].as_str().unwrap().contains("`fault`"));
     let wrong_method = bridge.get("/fault/echo", Some(KEY)).await;
     assert_eq!(wrong_method.status().as_u16(), 405);
+    assert_eq!(wrong_method.headers()["allow"], "POST");
     assert_eq!(
         bridge.get("/elsewhere", Some(KEY)).await.status().as_u16(),
         404

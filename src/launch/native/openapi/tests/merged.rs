@@ -69,3 +69,37 @@ fn generated_and_merged_documents_pass_the_openapi_validator() {
     documents.extend(generated.iter().map(|g| (g.server.clone(), &g.document)));
     validate(&documents);
 }
+
+#[test]
+fn the_error_components_are_kept_once_for_every_server() {
+    let generated: Vec<_> = (captured().into_iter())
+        .map(|(server, tools)| server_document(&server, &tools))
+        .collect();
+    let sources: Vec<_> = generated.iter().map(GeneratedDocument::source).collect();
+    let spec = merge(
+        &sources,
+        &allow_all(&generated),
+        &MergeOptions::for_stack("all", "http://x"),
+    );
+    let components = &spec.document["components"];
+    let shared = crate::launch::openapi::responses::schemas();
+    for (name, schema) in &shared {
+        assert_eq!(&components["schemas"][name], schema);
+    }
+    let per_server: Vec<&String> = (components["schemas"].as_object().unwrap().keys())
+        .chain(components["responses"].as_object().unwrap().keys())
+        .filter(|name| name.ends_with("Error") && name.contains("__"))
+        .collect();
+    assert!(per_server.is_empty(), "copied per server: {per_server:?}");
+    // Each operation: its result, the bridge's answers and the front's.
+    for item in spec.document["paths"].as_object().unwrap().values() {
+        let codes: Vec<&str> = (item["post"]["responses"].as_object().unwrap().keys())
+            .map(String::as_str)
+            .collect();
+        let expected = [
+            "200", "400", "404", "413", "422", "500", "502", "503", "504", "401", "403",
+        ];
+        assert_eq!(codes, expected, "{item}");
+    }
+    assert_refs_resolve(&spec.document);
+}

@@ -184,15 +184,55 @@ fn output_schemas_document_the_result() {
     // Without an outputSchema, any JSON.
     let everything = server_document("everything", &captured_tools("everything"));
     assert_eq!(*result_schema(&everything, "echo"), json!({}));
+}
+
+#[test]
+fn every_error_answer_of_the_bridge_is_documented_with_the_shared_components() {
+    let everything = server_document("everything", &captured_tools("everything"));
+    let document = &everything.document;
     let responses = &operation(&everything, "echo")["responses"];
-    let error = &responses["422"]["content"]["application/json"]["schema"];
-    assert_eq!(error["$ref"], "#/components/schemas/ValidationError");
+    let codes: Vec<&str> = responses
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
-        *deref(&everything.document, error),
-        validation_error_schema()
+        codes,
+        ["200", "400", "404", "413", "422", "500", "502", "503", "504"]
     );
-    assert!(responses["502"]["description"].is_string());
-    assert!(responses["504"]["description"].is_string());
+    let body_schema = |code: &str| {
+        let response = deref(document, &responses[code]);
+        assert!(response["description"].is_string(), "{code}: {response}");
+        deref(document, &response["content"]["application/json"]["schema"]).clone()
+    };
+    let shared = crate::launch::openapi::responses::schemas();
+    assert_eq!(body_schema("422"), shared["ValidationError"]);
+    assert_eq!(body_schema("500"), shared["ToolError"]);
+    for code in ["400", "404", "413", "502", "503", "504"] {
+        assert_eq!(body_schema(code), shared["Error"], "{code}");
+    }
+    // The tool's failure is told apart from the others: its type, and its `result`.
+    let tool_error = &shared["ToolError"];
+    assert_eq!(tool_error["required"], json!(["result"]));
+    assert_eq!(
+        tool_error["properties"]["error"]["properties"]["type"]["const"],
+        "tool_error"
+    );
+    assert_refs_resolve(document);
+}
+
+#[test]
+fn a_body_is_required_only_when_the_tool_has_required_parameters() {
+    let everything = server_document("everything", &captured_tools("everything"));
+    let required = |tool: &str| operation(&everything, tool)["requestBody"]["required"].clone();
+    // The bridge takes an empty body as `{}`, which these tools accept.
+    assert_eq!(required("get-tiny-image"), false);
+    assert_eq!(required("get-env"), false);
+    assert_eq!(required("echo"), true);
+    assert_eq!(required("get-sum"), true);
+    let bare = server_document("s", &[json!({"name": "bare"})]);
+    assert_eq!(operation(&bare, "bare")["requestBody"]["required"], false);
 }
 
 /// A tool using what mcpo flattens: `$defs` referring to each other, a pointer into a
@@ -258,7 +298,9 @@ fn definitions_are_hoisted_and_references_follow() {
     assert_eq!(
         keys,
         [
+            "Error",
             "ValidationError",
+            "ToolError",
             "plan.trip_input",
             "plan.trip__Place",
             "plan.trip__Legacy",
@@ -458,7 +500,9 @@ fn names_stay_unique_and_valid() {
     assert_eq!(
         keys,
         [
+            "Error",
             "ValidationError",
+            "ToolError",
             "a.b_input",
             "a-b_input",
             "a_b_input",
