@@ -80,6 +80,7 @@ pub(super) async fn run(args: InitArgs, global: &GlobalArgs) -> Result<Outcome, 
     }
     write_atomic(&gitignore, GITIGNORE, args.force)?;
     created.push(gitignore.display().to_string());
+    trust_what_we_wrote(&config);
 
     if global.json {
         output::print_json(&json!({"success": true, "created": created, "skipped": skipped}))?;
@@ -100,6 +101,23 @@ pub(super) async fn run(args: InitArgs, global: &GlobalArgs) -> Result<Outcome, 
         )?;
     }
     Ok(Outcome::Success)
+}
+
+/// The config `init` just wrote is ours, not the checkout's: discovery may use it without
+/// asking. Not when a `./.env` is there too (that one did not come from us).
+fn trust_what_we_wrote(config: &Path) {
+    let Ok(opts) = crate::config::LoadOptions::from_process(Vec::new(), Vec::new()) else {
+        return;
+    };
+    let Some(subject) = crate::config::trust_subject(&opts, Some(&opts.cwd.join(config))) else {
+        return;
+    };
+    if subject.files.iter().any(|f| f.ends_with(".env")) {
+        return;
+    }
+    if let Err(e) = opts.trust.trust(&subject) {
+        tracing::warn!(error = %e, "could not record {} as trusted", config.display());
+    }
 }
 
 /// An I/O error that names the file.

@@ -14,6 +14,7 @@ mod share;
 mod status;
 mod tokens;
 mod tool;
+mod trust;
 mod up;
 
 use std::path::PathBuf;
@@ -80,6 +81,7 @@ pub enum Command {
     Search(search::SearchArgs),
     Doctor(doctor::DoctorArgs),
     Init(init::InitArgs),
+    Trust(trust::TrustArgs),
     Up(up::UpArgs),
     Status(status::StatusArgs),
     Share(share::ShareArgs),
@@ -348,6 +350,7 @@ pub async fn run(
         Command::Search(args) => search::run(args, &cli.global).await,
         Command::Doctor(args) => doctor::run(args, &cli.global).await,
         Command::Init(args) => init::run(args, &cli.global).await,
+        Command::Trust(args) => trust::run(args, &cli.global).await,
         Command::Up(args) => up::run(args, &cli.global, shutdown).await,
         Command::Status(args) => status::run(args, &cli.global).await,
         Command::Share(args) => share::run(args, &cli.global).await,

@@ -17,6 +17,16 @@ pub enum ConfigError {
         searched: Vec<PathBuf>,
     },
 
+    /// Files of the working directory that would be used (a discovered config, `./.env`) have
+    /// not been trusted, or changed since they were.
+    #[error("{} is not trusted yet: mcp-launch would use {}", dir.display(), files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(" and "))]
+    Untrusted {
+        /// The directory.
+        dir: PathBuf,
+        /// The files that need trust.
+        files: Vec<PathBuf>,
+    },
+
     /// A file passed with `--config` does not exist.
     #[error("config file {} does not exist", path.display())]
     ConfigMissing {
@@ -191,6 +201,7 @@ impl ConfigError {
         match self {
             Self::NotFound { .. } | Self::ConfigMissing { .. } => "config_not_found",
             Self::ConfigUnreadable { .. } => "config_unreadable",
+            Self::Untrusted { .. } => "untrusted_directory",
             Self::InvalidJson { .. } => "invalid_json",
             Self::NotAnObject { .. } | Self::NoServers { .. } | Self::ServersNotObject { .. } => {
                 "invalid_config"
@@ -211,6 +222,10 @@ impl ConfigError {
             Self::NotFound { .. } => {
                 "create ./.mcp.json with an \"mcpServers\" object (mcp_configs/example.json is a working example) or pass --config PATH".to_string()
             }
+            Self::Untrusted { dir, .. } => format!(
+                "these files come with the directory, not from you: read them (a config's commands run as you; a .env sets variables), then run `mcp-launch trust` in {} — or name your own files with --config FILE and --env-file FILE",
+                dir.display()
+            ),
             Self::ConfigMissing { .. } => {
                 "check the path given to --config (relative paths start at the current directory)"
                     .to_string()

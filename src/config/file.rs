@@ -93,6 +93,7 @@ pub(crate) fn parse(
                 line,
                 server: name,
                 vars,
+                named: Default::default(),
             };
             entries.push(ServerEntry {
                 name: name.clone(),

@@ -31,6 +31,7 @@ mod interpolate;
 mod server;
 mod shape;
 mod stack;
+mod trust;
 mod variables;
 
 #[cfg(test)]
@@ -39,6 +40,7 @@ mod tests;
 pub use error::{ConfigError, ServerFault};
 pub use server::ServerSpec;
 pub use stack::Stack;
+pub use trust::{Subject, TrustPolicy};
 
 use variables::Variables;
 
@@ -55,6 +57,8 @@ pub struct LoadOptions {
     pub home: Option<PathBuf>,
     /// The process environment: the highest-precedence variables.
     pub process_env: BTreeMap<String, String>,
+    /// Where the directories the user trusts are recorded (see [`trust_subject`]).
+    pub trust: TrustPolicy,
 }
 
 impl LoadOptions {
@@ -76,6 +80,7 @@ impl LoadOptions {
             cwd,
             home: dirs::home_dir(),
             process_env,
+            trust: TrustPolicy::from_user_dirs(),
         })
     }
 }
@@ -144,6 +149,24 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     }
 }
 
+/// What of the working directory needs the user's trust before it is used: the config file
+/// discovery found there (not one named with `--config`, nor the home directory's) and
+/// `./.env`. `None` when neither exists.
+pub fn trust_subject(opts: &LoadOptions, discovered: Option<&std::path::Path>) -> Option<Subject> {
+    let mut files: Vec<PathBuf> = discovered
+        .filter(|path| path.starts_with(&opts.cwd))
+        .map(std::path::Path::to_path_buf)
+        .into_iter()
+        .collect();
+    files.push(opts.cwd.join(".env"));
+    Subject::of(&opts.cwd, &files)
+}
+
+/// The config file discovery would pick in `opts.cwd` (for `mcp-launch trust`).
+pub fn discover(opts: &LoadOptions) -> Result<PathBuf, ConfigError> {
+    discovery::discover(&opts.cwd, opts.home.as_deref())
+}
+
 /// A config file that could not be loaded, in [`load_each`].
 #[derive(Debug, Clone)]
 pub struct FailedStack {
@@ -170,6 +193,14 @@ pub fn load_each(opts: &LoadOptions) -> Result<(Loaded, Vec<FailedStack>), Confi
             None,
         )
     };
+    if let Some(subject) = trust_subject(opts, discovered.as_deref()) {
+        if !opts.trust.trusts(&subject) {
+            return Err(ConfigError::Untrusted {
+                dir: subject.dir,
+                files: subject.files,
+            });
+        }
+    }
     let vars = Variables::load(&opts.process_env, &opts.env_files, &opts.cwd, home)?;
     let names = stack::unique_names(&paths);
     let mut stacks = Vec::with_capacity(paths.len());

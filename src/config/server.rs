@@ -5,6 +5,8 @@
 //! config file's directory; a stdio server's `env` is the complete overlay with unique keys.
 //! Every error names the server, its file and the entry's line.
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -66,6 +68,8 @@ pub(crate) struct Context<'a> {
     pub(crate) server: &'a str,
     /// Variables for `${…}`.
     pub(crate) vars: &'a Variables<'a>,
+    /// The variables this entry names in a `${…}`, recorded as it is expanded.
+    pub(crate) named: RefCell<BTreeSet<String>>,
 }
 
 /// Validates, interpolates and resolves one entry.
@@ -83,7 +87,10 @@ pub(crate) fn build(value: &Value, ctx: &Context<'_>) -> Result<ServerSpec, Conf
                 .into_iter()
                 .map(|arg| ctx.expand(arg))
                 .collect::<Result<_, _>>()?,
-            env: overlay(ctx.vars, ctx.expand_pairs(env)?),
+            env: {
+                let own = ctx.expand_pairs(env)?;
+                overlay(ctx.vars, own, &ctx.named.borrow())
+            },
             // Not interpolated: VS Code writes `${workspaceFolder}` here, which we cannot know.
             cwd: cwd.map(|cwd| ctx.path.parent().unwrap_or(Path::new(".")).join(cwd)),
         }),
@@ -110,7 +117,11 @@ impl Context<'_> {
 
     /// Interpolates one string, turning faults into errors that name this entry.
     fn expand(&self, text: &str) -> Result<String, ConfigError> {
-        interpolate(text, |name| self.vars.get(name)).map_err(|fault| match fault {
+        let lookup = |name: &str| {
+            self.named.borrow_mut().insert(name.to_string());
+            self.vars.get(name)
+        };
+        interpolate(text, lookup).map_err(|fault| match fault {
             Fault::Unset { var } => ConfigError::UnsetVariable {
                 var,
                 server: self.server.to_string(),
@@ -136,12 +147,52 @@ impl Context<'_> {
     }
 }
 
-/// The stdio env overlay: the entry's own `env` (file order), then `.env`-only variables it
-/// does not set (sorted). Each key appears once.
-fn overlay(vars: &Variables<'_>, own: Vec<(String, String)>) -> Vec<(String, String)> {
+/// Variables that change how a program loads code, or where a package manager fetches it: a
+/// `.env` never hands them to a server; only a server's own `env` block may set them.
+const LOADER_VARIABLES: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "DYLD_INSERT_LIBRARIES",
+    "DYLD_LIBRARY_PATH",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "BASH_ENV",
+    "ENV",
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_INDEX",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "GIT_SSH_COMMAND",
+];
+
+/// True for variables no `.env` may pass on (see [`LOADER_VARIABLES`]; every `npm_config_*`).
+fn is_loader_variable(name: &str) -> bool {
+    LOADER_VARIABLES.contains(&name) || name.to_ascii_lowercase().starts_with("npm_config_")
+}
+
+/// The stdio env overlay: the entry's own `env` (file order), then the `.env`-only variables
+/// the entry names in a `${VAR}` and does not set itself (sorted), loader variables never.
+/// Each key appears once. (Every `.env` variable went to every server before: a checkout's
+/// `.env` could hand `NODE_OPTIONS` to all of them.)
+fn overlay(
+    vars: &Variables<'_>,
+    own: Vec<(String, String)>,
+    named: &BTreeSet<String>,
+) -> Vec<(String, String)> {
     let mut env = own;
     let inherited: Vec<(String, String)> = vars
         .overlay()
+        .filter(|(key, _)| named.contains(*key) && !is_loader_variable(key))
         .filter(|(key, _)| !env.iter().any(|(own_key, _)| own_key == key))
         .map(|(key, value)| (key.to_string(), value.to_string()))
         .collect();
@@ -174,6 +225,7 @@ mod tests {
             line: Some(3),
             server: "srv",
             vars: &vars,
+            named: Default::default(),
         };
         build(&value, &ctx)
     }
@@ -235,25 +287,50 @@ mod tests {
         assert_eq!(cwd, Some(PathBuf::from("/abs")));
     }
 
+    /// A `.env` variable reaches a server only when the entry names it, and a loader variable
+    /// never does unless the entry's own `env` sets it.
     #[test]
-    fn env_overlay_is_dotenv_only_vars_replaced_by_own_env() {
+    fn env_overlay_is_named_dotenv_only_vars_replaced_by_own_env() {
         let spec = build_with(
-            json!({"command": "x", "env": {"B": "own-${A}", "Z": "z"}}),
+            json!({"command": "x", "args": ["--mode=${D}", "${NODE_OPTIONS}"], "env": {"B": "own-${A}", "Z": "z"}}),
             &[("IN_PROCESS", "p")],
-            &[("A", "a"), ("B", "dot"), ("C", "c"), ("IN_PROCESS", "dot")],
+            &[
+                ("A", "a"),
+                ("B", "dot"),
+                ("C", "c"),
+                ("D", "d"),
+                ("IN_PROCESS", "dot"),
+                ("NODE_OPTIONS", "--require ./evil.js"),
+                ("npm_config_registry", "http://evil"),
+            ],
         )
         .unwrap();
         let ServerSpec::Stdio { env, .. } = spec else {
             panic!("not stdio")
         };
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
         assert_eq!(
             env,
             vec![
-                ("B".to_string(), "own-a".to_string()),
-                ("Z".to_string(), "z".to_string()),
-                ("A".to_string(), "a".to_string()),
-                ("C".to_string(), "c".to_string()),
+                pair("B", "own-a"),
+                pair("Z", "z"),
+                pair("A", "a"),
+                pair("D", "d")
             ]
+        );
+        let own = build_with(
+            json!({"command": "x", "env": {"NODE_OPTIONS": "${NODE_OPTIONS}"}}),
+            &[],
+            &[("NODE_OPTIONS", "--max-old-space-size=64")],
+        )
+        .unwrap();
+        let ServerSpec::Stdio { env, .. } = own else {
+            panic!("not stdio")
+        };
+        assert_eq!(
+            env,
+            vec![pair("NODE_OPTIONS", "--max-old-space-size=64")],
+            "set explicitly"
         );
     }
 

@@ -34,13 +34,25 @@ impl World {
         path
     }
 
+    /// Options for loading the files written so far, which the test trusts (they are its
+    /// own; `untrusted` tests the gate).
     fn opts(&self, configs: &[&str]) -> LoadOptions {
+        let opts = self.untrusted(configs);
+        let discovered = discover(&opts).ok();
+        if let Some(subject) = trust_subject(&opts, discovered.as_deref()) {
+            opts.trust.trust(&subject).unwrap();
+        }
+        opts
+    }
+
+    fn untrusted(&self, configs: &[&str]) -> LoadOptions {
         LoadOptions {
             configs: configs.iter().map(PathBuf::from).collect(),
             env_files: Vec::new(),
             cwd: self.cwd.clone(),
             home: Some(self.home.clone()),
             process_env: BTreeMap::new(),
+            trust: TrustPolicy::Store(self.home.join("trusted.json")),
         }
     }
 }
@@ -173,9 +185,8 @@ fn env_overlay_carries_dotenv_vars_and_server_env_replaces_them() {
         vec![
             ("API_KEY".to_string(), "k-own".to_string()),
             ("MODE".to_string(), "fast".to_string()),
-            ("FROM_FILE".to_string(), "f".to_string()),
         ],
-        "server env wins, each key once; process-env vars are inherited, not overlaid"
+        "server env wins, each key once; a .env variable the entry does not name stays out; process-env vars are inherited, not overlaid"
     );
     let remote = loaded.find("r").unwrap().spec.as_ref().unwrap();
     assert_eq!(
@@ -310,4 +321,32 @@ fn from_process_reads_the_real_environment() {
     assert_eq!(opts.configs, [PathBuf::from("x.json")]);
     let path_var = std::env::var("PATH").ok();
     assert_eq!(opts.process_env.get("PATH").cloned(), path_var);
+}
+
+#[test]
+fn a_discovered_config_and_dot_env_need_trust_named_files_do_not() {
+    let w = World::new();
+    w.write(".mcp.json", r#"{"mcpServers": {"a": {"command": "evil"}}}"#);
+    let err = load(&w.untrusted(&[])).unwrap_err();
+    assert_eq!(err.kind(), "untrusted_directory", "{err}");
+    assert!(err.help().contains("mcp-launch trust"), "{}", err.help());
+    // Named with --config, the same file is the user's choice.
+    assert!(load(&w.untrusted(&[".mcp.json"])).is_ok());
+    // A ./.env beside it needs trust even then, and any change asks again.
+    w.write(".env", "NODE_OPTIONS=--require ./x.js\n");
+    let err = load(&w.untrusted(&[".mcp.json"])).unwrap_err();
+    assert_eq!(err.kind(), "untrusted_directory", "{err}");
+    load(&w.opts(&[])).unwrap();
+    assert!(load(&w.untrusted(&[])).is_ok(), "trusted now");
+    w.write(".env", "NODE_OPTIONS=--require ./y.js\n");
+    assert!(load(&w.untrusted(&[])).is_err(), "changed since");
+    // The home directory's config is the user's own.
+    fs::remove_file(w.cwd.join(".mcp.json")).unwrap();
+    fs::remove_file(w.cwd.join(".env")).unwrap();
+    fs::write(
+        w.home.join(".claude/mcp.json"),
+        r#"{"mcpServers": {"h": {"command": "x"}}}"#,
+    )
+    .unwrap();
+    assert!(load(&w.untrusted(&[])).is_ok());
 }

@@ -12,6 +12,7 @@ mod http;
 pub mod limits;
 pub mod message;
 mod peer;
+pub mod redact;
 mod session;
 mod sse;
 mod stdio;

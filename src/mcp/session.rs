@@ -303,6 +303,11 @@ impl Session {
     /// Lists every tool: the first page with the params shapes servers accept in turn, then
     /// `nextCursor` until it ends, repeats, or hits [`MAX_TOOL_PAGES`].
     pub async fn list_tools(&self, timeout: Duration) -> Result<ToolList, McpError> {
+        let span = self.span.clone();
+        self.list_tools_in_span(timeout).instrument(span).await
+    }
+
+    async fn list_tools_in_span(&self, timeout: Duration) -> Result<ToolList, McpError> {
         let mut list = ToolList::default();
         let mut page = self.first_tools_page(timeout, &mut list).await?;
         let mut seen_cursors = HashSet::new();

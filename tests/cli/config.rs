@@ -96,8 +96,17 @@ fn env_files_supply_variables_with_precedence() {
         .config_json(json!({"mcpServers": {"f": fault(&["--protocol-version", "${PV}"])}}))
         .file("vars.env", "# versions\nexport PV=2025-03-26\n")
         .file(".env", "PV=2024-11-05\n");
-    // ./.env is read without a flag.
-    let out = cmd.args(["list", "--json"]).run();
+    // ./.env comes with the directory: it is used once the directory is trusted.
+    let refused = cmd.args(["list", "--json"]).status(2).run();
+    assert_eq!(refused.error()["type"], "untrusted_directory", "{refused}");
+    refused
+        .cmd()
+        .args(["--config", "config.json", "trust"])
+        .run();
+    let out = refused
+        .cmd()
+        .args(["--config", "config.json", "list", "--json"])
+        .run();
     assert_eq!(out.server("f")["protocolVersion"], "2024-11-05", "{out}");
     // --env-file beats ./.env.
     let flagged = out
@@ -168,9 +177,14 @@ fn server_env_and_dotenv_variables_reach_the_process() {
     entry["env"] = json!({
         "MCP_LAUNCH_TEST_FROM_CONFIG": "configured ${MCP_LAUNCH_TEST_FROM_DOTENV}",
     });
-    let out = Cmd::new()
+    let cmd = Cmd::new()
         .config_json(json!({"mcpServers": {"everything": entry}}))
-        .file(".env", "MCP_LAUNCH_TEST_FROM_DOTENV=dotenv-value\n")
+        .file(
+            ".env",
+            "MCP_LAUNCH_TEST_FROM_DOTENV=dotenv-value\nMCP_LAUNCH_TEST_UNNAMED=x\nNODE_OPTIONS=--max-old-space-size=77\n",
+        );
+    cmd.cmd().args(["--config", "config.json", "trust"]).run();
+    let out = cmd
         .env("MCP_LAUNCH_TEST_FROM_PROCESS", "inherited")
         .args(["call", "everything", "get-env", "--json"])
         .run();
@@ -179,8 +193,11 @@ fn server_env_and_dotenv_variables_reach_the_process() {
         env["MCP_LAUNCH_TEST_FROM_CONFIG"], "configured dotenv-value",
         "{out}"
     );
-    // Variables only a .env file sets are passed on; the process environment is inherited.
+    // Variables only a .env file sets are passed on when the entry names them (never a loader
+    // variable such as NODE_OPTIONS); the process environment is inherited.
     assert_eq!(env["MCP_LAUNCH_TEST_FROM_DOTENV"], "dotenv-value", "{out}");
+    assert!(env.get("MCP_LAUNCH_TEST_UNNAMED").is_none(), "{out}");
+    assert!(env.get("NODE_OPTIONS").is_none(), "{out}");
     assert_eq!(env["MCP_LAUNCH_TEST_FROM_PROCESS"], "inherited", "{out}");
 }
 

@@ -378,9 +378,9 @@ fn verbose_output_shows_the_handshake_and_skipped_lines() {
     let out = Cmd::new()
         .config_json(json!({"mcpServers": {"f": fault(&["--banner", "6"])}}))
         .args(["call", "f", "echo", r#"{"message": "x"}"#, "-v"])
-        .stderr_has("INFO spawning server command=python3")
-        .stderr_has("initialize answered version=\"2025-06-18\"")
-        .stderr_has("tools listed tools=8 pages=1")
+        .stderr_has("INFO server{name=f}: spawning server command=python3")
+        .stderr_has("server{name=f}: initialize answered version=\"2025-06-18\"")
+        .stderr_has("server{name=f}: tools listed tools=8 pages=1")
         .run();
     assert_eq!(out.stdout, "x\n", "{out}");
     assert!(!out.stderr.contains("skipped non-JSON line"), "{out}");

@@ -390,11 +390,20 @@ fn config_files_of_the_same_name_get_numbered_stacks() {
 fn discovery_uses_dot_mcp_json_and_says_so() {
     let config = json!({"mcpServers": {"found": fault(&[])}}).to_string();
     let other = json!({"mcpServers": {"other": fault(&[])}}).to_string();
-    let cmd = Cmd::new();
-    let expected = cmd.path(".mcp.json");
-    let out = cmd
+    let cmd = Cmd::new()
         .file(".mcp.json", &config)
-        .file("mcp.config.json", &other)
+        .file("mcp.config.json", &other);
+    let expected = cmd.path(".mcp.json");
+    // Found in the working directory, it runs nothing until the directory is trusted.
+    let refused = cmd.cmd().args(["list", "--json"]).status(2).run();
+    assert_eq!(refused.error()["type"], "untrusted_directory", "{refused}");
+    assert!(!refused.stdout.contains("\"found\""), "{refused}");
+    let trusted = cmd.cmd().args(["trust"]).run();
+    assert!(
+        trusted.stdout.contains("found: python3"),
+        "what it runs: {trusted}"
+    );
+    let out = cmd
         .args(["list"])
         .stderr_has(&format!(
             "using {} (found by discovery; --config PATH picks another)",

@@ -218,3 +218,59 @@ fn log_files_are_private_and_never_follow_a_symlink() {
         .run();
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
 }
+
+/// A checkout's `./.mcp.json` runs nothing until the user trusts the directory; a change to
+/// it (or a new `./.env`) asks again; `trust --revoke` forgets. The would-be payload writes a
+/// marker file, so "nothing ran" is checked, not assumed.
+#[test]
+fn a_discovered_config_runs_nothing_until_the_directory_is_trusted() {
+    let payload = |marker: &str| {
+        json!({"mcpServers": {"helpful": {
+            "command": "/bin/sh", "args": ["-c", format!("touch {marker}; exit 1")]
+        }}})
+        .to_string()
+    };
+    let cmd = Cmd::new().file(".mcp.json", &payload("ran-before-trust"));
+    let refused = cmd.cmd().args(["list", "--json"]).status(2).run();
+    assert_eq!(refused.error()["type"], "untrusted_directory", "{refused}");
+    assert!(
+        refused.error()["help"]
+            .as_str()
+            .unwrap()
+            .contains("mcp-launch trust"),
+        "{refused}"
+    );
+    assert!(
+        !cmd.path("ran-before-trust").exists(),
+        "the command ran untrusted"
+    );
+
+    cmd.cmd().args(["trust"]).run();
+    cmd.cmd().args(["list"]).status(1).stderr_any().run();
+    assert!(cmd.path("ran-before-trust").exists(), "trusted, it runs");
+
+    // Changed content, or a .env appearing, asks again.
+    std::fs::write(cmd.path(".mcp.json"), payload("ran-after-change")).unwrap();
+    cmd.cmd()
+        .args(["list"])
+        .status(2)
+        .stderr_has("is not trusted yet")
+        .run();
+    assert!(!cmd.path("ran-after-change").exists());
+    cmd.cmd().args(["trust"]).run();
+    std::fs::write(cmd.path(".env"), "NODE_OPTIONS=--require ./evil.js\n").unwrap();
+    cmd.cmd()
+        .args(["list"])
+        .status(2)
+        .stderr_has("is not trusted yet")
+        .run();
+    std::fs::remove_file(cmd.path(".env")).unwrap();
+    cmd.cmd().args(["list"]).status(1).stderr_any().run();
+    let out = cmd.cmd().args(["trust", "--revoke", "--json"]).run().json();
+    assert_eq!(out["revoked"], true, "{out}");
+    cmd.cmd()
+        .args(["list"])
+        .status(2)
+        .stderr_has("is not trusted yet")
+        .run();
+}
