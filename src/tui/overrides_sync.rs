@@ -1,0 +1,110 @@
+//! One task between the TUI and the overrides file: it writes the app's edits (merged into the
+//! file under its lock, see [`Overrides::update`]) and watches the file for changes made
+//! outside (another terminal's `mcp-launch tool deny`, an edit by hand), answering both with
+//! the file's content. One task, so the answers arrive in the order things happened.
+//!
+//! Watching is a re-read on a short tick, compared with the last bytes seen: the file is small, every
+//! writer replaces it by a rename (a new inode, which some watch backends lose track of), and
+//! a poll needs no platform notification service.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::catalog::{Edit, Overrides, OVERRIDES_FILE};
+
+use super::msg::Msg;
+
+/// How often the file is looked at: an outside change shows within this.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+enum Job {
+    Write(Vec<Edit>),
+    /// Answered once every write asked for before it is done.
+    Flush(oneshot::Sender<()>),
+}
+
+/// The handle of the task (cheap to clone).
+#[derive(Clone)]
+pub(super) struct OverridesSync {
+    jobs: mpsc::UnboundedSender<Job>,
+}
+
+impl OverridesSync {
+    /// Starts the task for the project in `project_dir`; it answers through `tx` and ends
+    /// when every handle is dropped or `tx` closes.
+    pub(super) fn spawn(project_dir: PathBuf, tx: mpsc::UnboundedSender<Msg>) -> OverridesSync {
+        let (jobs, queue) = mpsc::unbounded_channel();
+        tokio::spawn(run(project_dir, queue, tx));
+        OverridesSync { jobs }
+    }
+
+    /// Writes `edits`; answers with [`Msg::Saved`].
+    pub(super) fn save(&self, edits: Vec<Edit>) {
+        let _ = self.jobs.send(Job::Write(edits));
+    }
+
+    /// Returns once every write asked for so far is done (at once if the task has ended).
+    pub(super) async fn flushed(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.jobs.send(Job::Flush(done)).is_ok() {
+            let _ = wait.await;
+        }
+    }
+}
+
+async fn run(
+    project_dir: PathBuf,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+    tx: mpsc::UnboundedSender<Msg>,
+) {
+    let path = project_dir.join(OVERRIDES_FILE);
+    // The app starts from a read of its own; the first look may re-read it, harmlessly.
+    let mut seen = None;
+    let mut ticks = tokio::time::interval(WATCH_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        let msg = tokio::select! {
+            () = tx.closed() => return,
+            job = queue.recv() => match job {
+                None => return,
+                Some(Job::Flush(done)) => {
+                    let _ = done.send(());
+                    continue;
+                }
+                Some(Job::Write(edits)) => Msg::Saved(write(&project_dir, edits).await),
+            },
+            _ = ticks.tick() => {
+                let now = tokio::fs::read(&path).await.ok();
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                Msg::OverridesChanged(read(&project_dir).await)
+            }
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+/// [`Overrides::update`] on a blocking thread (it waits for the lock).
+async fn write(project_dir: &std::path::Path, edits: Vec<Edit>) -> Result<Overrides, String> {
+    let dir = project_dir.to_path_buf();
+    let updated = tokio::task::spawn_blocking(move || Overrides::update(&dir, &edits)).await;
+    match updated {
+        Ok(Ok(updated)) => Ok(updated.overrides),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(format!("the write stopped: {e}")),
+    }
+}
+
+async fn read(project_dir: &std::path::Path) -> Result<Overrides, String> {
+    let dir = project_dir.to_path_buf();
+    match tokio::task::spawn_blocking(move || Overrides::load(&dir)).await {
+        Ok(loaded) => loaded.map_err(|e| e.to_string()),
+        Err(e) => Err(format!("the read stopped: {e}")),
+    }
+}
