@@ -173,6 +173,68 @@ fn preflight_with_the_error_detail() {
     snapshot("preflight_error_detail", &app);
 }
 
+/// Issue 11: at 120 columns the SERVER column took ~50 columns and cut the note mid-word.
+#[test]
+fn preflight_columns_fit_their_content_and_the_detail_shows_the_whole_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let long_name = "a-server-with-a-remarkably-long-name-for-a-config-key-indeed";
+    let entries = vec![entry("a", "github"), entry("a", long_name)];
+    let (mut app, _) = App::new(
+        entries.clone(),
+        Overrides::load(dir.path()).unwrap(),
+        Theme::monochrome(),
+    );
+    app.update(Msg::Checked {
+        row: 0,
+        report: Box::new(failed(&entries[0])),
+    });
+    let mut slow = connected(&entries[1], EVERYTHING, 7_000);
+    slow.used_slow_window = true;
+    slow.warnings = vec![format!(
+        "{} duplicate name(s): {}",
+        2,
+        "echo, add ".repeat(12)
+    )];
+    app.update(Msg::Checked {
+        row: 1,
+        report: Box::new(slow),
+    });
+    let screen = draw(&app, 120, 40);
+    let line = |needle: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle}:\n{screen}"))
+            .to_string()
+    };
+    // The server column is as wide as the names, capped at a quarter of the screen.
+    let header = line("SERVER");
+    assert_eq!(
+        header.find("TRANSPORT").unwrap() - header.find("SERVER").unwrap(),
+        31
+    );
+    assert!(line("a/a-server-with").contains("…"), "{screen}");
+    // The notes take the rest, cut at a word boundary.
+    assert!(
+        line("a/github").contains(" server exited with code 3 during… "),
+        "{screen}"
+    );
+    let cut = line("a/a-server-with");
+    assert!(cut.contains("add…") || cut.contains("echo…"), "{cut}");
+
+    // The detail pane shows every note whole.
+    press(&mut app, &[KeyCode::Down, KeyCode::Char('d')]);
+    let screen = draw(&app, 120, 40);
+    assert!(screen.contains("answered in the slow window"), "{screen}");
+    assert!(screen.contains(&"echo, add ".repeat(6)), "{screen}");
+    press(&mut app, &[KeyCode::Up]);
+    let screen = draw(&app, 120, 40);
+    assert!(
+        screen.contains("during initialize; last stderr lines:"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn preflight_with_no_servers() {
     let dir = tempfile::tempdir().unwrap();
