@@ -2,9 +2,9 @@
 //! [`Msg`], changes the state, and may ask for [`Effect`]s. No I/O here, so every behaviour is
 //! tested without a terminal.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
-
 use std::collections::VecDeque;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
 
 use crate::catalog::{Change, Edit, Overrides};
 use crate::config::ServerEntry;

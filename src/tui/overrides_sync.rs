@@ -33,7 +33,7 @@ pub(super) struct OverridesSync {
 
 impl OverridesSync {
     /// Starts the task for the project in `project_dir`; it answers through `tx` and ends
-    /// when every handle is dropped or `tx` closes.
+    /// when every handle is dropped.
     pub(super) fn spawn(project_dir: PathBuf, tx: mpsc::UnboundedSender<Msg>) -> OverridesSync {
         let (jobs, queue) = mpsc::unbounded_channel();
         tokio::spawn(run(project_dir, queue, tx));
@@ -66,7 +66,6 @@ async fn run(
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         let msg = tokio::select! {
-            () = tx.closed() => return,
             job = queue.recv() => match job {
                 None => return,
                 Some(Job::Flush(done)) => {
@@ -84,9 +83,9 @@ async fn run(
                 Msg::OverridesChanged(read(&project_dir).await)
             }
         };
-        if tx.send(msg).is_err() {
-            return;
-        }
+        // Once the app has gone the answers go nowhere, but queued writes still happen: the
+        // runtime waits for them ([`OverridesSync::flushed`]) before it exits.
+        let _ = tx.send(msg);
     }
 }
 
