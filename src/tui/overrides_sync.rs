@@ -107,3 +107,64 @@ async fn read(project_dir: &std::path::Path) -> Result<Overrides, String> {
         Err(e) => Err(format!("the read stopped: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deny(tool: &str) -> Edit {
+        Edit::Deny {
+            stack: "a".into(),
+            server: "s".into(),
+            tools: vec![tool.into()],
+        }
+    }
+
+    fn is_denied(overrides: &Overrides, tool: &str) -> bool {
+        overrides
+            .for_server("a", "s")
+            .is_some_and(|s| !s.is_allowed(tool))
+    }
+
+    /// The first answer `wanted` accepts (others, such as re-reads of our own writes, skipped).
+    async fn next(rx: &mut mpsc::UnboundedReceiver<Msg>, wanted: impl Fn(&Msg) -> bool) -> Msg {
+        let wait = async {
+            loop {
+                let msg = rx.recv().await.expect("the task answers");
+                if wanted(&msg) {
+                    return msg;
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .expect("answered in time")
+    }
+
+    #[tokio::test]
+    async fn writes_in_order_reports_outside_changes_and_finishes_writes_after_the_app() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let sync = OverridesSync::spawn(dir.path().to_path_buf(), tx);
+
+        sync.save(vec![deny("echo")]);
+        let Msg::Saved(Ok(saved)) = next(&mut rx, |m| matches!(m, Msg::Saved(_))).await else {
+            panic!("saved")
+        };
+        assert!(is_denied(&saved, "echo"));
+
+        // Another process writes: reported with both choices.
+        Overrides::update(dir.path(), &[deny("add")]).unwrap();
+        let outside = |m: &Msg| matches!(m, Msg::OverridesChanged(Ok(o)) if is_denied(o, "add") && is_denied(o, "echo"));
+        next(&mut rx, outside).await;
+
+        // The app has gone (quit): a queued write still lands before `flushed` returns.
+        drop(rx);
+        sync.save(vec![deny("late")]);
+        sync.flushed().await;
+        let on_disk = Overrides::load(dir.path()).unwrap();
+        assert!(["echo", "add", "late"]
+            .iter()
+            .all(|t| is_denied(&on_disk, t)));
+    }
+}
