@@ -7,10 +7,7 @@
 
 use clap::{ArgGroup, Args, Subcommand};
 
-use crate::catalog::{
-    tool, trim_description, Action, Change, Edit, Overrides, ServerReport, Status,
-    CHATGPT_DESCRIPTION_LIMIT,
-};
+use crate::catalog::{tool, Edit, Overrides, ServerReport, Status, CHATGPT_DESCRIPTION_LIMIT};
 
 use super::server::{finish, load_overrides, update_overrides, Target};
 use super::{connected_report, find_tool, CliError, GlobalArgs, Outcome};
@@ -126,48 +123,30 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
             report.name
         ));
     }
-    let mut unchanged = None;
     let edit = match args.action {
-        ToolAction::Allow(a) => Some(Edit::Allow {
+        ToolAction::Allow(a) => Edit::Allow {
             tools: checked(&report, &overrides, &a.names.tools, false)?,
             only: a.only,
             stack: stack.clone(),
             server: server.clone(),
-        }),
-        ToolAction::Deny(n) => Some(Edit::Deny {
+        },
+        ToolAction::Deny(n) => Edit::Deny {
             tools: checked(&report, &overrides, &n.tools, false)?,
             stack: stack.clone(),
             server: server.clone(),
-        }),
-        ToolAction::Reset(n) => Some(Edit::Reset {
+        },
+        ToolAction::Reset(n) => Edit::Reset {
             tools: checked(&report, &overrides, &n.tools, true)?,
             stack: stack.clone(),
             server: server.clone(),
-        }),
+        },
         ToolAction::Describe(d) => {
             let tools = checked(&report, &overrides, std::slice::from_ref(&d.tool), false)?;
-            let name = &tools[0];
-            match described(&report, &overrides, name, &d, &mut warnings) {
-                Some(text) => Some(Edit::Describe {
-                    stack: stack.clone(),
-                    server: server.clone(),
-                    tool: name.clone(),
-                    text,
-                }),
-                None => {
-                    unchanged = Some(Change {
-                        tool: Some(name.clone()),
-                        action: Action::Described,
-                        changed: false,
-                    });
-                    None
-                }
-            }
+            describe(&report, tools[0].clone(), &d, &mut warnings)
         }
     };
     // Applied to the file as it is now: the server check above may have taken a while.
-    let mut updated = update_overrides(edit.as_slice())?;
-    updated.changes.extend(unchanged);
+    let updated = update_overrides(&[edit])?;
     let target = Target {
         shown: &report.name,
         stack: &stack,
@@ -202,16 +181,30 @@ fn checked(
     Ok(out)
 }
 
-/// The description `tool describe` stores: `Some(text)`, `Some(None)` to clear the override,
-/// or `None` when `--trim` finds it fits already (storing it would only mark the tool as
-/// overridden).
-fn described(
+/// The edit `tool describe` makes: a new text, the current one trimmed, or no override.
+fn describe(
     report: &ServerReport,
-    overrides: &Overrides,
-    name: &str,
+    tool: String,
     args: &DescribeArgs,
     warnings: &mut Vec<String>,
-) -> Option<Option<String>> {
+) -> Edit {
+    let (stack, server) = (report.stack.clone(), report.config_name.clone());
+    if let Some(max) = args.trim {
+        let original = report
+            .tools
+            .iter()
+            .find(|t| tool::name(t) == tool)
+            .map(tool::description)
+            .unwrap_or("")
+            .to_string();
+        return Edit::Trim {
+            stack,
+            server,
+            tool,
+            original,
+            max: max as usize,
+        };
+    }
     if let Some(text) = &args.text {
         let chars = text.chars().count();
         if chars > CHATGPT_DESCRIPTION_LIMIT {
@@ -221,23 +214,13 @@ fn described(
                  cuts it at a word boundary)"
             ));
         }
-        return Some(Some(text.clone()));
     }
-    let Some(max) = args.trim else {
-        return Some(None);
-    };
-    let original = report
-        .tools
-        .iter()
-        .find(|t| tool::name(t) == name)
-        .map(tool::description)
-        .unwrap_or("");
-    let current = overrides
-        .for_server(&report.stack, &report.config_name)
-        .and_then(|e| e.descriptions.get(name))
-        .map_or(original, String::as_str);
-    let trimmed = trim_description(current, max as usize);
-    (trimmed != current).then_some(Some(trimmed))
+    Edit::Describe {
+        stack,
+        server,
+        tool,
+        text: args.text.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use std::path::Path;
 
 use nix::fcntl::{Flock, FlockArg};
 
-use super::{Change, LaunchChoices, Overrides, OverridesError};
+use super::{Action, Change, LaunchChoices, Overrides, OverridesError};
+use crate::catalog::trim_description;
 use crate::config::ServerEntry;
 
 /// The lock file beside the overrides file (the overrides file itself is replaced by a rename
@@ -73,6 +74,20 @@ pub enum Edit {
         tool: String,
         /// The text clients see instead of the server's.
         text: Option<String>,
+    },
+    /// Cuts a tool's current description (its override, else `original`) to `max` characters
+    /// at a word boundary ([`trim_description`]) and stores the result; nothing when it fits.
+    Trim {
+        /// The server's stack.
+        stack: String,
+        /// Its plain config key.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The server's own description.
+        original: String,
+        /// The budget, in characters.
+        max: usize,
     },
     /// Forgets everything chosen for a server.
     ClearServer {
@@ -147,6 +162,26 @@ impl Overrides {
                 tool,
                 text,
             } => vec![self.server_mut(stack, server).describe(tool, text.clone())],
+            Edit::Trim {
+                stack,
+                server,
+                tool,
+                original,
+                max,
+            } => {
+                let entry = self.server_mut(stack, server);
+                let current = entry.descriptions.get(tool).unwrap_or(original);
+                let trimmed = trim_description(current, *max);
+                if &trimmed == current {
+                    // Already fits: storing it would only mark the tool as overridden.
+                    return vec![Change {
+                        tool: Some(tool.clone()),
+                        action: Action::Described,
+                        changed: false,
+                    }];
+                }
+                vec![entry.describe(tool, Some(trimmed))]
+            }
             Edit::ClearServer { stack, server } => vec![self.server_mut(stack, server).clear()],
             Edit::SetLaunchChoices(choices) => {
                 self.set_launch_choices(choices.clone());

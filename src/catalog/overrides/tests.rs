@@ -536,3 +536,28 @@ fn an_update_never_overwrites_a_file_that_does_not_load() {
     assert_eq!(err.kind(), "invalid_overrides");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"version\": 1,");
 }
+
+#[test]
+fn a_trim_cuts_the_description_as_the_file_has_it_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let trim = |max| Edit::Trim {
+        stack: "mcp".into(),
+        server: "gh".into(),
+        tool: "echo".into(),
+        original: "Echo the message back.".into(),
+        max,
+    };
+    let fits = Overrides::update(dir.path(), &[trim(100)]).unwrap();
+    assert!(!fits.saved && !fits.changes[0].changed, "nothing to store");
+    // Another writer overrode the text meanwhile: the trim cuts that one.
+    let describe = Edit::Describe {
+        stack: "mcp".into(),
+        server: "gh".into(),
+        tool: "echo".into(),
+        text: Some("Sends the very same message back to the caller.".into()),
+    };
+    Overrides::update(dir.path(), &[describe]).unwrap();
+    let cut = Overrides::update(dir.path(), &[trim(20)]).unwrap();
+    let gh = cut.overrides.for_server("mcp", "gh").unwrap();
+    assert_eq!(gh.descriptions["echo"], "Sends the very same…");
+}
