@@ -26,8 +26,8 @@ pub use expose::{expose, total_after, total_before, ExposedTool};
 pub use fingerprint::server_identity;
 pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL, TTL_ENV};
 pub use overrides::{
-    Action, Change, LaunchChoices, Overrides, OverridesError, ServerOverrides, ToolView,
-    OVERRIDES_FILE, OVERRIDES_VERSION,
+    Action, Change, Edit, LaunchChoices, Overrides, OverridesError, ServerOverrides, ToolView,
+    Updated, OVERRIDES_FILE, OVERRIDES_VERSION,
 };
 pub use preflight::{
     connect, endpoint, preflight, preflight_keeping, OpenSessions, PreflightOptions, ServerProblem,

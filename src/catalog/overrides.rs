@@ -401,8 +401,9 @@ impl Overrides {
         &self.path
     }
 
-    /// Writes the file atomically (directory created when missing).
-    pub fn save(&self) -> Result<(), OverridesError> {
+    /// Writes the file atomically (directory created when missing), whatever it holds now:
+    /// writers outside tests go through [`Overrides::update`], which merges under the lock.
+    pub(crate) fn save(&self) -> Result<(), OverridesError> {
         let unwritable = |e: std::io::Error| OverridesError::Unwritable {
             path: self.path.clone(),
             reason: e.to_string(),
@@ -486,8 +487,22 @@ impl Overrides {
     /// even when it matches the config, so a later config edit does not undo it; `changed` says
     /// whether the server's state changed.
     pub fn set_disabled(&mut self, entry: &ServerEntry, disabled: bool) -> Change {
-        let was = self.is_disabled(entry);
-        self.server_mut(&entry.stack, &entry.name).disabled = Some(disabled);
+        self.choose_disabled(&entry.stack, &entry.name, entry.disabled, disabled)
+    }
+
+    /// [`Overrides::set_disabled`] by names, given what the config says.
+    fn choose_disabled(
+        &mut self,
+        stack: &str,
+        server: &str,
+        config_disabled: bool,
+        disabled: bool,
+    ) -> Change {
+        let was = self
+            .entry_of(stack, server)
+            .disabled
+            .unwrap_or(config_disabled);
+        self.server_mut(stack, server).disabled = Some(disabled);
         Change {
             tool: None,
             action: if disabled {
@@ -518,8 +533,10 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+mod edit;
 mod error;
 #[cfg(test)]
 mod tests;
 
+pub use edit::{Edit, Updated};
 pub use error::OverridesError;

@@ -7,7 +7,7 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::catalog::{Action, Change, Overrides};
+use crate::catalog::{Action, Change, Edit, Overrides, Updated};
 use crate::output::{self, style};
 
 use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
@@ -53,36 +53,35 @@ pub struct ServerName {
 
 pub(super) async fn run(args: ServerArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     let loaded = load_config(global)?;
-    let mut overrides = load_overrides()?;
-    let before = overrides.clone();
-    let (name, change) = match &args.action {
-        ServerAction::Enable(n) => {
-            let entry = find_server(&loaded, &n.server)?;
-            (entry, overrides.set_disabled(entry, false))
-        }
-        ServerAction::Disable(n) => {
-            let entry = find_server(&loaded, &n.server)?;
-            (entry, overrides.set_disabled(entry, true))
-        }
-        ServerAction::Reset(n) => {
-            let entry = find_server(&loaded, &n.server)?;
-            (
-                entry,
-                overrides.server_mut(&entry.stack, &entry.name).clear(),
-            )
-        }
+    let (ServerAction::Enable(n) | ServerAction::Disable(n) | ServerAction::Reset(n)) =
+        &args.action;
+    let entry = find_server(&loaded, &n.server)?;
+    let edit = match &args.action {
+        ServerAction::Enable(_) => Edit::set_disabled(entry, false),
+        ServerAction::Disable(_) => Edit::set_disabled(entry, true),
+        ServerAction::Reset(_) => Edit::ClearServer {
+            stack: entry.stack.clone(),
+            server: entry.name.clone(),
+        },
     };
+    let updated = update_overrides(&[edit])?;
     let target = Target {
-        shown: &name.qualified,
-        stack: &name.stack,
-        key: &name.name,
+        shown: &entry.qualified,
+        stack: &entry.stack,
+        key: &entry.name,
     };
-    finish(global, &overrides, &before, &target, &[change], &[])
+    finish(global, &updated, &target, &[])
 }
 
 /// The overrides of the project in the current directory.
 pub(super) fn load_overrides() -> Result<Overrides, CliError> {
     Ok(Overrides::load(Path::new("."))?)
+}
+
+/// Applies `edits` to the overrides file as it is now (under its lock: choices another
+/// process made since we loaded it are kept).
+pub(super) fn update_overrides(edits: &[Edit]) -> Result<Updated, CliError> {
+    Ok(Overrides::update(Path::new("."), edits)?)
 }
 
 /// The server an overrides command changed.
@@ -95,19 +94,18 @@ pub(super) struct Target<'a> {
     pub(super) key: &'a str,
 }
 
-/// Saves `overrides` when they differ from `before`, then reports `changes` (and `warnings`).
+/// Reports what `updated` changed (and `warnings`).
 pub(super) fn finish(
     global: &GlobalArgs,
-    overrides: &Overrides,
-    before: &Overrides,
+    updated: &Updated,
     target: &Target<'_>,
-    changes: &[Change],
     warnings: &[String],
 ) -> Result<Outcome, CliError> {
-    let saved = overrides != before;
-    if saved {
-        overrides.save()?;
-    }
+    let Updated {
+        overrides,
+        changes,
+        saved,
+    } = updated;
     let entry = overrides.for_server(target.stack, target.key);
     if global.json {
         let (done, same): (Vec<&Change>, Vec<&Change>) = changes.iter().partition(|c| c.changed);
@@ -143,7 +141,7 @@ pub(super) fn finish(
         }
     }
     let dim = style::DIM;
-    if saved {
+    if *saved {
         writeln!(out, "{dim}saved in {}{dim:#}", overrides.path().display())?;
     } else {
         writeln!(out, "{dim}nothing to change{dim:#}")?;

@@ -7,12 +7,9 @@
 
 use clap::{ArgGroup, Args, Subcommand};
 
-use crate::catalog::{
-    tool, trim_description, Action, Change, Overrides, ServerReport, Status,
-    CHATGPT_DESCRIPTION_LIMIT,
-};
+use crate::catalog::{tool, Edit, Overrides, ServerReport, Status, CHATGPT_DESCRIPTION_LIMIT};
 
-use super::server::{finish, load_overrides, Target};
+use super::server::{finish, load_overrides, update_overrides, Target};
 use super::{connected_report, find_tool, CliError, GlobalArgs, Outcome};
 
 /// Allow, deny, reset or describe a server's tools in this project's overrides.
@@ -111,15 +108,14 @@ pub struct DescribeArgs {
 
 pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     // The file first: a malformed one fails before any server starts.
-    let mut overrides = load_overrides()?;
+    let overrides = load_overrides()?;
     let server = match &args.action {
         ToolAction::Allow(a) => &a.names.server,
         ToolAction::Deny(n) | ToolAction::Reset(n) => &n.server,
         ToolAction::Describe(d) => &d.server,
     };
     let report = connected_report(global, server).await?;
-    let (stack, key) = (report.stack.clone(), report.config_name.as_str());
-    let before = overrides.clone();
+    let (stack, server) = (report.stack.clone(), report.config_name.clone());
     let mut warnings = Vec::new();
     if report.status == Status::Disabled {
         warnings.push(format!(
@@ -127,36 +123,36 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
             report.name
         ));
     }
-    let changes = match args.action {
-        ToolAction::Allow(a) => {
-            let tools = checked(&report, &overrides, &a.names.tools, false)?;
-            let entry = overrides.server_mut(&stack, key);
-            if a.only {
-                entry.allow_only(&tools)
-            } else {
-                entry.allow(&tools)
-            }
-        }
-        ToolAction::Deny(n) => {
-            let tools = checked(&report, &overrides, &n.tools, false)?;
-            overrides.server_mut(&stack, key).deny(&tools)
-        }
-        ToolAction::Reset(n) => {
-            let tools = checked(&report, &overrides, &n.tools, true)?;
-            overrides.server_mut(&stack, key).reset(&tools)
-        }
+    let edit = match args.action {
+        ToolAction::Allow(a) => Edit::Allow {
+            tools: checked(&report, &overrides, &a.names.tools, false)?,
+            only: a.only,
+            stack: stack.clone(),
+            server: server.clone(),
+        },
+        ToolAction::Deny(n) => Edit::Deny {
+            tools: checked(&report, &overrides, &n.tools, false)?,
+            stack: stack.clone(),
+            server: server.clone(),
+        },
+        ToolAction::Reset(n) => Edit::Reset {
+            tools: checked(&report, &overrides, &n.tools, true)?,
+            stack: stack.clone(),
+            server: server.clone(),
+        },
         ToolAction::Describe(d) => {
             let tools = checked(&report, &overrides, std::slice::from_ref(&d.tool), false)?;
-            let name = &tools[0];
-            vec![describe(&report, &mut overrides, name, &d, &mut warnings)]
+            describe(&report, tools[0].clone(), &d, &mut warnings)
         }
     };
+    // Applied to the file as it is now: the server check above may have taken a while.
+    let updated = update_overrides(&[edit])?;
     let target = Target {
         shown: &report.name,
         stack: &stack,
-        key,
+        key: &server,
     };
-    finish(global, &overrides, &before, &target, &changes, &warnings)
+    finish(global, &updated, &target, &warnings)
 }
 
 /// `names` without repeats, each offered by the server (or, when `stale_ok`, mentioned by the
@@ -185,16 +181,30 @@ fn checked(
     Ok(out)
 }
 
-/// Applies `tool describe`: a new text, the current one trimmed, or no override.
+/// The edit `tool describe` makes: a new text, the current one trimmed, or no override.
 fn describe(
     report: &ServerReport,
-    overrides: &mut Overrides,
-    name: &str,
+    tool: String,
     args: &DescribeArgs,
     warnings: &mut Vec<String>,
-) -> Change {
-    let key = report.config_name.as_str();
-    let entry = overrides.server_mut(&report.stack, key);
+) -> Edit {
+    let (stack, server) = (report.stack.clone(), report.config_name.clone());
+    if let Some(max) = args.trim {
+        let original = report
+            .tools
+            .iter()
+            .find(|t| tool::name(t) == tool)
+            .map(tool::description)
+            .unwrap_or("")
+            .to_string();
+        return Edit::Trim {
+            stack,
+            server,
+            tool,
+            original,
+            max: max as usize,
+        };
+    }
     if let Some(text) = &args.text {
         let chars = text.chars().count();
         if chars > CHATGPT_DESCRIPTION_LIMIT {
@@ -204,31 +214,13 @@ fn describe(
                  cuts it at a word boundary)"
             ));
         }
-        return entry.describe(name, Some(text.clone()));
     }
-    if let Some(max) = args.trim {
-        let original = report
-            .tools
-            .iter()
-            .find(|t| tool::name(t) == name)
-            .map(tool::description)
-            .unwrap_or("");
-        let current = entry
-            .descriptions
-            .get(name)
-            .map_or(original, String::as_str);
-        let trimmed = trim_description(current, max as usize);
-        if trimmed == current {
-            // Already fits: storing it would only mark the tool as overridden.
-            return Change {
-                tool: Some(name.to_string()),
-                action: Action::Described,
-                changed: false,
-            };
-        }
-        return entry.describe(name, Some(trimmed));
+    Edit::Describe {
+        stack,
+        server,
+        tool,
+        text: args.text.clone(),
     }
-    entry.describe(name, None)
 }
 
 #[cfg(test)]

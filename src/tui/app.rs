@@ -2,9 +2,11 @@
 //! [`Msg`], changes the state, and may ask for [`Effect`]s. No I/O here, so every behaviour is
 //! tested without a terminal.
 
+use std::collections::VecDeque;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
 
-use crate::catalog::Overrides;
+use crate::catalog::{Change, Edit, Overrides};
 use crate::config::ServerEntry;
 
 use super::model::{Check, Row};
@@ -49,8 +51,13 @@ pub struct App {
     pub stacks: Vec<String>,
     /// One row per server of every stack, stacks in order.
     pub rows: Vec<Row>,
-    /// The project's choices (saved to `.mcp-launch/overrides.json` on every change).
+    /// The project's choices as shown: the file as last read, with the edits not yet
+    /// written applied on top.
     pub overrides: Overrides,
+    /// The overrides file as last read (or written) by the runtime.
+    pub on_disk: Overrides,
+    /// Edits sent to be written, oldest first; each [`Msg::Saved`] answers the oldest.
+    pub unsaved: VecDeque<Vec<Edit>>,
     /// The screen in front.
     pub screen: Screen,
     /// The preflight screen's selection and detail pane (kept while another screen is open).
@@ -91,6 +98,8 @@ impl App {
         let mut app = App {
             stacks: Vec::new(),
             rows: Vec::new(),
+            on_disk: overrides.clone(),
+            unsaved: VecDeque::new(),
             overrides,
             screen: Screen::Preflight,
             preflight: PreflightView::default(),
@@ -155,12 +164,26 @@ impl App {
                 }
                 Vec::new()
             }
-            Msg::Saved(Ok(())) => Vec::new(),
-            Msg::Saved(Err(e)) => {
-                self.notice = Some(Notice {
-                    text: format!("could not save the overrides: {e}"),
-                    is_error: true,
-                });
+            Msg::Saved(result) => {
+                self.unsaved.pop_front();
+                match result {
+                    Ok(on_disk) => self.reread(on_disk),
+                    Err(e) => {
+                        self.complain(format!("could not save the overrides: {e}"));
+                        // The failed edit is gone from the queue: show the file's state again.
+                        self.reread(self.on_disk.clone());
+                    }
+                }
+                Vec::new()
+            }
+            Msg::OverridesChanged(Ok(on_disk)) => {
+                self.reread(on_disk);
+                Vec::new()
+            }
+            Msg::OverridesChanged(Err(e)) => {
+                self.complain(format!(
+                    "the overrides file changed and does not load ({e}); fix it to save again"
+                ));
                 Vec::new()
             }
             Msg::EditedExternally { row, tool, result } => {
@@ -271,14 +294,45 @@ impl App {
             return Vec::new();
         };
         let disabled = !self.overrides.is_disabled(&r.entry);
-        let entry = r.entry.clone();
-        self.overrides.set_disabled(&entry, disabled);
-        self.say(format!(
+        let text = format!(
             "{} {}",
             r.label(),
             if disabled { "disabled" } else { "enabled" }
-        ));
-        vec![Effect::Save(self.overrides.clone())]
+        );
+        let (_, save) = self.edit(vec![Edit::set_disabled(&r.entry, disabled)]);
+        self.say(text);
+        vec![save]
+    }
+
+    /// Applies `edits` to the overrides shown and asks the runtime to write them (merged into
+    /// the file as it is then, so choices made meanwhile in another terminal are kept).
+    pub(super) fn edit(&mut self, edits: Vec<Edit>) -> (Vec<Change>, Effect) {
+        let changes = edits
+            .iter()
+            .flat_map(|e| self.overrides.apply_edit(e))
+            .collect();
+        self.unsaved.push_back(edits.clone());
+        (changes, Effect::Save(edits))
+    }
+
+    /// Like [`App::edit`], but nothing is written when no edit changed anything.
+    pub(super) fn edit_if_changed(&mut self, edits: Vec<Edit>) -> (Vec<Change>, Option<Effect>) {
+        let (changes, save) = self.edit(edits);
+        if changes.iter().any(|c| c.changed) {
+            return (changes, Some(save));
+        }
+        self.unsaved.pop_back();
+        (changes, None)
+    }
+
+    /// The overrides file as now read: shown with the edits still being written on top.
+    fn reread(&mut self, on_disk: Overrides) {
+        let mut shown = on_disk.clone();
+        for edit in self.unsaved.iter().flatten() {
+            shown.apply_edit(edit);
+        }
+        self.on_disk = on_disk;
+        self.overrides = shown;
     }
 
     /// Shows the results and marks the launch as started.

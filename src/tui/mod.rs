@@ -15,6 +15,7 @@ mod fuzzy;
 pub mod log;
 pub mod model;
 pub mod msg;
+mod overrides_sync;
 mod paths;
 mod rewrite;
 pub mod runtime;

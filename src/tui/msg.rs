@@ -3,7 +3,7 @@
 
 use crossterm::event::{KeyEvent, MouseEvent};
 
-use crate::catalog::{Overrides, ServerReport};
+use crate::catalog::{Edit, Overrides, ServerReport};
 use crate::config::ServerEntry;
 use crate::launch::events::StackEvent;
 
@@ -29,8 +29,12 @@ pub enum Msg {
         /// What the check found.
         report: Box<ServerReport>,
     },
-    /// The overrides file was written (or not, with why).
-    Saved(Result<(), String>),
+    /// The overrides file was written (or not, with why): its content now. Answers each
+    /// [`Effect::Save`], in order.
+    Saved(Result<Overrides, String>),
+    /// The overrides file changed outside the TUI (`mcp-launch tool deny` in another
+    /// terminal, an edit by hand): its content now, or why it does not load.
+    OverridesChanged(Result<Overrides, String>),
     /// The external editor closed: the text it left, or why there is none (no editor set,
     /// it failed, the temporary file could not be written or read).
     EditedExternally {
@@ -79,8 +83,9 @@ pub enum Effect {
         /// Its entry.
         entry: ServerEntry,
     },
-    /// Write the overrides (atomically); answers with [`Msg::Saved`].
-    Save(Overrides),
+    /// Apply these edits to the overrides file as it is now (under its lock, off the event
+    /// loop); answers with [`Msg::Saved`].
+    Save(Vec<Edit>),
     /// Suspend the TUI and edit a description in `$VISUAL` / `$EDITOR`; answers with
     /// [`Msg::EditedExternally`].
     EditExternally(ExternalEdit),

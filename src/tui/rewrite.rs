@@ -6,7 +6,7 @@
 //! A result equal to the server's own description removes the override instead of storing a
 //! copy: a later change of the server's text then shows through.
 
-use crate::catalog::{trim_description, CHATGPT_DESCRIPTION_LIMIT};
+use crate::catalog::{trim_description, Edit, CHATGPT_DESCRIPTION_LIMIT};
 
 use super::app::{App, Notice};
 use super::msg::Effect;
@@ -107,7 +107,7 @@ pub(super) fn rewrite(
     };
     let (stack, server) = (r.entry.stack.clone(), r.entry.name.clone());
     let tools = r.tools(&app.overrides);
-    let (mut changed, mut within, mut last_text) = (0usize, 0usize, None);
+    let (mut within, mut last_text, mut edits) = (0usize, None, Vec::new());
     for name in names {
         let Some(tool) = tools.iter().find(|t| &t.name == name && !t.stale) else {
             continue;
@@ -121,11 +121,15 @@ pub(super) fn rewrite(
             Outcome::Original => None,
         };
         last_text = Some(text.clone().unwrap_or_else(|| tool.original.clone()));
-        let choices = app.overrides.server_mut(&stack, &server);
-        if choices.describe(name, text).changed {
-            changed += 1;
-        }
+        edits.push(Edit::Describe {
+            stack: stack.clone(),
+            server: server.clone(),
+            tool: name.clone(),
+            text,
+        });
     }
+    let (changes, save) = app.edit_if_changed(edits);
+    let changed = changes.iter().filter(|c| c.changed).count();
     let notice = match (names, last_text) {
         (_, None) if within > 0 => format!(
             "{} within {CHATGPT_DESCRIPTION_LIMIT} characters already",
@@ -156,11 +160,7 @@ pub(super) fn rewrite(
         }
     };
     app.say(notice);
-    if changed > 0 {
-        vec![Effect::Save(app.overrides.clone())]
-    } else {
-        Vec::new()
-    }
+    save.into_iter().collect()
 }
 
 fn one_or_many(names: &[String], count: usize) -> String {

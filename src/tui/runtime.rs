@@ -25,6 +25,7 @@ use crate::mcp::ConnectOptions;
 use super::app::App;
 use super::external_editor;
 use super::msg::{Effect, LaunchMsg, Msg};
+use super::overrides_sync::OverridesSync;
 use super::paths;
 use super::screens::collector::CollectorMsg;
 use super::screens::launch::{Availability, LaunchChoice, TunnelChoice};
@@ -63,13 +64,18 @@ pub async fn run(
         None => (App::collecting(overrides, Theme::from_env()), Vec::new()),
     };
     let running: Running = Arc::default();
+    let (tx, rx) = mpsc::unbounded_channel::<Msg>();
+    let sync = OverridesSync::spawn(opts.cwd.clone(), tx.clone());
     let context = Context {
         loaded: loaded.map(Arc::new),
         opts,
         running: Arc::clone(&running),
         shutdown: shutdown.clone(),
+        sync: sync.clone(),
     };
-    let result = event_loop(guard.terminal(), app, effects, context).await;
+    let result = event_loop(guard.terminal(), app, effects, context, (tx, rx)).await;
+    // Choices made just before quitting are written before we go.
+    sync.flushed().await;
     // The stacks go before the terminal is handed back: their stop is part of quitting.
     let stacks: Vec<RunningStack> = running
         .lock()
@@ -95,6 +101,8 @@ struct Context {
     opts: LoadOptions,
     running: Running,
     shutdown: CancellationToken,
+    /// Writes the overrides and watches them.
+    sync: OverridesSync,
 }
 
 async fn event_loop(
@@ -102,9 +110,9 @@ async fn event_loop(
     mut app: App,
     initial: Vec<Effect>,
     context: Context,
+    (tx, mut rx): (mpsc::UnboundedSender<Msg>, mpsc::UnboundedReceiver<Msg>),
 ) -> Result<Exit, TuiError> {
     let shutdown = &context.shutdown.clone();
-    let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let available = Availability {
         mcpo: launcher::mcpo_available().is_ok(),
         cloudflared: tunnel::find_cloudflared().is_some(),
@@ -196,10 +204,7 @@ impl Effects {
                     let _ = counter.send((row, entry, report));
                 });
             }
-            Effect::Save(overrides) => {
-                let saved = overrides.save().map_err(|e| e.to_string());
-                let _ = self.tx.send(Msg::Saved(saved));
-            }
+            Effect::Save(edits) => self.context.sync.save(edits),
             Effect::Launch(choice) => {
                 let (tx, context) = (self.tx.clone(), self.context.clone());
                 tokio::spawn(launch(choice, context, tx));
@@ -299,6 +304,8 @@ async fn launch(choice: LaunchChoice, context: Context, tx: mpsc::UnboundedSende
         }));
         return;
     };
+    // The launch reads the overrides file: the choices made so far must be in it.
+    context.sync.flushed().await;
     let stack_count = loaded.stacks.len();
     let tunnel = match choice.tunnel {
         TunnelChoice::None => None,

@@ -14,7 +14,7 @@ use super::model::{self, Badge, Check};
 use super::msg::{Effect, Msg};
 use super::theme::Theme;
 use super::view;
-use crate::catalog::{Overrides, ServerReport, Status};
+use crate::catalog::{Edit, Overrides, ServerReport, Status};
 use crate::config::{ServerEntry, ServerSpec};
 use crate::mcp::McpError;
 use crate::process::Exit;
@@ -87,11 +87,15 @@ fn app(dir: &std::path::Path) -> App {
         entry("b", "github"),
         entry("b", "memory"),
     ];
-    let mut overrides = Overrides::load(dir).unwrap();
-    overrides.set_disabled(&entries[3], true);
-    overrides
-        .server_mut("a", "everything")
-        .deny(&["add".to_string()]);
+    let chosen = [
+        Edit::set_disabled(&entries[3], true),
+        Edit::Deny {
+            stack: "a".into(),
+            server: "everything".into(),
+            tools: vec!["add".into()],
+        },
+    ];
+    let overrides = Overrides::update(dir, &chosen).unwrap().overrides;
     let (mut app, effects) = App::new(entries.clone(), overrides, Theme::monochrome());
     assert_eq!(effects.len(), 4, "one check per server");
     app.update(Msg::Checked {
@@ -117,6 +121,18 @@ fn allowed(app: &App, row: usize, tool: &str) -> bool {
 
 fn key(code: KeyCode) -> Msg {
     Msg::Key(KeyEvent::from(code))
+}
+
+/// Writes the edits of every [`Effect::Save`] in `effects`, as the runtime would; the file's
+/// content after.
+fn write_saves(dir: &std::path::Path, effects: &[Effect]) -> Overrides {
+    let mut on_disk = Overrides::load(dir).unwrap();
+    for effect in effects {
+        if let Effect::Save(edits) = effect {
+            on_disk = Overrides::update(dir, edits).unwrap().overrides;
+        }
+    }
+    on_disk
 }
 
 fn press(app: &mut App, codes: &[KeyCode]) -> Vec<Effect> {
@@ -155,6 +171,68 @@ fn preflight_with_the_error_detail() {
     press(&mut app, &[KeyCode::Down, KeyCode::Down, KeyCode::Enter]);
     assert!(app.preflight.detail);
     snapshot("preflight_error_detail", &app);
+}
+
+/// Issue 11: at 120 columns the SERVER column took ~50 columns and cut the note mid-word.
+#[test]
+fn preflight_columns_fit_their_content_and_the_detail_shows_the_whole_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let long_name = "a-server-with-a-remarkably-long-name-for-a-config-key-indeed";
+    let entries = vec![entry("a", "github"), entry("a", long_name)];
+    let (mut app, _) = App::new(
+        entries.clone(),
+        Overrides::load(dir.path()).unwrap(),
+        Theme::monochrome(),
+    );
+    app.update(Msg::Checked {
+        row: 0,
+        report: Box::new(failed(&entries[0])),
+    });
+    let mut slow = connected(&entries[1], EVERYTHING, 7_000);
+    slow.used_slow_window = true;
+    slow.warnings = vec![format!(
+        "{} duplicate name(s): {}",
+        2,
+        "echo, add ".repeat(12)
+    )];
+    app.update(Msg::Checked {
+        row: 1,
+        report: Box::new(slow),
+    });
+    let screen = draw(&app, 120, 40);
+    let line = |needle: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle}:\n{screen}"))
+            .to_string()
+    };
+    // The server column is as wide as the names, capped at a quarter of the screen.
+    let header = line("SERVER");
+    assert_eq!(
+        header.find("TRANSPORT").unwrap() - header.find("SERVER").unwrap(),
+        31
+    );
+    assert!(line("a/a-server-with").contains("…"), "{screen}");
+    // The notes take the rest, cut at a word boundary.
+    assert!(
+        line("a/github").contains(" server exited with code 3 during… "),
+        "{screen}"
+    );
+    let cut = line("a/a-server-with");
+    assert!(cut.contains("add…") || cut.contains("echo…"), "{cut}");
+
+    // The detail pane shows every note whole.
+    press(&mut app, &[KeyCode::Down, KeyCode::Char('d')]);
+    let screen = draw(&app, 120, 40);
+    assert!(screen.contains("answered in the slow window"), "{screen}");
+    assert!(screen.contains(&"echo, add ".repeat(6)), "{screen}");
+    press(&mut app, &[KeyCode::Up]);
+    let screen = draw(&app, 120, 40);
+    assert!(
+        screen.contains("during initialize; last stderr lines:"),
+        "{screen}"
+    );
 }
 
 #[test]
@@ -238,18 +316,74 @@ fn space_toggles_a_tool_and_saves() {
     let effects = press(&mut app, &[KeyCode::Char(' ')]);
     assert!(matches!(effects.as_slice(), [Effect::Save(_)]));
     assert!(allowed(&app, 0, "add"));
-    press(&mut app, &[KeyCode::Char(' ')]);
+    let again = press(&mut app, &[KeyCode::Char(' ')]);
     assert!(!allowed(&app, 0, "add"));
     // Saved, the choice is what the next run loads.
-    let Effect::Save(overrides) = &effects[0] else {
-        unreachable!()
-    };
-    overrides.save().unwrap();
-    let loaded = Overrides::load(dir.path()).unwrap();
+    let loaded = write_saves(dir.path(), &effects);
     assert!(loaded
         .for_server("a", "everything")
         .is_none_or(|s| s.is_allowed("add")));
     assert!(loaded.for_server("b", "memory").unwrap().disabled == Some(true));
+    let loaded = write_saves(dir.path(), &again);
+    assert!(!loaded
+        .for_server("a", "everything")
+        .unwrap()
+        .is_allowed("add"));
+}
+
+/// Denies `tool` of `a/everything` as another process would (`mcp-launch tool deny`).
+fn deny_outside(dir: &std::path::Path, tool: &str) -> Overrides {
+    let edit = Edit::Deny {
+        stack: "a".into(),
+        server: "everything".into(),
+        tools: vec![tool.into()],
+    };
+    Overrides::update(dir, &[edit]).unwrap().overrides
+}
+
+#[test]
+fn an_outside_change_shows_at_once_and_survives_the_next_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app(dir.path());
+    press(&mut app, &[KeyCode::Enter, KeyCode::Down]);
+    // Allow add: asked to be written, not written yet.
+    let effects = press(&mut app, &[KeyCode::Char(' ')]);
+    assert_eq!(app.unsaved.len(), 1);
+
+    // Meanwhile another terminal denies echo: shown, with add still allowed.
+    let outside = deny_outside(dir.path(), "echo");
+    app.update(Msg::OverridesChanged(Ok(outside)));
+    assert!(!allowed(&app, 0, "echo"), "the outside change shows");
+    assert!(allowed(&app, 0, "add"), "the pending change still shows");
+
+    // The runtime writes the TUI's edit: both choices in the file, both shown.
+    let on_disk = write_saves(dir.path(), &effects);
+    app.update(Msg::Saved(Ok(on_disk.clone())));
+    assert!(app.unsaved.is_empty());
+    let everything = on_disk.for_server("a", "everything").unwrap();
+    assert!(!everything.is_allowed("echo") && everything.is_allowed("add"));
+    assert!(!allowed(&app, 0, "echo") && allowed(&app, 0, "add"));
+}
+
+#[test]
+fn a_failed_save_shows_the_file_again_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app(dir.path());
+    press(
+        &mut app,
+        &[KeyCode::Enter, KeyCode::Down, KeyCode::Char(' ')],
+    );
+    assert!(allowed(&app, 0, "add"));
+    app.update(Msg::Saved(Err("disk full".into())));
+    assert!(!allowed(&app, 0, "add"), "back to what the file says");
+    let notice = app.notice.clone().unwrap();
+    assert!(
+        notice.is_error && notice.text.contains("disk full"),
+        "{notice:?}"
+    );
+    // A file broken by hand is reported; the choices shown stay.
+    app.update(Msg::OverridesChanged(Err("overrides.json:1:2: bad".into())));
+    assert!(app.notice.unwrap().text.contains("overrides.json:1:2"));
 }
 
 #[test]

@@ -558,3 +558,44 @@ fn call_refuses_denied_tools_and_disabled_servers_before_starting_anything() {
     );
     assert!(!log.exists(), "a disabled server must not be started");
 }
+
+/// Issue 11: a writer saved the copy it had loaded at its start, so a choice another process
+/// saved in between was lost. `tool deny` loads the file, then checks the server (here slow to
+/// start); `server disable` from another terminal lands meanwhile: both choices must stay.
+#[test]
+fn a_write_from_another_terminal_during_a_slow_check_is_kept() {
+    let project = Cmd::new();
+    let log = project.path("slow.log");
+    let slow = fault(&["--init-delay", "4", "--log", &log.display().to_string()]);
+    let project = project.config_json(json!({"mcpServers": {"slow": slow, "other": fault(&[])}}));
+    let config = ["--config", "config.json"];
+    let deny = project
+        .cmd()
+        .args(config)
+        .args(["tool", "deny", "slow", "echo"])
+        .spawn();
+    // The deny has read the file and is waiting for the server's answer.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("initialize")) {
+        assert!(std::time::Instant::now() < deadline, "slow never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    project
+        .cmd()
+        .args(config)
+        .args(["server", "disable", "other"])
+        .run();
+    let out = deny.wait();
+
+    let (_, file) = overrides_file(&out);
+    assert_eq!(
+        file["stacks"]["config"]["slow"]["deny"],
+        json!(["echo"]),
+        "{file}"
+    );
+    assert_eq!(
+        file["stacks"]["config"]["other"]["disabled"],
+        json!(true),
+        "{file}"
+    );
+}

@@ -65,6 +65,28 @@ impl Tmux {
         self.run(&["send-keys", "-t", "t", "-l", text]);
     }
 
+    /// Quits the TUI (`q`, then `y`); its exit code, as the command wrote it to `exit.txt`.
+    fn quit(&self, dir: &Path) -> String {
+        self.keys(&["q"]);
+        self.wait_for(&["Quit and stop everything"]);
+        self.keys(&["y"]);
+        let exit = dir.join("exit.txt");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            // Written by the shell once the TUI has ended (possibly seen before its text).
+            let code = std::fs::read_to_string(&exit).unwrap_or_default();
+            if !code.trim().is_empty() {
+                return code.trim().to_string();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the TUI did not exit:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn screen(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "t"])
     }
@@ -94,6 +116,19 @@ impl Drop for Tmux {
     }
 }
 
+/// `up --tui --config a.json` (`config` written there) in a tmux window, in `cmd`'s directory;
+/// when the TUI ends, its exit code goes to `exit.txt` and `AFTER-TUI` to the screen.
+fn open_tui(cmd: &Cmd, config: &Value) -> Tmux {
+    std::fs::write(cmd.path("a.json"), config.to_string()).unwrap();
+    let dir = cmd.dir().display().to_string();
+    let command = format!(
+        "cd {dir} && env HOME={dir} XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 \
+         MCP_LAUNCH_MCPO=/nonexistent/mcpo {BIN} up --tui --config a.json; \
+         echo $? > {dir}/exit.txt; echo AFTER-TUI; sleep 60"
+    );
+    Tmux::start(cmd.dir(), &command)
+}
+
 /// A tool with a description over the 300-character limit, for the trim.
 fn long_tool() -> Value {
     let description = "Reads every record of the ledger and reports them. ".repeat(10);
@@ -110,14 +145,7 @@ fn preflight_edit_launch_call_and_quit_in_a_terminal() {
         "ledger": fault(&["--tools-file", &tools.display().to_string()]),
         "broken": {"command": "/bin/sh", "args": ["-c", "echo 'missing API token' >&2; exit 3"]},
     }});
-    std::fs::write(cmd.path("a.json"), config.to_string()).unwrap();
-    let dir = cmd.dir().display().to_string();
-    let command = format!(
-        "cd {dir} && env HOME={dir} XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 \
-         MCP_LAUNCH_MCPO=/nonexistent/mcpo {BIN} up --tui --config a.json; \
-         echo $? > {dir}/exit.txt; sleep 60"
-    );
-    let tmux = Tmux::start(cmd.dir(), &command);
+    let tmux = open_tui(&cmd, &config);
 
     // The preflight: rows fill in; the broken server shows its error.
     let screen = tmux.wait_for(&["a/everything", "a/ledger", "a/broken", "error"]);
@@ -140,10 +168,10 @@ fn preflight_edit_launch_call_and_quit_in_a_terminal() {
     tmux.text("/ledger");
     tmux.keys(&["Enter", "t"]);
     tmux.wait_for(&["ledger_report *"]);
-    let overrides: Value = serde_json::from_str(
-        &std::fs::read_to_string(cmd.path(".mcp-launch/overrides.json")).unwrap(),
-    )
-    .unwrap();
+    // Written off the TUI's loop: shown first, in the file a moment later.
+    let overrides = wait_for_overrides(cmd.dir(), |f| {
+        f["stacks"]["a"]["ledger"]["descriptions"]["ledger_report"].is_string()
+    });
     let ledger = &overrides["stacks"]["a"]["ledger"];
     let trimmed = ledger["descriptions"]["ledger_report"].as_str().unwrap();
     assert!(trimmed.chars().count() <= 300, "{trimmed}");
@@ -199,20 +227,7 @@ fn preflight_edit_launch_call_and_quit_in_a_terminal() {
 
     // Quit: asks, then stops everything and restores the terminal.
     let pids = recorded_pids(&state);
-    tmux.keys(&["q"]);
-    tmux.wait_for(&["Quit and stop everything"]);
-    tmux.keys(&["y"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cmd.path("exit.txt").exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the TUI did not exit:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let code = std::fs::read_to_string(cmd.path("exit.txt")).unwrap();
-    assert_eq!(code.trim(), "0");
+    assert_eq!(tmux.quit(cmd.dir()), "0");
     for (what, pid) in pids {
         assert_pid_gone(pid, &what);
     }
@@ -245,14 +260,7 @@ fn tui_without_a_terminal_says_so() {
 fn sigterm_stops_the_launched_stacks_and_restores_the_terminal() {
     let cmd = Cmd::new();
     let config = json!({"mcpServers": {"everything": everything()}});
-    std::fs::write(cmd.path("a.json"), config.to_string()).unwrap();
-    let dir = cmd.dir().display().to_string();
-    let command = format!(
-        "cd {dir} && env HOME={dir} XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 \
-         MCP_LAUNCH_MCPO=/nonexistent/mcpo {BIN} up --tui --config a.json; \
-         echo $? > {dir}/exit.txt; echo AFTER-TUI; sleep 60"
-    );
-    let tmux = Tmux::start(cmd.dir(), &command);
+    let tmux = open_tui(&cmd, &config);
     tmux.wait_for(&["ok         a/everything"]);
     let port = free_ports(2);
     tmux.keys(&["L"]);
@@ -277,4 +285,75 @@ fn sigterm_stops_the_launched_stacks_and_restores_the_terminal() {
         assert_pid_gone(pid, &what);
     }
     assert!(!cmd.path(".mcp-launch/state.json").exists());
+}
+
+/// The overrides file as JSON (waits until `done` holds, since the TUI writes off its loop).
+fn wait_for_overrides(dir: &Path, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(dir.join(".mcp-launch/overrides.json"));
+        let file = text.ok().and_then(|t| serde_json::from_str(&t).ok());
+        match file {
+            Some(file) if done(&file) => return file,
+            file => assert!(
+                Instant::now() < deadline,
+                "overrides never settled: {file:?}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Issue 11: a `tool deny` from another terminal while the TUI was open was lost at the TUI's
+/// next save. Now the TUI shows it, keeps it when it saves its own choice, and the CLI keeps
+/// the TUI's choices in turn.
+#[test]
+fn choices_from_another_terminal_show_in_the_tui_and_survive_its_saves() {
+    let cmd = Cmd::new();
+    let config = json!({"mcpServers": {"everything": everything()}});
+    let tmux = open_tui(&cmd, &config);
+    tmux.wait_for(&["ok         a/everything"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&["a/everything ok", "[x] echo"]);
+
+    // Another terminal denies echo: the open TUI shows it.
+    let cli = |args: &[&str]| {
+        cmd.cmd()
+            .args(["--config", "a.json"])
+            .args(args.iter().copied())
+            .run()
+    };
+    cli(&["tool", "deny", "everything", "echo"]);
+    tmux.wait_for(&["[ ] echo"]);
+
+    // The TUI denies get-sum: the file keeps both.
+    tmux.text("/get-sum");
+    tmux.keys(&["Enter", "Space"]);
+    tmux.wait_for(&["[ ] get-sum"]);
+    let denied = |f: &Value| f["stacks"]["a"]["everything"]["deny"].clone();
+    let file = wait_for_overrides(cmd.dir(), |f| denied(f) == json!(["echo", "get-sum"]));
+    assert_eq!(denied(&file), json!(["echo", "get-sum"]));
+
+    // The CLI writes after the TUI: the TUI's choice stays, and the TUI shows the new one.
+    cli(&[
+        "tool",
+        "describe",
+        "everything",
+        "echo",
+        "--text",
+        "Says it back.",
+    ]);
+    let file = wait_for_overrides(cmd.dir(), |f| {
+        f["stacks"]["a"]["everything"]["descriptions"]["echo"] == "Says it back."
+    });
+    assert_eq!(denied(&file), json!(["echo", "get-sum"]));
+    tmux.escape();
+    tmux.text("/");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&["[ ] echo *", "[ ] get-sum"]);
+
+    assert_eq!(tmux.quit(cmd.dir()), "0");
+    // Quitting wrote nothing over the outside choices.
+    let file = wait_for_overrides(cmd.dir(), |_| true);
+    assert_eq!(denied(&file), json!(["echo", "get-sum"]));
 }

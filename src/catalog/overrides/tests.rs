@@ -432,3 +432,132 @@ fn launch_choices_round_trip_and_leave_the_fingerprint_alone() {
     let err = Overrides::load(dir.path()).unwrap_err();
     assert!(err.to_string().contains("colour"), "{err}");
 }
+
+fn deny(tool: &str) -> Edit {
+    Edit::Deny {
+        stack: "mcp".into(),
+        server: "gh".into(),
+        tools: names(&[tool]),
+    }
+}
+
+#[test]
+fn an_update_keeps_what_another_writer_saved_since_we_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    // The TUI loaded the file long ago; then the CLI denied echo.
+    let stale = Overrides::load(dir.path()).unwrap();
+    Overrides::update(dir.path(), &[deny("echo")]).unwrap();
+    // The TUI's edit goes onto the file as it is now, not onto its stale copy.
+    let describe = Edit::Describe {
+        stack: "mcp".into(),
+        server: "gh".into(),
+        tool: "add".into(),
+        text: Some("Adds.".into()),
+    };
+    let updated = Overrides::update(dir.path(), &[describe]).unwrap();
+    assert!(updated.saved);
+    assert!(stale.for_server("mcp", "gh").is_none());
+    let loaded = Overrides::load(dir.path()).unwrap();
+    assert_eq!(loaded, updated.overrides);
+    let gh = loaded.for_server("mcp", "gh").unwrap();
+    assert_eq!(gh.deny, BTreeSet::from(["echo".to_string()]));
+    assert_eq!(gh.descriptions["add"], "Adds.");
+}
+
+#[test]
+fn concurrent_writers_lose_no_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let (writers, each) = (8, 12);
+    std::thread::scope(|scope| {
+        for w in 0..writers {
+            let dir = dir.path();
+            scope.spawn(move || {
+                for i in 0..each {
+                    Overrides::update(dir, &[deny(&format!("t{w}_{i}"))]).unwrap();
+                }
+            });
+        }
+    });
+    let loaded = Overrides::load(dir.path()).unwrap();
+    let denied = &loaded.for_server("mcp", "gh").unwrap().deny;
+    assert_eq!(denied.len(), writers * each, "{denied:?}");
+}
+
+#[test]
+fn edits_apply_like_the_mutations_and_unchanged_files_are_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let gh = entry("mcp", "gh", true);
+    let updated = Overrides::update(dir.path(), &[Edit::set_disabled(&gh, true)]).unwrap();
+    assert!(
+        !updated.changes[0].changed,
+        "the config says disabled already"
+    );
+    assert!(updated.saved, "the choice is kept all the same");
+    let allow = Edit::Allow {
+        stack: "mcp".into(),
+        server: "gh".into(),
+        tools: names(&["echo"]),
+        only: true,
+    };
+    let launch = Edit::SetLaunchChoices(LaunchChoices {
+        port: Some(8100),
+        ..LaunchChoices::default()
+    });
+    let updated = Overrides::update(dir.path(), &[allow.clone(), launch]).unwrap();
+    let choices = updated.overrides.for_server("mcp", "gh").unwrap();
+    assert_eq!(choices.allow, Some(BTreeSet::from(["echo".to_string()])));
+    assert_eq!(updated.overrides.launch_choices().unwrap().port, Some(8100));
+
+    let before = std::fs::metadata(overrides_file(dir.path()))
+        .unwrap()
+        .modified();
+    let again = Overrides::update(dir.path(), &[allow]).unwrap();
+    assert!(!again.saved && again.changes.iter().all(|c| !c.changed));
+    let after = std::fs::metadata(overrides_file(dir.path()))
+        .unwrap()
+        .modified();
+    assert_eq!(before.unwrap(), after.unwrap());
+
+    let clear = Edit::ClearServer {
+        stack: "mcp".into(),
+        server: "gh".into(),
+    };
+    let updated = Overrides::update(dir.path(), &[clear]).unwrap();
+    assert!(updated.overrides.for_server("mcp", "gh").is_none());
+}
+
+#[test]
+fn an_update_never_overwrites_a_file_that_does_not_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = overrides_file(dir.path());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "{\"version\": 1,").unwrap();
+    let err = Overrides::update(dir.path(), &[deny("echo")]).unwrap_err();
+    assert_eq!(err.kind(), "invalid_overrides");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"version\": 1,");
+}
+
+#[test]
+fn a_trim_cuts_the_description_as_the_file_has_it_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let trim = |max| Edit::Trim {
+        stack: "mcp".into(),
+        server: "gh".into(),
+        tool: "echo".into(),
+        original: "Echo the message back.".into(),
+        max,
+    };
+    let fits = Overrides::update(dir.path(), &[trim(100)]).unwrap();
+    assert!(!fits.saved && !fits.changes[0].changed, "nothing to store");
+    // Another writer overrode the text meanwhile: the trim cuts that one.
+    let describe = Edit::Describe {
+        stack: "mcp".into(),
+        server: "gh".into(),
+        tool: "echo".into(),
+        text: Some("Sends the very same message back to the caller.".into()),
+    };
+    Overrides::update(dir.path(), &[describe]).unwrap();
+    let cut = Overrides::update(dir.path(), &[trim(20)]).unwrap();
+    let gh = cut.overrides.for_server("mcp", "gh").unwrap();
+    assert_eq!(gh.descriptions["echo"], "Sends the very same…");
+}

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::catalog::LaunchChoices;
+use crate::catalog::{Edit, LaunchChoices};
 use crate::launch::launcher::{ControllerChoice, DEFAULT_PORT};
 
 use super::super::app::{App, Screen};
@@ -199,8 +199,8 @@ fn launch(app: &mut App) -> Vec<Effect> {
         Ok(choice) => {
             app.start_launch();
             // Offered again next time.
-            app.overrides.set_launch_choices(choice.remembered());
-            vec![Effect::Save(app.overrides.clone()), Effect::Launch(choice)]
+            let (_, save) = app.edit(vec![Edit::SetLaunchChoices(choice.remembered())]);
+            vec![save, Effect::Launch(choice)]
         }
         Err(problem) => {
             app.complain(problem);

@@ -10,7 +10,11 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
+use unicode_width::UnicodeWidthStr;
+
+use crate::catalog::trim_description;
 use crate::error::Actionable;
+use crate::output::clip;
 
 use super::super::app::{App, Screen};
 use super::super::model::{self, Badge, Row, ToolLine};
@@ -196,8 +200,45 @@ fn render_header(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(lines), area);
 }
 
+/// Columns of the table that do not depend on the content: badge, transport, tools, tokens,
+/// init time.
+const FIXED_COLUMNS: [u16; 5] = [10, 9, 6, 6, 7];
+
+/// The highlight symbol (`▸ `) and the one-column gaps between the seven columns.
+const TABLE_CHROME: u16 = 2 + 6;
+
+/// The SERVER column: as wide as the longest name, at most a quarter of the screen (longer names
+/// are cut with `…`), so the notes get the rest.
+fn server_width(app: &App, width: u16) -> u16 {
+    let longest = app
+        .rows
+        .iter()
+        .map(|r| r.label().width())
+        .chain(["SERVER".len()])
+        .max()
+        .unwrap_or(0);
+    let cap = (width / 4).max(16);
+    (longest as u16).min(cap)
+}
+
+/// `text` in at most `width` columns: whole when it fits, else cut at a word boundary (or
+/// inside a long word) with `…`. The detail pane (`d`) shows it whole.
+fn fit(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_string();
+    }
+    let trimmed = trim_description(text, width);
+    if trimmed.width() <= width {
+        return trimmed;
+    }
+    clip(text, width)
+}
+
 fn render_table(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
+    let server = server_width(app, area.width);
+    let fixed: u16 = FIXED_COLUMNS.iter().sum();
+    let notes_width = area.width.saturating_sub(TABLE_CHROME + fixed + server) as usize;
     let header = TableRow::new([
         "",
         "SERVER",
@@ -231,11 +272,11 @@ fn render_table(frame: &mut Frame, area: Rect, app: &App) {
                 .and_then(|r| r.init_time)
                 .map(|d| format!("{}ms", d.as_millis()))
                 .unwrap_or_else(|| "-".into());
-            let notes = notes(row, &tools);
+            let notes = fit(&notes(row, &tools), notes_width);
             let notes_style = if badge == Badge::Error { t.bad } else { t.warn };
             TableRow::new(vec![
                 Cell::from(badge_span(badge, app.tick, t)),
-                Cell::from(row.label()),
+                Cell::from(fit(&row.label(), server as usize)),
                 Cell::from(report.map(|r| r.transport).unwrap_or("-")),
                 Cell::from(tool_cell),
                 Cell::from(token_cell),
@@ -244,14 +285,15 @@ fn render_table(frame: &mut Frame, area: Rect, app: &App) {
             ])
         })
         .collect();
+    let [badge, transport, tool_count, tokens, init] = FIXED_COLUMNS.map(Constraint::Length);
     let widths = [
-        Constraint::Length(10),
-        Constraint::Fill(3),
-        Constraint::Length(9),
-        Constraint::Length(6),
-        Constraint::Length(6),
-        Constraint::Length(7),
-        Constraint::Fill(2),
+        badge,
+        Constraint::Length(server),
+        transport,
+        tool_count,
+        tokens,
+        init,
+        Constraint::Fill(1),
     ];
     let table = Table::new(rows, widths)
         .header(header)
@@ -280,15 +322,20 @@ fn notes(row: &Row, tools: &[ToolLine]) -> String {
             .unwrap_or_default()
             .to_string();
     }
+    findings(row, tools).join("; ")
+}
+
+/// What a connected server's check found worth a note: warnings, stale tools, a slow answer.
+fn findings(row: &Row, tools: &[ToolLine]) -> Vec<String> {
     let mut notes = row.warnings_of(tools);
     let stale = tools.iter().filter(|l| l.stale).count();
     if stale > 0 {
         notes.push(format!("{stale} stale tool(s)"));
     }
-    if report.used_slow_window {
+    if row.report().is_some_and(|r| r.used_slow_window) {
         notes.push("answered in the slow window".into());
     }
-    notes.join("; ")
+    notes
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, app: &App, row: &Row) {
@@ -317,7 +364,7 @@ fn render_detail(frame: &mut Frame, area: Rect, app: &App, row: &Row) {
                     ]));
                 }
             } else {
-                let warnings = row.warnings(&app.overrides);
+                let warnings = findings(row, &row.tools(&app.overrides));
                 if warnings.is_empty() {
                     lines.push(Line::styled("no problems", t.good));
                 }

@@ -17,7 +17,7 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use crate::catalog::CHATGPT_DESCRIPTION_LIMIT;
+use crate::catalog::{Edit, CHATGPT_DESCRIPTION_LIMIT};
 
 use super::super::app::{App, Screen};
 use super::super::fuzzy;
@@ -280,20 +280,29 @@ fn set_allowed(app: &mut App, row: usize, names: &[String], allow: bool) -> Vec<
     if names.is_empty() {
         return Vec::new();
     }
-    let (stack, server) = (r.entry.stack.clone(), r.entry.name.clone());
-    let choices = app.overrides.server_mut(&stack, &server);
-    let changes = if allow {
-        choices.allow(names)
+    let (stack, server, tools) = (r.entry.stack.clone(), r.entry.name.clone(), names.to_vec());
+    let edit = if allow {
+        Edit::Allow {
+            stack,
+            server,
+            tools,
+            only: false,
+        }
     } else {
-        choices.deny(names)
+        Edit::Deny {
+            stack,
+            server,
+            tools,
+        }
     };
+    let (changes, save) = app.edit(vec![edit]);
     let changed = changes.iter().filter(|c| c.changed).count();
     let verb = if allow { "allowed" } else { "denied" };
     app.say(match names {
         [one] => format!("{one} {verb}"),
         _ => format!("{changed} tool(s) {verb}"),
     });
-    vec![Effect::Save(app.overrides.clone())]
+    vec![save]
 }
 
 pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &ServerView) {

@@ -11,7 +11,7 @@ use super::super::screens::describe::DescribeView;
 use super::super::screens::server::ServerView;
 use super::super::theme::Theme;
 use super::super::widgets::diff::DiffLayout;
-use super::{connected, entry, press, snapshot, type_text};
+use super::{connected, entry, press, snapshot, type_text, write_saves};
 use crate::catalog::{trim_description, Overrides, CHATGPT_DESCRIPTION_LIMIT};
 
 /// 447 characters: over the limit, in sentences (a word-boundary trim has somewhere to cut).
@@ -405,20 +405,18 @@ fn the_external_editor_is_an_effect_and_its_text_a_message() {
 fn edits_persist_through_save_and_load() {
     let dir = tempfile::tempdir().unwrap();
     let mut app = app(dir.path());
-    press(&mut app, &[KeyCode::Down, KeyCode::Char('t')]);
-    press(&mut app, &[KeyCode::Up, KeyCode::Char('x')]);
+    let mut effects = press(&mut app, &[KeyCode::Down, KeyCode::Char('t')]);
+    effects.extend(press(&mut app, &[KeyCode::Up, KeyCode::Char('x')]));
     press(
         &mut app,
         &[KeyCode::Down, KeyCode::Down, KeyCode::Char('i')],
     );
     type_text(&mut app, "!");
-    let effects: Vec<Effect> = app.update(ctrl('s'));
-    let [Effect::Save(overrides)] = effects.as_slice() else {
-        panic!("saved: {effects:?}")
-    };
-    overrides.save().unwrap();
+    let saved: Vec<Effect> = app.update(ctrl('s'));
+    assert!(matches!(saved.as_slice(), [Effect::Save(_)]), "{saved:?}");
+    effects.extend(saved);
 
-    let loaded = Overrides::load(dir.path()).unwrap();
+    let loaded = write_saves(dir.path(), &effects);
     let choices = loaded.for_server("a", "everything").unwrap();
     assert_eq!(
         choices.descriptions.get("longRunningOperation"),
@@ -437,13 +435,11 @@ fn edits_persist_through_save_and_load() {
     assert_eq!(description(&next, "echo"), (String::new(), true));
 
     // A reset is saved as the override gone.
-    press(&mut app, &[KeyCode::Char('R'), KeyCode::Esc]);
-    let effects = press(&mut app, &[KeyCode::Up, KeyCode::Char('R')]);
-    let [Effect::Save(overrides)] = effects.as_slice() else {
-        panic!("saved")
-    };
-    overrides.save().unwrap();
-    let loaded = Overrides::load(dir.path()).unwrap();
+    let mut effects = press(&mut app, &[KeyCode::Char('R'), KeyCode::Esc]);
+    let second = press(&mut app, &[KeyCode::Up, KeyCode::Char('R')]);
+    assert!(matches!(second.as_slice(), [Effect::Save(_)]), "saved");
+    effects.extend(second);
+    let loaded = write_saves(dir.path(), &effects);
     let left: Vec<&String> = loaded
         .for_server("a", "everything")
         .unwrap()

@@ -64,15 +64,14 @@ fn launch_options_choose_and_launch() {
     );
     snapshot("launch_options_named", &app);
     let effects = press(&mut app, &[KeyCode::Enter]);
-    let [Effect::Save(saved), Effect::Launch(choice)] = effects.as_slice() else {
+    let [Effect::Save(_), Effect::Launch(choice)] = effects.as_slice() else {
         panic!("the choices saved, then one launch; got {effects:?}")
     };
     assert_eq!(choice.controller, ControllerChoice::Native);
     // Saved with the overrides, the next TUI offers the same choices.
-    saved.save().unwrap();
     let (next, _) = App::new(
         Vec::new(),
-        Overrides::load(dir.path()).unwrap(),
+        write_saves(dir.path(), std::slice::from_ref(&effects[0])),
         Theme::monochrome(),
     );
     assert_eq!(next.launch_form.tunnel, TunnelChoice::Named);
@@ -184,32 +183,53 @@ fn a_launch_where_every_stack_failed_can_be_tried_again() {
     );
 }
 
+/// The lines of `draw`'s output, without the quotes.
+fn lines(app: &App, width: u16, height: u16) -> Vec<String> {
+    draw(app, width, height)
+        .lines()
+        .map(|l| l.trim_matches('"').to_string())
+        .collect()
+}
+
 #[test]
-fn every_screen_draws_in_a_tiny_terminal_without_panicking() {
+fn every_screen_draws_in_a_tiny_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let mut app = app(dir.path());
-    let sizes = [(1, 1), (10, 3), (30, 8)];
-    let mut screens = Vec::new();
-    screens.push(app.clone());
+    // Each screen as reached by keys, with its title and the start of its key hints.
+    let mut screens = vec![(app.clone(), " mcp-launch · preflight", " ↑↓ move ·")];
     press(&mut app, &[KeyCode::Enter]);
-    screens.push(app.clone());
+    assert!(matches!(app.screen, Screen::Server(_)));
+    screens.push((app.clone(), " a/everything ok", " space all"));
     press(&mut app, &[KeyCode::Char('d')]);
-    screens.push(app.clone());
+    assert!(matches!(&app.screen, Screen::Describe(v) if v.tools == ["echo"]));
+    screens.push((app.clone(), " a/everything · descriptions", " i edit · "));
     press(&mut app, &[KeyCode::Esc, KeyCode::Esc, KeyCode::Char('L')]);
-    screens.push(app.clone());
+    assert_eq!(app.screen, Screen::Launch);
+    screens.push((app.clone(), " mcp-launch · launch", " ↑↓ field "));
     press(&mut app, &[KeyCode::Enter]);
     launched(&mut app);
-    screens.push(app.clone());
-    screens.push(App::collecting(
-        Overrides::load(dir.path()).unwrap(),
-        Theme::monochrome(),
-    ));
-    for screen in &screens {
-        for (w, h) in sizes {
-            let mut with_help = screen.clone();
-            with_help.help = true;
-            draw(screen, w, h);
-            draw(&with_help, w, h);
-        }
+    assert_eq!(app.screen, Screen::Results);
+    screens.push((app.clone(), " mcp-launch · results", " v key · c"));
+    let collecting = App::collecting(Overrides::load(dir.path()).unwrap(), Theme::monochrome());
+    assert_eq!(collecting.screen, Screen::Collector);
+    screens.push((collecting, " mcp-launch · config files", " tab compl"));
+
+    for (app, title, hints) in &screens {
+        let mut with_help = app.clone();
+        with_help.help = true;
+        // 30×8: the title on top, the key hints at the bottom; help covers the middle.
+        let small = lines(app, 30, 8);
+        assert!(small[0].starts_with(title), "{title}: {small:#?}");
+        assert!(small[7].starts_with(hints), "{title}: {small:#?}");
+        let help = lines(&with_help, 30, 8);
+        assert!(help[0].starts_with("┌ keys"), "{title}: {help:#?}");
+        assert!(help[7].starts_with(hints), "{title}: {help:#?}");
+        // 10×3: the key hints still show; 1×1: one cell, drawn without a panic.
+        let tiny = lines(app, 10, 3);
+        assert_eq!(tiny.len(), 3);
+        assert!(hints.starts_with(&tiny[2]), "{title}: {tiny:#?}");
+        assert_eq!(lines(&with_help, 10, 3)[1], "└────────┘");
+        assert_eq!(lines(app, 1, 1).len(), 1);
+        assert_eq!(lines(&with_help, 1, 1), ["┌"]);
     }
 }
