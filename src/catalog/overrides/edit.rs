@@ -219,8 +219,9 @@ fn lock(path: &Path) -> Result<Flock<File>, OverridesError> {
         path: path.to_path_buf(),
         reason,
     };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
+    // `.mcp-launch/` is created owner-only with its .gitignore (only the overrides are shared).
+    if let Some(project) = path.parent().and_then(Path::parent) {
+        crate::project::ensure(project).map_err(|e| failed(e.to_string()))?;
     }
     let file = std::fs::OpenOptions::new()
         .create(true)
