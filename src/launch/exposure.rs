@@ -39,6 +39,11 @@ pub struct ToolRule {
 pub enum Verdict {
     /// Pass it to the controller.
     Forward,
+    /// The server's own spec (`/<server>/openapi.json`): the front answers it from the merged
+    /// spec, so a denied tool never shows.
+    ServerSpec,
+    /// A server page (docs, spec) asked for with a method other than GET or HEAD.
+    PageIsReadOnly,
     /// No such server in this stack.
     UnknownServer,
     /// The server is disabled by the overrides (`started`: it runs, so a new spec can enable
@@ -104,9 +109,11 @@ impl Exposure {
         self.servers.get(name)
     }
 
-    /// What to do with a request whose path is `/<server>/<rest>` (`rest` without its leading
-    /// slash, possibly empty).
-    pub fn verdict(&self, server: &str, rest: &str) -> Verdict {
+    /// What to do with a `read` (GET or HEAD) or other request whose path is
+    /// `/<server>/<rest>` (`rest` without its leading slash, possibly empty). A tool's rule
+    /// comes first, whatever the method: a denied tool named `docs` stays denied; pages are
+    /// read-only and never shadow a tool.
+    pub fn verdict(&self, server: &str, rest: &str, read: bool) -> Verdict {
         let Some(exposure) = self.servers.get(server) else {
             return Verdict::UnknownServer;
         };
@@ -116,13 +123,13 @@ impl Exposure {
             };
         }
         let rest = rest.trim_end_matches('/');
-        if rest.is_empty() || SERVER_PAGES.contains(&rest) {
-            return Verdict::Forward;
-        }
         match exposure.tools.get(rest) {
             Some(rule) if rule.allowed => Verdict::Forward,
             Some(_) => Verdict::DeniedTool,
-            None => Verdict::UnknownTool,
+            None if !(rest.is_empty() || SERVER_PAGES.contains(&rest)) => Verdict::UnknownTool,
+            None if !read => Verdict::PageIsReadOnly,
+            None if rest == "openapi.json" => Verdict::ServerSpec,
+            None => Verdict::Forward,
         }
     }
 
@@ -181,21 +188,48 @@ mod tests {
     #[test]
     fn verdicts_follow_the_rules() {
         let e = sample();
-        assert_eq!(e.verdict("everything", "echo"), Verdict::Forward);
-        assert_eq!(e.verdict("everything", "echo/"), Verdict::Forward);
-        assert_eq!(e.verdict("everything", "get-env"), Verdict::DeniedTool);
-        assert_eq!(e.verdict("everything", "nope"), Verdict::UnknownTool);
-        assert_eq!(e.verdict("everything", "docs"), Verdict::Forward);
-        assert_eq!(e.verdict("everything", "openapi.json"), Verdict::Forward);
+        let post = |server: &str, rest: &str| e.verdict(server, rest, false);
+        let get = |server: &str, rest: &str| e.verdict(server, rest, true);
+        assert_eq!(post("everything", "echo"), Verdict::Forward);
+        assert_eq!(post("everything", "echo/"), Verdict::Forward);
+        assert_eq!(post("everything", "get-env"), Verdict::DeniedTool);
+        assert_eq!(get("everything", "get-env"), Verdict::DeniedTool);
+        assert_eq!(post("everything", "nope"), Verdict::UnknownTool);
+        assert_eq!(get("everything", "docs"), Verdict::Forward);
+        assert_eq!(post("everything", "docs"), Verdict::PageIsReadOnly);
+        assert_eq!(get("everything", "openapi.json"), Verdict::ServerSpec);
         assert_eq!(
-            e.verdict("time", "get_current_time"),
+            post("time", "get_current_time"),
             Verdict::DisabledServer { started: false }
         );
         assert_eq!(
-            e.verdict("time", "docs"),
+            get("time", "docs"),
             Verdict::DisabledServer { started: false }
         );
-        assert_eq!(e.verdict("other", "x"), Verdict::UnknownServer);
+        assert_eq!(post("other", "x"), Verdict::UnknownServer);
         assert_eq!(e.allowed_count(), 1);
+    }
+
+    /// Tools named like pages keep their rules; the pages do not shadow them.
+    #[test]
+    fn a_tool_named_like_a_page_is_judged_as_the_tool() {
+        let mut e = sample();
+        let server = e.servers.get_mut("everything").unwrap();
+        for (name, allowed) in [("docs", false), ("redoc", false), ("openapi.json", false)] {
+            let rule = ToolRule {
+                allowed,
+                description: None,
+            };
+            server.tools.insert(name.to_string(), rule);
+        }
+        for page in ["docs", "redoc", "openapi.json"] {
+            for read in [true, false] {
+                assert_eq!(
+                    e.verdict("everything", page, read),
+                    Verdict::DeniedTool,
+                    "{page}"
+                );
+            }
+        }
     }
 }

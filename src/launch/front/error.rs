@@ -176,8 +176,9 @@ impl Actionable for FrontError {
             Self::BadPath { .. } => "call plain `/<server>/<tool>` paths: no `.` or `..` \
                 segments, no empty segments, no encoded `/`, `\\` or `%`"
                 .to_string(),
-            Self::MethodNotAllowed { .. } => "`/healthz` and `/openapi.json` take GET, \
-                `/_mcp-launch/reload` takes POST"
+            Self::MethodNotAllowed { .. } => "pages (`/healthz`, `/openapi.json`, `/docs`, \
+                `/<server>/docs`, `/<server>/openapi.json`) take GET; tools take POST at \
+                `/<server>/<tool>`; `/_mcp-launch/reload` takes POST"
                 .to_string(),
             Self::BadBody { .. } => {
                 "send `{}` or `{\"public_url\": \"https://…\"}` as the JSON body".to_string()

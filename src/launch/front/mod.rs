@@ -17,6 +17,7 @@ pub(crate) mod auth;
 mod error;
 mod path;
 mod proxy;
+mod spec;
 #[cfg(test)]
 mod tests;
 
@@ -41,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 pub use error::FrontError;
 
 use super::Exposure;
-use path::RequestPath;
+use path::{Pass, RequestPath};
 
 /// The admin route `mcp-launch openapi` calls to rebuild and republish the spec.
 pub const RELOAD_PATH: &str = "/_mcp-launch/reload";
@@ -277,12 +278,17 @@ async fn openapi(State(front): State<Front>, headers: HeaderMap) -> Result<Respo
     let published = front.published().ok_or_else(|| FrontError::NotPublished {
         stack: front.stack().to_string(),
     })?;
-    let mut response = Response::new(Body::from(published.spec.clone()));
+    Ok(json_response(published.spec.clone()))
+}
+
+/// A spec as an answer: JSON, never cached — it changes on every reload, and a cached copy
+/// would advertise tools the gate now refuses.
+fn json_response(body: Bytes) -> Response {
+    let mut response = Response::new(Body::from(body));
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    // It changes on every reload; a cached copy would advertise tools the gate now refuses.
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    response
 }
 
 /// `POST /_mcp-launch/reload`: admin token only; the body is `{}` or `{"public_url": …}`.
@@ -337,7 +343,13 @@ async fn gate_and_forward(
     front.require_api_key(request.headers())?;
     let path = RequestPath::parse(request.uri().path())?;
     let published = front.published();
-    path.gate(front.stack(), published.as_ref().map(|p| &p.exposure))?;
+    let exposure = published.as_ref().map(|p| &p.exposure);
+    if let Pass::ServerSpec(server) = path.gate(front.stack(), exposure, request.method())? {
+        let published = published.ok_or_else(|| FrontError::NotPublished {
+            stack: front.stack().to_string(),
+        })?;
+        return Ok(json_response(spec::server_part(&published.spec, &server)));
+    }
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()

@@ -4,8 +4,19 @@
 //! Anything that could decode differently downstream (encoded `/`, `\` or `%`, dot segments,
 //! empty segments, control characters) is refused outright.
 
+use axum::http::Method;
+
 use super::error::FrontError;
 use crate::launch::{Exposure, Verdict};
+
+/// What the gate lets through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Pass {
+    /// To the controller.
+    Forward,
+    /// `/<server>/openapi.json`, answered by the front from the merged spec.
+    ServerSpec(String),
+}
 
 /// A decoded, validated request path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,22 +71,42 @@ impl RequestPath {
         path
     }
 
-    /// Lets the request through, or says why not. `/` and single-segment paths that name no
-    /// server (`/docs`) are the controller's own pages; everything else is
-    /// `/<server>/<rest>` and goes through [`Exposure::verdict`].
-    pub(super) fn gate(&self, stack: &str, exposure: Option<&Exposure>) -> Result<(), FrontError> {
+    /// Lets the request through ([`Pass`]), or says why not. `/` and single-segment paths
+    /// that name no server (`/docs`) are the controller's own pages, read-only; everything
+    /// else is `/<server>/<rest>` and goes through [`Exposure::verdict`].
+    pub(super) fn gate(
+        &self,
+        stack: &str,
+        exposure: Option<&Exposure>,
+        method: &Method,
+    ) -> Result<Pass, FrontError> {
+        let read = method == Method::GET || method == Method::HEAD;
+        let read_only = |path: &RequestPath| FrontError::MethodNotAllowed {
+            method: method.to_string(),
+            path: path.canonical(),
+        };
         let Some((server, tail)) = self.segments.split_first() else {
-            return Ok(());
+            return if read {
+                Ok(Pass::Forward)
+            } else {
+                Err(read_only(self))
+            };
         };
         let exposure = exposure.ok_or_else(|| FrontError::NotPublished {
             stack: stack.to_string(),
         })?;
         if tail.is_empty() && exposure.server(server).is_none() {
-            return Ok(());
+            return if read {
+                Ok(Pass::Forward)
+            } else {
+                Err(read_only(self))
+            };
         }
         let rest = tail.join("/");
-        match exposure.verdict(server, &rest) {
-            Verdict::Forward => Ok(()),
+        match exposure.verdict(server, &rest, read) {
+            Verdict::Forward => Ok(Pass::Forward),
+            Verdict::ServerSpec => Ok(Pass::ServerSpec(server.clone())),
+            Verdict::PageIsReadOnly => Err(read_only(self)),
             Verdict::UnknownServer => Err(FrontError::UnknownServer {
                 stack: stack.to_string(),
                 server: server.clone(),

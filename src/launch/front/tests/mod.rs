@@ -179,15 +179,80 @@ async fn gate_refuses_with_actionable_errors() {
 }
 
 #[tokio::test]
-async fn root_pages_and_server_pages_are_forwarded() {
+async fn root_pages_and_server_pages_are_forwarded_read_only() {
     let h = Harness::start(|_| {}).await;
-    for path in ["/docs", "/everything/docs", "/everything/openapi.json", "/"] {
+    for path in ["/docs", "/everything/docs", "/"] {
         assert_eq!(h.get_keyed(path).await.0, 200, "{path}");
     }
     let uris: Vec<_> = h.controller.seen().into_iter().map(|s| s.uri).collect();
-    assert_eq!(
-        uris,
-        ["/docs", "/everything/docs", "/everything/openapi.json", "/"]
+    assert_eq!(uris, ["/docs", "/everything/docs", "/"]);
+    // Pages take GET (and HEAD) only: a POST to one never reaches the controller.
+    for path in ["/docs", "/everything/docs", "/everything/redoc", "/"] {
+        let (status, body) = answer(h.post(path).header("x-api-key", KEY)).await;
+        assert_eq!(
+            (status, error_type(&body)),
+            (405, "method_not_allowed"),
+            "{path}"
+        );
+    }
+    assert_eq!(h.controller.seen().len(), 3, "a POST to a page leaked");
+}
+
+/// A server's own spec comes from the merged one: what the gate refuses never shows there.
+#[tokio::test]
+async fn a_servers_spec_is_its_part_of_the_merged_spec() {
+    let h = Harness::start(|_| {}).await;
+    let merged = json!({"openapi": "3.1.0", "info": {"title": "demo"},
+        "servers": [{"url": "http://x"}],
+        "paths": {"/everything/echo": {"post": {}}, "/time/now": {"post": {}}}});
+    h.front.publish(merged, exposure());
+    let (status, part) = h.get_keyed("/everything/openapi.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(part["paths"], json!({"/echo": {"post": {}}}));
+    assert!(h.controller.seen().is_empty(), "answered by the front");
+}
+
+/// Tools named like pages keep their rules whatever the method: denied `docs`, `redoc` and
+/// `openapi.json` were callable (the front forwarded pages before applying tool rules).
+#[tokio::test]
+async fn denied_tools_named_like_pages_are_refused() {
+    let h = Harness::start(|_| {}).await;
+    let mut e = exposure();
+    e.insert(
+        "everything",
+        ServerExposure {
+            enabled: true,
+            started: true,
+            tools: tools(&[
+                ("echo", true),
+                ("docs", false),
+                ("redoc", false),
+                ("openapi.json", false),
+            ]),
+        },
+    );
+    h.front.publish(json!({"openapi": "3.1.0"}), e);
+    for path in [
+        "/everything/docs",
+        "/everything/redoc",
+        "/everything/openapi.json",
+    ] {
+        let (status, body) = answer(h.post(path).header("x-api-key", KEY)).await;
+        assert_eq!(
+            (status, error_type(&body)),
+            (403, "tool_denied"),
+            "POST {path}"
+        );
+        let (status, body) = h.get_keyed(path).await;
+        assert_eq!(
+            (status, error_type(&body)),
+            (403, "tool_denied"),
+            "GET {path}"
+        );
+    }
+    assert!(
+        h.controller.seen().is_empty(),
+        "a denied tool reached the controller"
     );
 }
 
