@@ -53,7 +53,7 @@ pub enum McpError {
     #[error("protocol error: {0}")]
     Protocol(String),
     /// An HTTP server answered with an error status.
-    #[error("HTTP {status} from {url}{}", if .body.is_empty() { String::new() } else { format!(": {}", .body) })]
+    #[error("HTTP {status} from {}{}", super::redact::url(.url), if .body.is_empty() { String::new() } else { format!(": {}", .body) })]
     Http {
         /// The URL we called.
         url: String,
@@ -63,7 +63,7 @@ pub enum McpError {
         body: String,
     },
     /// An HTTP server could not be reached.
-    #[error("cannot reach {url}: {message}")]
+    #[error("cannot reach {}: {message}", super::redact::url(.url))]
     Connect {
         /// The URL we called.
         url: String,

@@ -172,7 +172,7 @@ impl Post {
             Err(e) => {
                 let error = McpError::Connect {
                     url: self.url.clone(),
-                    message: error_chain(&e),
+                    message: error_chain(&e.without_url()),
                 };
                 return self.fail(request_id, error);
             }
@@ -275,7 +275,9 @@ pub(crate) async fn http_error(url: &str, resp: reqwest::Response) -> McpError {
     }
 }
 
-/// The error and its causes, e.g. "error sending request: connection refused".
+/// The error and its causes, e.g. "error sending request: connection refused". Callers pass
+/// reqwest's errors `without_url()`: the URL may carry a key, and errors reach logs and
+/// clients (it is shown masked by `McpError` instead).
 pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();

@@ -32,7 +32,7 @@ pub async fn read_capped(
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.map_err(|e| McpError::Connect {
             url: url.to_string(),
-            message: super::http::error_chain(&e),
+            message: super::http::error_chain(&e.without_url()),
         })?;
         if body.len() + chunk.len() > limit {
             return Err(too_large(url, limit));

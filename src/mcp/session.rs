@@ -150,11 +150,11 @@ impl Session {
                 Connection::Stdio(stdio::start(spec, Arc::clone(&peer), rx)?)
             }
             Endpoint::StreamableHttp { url, headers } => {
-                tracing::info!(%url, "connecting over Streamable HTTP");
+                tracing::info!(url = %super::redact::url(url), "connecting over Streamable HTTP");
                 Connection::Http(http::start(url, headers, Arc::clone(&peer), rx)?)
             }
             Endpoint::Sse { url, headers } => {
-                tracing::info!(%url, "connecting over legacy SSE");
+                tracing::info!(url = %super::redact::url(url), "connecting over legacy SSE");
                 Connection::Sse(sse::start(url, headers, Arc::clone(&peer), rx, opts).await?)
             }
         };

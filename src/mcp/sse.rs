@@ -55,7 +55,7 @@ pub(crate) async fn start(
         .header(ACCEPT, "text/event-stream")
         .send()
         .await
-        .map_err(|e| connect_error(error_chain(&e)))?;
+        .map_err(|e| connect_error(error_chain(&e.without_url())))?;
     if !resp.status().is_success() {
         return Err(http_error(url, resp).await);
     }
@@ -79,7 +79,7 @@ pub(crate) async fn start(
     let post_url = base
         .join(endpoint.trim())
         .map_err(|e| connect_error(format!("bad endpoint {endpoint:?}: {e}")))?;
-    tracing::debug!(%post_url, "legacy SSE endpoint");
+    tracing::debug!(post_url = %super::redact::url(post_url.as_str()), "legacy SSE endpoint");
 
     let reader = {
         let peer = Arc::clone(&peer);
@@ -124,7 +124,7 @@ pub(crate) async fn start(
                     Ok(resp) => http_error(post_url.as_str(), resp).await,
                     Err(e) => McpError::Connect {
                         url: post_url.to_string(),
-                        message: error_chain(&e),
+                        message: error_chain(&e.without_url()),
                     },
                 };
                 match request_id {

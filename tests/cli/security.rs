@@ -274,3 +274,29 @@ fn a_discovered_config_runs_nothing_until_the_directory_is_trusted() {
         .stderr_has("is not trusted yet")
         .run();
 }
+
+/// A remote server's URL often carries its key: errors and logs show it masked.
+#[test]
+fn secrets_in_server_urls_never_reach_errors_or_logs() {
+    let port = crate::util::free_port();
+    let url = format!("http://bob:pa55word@127.0.0.1:{port}/mcp?api_key=s3cret-in-url&v=2");
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"remote": {"url": url}}}));
+    let out = cmd
+        .args(["list", "--json", "-vv", "--log-file", "run.log"])
+        .status(1)
+        .stderr_any()
+        .run();
+    let log = std::fs::read_to_string(out.path("run.log")).unwrap();
+    for (what, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("log", &log),
+    ] {
+        assert!(
+            !text.contains("s3cret-in-url") && !text.contains("pa55word"),
+            "{what}: {text}"
+        );
+    }
+    let message = out.server("remote")["error"]["message"].to_string();
+    assert!(message.contains("api_key=****"), "{message}");
+}

@@ -26,8 +26,12 @@ pub(super) struct Failure {
     pub(super) message: String,
     /// What a human can do about the cause.
     pub(super) help: String,
-    /// The server's last stderr lines, when it is a local process.
+    /// The server's last stderr lines, when it is a local process. Logged for the operator
+    /// (with [`Failure::incident`]), never sent to remote clients: a server's stderr may hold
+    /// secrets, paths and URLs with keys.
     pub(super) stderr: String,
+    /// A short id that ties an answer to a client to the log line with the details.
+    pub(super) incident: String,
 }
 
 impl Failure {
@@ -60,11 +64,21 @@ impl Failure {
             ),
             other => (other.to_string(), &String::new()),
         };
+        Failure::new(error.kind(), message, error.help(), stderr.clone())
+    }
+
+    fn new(cause: &'static str, message: String, help: String, stderr: String) -> Failure {
+        let facts = format!(
+            "{cause}\n{message}\n{stderr}\n{:?}",
+            std::time::SystemTime::now()
+        );
+        let incident = format!("i-{:08x}", crate::catalog::fnv1a(facts.as_bytes()) as u32);
         Failure {
-            cause: error.kind(),
+            cause,
             message,
-            help: error.help(),
-            stderr: stderr.clone(),
+            help,
+            stderr,
+            incident,
         }
     }
 
@@ -72,12 +86,12 @@ impl Failure {
     pub(super) fn from_problem(problem: &ServerProblem) -> Failure {
         match problem {
             ServerProblem::Mcp(error) => Failure::from_mcp(error),
-            ServerProblem::Config(error) => Failure {
-                cause: Actionable::kind(error),
-                message: error.to_string(),
-                help: Actionable::help(error),
-                stderr: String::new(),
-            },
+            ServerProblem::Config(error) => Failure::new(
+                Actionable::kind(error),
+                error.to_string(),
+                Actionable::help(error),
+                String::new(),
+            ),
         }
     }
 }
@@ -262,7 +276,7 @@ impl BridgeError {
             }
             Self::Unavailable { failure, .. } => {
                 error.insert("cause".into(), json!(failure.cause));
-                error.insert("stderr".into(), json!(failure.stderr));
+                error.insert("incident".into(), json!(failure.incident));
             }
             Self::ToolError { result, .. } => {
                 body.insert("result".into(), result.clone());

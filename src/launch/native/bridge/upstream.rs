@@ -250,7 +250,7 @@ impl Upstream {
             }
             Err(problem) => {
                 let failure = Failure::from_problem(&problem);
-                tracing::warn!(server = %self.name, cause = failure.cause, "cannot connect: {}", failure.message);
+                tracing::warn!(server = %self.name, cause = failure.cause, incident = %failure.incident, stderr = %failure.stderr, "cannot connect: {}", failure.message);
                 slot.fail(failure.clone());
                 Err(BridgeError::Unavailable {
                     server: self.name.clone(),
@@ -271,7 +271,7 @@ impl Upstream {
             _ => None,
         };
         if dead.is_some() {
-            tracing::warn!(server = %self.name, cause = failure.cause, "session lost: {}", failure.message);
+            tracing::warn!(server = %self.name, cause = failure.cause, incident = %failure.incident, stderr = %failure.stderr, "session lost: {}", failure.message);
             slot.fail(failure.clone());
         }
         let retry_at = slot.retry_at();
