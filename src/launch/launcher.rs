@@ -217,9 +217,21 @@ fn choose_controller(
     choice: ControllerChoice,
     events: &Events,
 ) -> Option<Result<PathBuf, mcpo::ControllerError>> {
+    // mcpo takes its internal key only on its command line, which every local user can read:
+    // on a shared host they could call mcpo directly, past the front's deny rules.
+    let shared = crate::process::shared_host();
     match choice {
         ControllerChoice::Native => None,
-        ControllerChoice::Mcpo => Some(mcpo::find_mcpo()),
+        ControllerChoice::Mcpo => {
+            if shared {
+                events.note(SHARED_HOST_WARNING);
+            }
+            Some(mcpo::find_mcpo())
+        }
+        ControllerChoice::Auto if shared => {
+            events.note("controller: native (other users run processes here, and mcpo's key would be on its command line for them to read; --controller mcpo insists on it)");
+            None
+        }
         ControllerChoice::Auto => {
             match mcpo::find_mcpo() {
                 Ok(program) => Some(Ok(program)),
@@ -231,6 +243,9 @@ fn choose_controller(
         }
     }
 }
+
+/// Said when mcpo is chosen on a shared host.
+const SHARED_HOST_WARNING: &str = "warning: other users run processes on this machine and can read mcpo's internal key on its command line (/proc/PID/cmdline), then call mcpo on 127.0.0.1 past the deny rules; --controller native keeps its key inside up";
 
 /// What planning each stack needs to know.
 struct Planning<'a> {

@@ -12,6 +12,7 @@
 mod group;
 mod ring;
 mod service;
+mod users;
 mod vouch;
 mod which;
 
@@ -34,6 +35,7 @@ pub use group::{
 };
 pub use ring::StderrRing;
 pub use service::{spawn_service, LineSink};
+pub use users::shared_host;
 pub use vouch::{own_program, parent_marker, vouch, Expect, Untrusted, PARENT_ENV};
 pub use which::{which, which_in};
 

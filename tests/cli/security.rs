@@ -300,3 +300,32 @@ fn secrets_in_server_urls_never_reach_errors_or_logs() {
     let message = out.server("remote")["error"]["message"].to_string();
     assert!(message.contains("api_key=****"), "{message}");
 }
+
+/// On a shared host `auto` picks the native controller: mcpo's key would sit on its command
+/// line for the other users to read. (Detection itself is tested in `process::users`; here the
+/// override stands in for a neighbour, which would sway every other test's `auto` meanwhile.)
+#[test]
+fn auto_prefers_the_native_controller_on_a_shared_host() {
+    let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
+    let up = cmd
+        .cmd()
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--tunnel",
+            "none",
+            "--controller",
+            "auto",
+        ])
+        .args(["--port", &crate::util::free_port().to_string()])
+        .env("MCP_LAUNCH_SHARED_HOST", "yes")
+        .stderr_has("other users run processes here")
+        .spawn();
+    let state = crate::launch_util::wait_ready(&up, cmd.dir(), 1);
+    assert_eq!(
+        crate::launch_util::stack(&state, "a")["controller"],
+        "native"
+    );
+    crate::launch_util::terminate(up, &state);
+}

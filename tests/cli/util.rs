@@ -34,6 +34,7 @@ const SCRUBBED_ENV: &[&str] = &[
     "CLICOLOR_FORCE",
     "XDG_CONFIG_HOME",
     "MCP_LAUNCH_MCPO",
+    "MCP_LAUNCH_SHARED_HOST",
     "MCP_LAUNCH_CLOUDFLARED",
 ];
 
