@@ -25,6 +25,7 @@ pub mod mcpo;
 pub mod native;
 pub mod openapi;
 pub mod plan;
+pub mod serve;
 pub mod stack;
 pub mod state;
 pub mod tunnel;

@@ -199,21 +199,7 @@ impl Front {
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
-        use axum::serve::ListenerExt;
-        let app = self.router();
-        // Without TCP_NODELAY, a response written as headers then body stalls ~40 ms on a
-        // kept-alive connection (Nagle's algorithm waiting for the client's delayed ACK).
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        });
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+        super::serve::serve(listener, self.router(), shutdown).await
     }
 
     fn router(self) -> Router {
@@ -291,15 +277,20 @@ fn json_response(body: Bytes) -> Response {
     response
 }
 
-/// `POST /_mcp-launch/reload`: admin token only; the body is `{}` or `{"public_url": …}`.
-async fn reload(
-    State(front): State<Front>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, FrontError> {
-    if !auth::has_admin_token(&headers, &front.inner.config.admin_token) {
+/// The largest reload request body: `{"public_url": "…"}`.
+const MAX_RELOAD_BODY: usize = 64 * 1024;
+
+/// `POST /_mcp-launch/reload`: admin token only; the body is `{}` or `{"public_url": …}`. The
+/// token is checked before a byte of the body is read.
+async fn reload(State(front): State<Front>, request: Request) -> Result<Response, FrontError> {
+    if !auth::has_admin_token(request.headers(), &front.inner.config.admin_token) {
         return Err(FrontError::AdminUnauthorized);
     }
+    let body = axum::body::to_bytes(request.into_body(), MAX_RELOAD_BODY)
+        .await
+        .map_err(|e| FrontError::BadBody {
+            reason: format!("{e} (at most {MAX_RELOAD_BODY} bytes)"),
+        })?;
     let request = parse_reload_request(&body)?;
     let handler = front
         .inner

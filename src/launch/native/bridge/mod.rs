@@ -236,23 +236,18 @@ impl Bridge {
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
-        use axum::serve::ListenerExt;
         let closing = self.inner.closing.clone();
         let app = routes::router(self);
-        // As in the front: without TCP_NODELAY a kept-alive answer stalls on delayed ACKs.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        let stop = CancellationToken::new();
+        let trigger = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = shutdown.cancelled() => {}
+                () = closing.cancelled() => {}
             }
+            trigger.cancel();
         });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                tokio::select! {
-                    () = shutdown.cancelled() => {}
-                    () = closing.cancelled() => {}
-                }
-            })
-            .await
+        crate::launch::serve::serve(listener, app, stop).await
     }
 
     /// A receiver that sees a change whenever a server connects, fails, is lost or closes

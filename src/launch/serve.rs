@@ -1,0 +1,191 @@
+//! The one way our HTTP services (the front, the native bridge) accept connections, hardened
+//! for a port that may face the internet through a tunnel:
+//! - a client gets [`HEADER_READ_TIMEOUT`] to send a request's headers, on a new connection
+//!   and between requests on a kept-alive one, so slow-header clients (slowloris) and idle
+//!   connections are closed instead of held forever;
+//! - at most [`MAX_CONNECTIONS`] connections at once: past that, new ones wait in the
+//!   kernel's backlog rather than costing memory;
+//! - TCP_NODELAY (a response written as headers then body otherwise stalls ~40 ms on a
+//!   kept-alive connection: Nagle's algorithm waiting for the client's delayed ACK);
+//! - graceful shutdown: on cancel, stop accepting and let requests in flight finish.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+/// How long a client may take to send a request's headers (also the idle limit of a
+/// kept-alive connection). Real clients send them in one packet.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections served at once. Far above what a stack's clients open; a flood past it waits.
+pub const MAX_CONNECTIONS: usize = 4096;
+
+/// The bounds a server applies.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// See [`HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Duration,
+    /// See [`MAX_CONNECTIONS`].
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// Serves `app` on `listener` with the default [`Limits`] until `shutdown` is cancelled, then
+/// waits for the requests in flight. Each request carries its peer address
+/// (`ConnectInfo<SocketAddr>`).
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    serve_with(listener, app, Limits::default(), shutdown).await
+}
+
+/// [`serve`] with other limits.
+pub async fn serve_with(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(Some(limits.header_read_timeout))
+        .keep_alive(true);
+    loop {
+        let slot = tokio::select! {
+            () = shutdown.cancelled() => break,
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
+        };
+        let (tcp, peer) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+        let service =
+            app.clone()
+                .map_request(move |request: hyper::Request<hyper::body::Incoming>| {
+                    let mut request = request.map(axum::body::Body::new);
+                    request.extensions_mut().insert(ConnectInfo(peer));
+                    request
+                });
+        let connection =
+            http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service));
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::trace!(%peer, error = %e, "connection ended");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    async fn server(limits: Limits) -> (String, CancellationToken) {
+        let app = Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let shutdown = CancellationToken::new();
+        tokio::spawn(serve_with(listener, app, limits, shutdown.clone()));
+        (addr, shutdown)
+    }
+
+    /// Sends a request's first header line and stalls, as a slowloris client does.
+    async fn stall(addr: &str) -> TcpStream {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        tcp
+    }
+
+    async fn healthz(addr: &str) -> String {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    /// Slow-header clients are cut off at the timeout, and meanwhile others are served.
+    #[tokio::test]
+    async fn slow_headers_are_cut_off_and_others_still_served() {
+        let limits = Limits {
+            header_read_timeout: Duration::from_millis(300),
+            max_connections: 64,
+        };
+        let (addr, shutdown) = server(limits).await;
+        let mut slow = Vec::new();
+        for _ in 0..20 {
+            slow.push(stall(&addr).await);
+        }
+        assert!(healthz(&addr).await.ends_with("ok"));
+        for mut tcp in slow {
+            let mut rest = Vec::new();
+            let read = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut rest));
+            assert!(
+                read.await.is_ok(),
+                "a slow client was held past the timeout"
+            );
+        }
+        shutdown.cancel();
+    }
+
+    /// Past the connection cap, a new client waits for a slot instead of costing memory.
+    #[tokio::test]
+    async fn connections_past_the_cap_wait_for_a_slot() {
+        let limits = Limits {
+            header_read_timeout: Duration::from_millis(500),
+            max_connections: 2,
+        };
+        let (addr, shutdown) = server(limits).await;
+        let _held = [stall(&addr).await, stall(&addr).await];
+        let started = std::time::Instant::now();
+        assert!(healthz(&addr).await.ends_with("ok"));
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "served before a slot was free"
+        );
+        shutdown.cancel();
+    }
+}
