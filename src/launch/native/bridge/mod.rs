@@ -75,6 +75,18 @@ pub const CALL_TIMEOUT: Setting = Setting::timeout(CALL_TIMEOUT_ENV, DEFAULT_CAL
 /// through a tool).
 pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
+/// Memory for request bodies at once, in MiB, over all calls: each call reserves
+/// [`BODY_COST`] times its body's size (its `Content-Length`, else [`MAX_BODY_BYTES`]) before
+/// the body is read and keeps it until it is answered. Many large calls at once then wait
+/// their turn instead of holding gigabytes.
+pub const BODY_BUDGET_MIB: usize = 256;
+
+/// What a call costs per byte of its body while it runs: the bytes, the parsed arguments, the
+/// request written to the server, and an answer that often quotes the input (measured with
+/// `bench/abuse.py`: 20 calls of 10 MB at once peaked at 1 GB without the budget, ~60 MB per
+/// call in flight).
+pub const BODY_COST: usize = 6;
+
 /// One server the bridge serves.
 pub struct BridgeServer {
     /// The name in the routes (`/<name>/<tool>`).
@@ -180,6 +192,8 @@ struct Inner {
     changes: Arc<watch::Sender<()>>,
     /// The root `/openapi.json`, serialized once.
     root_document: bytes::Bytes,
+    /// Mebibytes of request bodies that may be held at once ([`BODY_BUDGET_MIB`]).
+    bodies: Arc<tokio::sync::Semaphore>,
 }
 
 impl Bridge {
@@ -215,6 +229,7 @@ impl Bridge {
                 closing,
                 changes,
                 root_document,
+                bodies: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET_MIB)),
             }),
         }
     }

@@ -19,7 +19,7 @@ use crate::launch::front::auth::has_bearer;
 use super::error::BridgeError;
 use super::result;
 use super::upstream::Upstream;
-use super::{Bridge, MAX_BODY_BYTES};
+use super::{Bridge, BODY_BUDGET_MIB, BODY_COST, MAX_BODY_BYTES};
 
 /// The bridge's routes, every one behind the key.
 pub(super) fn router(bridge: Bridge) -> Router {
@@ -30,6 +30,7 @@ pub(super) fn router(bridge: Bridge) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(bridge.clone(), reserve_body))
         .layer(middleware::from_fn_with_state(bridge.clone(), require_key))
         .with_state(bridge)
 }
@@ -52,6 +53,26 @@ async fn require_key(State(bridge): State<Bridge>, request: Request, next: Next)
         "bridge request"
     );
     response
+}
+
+/// Reserves the request body's size from the bridge's budget before it is read (after the key
+/// check: a client without the key costs nothing), and holds it until the answer is made.
+async fn reserve_body(State(bridge): State<Bridge>, request: Request, next: Next) -> Response {
+    const MIB: usize = 1024 * 1024;
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let bytes = declared.unwrap_or(MAX_BODY_BYTES).min(MAX_BODY_BYTES);
+    if bytes == 0 {
+        return next.run(request).await;
+    }
+    let permits = (bytes.div_ceil(MIB) * BODY_COST).min(BODY_BUDGET_MIB) as u32;
+    let Ok(_held) = bridge.inner.bodies.clone().acquire_many_owned(permits).await else {
+        return BridgeError::ShuttingDown.into_response();
+    };
+    next.run(request).await
 }
 
 /// `/<server>/<rest>`: a tool call (POST), or the server's spec or docs page (GET).
