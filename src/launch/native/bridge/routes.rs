@@ -69,7 +69,13 @@ async fn reserve_body(State(bridge): State<Bridge>, request: Request, next: Next
         return next.run(request).await;
     }
     let permits = (bytes.div_ceil(MIB) * BODY_COST).min(BODY_BUDGET_MIB) as u32;
-    let Ok(_held) = bridge.inner.bodies.clone().acquire_many_owned(permits).await else {
+    let Ok(_held) = bridge
+        .inner
+        .bodies
+        .clone()
+        .acquire_many_owned(permits)
+        .await
+    else {
         return BridgeError::ShuttingDown.into_response();
     };
     next.run(request).await
