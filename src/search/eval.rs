@@ -7,6 +7,10 @@
 //! acceptable answers as `server/tool` (empty for `no_answer`). A query is recalled at k when
 //! any acceptable answer is among the first k results; MRR uses the first acceptable answer
 //! within the first [`DEPTH`] results.
+//!
+//! The shared evaluation set (`tests/fixtures/search-bench/`, see [`BenchSet`]) comes with a
+//! held-out split fixed by a hash of each query's id: quality targets are asserted on that
+//! split only, and nothing is tuned on it.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -19,12 +23,14 @@ use super::{Method, Query, SearchIndex};
 pub const DEPTH: usize = 10;
 
 /// The kinds of query, in report order (`no_answer` last: it is scored differently).
-pub const KINDS: [&str; 6] = [
+pub const KINDS: [&str; 8] = [
     "keyword",
     "task",
     "paraphrase",
     "platform",
     "exact_name",
+    "ambiguous",
+    "cross_server",
     "no_answer",
 ];
 
@@ -83,6 +89,124 @@ pub fn load_catalog(json: &str) -> Result<Vec<ToolDoc>, serde_json::Error> {
 /// Reads `queries.json`.
 pub fn load_cases(json: &str) -> Result<Vec<Case>, serde_json::Error> {
     serde_json::from_str(json)
+}
+
+/// The shared evaluation set, read from a directory laid out as `tests/fixtures/search-bench/`:
+/// `tools/<server>.json` (a `tools/list` array each), `queries.jsonl` and `holdout_ids.txt`.
+#[derive(Debug, Clone)]
+pub struct BenchSet {
+    /// Every server's tools, servers in file-name order.
+    pub docs: Vec<ToolDoc>,
+    /// Queries that may be looked at while tuning.
+    pub dev: Vec<Case>,
+    /// Queries never tuned on: what quality is judged by.
+    pub held_out: Vec<Case>,
+    /// Ids of the held-out queries as listed in `holdout_ids.txt`.
+    pub held_out_ids: Vec<String>,
+}
+
+/// One line of `queries.jsonl`.
+#[derive(Deserialize)]
+struct BenchQuery {
+    id: String,
+    query: String,
+    kind: String,
+    gold: Vec<BenchGold>,
+}
+
+#[derive(Deserialize)]
+struct BenchGold {
+    server: String,
+    tool: String,
+}
+
+impl BenchQuery {
+    fn into_case(self) -> Case {
+        let kind = match self.kind.as_str() {
+            "negative" => "no_answer".to_string(),
+            other => other.replace('-', "_"),
+        };
+        let expected = self
+            .gold
+            .iter()
+            .map(|g| format!("{}/{}", g.server, g.tool))
+            .collect();
+        Case {
+            kind,
+            query: self.query,
+            expected,
+        }
+    }
+}
+
+impl BenchSet {
+    /// Reads the set in `dir`; any unreadable file is an error naming it.
+    pub fn load(dir: &std::path::Path) -> Result<BenchSet, String> {
+        let read = |path: std::path::PathBuf| {
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+        };
+        let mut files: Vec<_> = std::fs::read_dir(dir.join("tools"))
+            .map_err(|e| format!("{}/tools: {e}", dir.display()))?
+            .flatten()
+            .map(|f| f.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        let mut docs = Vec::new();
+        for path in files {
+            let server = path.file_stem().unwrap_or_default().to_string_lossy();
+            let tools: Vec<Value> = serde_json::from_str(&read(path.clone())?)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            docs.extend(tools.iter().map(|t| ToolDoc::from_definition(&server, t)));
+        }
+        let held_out_ids: Vec<String> = read(dir.join("holdout_ids.txt"))?
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+        let (mut dev, mut held_out) = (Vec::new(), Vec::new());
+        for (n, line) in read(dir.join("queries.jsonl"))?.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let query: BenchQuery = serde_json::from_str(line)
+                .map_err(|e| format!("queries.jsonl line {}: {e}", n + 1))?;
+            let is_held_out = held_out_ids.contains(&query.id);
+            let split = if is_held_out { &mut held_out } else { &mut dev };
+            split.push(query.into_case());
+        }
+        Ok(BenchSet {
+            docs,
+            dev,
+            held_out,
+            held_out_ids,
+        })
+    }
+
+    /// The rule the held-out split was drawn by, before any result was seen: a query is held
+    /// out when the 64-bit FNV-1a hash of its id is odd.
+    pub fn is_held_out_id(id: &str) -> bool {
+        let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        hash % 2 == 1
+    }
+
+    /// Every query id in `queries.jsonl` of `dir`, in file order.
+    pub fn all_ids(dir: &std::path::Path) -> Result<Vec<String>, String> {
+        let path = dir.join("queries.jsonl");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str::<BenchQuery>(l)
+                    .map(|q| q.id)
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
+    }
 }
 
 /// Our BM25 ranking for `text`, [`DEPTH`] deep.

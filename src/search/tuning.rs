@@ -8,19 +8,20 @@
 //! ```
 //!
 //! `sweep` prints recall@1/recall@5/MRR per kind for the current tuning and each variant, on
-//! the even and the odd half of the queries separately: a change that helps one half only is
-//! fitting noise. `explain` prints a query's concepts (`?` marks terms the index lacks) and
-//! its ranking. Both ignore the cutoff when `cut=0` is given.
+//! the even and the odd half of the development queries of `tests/fixtures/search-bench`
+//! separately: a change that helps one half only is fitting noise. The held-out split of that
+//! set is never loaded here: quality is judged on it (`search::tests::evaluation`), so tuning
+//! must not see it. `explain` prints a query's concepts (`?` marks terms the index lacks) and
+//! its ranking over the same catalog. Both ignore the cutoff when `cut=0` is given.
 
 use super::bm25::{Tuning, TUNING};
 use super::{eval, query, SearchIndex};
 
-fn fixture(name: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/search/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+/// The development half of the shared set: its catalog and the queries that may be tuned on.
+fn dev_set() -> (Vec<super::ToolDoc>, Vec<eval::Case>) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/search-bench");
+    let set = eval::BenchSet::load(&dir).expect("search-bench loads");
+    (set.docs, set.dev)
 }
 
 /// Applies `key=value,…` changes to the current tuning.
@@ -52,8 +53,7 @@ fn tuning_from(spec: &str) -> Tuning {
 #[test]
 #[ignore]
 fn sweep() {
-    let docs = eval::load_catalog(&fixture("tools.json")).expect("tools.json");
-    let cases = eval::load_cases(&fixture("queries.json")).expect("queries.json");
+    let (docs, cases) = dev_set();
     let half = |parity: usize| -> Vec<eval::Case> {
         let picked = cases.iter().enumerate().filter(|(i, _)| i % 2 == parity);
         picked.map(|(_, c)| c.clone()).collect()
@@ -95,7 +95,7 @@ fn sweep() {
 #[test]
 #[ignore]
 fn explain() {
-    let docs = eval::load_catalog(&fixture("tools.json")).expect("tools.json");
+    let (docs, _) = dev_set();
     let tuning = tuning_from(&std::env::var("SEARCH_TUNING").unwrap_or_default());
     let index = SearchIndex::build_tuned(docs, tuning);
     let text = std::env::var("SEARCH_QUERY").expect("SEARCH_QUERY");
