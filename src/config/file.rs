@@ -78,16 +78,18 @@ pub(crate) fn parse(
     }
 
     let mut entries: Vec<ServerEntry> = Vec::new();
+    let mut taken = std::collections::HashSet::new();
     for (section, servers) in sections {
+        let mut lines = EntryLines::new(raw, section);
         for (name, value) in servers {
-            if entries.iter().any(|entry| &entry.name == name) {
+            if !taken.insert(name.as_str()) {
                 tracing::warn!(
                     path = %path.display(), server = %name,
                     "server appears in both \"mcpServers\" and \"servers\"; keeping the first"
                 );
                 continue;
             }
-            let line = entry_line(raw, section, name);
+            let line = lines.line_of(name);
             let ctx = Context {
                 path,
                 line,
@@ -122,11 +124,42 @@ fn invalid_json(path: &Path, err: &serde_json::Error) -> ConfigError {
     }
 }
 
-/// Approximate 1-based line of server `name`'s key (see the module docs).
-fn entry_line(raw: &str, section: &str, name: &str) -> Option<usize> {
-    let start = find_key(raw, section, 0).unwrap_or(0);
-    let at = find_key(raw, name, start)?;
-    Some(raw[..at].matches('\n').count() + 1)
+/// Approximate 1-based lines of a section's server keys (see the module docs), found in one
+/// forward pass: entries come in file order, so each key is looked for after the previous
+/// one's (from the section's start when it is not there) and newlines are counted only
+/// between them. Looking each key up from the section's start cost O(servers × file size):
+/// 25 ms of every command on a config of 1,000 servers.
+struct EntryLines<'a> {
+    raw: &'a str,
+    section_start: usize,
+    /// Offset of the last key found, and its line.
+    at: usize,
+    line: usize,
+}
+
+impl<'a> EntryLines<'a> {
+    fn new(raw: &'a str, section: &str) -> Self {
+        let section_start = find_key(raw, section, 0).unwrap_or(0);
+        let line = raw[..section_start].matches('\n').count() + 1;
+        Self {
+            raw,
+            section_start,
+            at: section_start,
+            line,
+        }
+    }
+
+    /// The line of the first `"name":` after the previous entry's key (else after the
+    /// section's key).
+    fn line_of(&mut self, name: &str) -> Option<usize> {
+        let Some(found) = find_key(self.raw, name, self.at) else {
+            let found = find_key(self.raw, name, self.section_start)?;
+            return Some(self.raw[..found].matches('\n').count() + 1);
+        };
+        self.line += self.raw[self.at..found].matches('\n').count();
+        self.at = found;
+        Some(self.line)
+    }
 }
 
 /// Byte offset of the first `"key"` at or after `from` that is followed by a colon.
@@ -255,9 +288,18 @@ mod tests {
     #[test]
     fn entry_lines_skip_same_named_keys_before_the_section() {
         let raw = "{\n  \"git\": 1,\n  \"mcpServers\": {\n    \"x\": {\"command\": \"git\"},\n    \"git\" : {\"command\": \"g\"}\n  }\n}";
-        assert_eq!(entry_line(raw, "mcpServers", "git"), Some(5));
-        assert_eq!(entry_line(raw, "mcpServers", "x"), Some(4));
-        assert_eq!(entry_line(raw, "mcpServers", "absent"), None);
+        let line = |name| EntryLines::new(raw, "mcpServers").line_of(name);
+        assert_eq!(line("git"), Some(5));
+        assert_eq!(line("x"), Some(4));
+        assert_eq!(line("absent"), None);
+        let mut in_order = EntryLines::new(raw, "mcpServers");
+        assert_eq!(in_order.line_of("x"), Some(4));
+        assert_eq!(in_order.line_of("git"), Some(5));
+        assert_eq!(
+            in_order.line_of("x"),
+            Some(4),
+            "out of order: from the section again"
+        );
         let entries = parse_text(raw).unwrap();
         assert_eq!(entries[1].line, Some(5));
     }
