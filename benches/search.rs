@@ -76,9 +76,10 @@ fn speed(docs: &[ToolDoc], cases: &[eval::Case]) {
     let path = dir.path().join("search.idx");
     std::fs::write(&path, &bytes).expect("write index");
 
+    let bytes = bytes::Bytes::from(bytes);
     let load = median(ROUNDS, || {
         let started = Instant::now();
-        let loaded = SearchIndex::from_bytes(&bytes).expect("loads");
+        let loaded = SearchIndex::from_bytes(bytes.clone()).expect("loads");
         let elapsed = started.elapsed();
         drop(loaded);
         elapsed
@@ -121,7 +122,7 @@ fn speed(docs: &[ToolDoc], cases: &[eval::Case]) {
     let one_process = median(ROUNDS, || {
         let started = Instant::now();
         let bytes = std::fs::read(&path).expect("read index");
-        let loaded = SearchIndex::from_bytes(&bytes).expect("loads");
+        let loaded = SearchIndex::from_bytes(bytes).expect("loads");
         let query = Query {
             text: "open a pull request for my branch",
             method: Method::Bm25,
@@ -134,7 +135,7 @@ fn speed(docs: &[ToolDoc], cases: &[eval::Case]) {
         started.elapsed()
     });
     let decode_all = median(ROUNDS, || {
-        let loaded = SearchIndex::from_bytes(&bytes).expect("loads");
+        let loaded = SearchIndex::from_bytes(bytes.clone()).expect("loads");
         let started = Instant::now();
         std::hint::black_box(loaded.docs().len());
         started.elapsed()

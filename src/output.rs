@@ -39,9 +39,10 @@ pub fn error_envelope(err: &dyn Actionable) -> Value {
 
 /// Writes `value` as pretty JSON to stdout.
 pub fn print_json(value: &Value) -> io::Result<()> {
-    let mut out = anstream::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)
+    // One write: stdout is line-buffered, and a pipe would otherwise get a write per line.
+    let mut text = serde_json::to_vec_pretty(value)?;
+    text.push(b'\n');
+    anstream::stdout().lock().write_all(&text)
 }
 
 /// Reports an error: the envelope on stdout with `--json`, else a styled message on stderr.

@@ -115,17 +115,18 @@ fn index_path(entries: &[ServerEntry], overrides: &Overrides) -> Option<PathBuf>
 }
 
 fn load(path: &Path, ttl: std::time::Duration) -> Option<SearchCatalog> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = bytes::Bytes::from(std::fs::read(path).ok()?);
     tracing::debug!(bytes = bytes.len(), "search index read");
     let rest = bytes.strip_prefix(MAGIC.as_slice())?;
     let (len, rest) = rest.split_first_chunk::<4>()?;
     let len = u32::from_le_bytes(*len) as usize;
     let header: Header = serde_json::from_slice(rest.get(..len)?).ok()?;
+    let index = bytes.slice_ref(rest.get(len..)?);
     let age = unix_secs(SystemTime::now()).saturating_sub(header.oldest_check);
     if age >= ttl.as_secs() {
         return None;
     }
-    match SearchIndex::from_bytes(&rest[len..]) {
+    match SearchIndex::from_bytes(index) {
         Ok(index) => Some(SearchCatalog {
             index,
             unavailable: header.unavailable,

@@ -212,8 +212,8 @@ impl SearchIndex {
     /// Loads a persisted index without decoding its tools (see [`docs`](Self::docs)). Bytes
     /// that are damaged, truncated, or from another format version give
     /// [`SearchError::CorruptIndex`] (rebuild the index then).
-    pub fn from_bytes(bytes: &[u8]) -> Result<SearchIndex, SearchError> {
-        let parts = store::decode(bytes)?;
+    pub fn from_bytes(bytes: impl Into<bytes::Bytes>) -> Result<SearchIndex, SearchError> {
+        let parts = store::decode(bytes.into())?;
         Ok(SearchIndex {
             docs: parts.docs,
             terms: parts.terms,

@@ -10,6 +10,7 @@
 //! checksum, then every offset and length, so damaged bytes give
 //! [`SearchError::CorruptIndex`], never a panic or an answer read out of range.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::bm25::{StringTable, TermIndex};
@@ -78,8 +79,8 @@ pub(crate) fn encode(docs: &StoredDocs, terms: &TermIndex, names: &NameKeys) -> 
     out
 }
 
-/// Decodes and checks an index.
-pub(crate) fn decode(bytes: &[u8]) -> Result<Parts, SearchError> {
+/// Decodes and checks an index. The tools stay in `bytes`' buffer, shared, not copied.
+pub(crate) fn decode(bytes: Bytes) -> Result<Parts, SearchError> {
     let corrupt = SearchError::CorruptIndex;
     let rest = bytes
         .strip_prefix(MAGIC.as_slice())
@@ -105,8 +106,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Parts, SearchError> {
     let (tables, blob) = rest.split_at(len);
     let tables: Tables = postcard::from_bytes(tables).map_err(|e| corrupt(e.to_string()))?;
     check(&tables, blob.len()).map_err(corrupt)?;
+    let blob = bytes.slice_ref(blob);
     Ok(Parts {
-        docs: StoredDocs::from_parts(blob.to_vec(), tables.ends, tables.servers, tables.tools),
+        docs: StoredDocs::from_parts(blob, tables.ends, tables.servers, tables.tools),
         terms: tables.terms,
         names: tables.names,
     })

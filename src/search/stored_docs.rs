@@ -6,14 +6,17 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
+use bytes::Bytes;
+
 use super::bm25::StringTable;
 use super::doc::ToolDoc;
 
 /// The encoded tools and their names, readable without decoding.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StoredDocs {
-    /// Each tool's postcard encoding, one after the other.
-    pub(crate) blob: Vec<u8>,
+    /// Each tool's postcard encoding, one after the other (a loaded index shares the file's
+    /// buffer: loading copies nothing).
+    pub(crate) blob: Bytes,
     /// Tool `i` is `blob[ends[i-1]..ends[i]]`.
     pub(crate) ends: Vec<u32>,
     /// Each tool's server name, as given.
@@ -34,23 +37,25 @@ impl StoredDocs {
     /// Encodes `docs`, keeping the decoded list too.
     pub(crate) fn new(docs: Vec<ToolDoc>) -> StoredDocs {
         let mut stored = StoredDocs::default();
+        let mut blob = Vec::new();
         for doc in &docs {
             // Encoding owned strings into a Vec cannot fail; an empty entry would decode as a
             // placeholder (see `decode`), never panic.
             if let Ok(bytes) = postcard::to_stdvec(doc) {
-                stored.blob.extend_from_slice(&bytes);
+                blob.extend_from_slice(&bytes);
             }
-            stored.ends.push(stored.blob.len() as u32);
+            stored.ends.push(blob.len() as u32);
             stored.servers.push(&doc.server);
             stored.tools.push(&doc.tool);
         }
+        stored.blob = Bytes::from(blob);
         stored.decoded = OnceLock::from(docs);
         stored
     }
 
     /// Reassembles stored parts (already checked by the store).
     pub(crate) fn from_parts(
-        blob: Vec<u8>,
+        blob: Bytes,
         ends: Vec<u32>,
         servers: StringTable,
         tools: StringTable,

@@ -307,7 +307,7 @@ fn the_index_round_trips_through_bytes() {
     let index = catalog();
     let bytes = index.to_bytes();
     assert!(bytes.starts_with(store::MAGIC));
-    let loaded = SearchIndex::from_bytes(&bytes).expect("loads");
+    let loaded = SearchIndex::from_bytes(bytes.clone()).expect("loads");
     assert_eq!(loaded, index);
     for q in ["create issue", "rm file", "timezone"] {
         assert_eq!(bm25(&loaded, q), bm25(&index, q));
@@ -326,7 +326,7 @@ fn the_index_round_trips_through_bytes() {
     assert_eq!(loaded.docs(), index.docs());
     let empty = SearchIndex::build(Vec::new());
     assert!(empty.is_empty());
-    let loaded = SearchIndex::from_bytes(&empty.to_bytes()).expect("empty loads");
+    let loaded = SearchIndex::from_bytes(empty.to_bytes()).expect("empty loads");
     assert!(bm25(&loaded, "anything").is_empty());
 }
 
@@ -335,7 +335,7 @@ fn damaged_bytes_are_a_corrupt_index_never_a_panic() {
     let bytes = catalog().to_bytes();
     let corrupt = |b: &[u8]| {
         matches!(
-            SearchIndex::from_bytes(b),
+            SearchIndex::from_bytes(b.to_vec()),
             Err(SearchError::CorruptIndex(_))
         )
     };
@@ -344,13 +344,13 @@ fn damaged_bytes_are_a_corrupt_index_never_a_panic() {
     assert!(corrupt(&bytes[..bytes.len() / 2]));
     let mut old = bytes.clone();
     old[store::MAGIC.len()] = old[store::MAGIC.len()].wrapping_add(1);
-    let err = SearchIndex::from_bytes(&old).unwrap_err();
+    let err = SearchIndex::from_bytes(old).unwrap_err();
     assert!(err.to_string().contains("version"), "{err}");
     // Every single-byte change either still loads (and answers) or is reported as corrupt.
     for i in 0..bytes.len() {
         let mut damaged = bytes.clone();
         damaged[i] ^= 0x5a;
-        match SearchIndex::from_bytes(&damaged) {
+        match SearchIndex::from_bytes(damaged) {
             Ok(index) => {
                 let _ = bm25(&index, "create file issue");
             }
