@@ -270,11 +270,13 @@ async fn run(
     (reports, sessions)
 }
 
-/// Fills `tool_tokens` of every report, from the token cache or the tokenizer (off the async
-/// threads: both are blocking).
+/// Fills `tool_tokens` of every report that lacks them, from the token cache or the tokenizer
+/// (off the async threads: both are blocking).
 pub(crate) async fn attach_token_counts(reports: &mut [ServerReport]) {
+    let lacks_counts = |r: &ServerReport| r.tool_tokens.len() != r.tools.len();
     let tools: Vec<Value> = reports
         .iter()
+        .filter(|r| lacks_counts(r))
         .flat_map(|r| r.tools.iter().cloned())
         .collect();
     if tools.is_empty() {
@@ -287,7 +289,7 @@ pub(crate) async fn attach_token_counts(reports: &mut [ServerReport]) {
     .await;
     let Ok(Some(counts)) = counted else { return };
     let mut counts = counts.into_iter();
-    for report in reports {
+    for report in reports.iter_mut().filter(|r| lacks_counts(r)) {
         report.tool_tokens = counts.by_ref().take(report.tools.len()).collect();
     }
 }

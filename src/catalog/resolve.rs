@@ -37,6 +37,15 @@ impl ResolveOptions {
             ttl: index::ttl_from_env(),
         }
     }
+
+    /// The same without token counts, for callers that show none (`up`, `search`): the
+    /// tokenizer is then never loaded (~50 MB while it counts, ~25 MB of it kept by the
+    /// allocator afterwards). What they record in the tool index lacks counts, which the
+    /// next reader that shows them fills in from the token cache.
+    pub fn without_tokens(mut self) -> Self {
+        self.preflight.count_tokens = false;
+        self
+    }
 }
 
 /// One report per entry, in order: `Status::Cached` ones from the tool index, the others from
@@ -80,10 +89,11 @@ async fn resolve_with(
         .map(|(entry, _)| entry.clone())
         .collect();
     if live.is_empty() {
-        return (
-            reports.into_iter().flatten().collect(),
-            OpenSessions::default(),
-        );
+        let mut reports: Vec<_> = reports.into_iter().flatten().collect();
+        if opts.preflight.count_tokens {
+            attach_token_counts(&mut reports).await;
+        }
+        return (reports, OpenSessions::default());
     }
     let (mut checked, sessions) = if keep {
         preflight_keeping(&live, &opts.preflight).await
@@ -101,16 +111,20 @@ async fn resolve_with(
     for slot in reports.iter_mut().filter(|r| r.is_none()) {
         *slot = checked.next();
     }
-    (reports.into_iter().flatten().collect(), sessions)
+    let mut reports: Vec<_> = reports.into_iter().flatten().collect();
+    if opts.preflight.count_tokens {
+        // Entries recorded by a caller that counts nothing (`up`) answer without counts.
+        attach_token_counts(&mut reports).await;
+    }
+    (reports, sessions)
 }
 
 /// Records in the tool index what a live session listed outside a preflight (the native
-/// bridge checking a server it started from the index), token counts included, and returns
-/// that report with its stale tools.
+/// bridge checking a server it started from the index), without token counts (`up` shows
+/// none and must not load the tokenizer; readers fill them in), and returns that report with
+/// its stale tools.
 pub async fn record_live(entry: &ServerEntry, info: &ServerInfo, list: ToolList) -> ServerReport {
-    let mut reports = [listed_report(entry, info, list)];
-    attach_token_counts(&mut reports).await;
-    let [mut report] = reports;
+    let mut report = listed_report(entry, info, list);
     remember(entry, &mut report);
     report
 }

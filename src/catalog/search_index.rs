@@ -49,7 +49,7 @@ impl SearchCatalog {
     /// The persisted index for `entries` under `overrides` when it is fresh (nothing else is
     /// read or started), else a rebuilt one (saved for the next search).
     pub async fn open(entries: &[ServerEntry], overrides: &Overrides, refresh: bool) -> Self {
-        let opts = ResolveOptions::from_env(refresh);
+        let opts = ResolveOptions::from_env(refresh).without_tokens();
         let path = index_path(entries, overrides);
         if !refresh {
             if let Some(found) = path.as_deref().and_then(|p| load(p, opts.ttl)) {

@@ -158,7 +158,11 @@ async fn schemas_of(
         .filter(|e| wanted.iter().any(|d| d.server == e.qualified))
         .cloned()
         .collect();
-    let reports = catalog::resolve(&involved, &catalog::ResolveOptions::from_env(false)).await;
+    let reports = catalog::resolve(
+        &involved,
+        &catalog::ResolveOptions::from_env(false).without_tokens(),
+    )
+    .await;
     let exposed = catalog::expose(&reports, overrides).await;
     wanted
         .iter()

@@ -157,10 +157,18 @@ pub async fn launch(
     // so it needs a live check; the native bridge adopts the live checks' sessions and may
     // trust the tool index, starting those servers in the background.
     let (reports, mut sessions) = if mcpo_program.is_some() {
-        let reports = resolve(&all_entries, &ResolveOptions::from_env(true)).await;
+        let reports = resolve(
+            &all_entries,
+            &ResolveOptions::from_env(true).without_tokens(),
+        )
+        .await;
         (reports, Default::default())
     } else {
-        resolve_keeping(&all_entries, &ResolveOptions::from_env(options.refresh)).await
+        resolve_keeping(
+            &all_entries,
+            &ResolveOptions::from_env(options.refresh).without_tokens(),
+        )
+        .await
     };
     let mut reports = reports.into_iter();
     let mut starts = Vec::new();

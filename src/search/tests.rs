@@ -391,6 +391,11 @@ mod evaluation {
         let (theirs, _) = eval::evaluate(&set.held_out, |q| eval::baseline(&base, &set.docs, q));
         let report = eval::markdown_table(&ours, &theirs);
         println!("held-out ({} queries):\n{report}", set.held_out.len());
+        // For the record only: the development split is what tuning may look at.
+        let (dev_ours, _) = eval::evaluate(&set.dev, |q| eval::ours(&index, q));
+        let (dev_theirs, _) = eval::evaluate(&set.dev, |q| eval::baseline(&base, &set.docs, q));
+        let dev_report = eval::markdown_table(&dev_ours, &dev_theirs);
+        println!("development ({} queries):\n{dev_report}", set.dev.len());
         let row = |rows: &[eval::Scores], kind: &str| {
             rows.iter().find(|r| r.kind == kind).cloned().expect(kind)
         };

@@ -651,3 +651,32 @@ fn a_server_disabled_while_running_is_refused_until_enabled_again() {
     assert!(paths(&front.spec()).contains("/everything/echo"));
     front.stop();
 }
+
+/// `up` shows no token counts, so it never loads the tokenizer (~50 MB while it counts, about
+/// half of it kept by the allocator for the life of `up`); the servers it recorded in the tool
+/// index are then listed from the index with their counts filled in.
+#[test]
+fn up_never_loads_the_tokenizer_and_list_fills_in_the_counts() {
+    let cmd = Cmd::new();
+    config(&cmd, json!({"time": time()}));
+    let counts = cmd.path(".cache/mcp-launch/token-counts.json");
+    let native = launch(&cmd);
+    assert!(
+        cmd.path(".cache/mcp-launch/tool-index.json").exists(),
+        "up recorded its live check"
+    );
+    assert!(
+        !counts.exists(),
+        "up counted tokens (it loaded the tokenizer)"
+    );
+    native.stop();
+
+    let out = cmd
+        .cmd()
+        .args(["--config", "a.json", "list", "--json"])
+        .run();
+    let time = out.server("time");
+    assert_eq!(time["status"], "cached", "answered from up's entry\n{out}");
+    assert!(time["tokens"].as_u64().unwrap() > 0, "{out}");
+    assert!(counts.exists(), "list counted and cached them");
+}
