@@ -8,21 +8,3 @@ pub trait Actionable: std::fmt::Display {
     /// The next step: a flag, an environment variable, a command, a file to fix.
     fn help(&self) -> String;
 }
-
-impl Actionable for crate::config::ConfigError {
-    fn kind(&self) -> &'static str {
-        crate::config::ConfigError::kind(self)
-    }
-    fn help(&self) -> String {
-        crate::config::ConfigError::help(self)
-    }
-}
-
-impl Actionable for crate::mcp::McpError {
-    fn kind(&self) -> &'static str {
-        crate::mcp::McpError::kind(self)
-    }
-    fn help(&self) -> String {
-        crate::mcp::McpError::help(self)
-    }
-}

@@ -34,3 +34,6 @@ pub mod process;
 pub mod project;
 pub mod search;
 pub mod tui;
+
+#[cfg(test)]
+mod architecture;

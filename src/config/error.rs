@@ -316,6 +316,15 @@ pub(crate) fn describe(value: &serde_json::Value) -> &'static str {
     }
 }
 
+impl crate::error::Actionable for ConfigError {
+    fn kind(&self) -> &'static str {
+        ConfigError::kind(self)
+    }
+    fn help(&self) -> String {
+        ConfigError::help(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -185,3 +185,12 @@ impl McpError {
         }
     }
 }
+
+impl crate::error::Actionable for McpError {
+    fn kind(&self) -> &'static str {
+        McpError::kind(self)
+    }
+    fn help(&self) -> String {
+        McpError::help(self)
+    }
+}
