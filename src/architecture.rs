@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[(&str, u8)] = &[
     ("error", 0),
     ("duration", 0),
+    ("files", 0),
     ("output", 1),
     ("process", 1),
     ("config", 1),

@@ -10,6 +10,7 @@
 //! - [`doctor`]: checks that the external programs (python3, node/npx, uv, cloudflared, mcpo)
 //!   are installed and actually run, each bounded by a timeout.
 //! - [`duration`]: the one checked reader of durations from flags and environment variables.
+//! - [`files`]: the one atomic writer (temporary file, fsync, rename).
 //! - [`launch`]: stacks — controllers, the front proxy, the merged OpenAPI, tunnels, state and
 //!   supervision.
 //! - [`project`]: the project's `.mcp-launch/` directory (created with a `.gitignore` that keeps
@@ -27,6 +28,7 @@ pub mod config;
 pub mod doctor;
 pub mod duration;
 pub mod error;
+pub mod files;
 pub mod launch;
 pub mod mcp;
 pub mod output;

@@ -20,7 +20,6 @@ use crate::duration::Setting;
 
 use super::fingerprint::server_identity;
 use super::preflight::{ServerReport, Status};
-use super::store::write_atomically;
 use super::tool;
 
 /// Bumped when the file's shape changes; another version is ignored (and rebuilt).
@@ -156,7 +155,7 @@ impl ToolIndex {
             return;
         }
         self.file.version = FORMAT_VERSION;
-        match write_atomically(path, &self.file) {
+        match crate::files::write_json(path, &self.file) {
             Ok(()) => self.is_dirty = false,
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "could not save the tool index")

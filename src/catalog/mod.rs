@@ -14,7 +14,6 @@ mod overrides;
 mod preflight;
 mod resolve;
 mod search_index;
-pub(crate) mod store;
 mod tokens;
 pub mod tool;
 mod trim;

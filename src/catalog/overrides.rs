@@ -34,7 +34,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::fingerprint::fnv1a;
-use super::store::write_bytes_atomically;
 use super::tool;
 use crate::config::ServerEntry;
 
@@ -411,7 +410,7 @@ impl Overrides {
         let mut text = serde_json::to_string_pretty(&self.file_out())
             .map_err(|e| unwritable(std::io::Error::other(e)))?;
         text.push('\n');
-        write_bytes_atomically(&self.path, text.as_bytes()).map_err(unwritable)
+        crate::files::write(&self.path, text.as_bytes()).map_err(unwritable)
     }
 
     /// A hash of the choices about servers and tools as they would be saved: what keys

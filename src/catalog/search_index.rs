@@ -24,7 +24,6 @@ use super::index::unix_secs;
 use super::overrides::Overrides;
 use super::preflight::Status;
 use super::resolve::{resolve, ResolveOptions};
-use super::store::write_bytes_atomically;
 
 /// Marks the file's format; another prefix means rebuild.
 const MAGIC: &[u8; 8] = b"MCPLSRC1";
@@ -145,7 +144,7 @@ fn save(path: &Path, header: &Header, catalog: &SearchCatalog) {
     bytes.extend_from_slice(&(header_bytes.len() as u32).to_le_bytes());
     bytes.extend_from_slice(&header_bytes);
     bytes.extend_from_slice(&catalog.index.to_bytes());
-    if let Err(e) = write_bytes_atomically(path, &bytes) {
+    if let Err(e) = crate::files::write(path, &bytes) {
         tracing::warn!(path = %path.display(), error = %e, "could not save the search index");
     }
 }

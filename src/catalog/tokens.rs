@@ -14,7 +14,6 @@ use serde_json::Value;
 use tiktoken_rs::CoreBPE;
 
 use super::fingerprint::fnv1a;
-use super::store::write_atomically;
 
 /// The tokenizer whose counts we report and cache.
 pub const TOKENIZER: &str = "o200k_base";
@@ -90,7 +89,7 @@ fn count_tools_with_cache(tools: &[&Value], cache: Option<&Path>) -> Option<Vec<
                     }
                 });
             }
-            if let Err(e) = write_atomically(path, &file) {
+            if let Err(e) = crate::files::write_json(path, &file) {
                 tracing::warn!(path = %path.display(), error = %e, "could not save token counts");
             }
         }
@@ -155,7 +154,7 @@ mod tests {
         let key = format!("{:016x}", fnv1a(b.to_string().as_bytes()));
         let mut planted = saved;
         planted.counts.insert(key, 999);
-        write_atomically(&path, &planted).unwrap();
+        crate::files::write_json(&path, &planted).unwrap();
         assert_eq!(
             count_tools_with_cache(&[&a, &b], Some(&path)).unwrap(),
             vec![fresh[0], 999]

@@ -5,15 +5,12 @@
 //! - The result never holds more than `max_chars` Unicode scalar values, the closing `…`
 //!   included, and never splits a character.
 //! - It never splits a grapheme cluster either (a letter and its combining marks, an emoji
-//!   ZWJ sequence with its modifiers, a flag, a Hangul syllable): clusters are found with the
-//!   Unicode grapheme-break properties through `regex`, an approximation of UAX #29 that is
-//!   exact for the cases that matter in descriptions. Only when one cluster alone exceeds the
-//!   budget is the result just `…`.
+//!   ZWJ sequence with its modifiers, a flag, a Hangul syllable): extended grapheme clusters
+//!   after UAX #29, from `unicode-segmentation`. Only when one cluster alone exceeds the budget
+//!   is the result just `…`.
 //! - A text already within budget comes back unchanged (only trailing whitespace removed).
 
-use std::sync::OnceLock;
-
-use regex::Regex;
+use unicode_segmentation::UnicodeSegmentation;
 
 /// The mark that ends a cut text (one character, counted in the budget).
 pub const ELLIPSIS: char = '…';
@@ -54,7 +51,7 @@ pub fn trim_description(text: &str, max_chars: usize) -> String {
 
     // The longest prefix of whole clusters within the budget.
     let (mut end, mut used) = (0, 0);
-    for cluster in clusters(&collapsed) {
+    for cluster in collapsed.graphemes(true) {
         let n = cluster.chars().count();
         if used + n > budget {
             break;
@@ -76,50 +73,6 @@ pub fn trim_description(text: &str, max_chars: usize) -> String {
     format!("{cut}{ELLIPSIS}")
 }
 
-/// The grapheme clusters of `text`, in order; together they cover it exactly.
-fn clusters(text: &str) -> Vec<&str> {
-    match cluster_regex() {
-        Some(re) => re.find_iter(text).map(|m| m.as_str()).collect(),
-        // Without the pattern, characters are the units: never split, if less polished.
-        None => text
-            .char_indices()
-            .map(|(i, c)| &text[i..i + c.len_utf8()])
-            .collect(),
-    }
-}
-
-/// An extended grapheme cluster, after UAX #29's rules: CR LF, a regional-indicator pair, a
-/// Hangul syllable, an emoji ZWJ sequence, or any other character; each with prepended marks
-/// before it and extending / spacing marks and ZWJ after it. The final `.` (with `s`) makes
-/// every position match, so the matches tile the text.
-const CLUSTER_PATTERN: &str = r"(?sx)
-    \r\n
-  | \p{gcb=Regional_Indicator}\p{gcb=Regional_Indicator}
-  | \p{gcb=Prepend}*
-    (?:
-        \p{gcb=L}* (?: \p{gcb=V}+ | \p{gcb=LV}\p{gcb=V}* | \p{gcb=LVT} ) \p{gcb=T}*
-      | \p{gcb=L}+
-      | \p{gcb=T}+
-      | \p{Extended_Pictographic} (?: \p{gcb=Extend}* \p{gcb=ZWJ} \p{Extended_Pictographic} )*
-      | [^\p{gcb=Control}\p{gcb=CR}\p{gcb=LF}]
-    )
-    [\p{gcb=Extend}\p{gcb=ZWJ}\p{gcb=SpacingMark}]*
-  | .
-";
-
-/// The compiled [`CLUSTER_PATTERN`] (a few milliseconds, once; only `describe --trim` needs it).
-fn cluster_regex() -> Option<&'static Regex> {
-    static RE: OnceLock<Option<Regex>> = OnceLock::new();
-    RE.get_or_init(|| match Regex::new(CLUSTER_PATTERN) {
-        Ok(re) => Some(re),
-        Err(e) => {
-            tracing::warn!(error = %e, "grapheme pattern does not compile; cutting by character");
-            None
-        }
-    })
-    .as_ref()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,14 +82,13 @@ mod tests {
     }
 
     #[test]
-    fn the_pattern_compiles_and_tiles_the_text() {
-        assert!(cluster_regex().is_some());
+    fn clusters_tile_the_text_and_keep_marks_sequences_and_flags_whole() {
         let text = "e\u{301}t\u{e9} 👩\u{200d}💻 🇫🇷 한국어 \r\n x";
-        assert_eq!(clusters(text).concat(), text);
-        assert!(clusters(text).contains(&"e\u{301}"));
-        assert!(clusters(text).contains(&"👩\u{200d}💻"));
-        assert!(clusters(text).contains(&"🇫🇷"));
-        assert!(clusters(text).contains(&"\r\n"));
+        let clusters: Vec<&str> = text.graphemes(true).collect();
+        assert_eq!(clusters.concat(), text);
+        for whole in ["e\u{301}", "👩\u{200d}💻", "🇫🇷", "\r\n"] {
+            assert!(clusters.contains(&whole), "{whole:?} in {clusters:?}");
+        }
     }
 
     #[test]

@@ -125,24 +125,15 @@ fn at(path: &Path, e: io::Error) -> CliError {
     CliError::Output(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
-/// Writes `text` to a temporary file beside `path`, then moves it into place: a rename when
-/// `replace`, else a hard link, which fails rather than clobber a file created meanwhile.
+/// Writes `text` to `path` atomically; unless `replace`, fails rather than clobber a file
+/// that exists (even one created meanwhile).
 fn write_atomic(path: &Path, text: &str, replace: bool) -> Result<(), CliError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        std::fs::write(&tmp, text)?;
-        if replace {
-            std::fs::rename(&tmp, path)
-        } else {
-            std::fs::hard_link(&tmp, path)
-        }
-    })();
-    let _ = std::fs::remove_file(&tmp);
-    match result {
+    let written = if replace {
+        crate::files::write(path, text.as_bytes())
+    } else {
+        crate::files::create_new(path, text.as_bytes())
+    };
+    match written {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(CliError::FileExists {
             path: path.display().to_string(),

@@ -11,7 +11,6 @@
 //! written atomically.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -149,13 +148,7 @@ fn read(path: &Path) -> Store {
 }
 
 fn write(path: &Path, store: &Store) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    file.write_all(&serde_json::to_vec_pretty(store)?)?;
-    file.as_file().sync_all()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::files::write(path, &serde_json::to_vec_pretty(store)?)
 }
 
 #[cfg(test)]

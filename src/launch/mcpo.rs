@@ -219,11 +219,9 @@ fn server_config(spec: &ServerSpec) -> Value {
 /// Writes mcpo's config to `path` (owner-only, atomically).
 pub fn write_config(path: &Path, config: &Value) -> Result<(), ControllerError> {
     let bytes = serde_json::to_vec_pretty(config).unwrap_or_default();
-    crate::catalog::store::write_private_atomically(path, &bytes).map_err(|e| {
-        ControllerError::Config {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        }
+    crate::files::write_private(path, &bytes).map_err(|e| ControllerError::Config {
+        path: path.to_path_buf(),
+        message: e.to_string(),
     })
 }
 

@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::store::write_private_atomically;
-
 /// The file name inside the project's `.mcp-launch/` directory.
 pub const STATE_FILE: &str = "state.json";
 
@@ -322,7 +320,7 @@ impl StateFile {
             };
         }
         let bytes = serde_json::to_vec_pretty(state).map_err(|e| io("encode", e.into()))?;
-        write_private_atomically(&self.path, &bytes).map_err(|e| io("write", e))
+        crate::files::write_private(&self.path, &bytes).map_err(|e| io("write", e))
     }
 
     /// Refuses a `.mcp-launch` that is a symlink leading out of the project: a planted link

@@ -1,0 +1,121 @@
+//! The one atomic writer: every file mcp-launch writes (tool index, token counts, search index,
+//! overrides, trust store, state, mcpo's config, `init`'s config) goes to a temporary file
+//! beside its target, is flushed to disk, then renamed into place (and the directory flushed),
+//! so a reader sees the old file or the new one, never half of one, even after a crash.
+
+use std::fs::Permissions;
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde::Serialize;
+
+/// Writes `bytes` to `path` (parent directories created when missing), readable by all (0644).
+pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with(path, bytes, 0o644, Mode::Replace)
+}
+
+/// Writes `value` as compact JSON to `path`, as [`write`] does.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    write(path, &serde_json::to_vec(value)?)
+}
+
+/// Like [`write`], readable and writable by the owner only (0600): for files that hold keys.
+/// The temporary file is created with that mode, so the secret is never readable by others,
+/// not even for a moment.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with(path, bytes, 0o600, Mode::Replace)
+}
+
+/// Like [`write`], but fails with [`io::ErrorKind::AlreadyExists`] rather than replace a file
+/// that exists (even one created meanwhile).
+pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with(path, bytes, 0o644, Mode::CreateNew)
+}
+
+enum Mode {
+    Replace,
+    CreateNew,
+}
+
+fn write_with(path: &Path, bytes: &[u8], mode: u32, how: Mode) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let mut file = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .permissions(Permissions::from_mode(mode))
+        .tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file().sync_all()?;
+    match how {
+        Mode::Replace => file.persist(path).map_err(|e| e.error)?,
+        Mode::CreateNew => file.persist_noclobber(path).map_err(|e| e.error)?,
+    };
+    // The rename itself reaches the disk when the directory does.
+    std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn replaces_the_file_and_leaves_no_temporary_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("f.json");
+        write(&path, b"one").unwrap();
+        write_json(&path, &serde_json::json!({"two": 2})).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), r#"{"two":2}"#);
+        assert_eq!(names(path.parent().unwrap()), ["f.json"]);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o644, 0o644, "{mode:o}");
+    }
+
+    #[test]
+    fn private_files_are_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        write_private(&path, b"{}").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn create_new_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        create_new(&path, b"mine").unwrap();
+        let err = create_new(&path, b"theirs").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
+        assert_eq!(names(dir.path()), ["config.json"]);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_old_file_and_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        write(&path, b"old").unwrap();
+        // A directory cannot replace a file by rename.
+        let target = dir.path().join("d");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("x"), b"").unwrap();
+        assert!(write(&target, b"new").is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        assert_eq!(names(dir.path()), ["d", "f"]);
+    }
+}
