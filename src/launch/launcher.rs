@@ -7,22 +7,21 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::events::Events;
 use super::mask::Masker;
 use super::mcpo::{self, McpoLaunch};
-use super::plan::{generate_key, PortPlanner};
-use super::stack::{self, ControllerPlan, RunningStack, StackPlan};
+use super::plan::{generate_key, PortError, PortPlanner};
+use super::stack::{self, ControllerPlan, RunningStack, StackError, StackPlan};
 use super::state::{State, StateError, StateFile};
 use super::tunnel::{TunnelKind, TunnelSpec};
 use crate::catalog::{resolve, resolve_keeping, Overrides, OverridesError, ResolveOptions};
 use crate::config::{self, ServerEntry};
 use crate::error::Actionable;
-use crate::output;
 
 /// The first stack's front port when none is given; stack i gets +i.
 pub const DEFAULT_PORT: u16 = 8000;
@@ -75,8 +74,59 @@ pub struct LaunchOptions {
 pub struct Launched {
     /// The stacks that run.
     pub running: Vec<RunningStack>,
-    /// `(stack, {type, message, help})` for each stack that did not start.
-    pub errors: Vec<(String, Value)>,
+    /// Each stack that did not start, and why.
+    pub errors: Vec<(String, StackFailure)>,
+}
+
+/// Why one stack did not start (the others go on).
+#[derive(Debug, thiserror::Error)]
+pub enum StackFailure {
+    /// An `up` that is still alive runs a stack of this name.
+    #[error("stack {stack} is already running (mcp-launch up pid {pid}, {url})")]
+    AlreadyRunning {
+        /// The stack.
+        stack: String,
+        /// That `up`'s process group.
+        pid: i32,
+        /// Its front.
+        url: String,
+    },
+    /// The controller asked for cannot run (the same for every stack: shared).
+    #[error(transparent)]
+    Controller(Arc<mcpo::ControllerError>),
+    /// A port could not be planned.
+    #[error(transparent)]
+    Port(#[from] PortError),
+    /// A port was planned but its listener was not kept (a bug, or a race with another
+    /// process binding it).
+    #[error("the {0} port was not kept")]
+    PortNotKept(&'static str),
+    /// Starting the planned stack failed.
+    #[error(transparent)]
+    Start(#[from] StackError),
+}
+
+impl Actionable for StackFailure {
+    fn kind(&self) -> &'static str {
+        match self {
+            StackFailure::AlreadyRunning { .. } => "already_running",
+            StackFailure::Controller(e) => e.kind(),
+            StackFailure::Port(_) | StackFailure::PortNotKept(_) => "port_taken",
+            StackFailure::Start(e) => e.kind(),
+        }
+    }
+
+    fn help(&self) -> String {
+        match self {
+            StackFailure::AlreadyRunning { .. } => {
+                "stop it first with `mcp-launch down`, or use another config file name".into()
+            }
+            StackFailure::Controller(e) => e.help(),
+            StackFailure::Port(e) => e.help(),
+            StackFailure::PortNotKept(_) => "retry".into(),
+            StackFailure::Start(e) => e.help(),
+        }
+    }
 }
 
 /// Why a launch could not even begin.
@@ -122,7 +172,8 @@ pub async fn launch(
     let running_before = state_file.read()?;
     clean_up_stale(&state_file, &running_before, loaded, events).await?;
     warn_of_tracked_secrets(&options.project_dir, events);
-    let mcpo_program = choose_controller(options.controller, events);
+    let mcpo_program =
+        choose_controller(options.controller, events).map(|found| found.map_err(Arc::new));
     let planning = Planning {
         options,
         running_before: &running_before,
@@ -208,7 +259,7 @@ pub async fn launch(
     for (name, result) in started {
         match result {
             Ok(stack) => running.push(stack),
-            Err(e) => errors.push((name, output::error_object(&e))),
+            Err(e) => errors.push((name, StackFailure::Start(e))),
         }
     }
     Ok(Some(Launched { running, errors }))
@@ -260,25 +311,20 @@ struct Planning<'a> {
     options: &'a LaunchOptions,
     running_before: &'a State,
     /// `None` for the native controller.
-    mcpo_program: &'a Option<Result<PathBuf, mcpo::ControllerError>>,
+    mcpo_program: &'a Option<Result<PathBuf, Arc<mcpo::ControllerError>>>,
     events: &'a Events,
-}
-
-/// A `port_taken` error object.
-fn port_taken(message: String, help: String) -> Value {
-    json!({"type": "port_taken", "message": message, "help": help})
 }
 
 impl Planning<'_> {
     /// The plan of stack `i`: ports (the front's listener bound), keys, controller, tunnel,
-    /// public URL — or the error object saying why it cannot start.
+    /// public URL — or why it cannot start.
     fn plan(
         &self,
         i: usize,
         stack: &config::Stack,
         front_ports: &mut PortPlanner,
         controller_ports: &mut PortPlanner,
-    ) -> Result<StackPlan, Value> {
+    ) -> Result<StackPlan, StackFailure> {
         let options = self.options;
         if let Some(running) = self
             .running_before
@@ -286,40 +332,37 @@ impl Planning<'_> {
             .iter()
             .find(|s| s.name == stack.name && s.supervisor.process_alive())
         {
-            return Err(json!({
-                "type": "already_running",
-                "message": format!("stack {} is already running (mcp-launch up pid {}, {})", stack.name, running.supervisor.pgid, running.local_url()),
-                "help": "stop it first with `mcp-launch down`, or use another config file name",
-            }));
+            return Err(StackFailure::AlreadyRunning {
+                stack: stack.name.clone(),
+                pid: running.supervisor.pgid,
+                url: running.local_url(),
+            });
         }
         let program = match self.mcpo_program {
-            Some(found) => Some(found.as_ref().map_err(|e| output::error_object(e))?.clone()),
+            Some(Ok(program)) => Some(program.clone()),
+            Some(Err(e)) => return Err(StackFailure::Controller(e.clone())),
             None => None,
         };
         // Public URLs follow the order of the config files, failed files included.
         let index =
             public_url_index(&options.configs, &options.project_dir, &stack.path).unwrap_or(i);
         let offset = u16::try_from(i).unwrap_or(u16::MAX);
-        let front = front_ports
-            .take(
-                options.port.unwrap_or(DEFAULT_PORT).saturating_add(offset),
-                options.port.is_some(),
-                true,
-                &format!("front port of stack {}", stack.name),
-            )
-            .map_err(|e| port_taken(e.to_string(), e.help()))?;
-        let controller_port = controller_ports
-            .take(
-                options
-                    .mcpo_port
-                    .unwrap_or(DEFAULT_MCPO_PORT)
-                    .saturating_add(offset),
-                options.mcpo_port.is_some(),
-                // The native bridge serves on the listener bound here; mcpo binds its port.
-                program.is_none(),
-                &format!("controller port of stack {}", stack.name),
-            )
-            .map_err(|e| port_taken(e.to_string(), e.help()))?;
+        let front = front_ports.take(
+            options.port.unwrap_or(DEFAULT_PORT).saturating_add(offset),
+            options.port.is_some(),
+            true,
+            &format!("front port of stack {}", stack.name),
+        )?;
+        let controller_port = controller_ports.take(
+            options
+                .mcpo_port
+                .unwrap_or(DEFAULT_MCPO_PORT)
+                .saturating_add(offset),
+            options.mcpo_port.is_some(),
+            // The native bridge serves on the listener bound here; mcpo binds its port.
+            program.is_none(),
+            &format!("controller port of stack {}", stack.name),
+        )?;
         for (planned, what) in [(&front, "front"), (&controller_port, "controller")] {
             if let Some(from) = planned.moved_from {
                 let message = format!("{what} port {from} is taken; using {}", planned.port);
@@ -327,10 +370,7 @@ impl Planning<'_> {
             }
         }
         let Some(listener) = front.listener else {
-            return Err(port_taken(
-                "the front port was not kept".into(),
-                "retry".into(),
-            ));
+            return Err(StackFailure::PortNotKept("front"));
         };
         let tunnel = options.tunnel.as_ref().map(|(kind, program)| TunnelSpec {
             program: program.clone(),
@@ -352,12 +392,7 @@ impl Planning<'_> {
                 listener,
                 key: generate_key(),
             },
-            (None, None) => {
-                return Err(port_taken(
-                    "the controller port was not kept".into(),
-                    "retry".into(),
-                ))
-            }
+            (None, None) => return Err(StackFailure::PortNotKept("controller")),
         };
         Ok(StackPlan {
             name: stack.name.clone(),

@@ -345,12 +345,7 @@ async fn launch(choice: LaunchChoice, context: Context, tx: mpsc::UnboundedSende
             let errors = launched
                 .errors
                 .iter()
-                .map(|(stack, e)| {
-                    (
-                        stack.clone(),
-                        e["message"].as_str().unwrap_or_default().to_string(),
-                    )
-                })
+                .map(|(stack, e)| (stack.clone(), e.to_string()))
                 .collect();
             for stack in &launched.running {
                 let supervised = stack.clone();

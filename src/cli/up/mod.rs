@@ -178,7 +178,8 @@ pub async fn run(
         finish_printing(events, printer).await;
         return Ok(Outcome::Failed);
     };
-    errors.extend(launched.errors);
+    let failed = launched.errors.iter();
+    errors.extend(failed.map(|(stack, e)| (stack.clone(), output::error_object(e))));
     let running = launched.running;
     print_summary(&running, &errors, began.elapsed(), global)?;
     if running.is_empty() {

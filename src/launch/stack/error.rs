@@ -21,9 +21,20 @@ pub enum StackError {
     /// The tunnel failed.
     #[error(transparent)]
     Tunnel(#[from] TunnelError),
-    /// The front could not be set up or bound.
+    /// The front could not be set up (an internal inconsistency, or no HTTP client).
     #[error("the front proxy cannot start: {0}")]
-    Front(String),
+    FrontSetup(#[from] crate::launch::front::SetupError),
+    /// The HTTP client that checks the controller could not be built.
+    #[error("cannot build an HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    /// A listener bound while planning could not be handed to the runtime.
+    #[error("the {what} cannot listen: {source}")]
+    Listen {
+        /// `front` or `native bridge`.
+        what: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The state file could not be written.
     #[error(transparent)]
     State(#[from] crate::launch::state::StateError),
@@ -38,7 +49,8 @@ impl Actionable for StackError {
             StackError::NoServers { .. } => "no_servers",
             StackError::Controller(e) => e.kind(),
             StackError::Tunnel(e) => e.kind(),
-            StackError::Front(_) => "front_failed",
+            StackError::FrontSetup(_) | StackError::HttpClient(_) => "front_failed",
+            StackError::Listen { .. } => "listen_failed",
             StackError::State(e) => e.kind(),
             StackError::Overrides(e) => e.kind(),
         }
@@ -51,7 +63,10 @@ impl Actionable for StackError {
             }
             StackError::Controller(e) => e.help(),
             StackError::Tunnel(e) => e.help(),
-            StackError::Front(_) => "pick another --port or --host".into(),
+            StackError::FrontSetup(_) | StackError::HttpClient(_) => {
+                "the system's TLS setup may be broken (reqwest could not load it); run again with -vv and report the output if it persists".into()
+            }
+            StackError::Listen { .. } => "pick another --port or --host".into(),
             StackError::State(e) => e.help(),
             StackError::Overrides(e) => e.help(),
         }

@@ -192,8 +192,7 @@ pub async fn start(
         upstream_key: upstream.1.clone(),
         protect_spec: plan.protect_spec,
         admin_token: plan.admin_token.clone(),
-    })
-    .map_err(|e| StackError::Front(e.to_string()))?;
+    })?;
     let port = plan
         .front
         .local_addr()
@@ -202,7 +201,7 @@ pub async fn start(
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(2))
         .build()
-        .map_err(|e| StackError::Front(e.to_string()))?;
+        .map_err(StackError::HttpClient)?;
 
     let controller_name = plan.controller.name();
     let mut sessions = sessions.into_iter();
@@ -332,7 +331,10 @@ pub async fn start(
             let token = stack.inner.shutdown.clone();
             tokio::spawn(front.serve(listener, token));
         })
-        .map_err(|e| StackError::Front(e.to_string()))?;
+        .map_err(|source| StackError::Listen {
+            what: "front",
+            source,
+        })?;
     stack.save_record()?;
     if let Some(bridge) = bridge {
         native::follow_up(&stack, bridge, unverified);

@@ -74,7 +74,10 @@ pub(super) fn start_bridge(
     let listener = listener
         .set_nonblocking(true)
         .and_then(|()| tokio::net::TcpListener::from_std(listener))
-        .map_err(|e| StackError::Front(format!("the native bridge cannot listen: {e}")))?;
+        .map_err(|source| StackError::Listen {
+            what: "native bridge",
+            source,
+        })?;
     tokio::spawn(bridge.clone().serve(listener, CancellationToken::new()));
     Ok((bridge, unverified))
 }
