@@ -15,11 +15,13 @@ use tokio_util::sync::CancellationToken;
 use super::events::Events;
 use super::mask::Masker;
 use super::mcpo::{self, McpoLaunch};
-use super::plan::{generate_key, PortError, PortPlanner};
+use super::plan::{generate_key, PlannedPort, PortError, PortPlanner};
 use super::stack::{self, ControllerPlan, RunningStack, StackError, StackPlan};
 use super::state::{State, StateError, StateFile};
 use super::tunnel::{TunnelKind, TunnelSpec};
-use crate::catalog::{resolve, resolve_keeping, Overrides, OverridesError, ResolveOptions};
+use crate::catalog::{
+    resolve, resolve_keeping, OpenSessions, Overrides, OverridesError, ResolveOptions, ServerReport,
+};
 use crate::config::{self, ServerEntry};
 use crate::error::Actionable;
 
@@ -180,18 +182,48 @@ pub async fn launch(
         mcpo_program: &mcpo_program,
         events,
     };
-    let mut front_ports = PortPlanner::new(options.host);
-    let mut controller_ports = PortPlanner::new(IpAddr::from([127, 0, 0, 1]));
-    let mut plans = Vec::new();
-    let mut errors = Vec::new();
-    for (i, stack) in loaded.stacks.iter().enumerate() {
-        match planning.plan(i, stack, &mut front_ports, &mut controller_ports) {
-            Ok(plan) => plans.push(plan),
-            Err(error) => errors.push((stack.name.clone(), error)),
+    let (plans, mut errors) = planning.plan_stacks(loaded);
+    let overrides = Overrides::load(&options.project_dir)?;
+    let (reports, sessions) = preflight(
+        &plans,
+        &overrides,
+        mcpo_program.is_some(),
+        options.refresh,
+        events,
+    )
+    .await;
+    let Some(started) = start_stacks(
+        plans, reports, sessions, &overrides, masker, events, shutdown,
+    )
+    .await
+    else {
+        // Dropping the starts killed their process groups; drop their records too.
+        let me = std::process::id() as i32;
+        state_file.update(|s| s.stacks.retain(|r| r.supervisor.pgid != me))?;
+        return Ok(None);
+    };
+    let mut running = Vec::new();
+    for (name, result) in started {
+        match result {
+            Ok(stack) => running.push(stack),
+            Err(e) => errors.push((name, StackFailure::Start(e))),
         }
     }
+    Ok(Some(Launched { running, errors }))
+}
 
-    let overrides = Overrides::load(&options.project_dir)?;
+/// Every server of the planned stacks checked (the overrides' disabled ones skipped), in plan
+/// order, with the sessions of those checked live. mcpo must only get servers that answer now
+/// (one hanging server blocks its whole start), so it needs a live check; the native bridge
+/// adopts the live checks' sessions and may trust the tool index, starting those servers in
+/// the background.
+async fn preflight(
+    plans: &[StackPlan],
+    overrides: &Overrides,
+    for_mcpo: bool,
+    refresh: bool,
+    events: &Events,
+) -> (Vec<ServerReport>, OpenSessions) {
     let mut all_entries: Vec<ServerEntry> = plans
         .iter()
         .flat_map(|p| p.entries.iter().cloned())
@@ -200,27 +232,30 @@ pub async fn launch(
         // The project's choice wins over the config's, and a disabled server is not started.
         entry.disabled = overrides.is_disabled(entry);
     }
-    for plan in &plans {
+    for plan in plans {
         let step = format!("preflight of {} servers", plan.entries.len());
         events.progress(&plan.name, &step, 0);
     }
-    // mcpo must only get servers that answer now (one hanging server blocks its whole start),
-    // so it needs a live check; the native bridge adopts the live checks' sessions and may
-    // trust the tool index, starting those servers in the background.
-    let (reports, mut sessions) = if mcpo_program.is_some() {
-        let reports = resolve(
-            &all_entries,
-            &ResolveOptions::from_env(true).without_tokens(),
-        )
-        .await;
-        (reports, Default::default())
+    if for_mcpo {
+        let opts = ResolveOptions::from_env(true).without_tokens();
+        (resolve(&all_entries, &opts).await, OpenSessions::default())
     } else {
-        resolve_keeping(
-            &all_entries,
-            &ResolveOptions::from_env(options.refresh).without_tokens(),
-        )
-        .await
-    };
+        let opts = ResolveOptions::from_env(refresh).without_tokens();
+        resolve_keeping(&all_entries, &opts).await
+    }
+}
+
+/// Starts the planned stacks together; `None` when `shutdown` came first (the starts are
+/// dropped, which kills their process groups).
+async fn start_stacks(
+    plans: Vec<StackPlan>,
+    reports: Vec<ServerReport>,
+    mut sessions: OpenSessions,
+    overrides: &Overrides,
+    masker: &Masker,
+    events: &Events,
+    shutdown: &CancellationToken,
+) -> Option<Vec<(String, Result<RunningStack, StackError>)>> {
     let mut reports = reports.into_iter();
     let mut starts = Vec::new();
     for plan in plans {
@@ -246,23 +281,10 @@ pub async fn launch(
     }
     // Nothing else is left to adopt them.
     drop(sessions);
-    let started = tokio::select! {
-        results = futures_util::future::join_all(starts) => results,
-        () = shutdown.cancelled() => {
-            // Dropping the starts killed their process groups; drop their records too.
-            let me = std::process::id() as i32;
-            state_file.update(|s| s.stacks.retain(|r| r.supervisor.pgid != me))?;
-            return Ok(None);
-        }
-    };
-    let mut running = Vec::new();
-    for (name, result) in started {
-        match result {
-            Ok(stack) => running.push(stack),
-            Err(e) => errors.push((name, StackFailure::Start(e))),
-        }
+    tokio::select! {
+        results = futures_util::future::join_all(starts) => Some(results),
+        () = shutdown.cancelled() => None,
     }
-    Ok(Some(Launched { running, errors }))
 }
 
 /// Whether mcpo is installed (for the TUI's launch options): its path or why not.
@@ -316,6 +338,24 @@ struct Planning<'a> {
 }
 
 impl Planning<'_> {
+    /// The plan of every stack, and the error of each that cannot start.
+    fn plan_stacks(
+        &self,
+        loaded: &config::Loaded,
+    ) -> (Vec<StackPlan>, Vec<(String, StackFailure)>) {
+        let mut front_ports = PortPlanner::new(self.options.host);
+        let mut controller_ports = PortPlanner::new(IpAddr::from([127, 0, 0, 1]));
+        let mut plans = Vec::new();
+        let mut errors = Vec::new();
+        for (i, stack) in loaded.stacks.iter().enumerate() {
+            match self.plan(i, stack, &mut front_ports, &mut controller_ports) {
+                Ok(plan) => plans.push(plan),
+                Err(error) => errors.push((stack.name.clone(), error)),
+            }
+        }
+        (plans, errors)
+    }
+
     /// The plan of stack `i`: ports (the front's listener bound), keys, controller, tunnel,
     /// public URL — or why it cannot start.
     fn plan(
@@ -326,18 +366,7 @@ impl Planning<'_> {
         controller_ports: &mut PortPlanner,
     ) -> Result<StackPlan, StackFailure> {
         let options = self.options;
-        if let Some(running) = self
-            .running_before
-            .stacks
-            .iter()
-            .find(|s| s.name == stack.name && s.supervisor.process_alive())
-        {
-            return Err(StackFailure::AlreadyRunning {
-                stack: stack.name.clone(),
-                pid: running.supervisor.pgid,
-                url: running.local_url(),
-            });
-        }
+        self.refuse_if_running(stack)?;
         let program = match self.mcpo_program {
             Some(Ok(program)) => Some(program.clone()),
             Some(Err(e)) => return Err(StackFailure::Controller(e.clone())),
@@ -347,28 +376,13 @@ impl Planning<'_> {
         let index =
             public_url_index(&options.configs, &options.project_dir, &stack.path).unwrap_or(i);
         let offset = u16::try_from(i).unwrap_or(u16::MAX);
-        let front = front_ports.take(
-            options.port.unwrap_or(DEFAULT_PORT).saturating_add(offset),
-            options.port.is_some(),
-            true,
-            &format!("front port of stack {}", stack.name),
-        )?;
-        let controller_port = controller_ports.take(
-            options
-                .mcpo_port
-                .unwrap_or(DEFAULT_MCPO_PORT)
-                .saturating_add(offset),
-            options.mcpo_port.is_some(),
-            // The native bridge serves on the listener bound here; mcpo binds its port.
+        let (front, controller_port) = self.take_ports(
+            &stack.name,
+            offset,
             program.is_none(),
-            &format!("controller port of stack {}", stack.name),
+            front_ports,
+            controller_ports,
         )?;
-        for (planned, what) in [(&front, "front"), (&controller_port, "controller")] {
-            if let Some(from) = planned.moved_from {
-                let message = format!("{what} port {from} is taken; using {}", planned.port);
-                self.events.warn(&stack.name, message);
-            }
-        }
         let Some(listener) = front.listener else {
             return Err(StackFailure::PortNotKept("front"));
         };
@@ -408,6 +422,59 @@ impl Planning<'_> {
             public_url: options.public_urls.get(index).cloned().flatten(),
             protect_spec: options.protect_spec,
         })
+    }
+
+    /// `already_running` when an `up` that is still alive runs a stack of this name.
+    fn refuse_if_running(&self, stack: &config::Stack) -> Result<(), StackFailure> {
+        let alive = self
+            .running_before
+            .stacks
+            .iter()
+            .find(|s| s.name == stack.name && s.supervisor.process_alive());
+        match alive {
+            Some(running) => Err(StackFailure::AlreadyRunning {
+                stack: stack.name.clone(),
+                pid: running.supervisor.pgid,
+                url: running.local_url(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The stack's front port (its listener bound) and controller port (bound too when the
+    /// native bridge serves on it: mcpo binds its own), each `base + offset` or the next free
+    /// one; a moved port is said.
+    fn take_ports(
+        &self,
+        stack: &str,
+        offset: u16,
+        native: bool,
+        front_ports: &mut PortPlanner,
+        controller_ports: &mut PortPlanner,
+    ) -> Result<(PlannedPort, PlannedPort), StackFailure> {
+        let options = self.options;
+        let front = front_ports.take(
+            options.port.unwrap_or(DEFAULT_PORT).saturating_add(offset),
+            options.port.is_some(),
+            true,
+            &format!("front port of stack {stack}"),
+        )?;
+        let controller = controller_ports.take(
+            options
+                .mcpo_port
+                .unwrap_or(DEFAULT_MCPO_PORT)
+                .saturating_add(offset),
+            options.mcpo_port.is_some(),
+            native,
+            &format!("controller port of stack {stack}"),
+        )?;
+        for (planned, what) in [(&front, "front"), (&controller, "controller")] {
+            if let Some(from) = planned.moved_from {
+                let message = format!("{what} port {from} is taken; using {}", planned.port);
+                self.events.warn(stack, message);
+            }
+        }
+        Ok((front, controller))
     }
 }
 

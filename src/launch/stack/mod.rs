@@ -15,24 +15,24 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::events::Events;
-use super::front::{Front, FrontConfig};
+use super::front::Front;
 use super::mask::Masker;
 use super::mcpo::{self, ControllerError, McpoLaunch};
 use super::native::bridge::Bridge;
-use super::state::{now_rfc3339, ProcessRecord, StackState, StateFile};
+use super::state::{StackState, StateFile};
 use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
-use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
-use crate::mcp::Session;
 use crate::process::{LineSink, ProcessGuard};
 
 mod error;
 mod native;
 mod spec;
+mod start;
 mod supervise;
 
 pub use error::StackError;
 pub use spec::summary_json;
+pub use start::start;
 
 /// How long mcpo and cloudflared get between SIGTERM and SIGKILL when a stack stops: mcpo
 /// closes its servers' sessions on TERM, which takes a moment per server.
@@ -70,13 +70,6 @@ impl ControllerPlan {
             ),
         }
     }
-}
-
-/// A running controller.
-enum Controller {
-    Mcpo(ProcessGuard),
-    /// With the servers still to start and check against the tool index.
-    Native((Bridge, Vec<native::Unverified>)),
 }
 
 /// Everything decided about a stack before it starts.
@@ -137,231 +130,6 @@ struct Inner {
     controller: Mutex<Option<ProcessGuard>>,
     tunnel: Mutex<Option<Tunnel>>,
     shutdown: CancellationToken,
-}
-
-/// Starts a stack from its preflight: the controller and the tunnel, then the merged spec and
-/// the front. `sessions` (parallel to the plan's entries) are the preflight's open sessions,
-/// which the native bridge adopts; mcpo starts its servers itself. On error everything started
-/// so far is stopped again (the guards are dropped, which kills their groups).
-pub async fn start(
-    plan: StackPlan,
-    reports: Vec<ServerReport>,
-    sessions: Vec<Option<Session>>,
-    overrides: &Overrides,
-    masker: Masker,
-    events: Events,
-) -> Result<RunningStack, StackError> {
-    let name = plan.name.clone();
-    let (served, disabled, failures) = choose_servers(&plan.entries, &reports, overrides);
-    for (server, problem) in &failures {
-        events.warn(&name, format!("server {server} is left out: {problem}"));
-    }
-    if served.is_empty() {
-        let reason = if failures.is_empty() {
-            "every server is disabled".to_string()
-        } else {
-            failures
-                .iter()
-                .map(|(s, p)| format!("{s}: {p}"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        return Err(StackError::NoServers {
-            stack: name,
-            reason,
-        });
-    }
-    for entry in &plan.entries {
-        if let Ok(crate::config::ServerSpec::Stdio { env, .. }) = &entry.spec {
-            masker.add_env(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        }
-    }
-    masker.add(&plan.api_key);
-    let (controller_port, controller_key) = plan.controller.endpoint();
-    masker.add(&controller_key);
-    masker.add(&plan.admin_token);
-    let upstream = (
-        format!("http://127.0.0.1:{controller_port}"),
-        controller_key,
-    );
-
-    let front = Front::new(FrontConfig {
-        stack: name.clone(),
-        api_key: plan.api_key.clone(),
-        upstream: upstream.0.clone(),
-        upstream_key: upstream.1.clone(),
-        protect_spec: plan.protect_spec,
-        admin_token: plan.admin_token.clone(),
-    })?;
-    let port = plan
-        .front
-        .local_addr()
-        .map(|a| a.port())
-        .unwrap_or_default();
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .map_err(StackError::HttpClient)?;
-
-    let controller_name = plan.controller.name();
-    let mut sessions = sessions.into_iter();
-    let chosen: Vec<native::Chosen<'_>> = plan
-        .entries
-        .iter()
-        .zip(&reports)
-        .map(|(entry, report)| native::Chosen {
-            entry,
-            report,
-            session: sessions.next().flatten(),
-        })
-        .filter(|c| served.iter().any(|s| s.name == c.entry.name))
-        .collect();
-    let mut mcpo_launch = None;
-    // The controller and the tunnel do not depend on each other: start both at once.
-    let controller = async {
-        match plan.controller {
-            ControllerPlan::Mcpo(mut launch) => {
-                launch.config = plan
-                    .project_dir
-                    .join(".mcp-launch")
-                    .join("stacks")
-                    .join(&name)
-                    .join("mcpo.json");
-                let entries: Vec<&ServerEntry> = chosen.iter().map(|c| c.entry).collect();
-                // Resolved secrets: in the git-ignored, owner-only project dir, and deleted on
-                // stop.
-                let _ = crate::project::ensure(&plan.project_dir);
-                mcpo::write_config(&launch.config, &mcpo::config_for(&entries))?;
-                let guard = start_controller(&name, &launch, &client, &masker, &events).await?;
-                mcpo_launch = Some(launch);
-                Ok::<_, StackError>(Controller::Mcpo(guard))
-            }
-            ControllerPlan::Native { listener, key } => {
-                native::start_bridge(&name, chosen, listener, key, &events).map(Controller::Native)
-            }
-        }
-    };
-    let tunnel = async {
-        match &plan.tunnel {
-            Some(spec) => start_tunnel(&name, spec, &masker, &events).await.map(Some),
-            None => Ok(None),
-        }
-    };
-    let (controller, tunnel) = tokio::join!(controller, tunnel);
-    let (controller, tunnel) = (controller?, tunnel?);
-    let (guard, bridge, unverified) = match controller {
-        Controller::Mcpo(guard) => (Some(guard), None, Vec::new()),
-        Controller::Native((bridge, unverified)) => {
-            // In the same process: the front calls its routes directly, not over loopback.
-            front.set_local_upstream(bridge.router());
-            (None, Some(bridge), unverified)
-        }
-    };
-
-    let public_url = plan
-        .public_url
-        .clone()
-        .or_else(|| tunnel.as_ref().and_then(|t| t.url.clone()))
-        .unwrap_or_else(|| local_url(plan.host, port));
-    let record = StackState {
-        name: name.clone(),
-        config: plan.config,
-        supervisor: ProcessRecord::of(std::process::id() as i32),
-        controller: controller_name.into(),
-        controller_process: guard
-            .as_ref()
-            .and_then(ProcessGuard::pgid)
-            .map(ProcessRecord::of),
-        controller_port,
-        host: plan.host.to_string(),
-        port,
-        tunnel: match &plan.tunnel {
-            None => "none".into(),
-            Some(spec) => match spec.kind {
-                tunnel::TunnelKind::Quick => "quick".into(),
-                tunnel::TunnelKind::Named { .. } => "named".into(),
-            },
-        },
-        tunnel_process: tunnel
-            .as_ref()
-            .and_then(|t| t.guard.pgid())
-            .map(ProcessRecord::of),
-        public_url,
-        api_key: plan.api_key.clone(),
-        admin_token: plan.admin_token.clone(),
-        servers: Vec::new(),
-        operations: 0,
-        warnings: Vec::new(),
-        started_at: now_rfc3339(),
-        restarts: 0,
-        bridge_servers: bridge
-            .as_ref()
-            .map(native::server_states)
-            .unwrap_or_default(),
-    };
-    let stack = RunningStack {
-        inner: Arc::new(Inner {
-            name: name.clone(),
-            state: StateFile::in_project(&plan.project_dir),
-            project_dir: plan.project_dir,
-            mcpo: mcpo_launch,
-            upstream,
-            bridge: bridge.clone(),
-            tunnel_spec: plan.tunnel,
-            public_url_flag: plan.public_url,
-            served,
-            disabled,
-            front: front.clone(),
-            client,
-            masker,
-            events,
-            record: StdMutex::new(record),
-            controller: Mutex::new(guard),
-            tunnel: Mutex::new(tunnel),
-            shutdown: CancellationToken::new(),
-        }),
-    };
-    stack.refresh_spec(None).await?;
-    front.set_upstream_ready(true);
-    front.set_reload_handler(stack.reload_handler());
-    plan.front
-        .set_nonblocking(true)
-        .and_then(|()| tokio::net::TcpListener::from_std(plan.front))
-        .map(|listener| {
-            let token = stack.inner.shutdown.clone();
-            tokio::spawn(front.serve(listener, token));
-        })
-        .map_err(|source| StackError::Listen {
-            what: "front",
-            source,
-        })?;
-    stack.save_record()?;
-    if let Some(bridge) = bridge {
-        native::follow_up(&stack, bridge, unverified);
-    }
-    Ok(stack)
-}
-
-/// Splits the stack's servers into those handed to the controller (enabled and reached by
-/// the preflight), those the overrides disable, and those left out with the reason.
-fn choose_servers(
-    entries: &[ServerEntry],
-    reports: &[ServerReport],
-    overrides: &Overrides,
-) -> (Vec<ServerEntry>, Vec<String>, Vec<(String, String)>) {
-    let mut served = Vec::new();
-    let mut disabled = Vec::new();
-    let mut failures = Vec::new();
-    for (entry, report) in entries.iter().zip(reports) {
-        if overrides.is_disabled(entry) {
-            disabled.push(entry.name.clone());
-        } else if let Some(problem) = &report.error {
-            failures.push((entry.name.clone(), problem.to_string()));
-        } else {
-            served.push(entry.clone());
-        }
-    }
-    (served, disabled, failures)
 }
 
 fn local_url(host: IpAddr, port: u16) -> String {

@@ -1,0 +1,318 @@
+//! Starting a planned stack from its preflight: which servers are served, the controller and
+//! the tunnel (at once), the state record, the merged spec and the front.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    local_url, native, start_controller, start_tunnel, ControllerPlan, Inner, RunningStack,
+    StackError, StackPlan,
+};
+use crate::catalog::{Overrides, ServerReport};
+use crate::config::ServerEntry;
+use crate::launch::events::Events;
+use crate::launch::front::{Front, FrontConfig};
+use crate::launch::mask::Masker;
+use crate::launch::mcpo::{self, McpoLaunch};
+use crate::launch::native::bridge::Bridge;
+use crate::launch::state::{now_rfc3339, ProcessRecord, StackState, StateFile};
+use crate::launch::tunnel::{Tunnel, TunnelKind, TunnelSpec};
+use crate::mcp::Session;
+use crate::process::ProcessGuard;
+
+/// A controller that started.
+enum Started {
+    /// mcpo, with how to start it again.
+    Mcpo(ProcessGuard, McpoLaunch),
+    /// The native bridge, with the servers still to start and check against the tool index.
+    Native(Bridge, Vec<native::Unverified>),
+}
+
+/// Starts a stack from its preflight: the controller and the tunnel, then the merged spec and
+/// the front. `sessions` (parallel to the plan's entries) are the preflight's open sessions,
+/// which the native bridge adopts; mcpo starts its servers itself. On error everything started
+/// so far is stopped again (the guards are dropped, which kills their groups).
+pub async fn start(
+    plan: StackPlan,
+    reports: Vec<ServerReport>,
+    sessions: Vec<Option<Session>>,
+    overrides: &Overrides,
+    masker: Masker,
+    events: Events,
+) -> Result<RunningStack, StackError> {
+    let name = plan.name.clone();
+    let (served, disabled, failures) = choose_servers(&plan.entries, &reports, overrides);
+    for (server, problem) in &failures {
+        events.warn(&name, format!("server {server} is left out: {problem}"));
+    }
+    if served.is_empty() {
+        return Err(no_servers(name, &failures));
+    }
+    let (controller_port, upstream) = register_secrets(&plan, &masker);
+    let front = Front::new(FrontConfig {
+        stack: name.clone(),
+        api_key: plan.api_key.clone(),
+        upstream: upstream.0.clone(),
+        upstream_key: upstream.1.clone(),
+        protect_spec: plan.protect_spec,
+        admin_token: plan.admin_token.clone(),
+    })?;
+    let port = plan
+        .front
+        .local_addr()
+        .map(|a| a.port())
+        .unwrap_or_default();
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .map_err(StackError::HttpClient)?;
+    let chosen = chosen_servers(&plan.entries, &reports, sessions, &served);
+    let mut record = draft_record(&plan, port, controller_port);
+    let starting = Starting {
+        name: &name,
+        project_dir: &plan.project_dir,
+        client: &client,
+        masker: &masker,
+        events: &events,
+    };
+    let (controller, tunnel) = tokio::join!(
+        starting.controller(plan.controller, chosen),
+        starting.tunnel(plan.tunnel.as_ref()),
+    );
+    let (controller, tunnel) = (controller?, tunnel?);
+    let (guard, mcpo_launch, bridge, unverified) = match controller {
+        Started::Mcpo(guard, launch) => (Some(guard), Some(launch), None, Vec::new()),
+        Started::Native(bridge, unverified) => {
+            // In the same process: the front calls its routes directly, not over loopback.
+            front.set_local_upstream(bridge.router());
+            (None, None, Some(bridge), unverified)
+        }
+    };
+    record.controller_process = guard
+        .as_ref()
+        .and_then(ProcessGuard::pgid)
+        .map(ProcessRecord::of);
+    record.tunnel_process = tunnel
+        .as_ref()
+        .and_then(|t| t.guard.pgid())
+        .map(ProcessRecord::of);
+    if let Some(url) = plan
+        .public_url
+        .clone()
+        .or_else(|| tunnel.as_ref().and_then(|t| t.url.clone()))
+    {
+        record.public_url = url;
+    }
+    record.started_at = now_rfc3339();
+    record.bridge_servers = bridge
+        .as_ref()
+        .map(native::server_states)
+        .unwrap_or_default();
+    let stack = RunningStack {
+        inner: Arc::new(Inner {
+            name,
+            state: StateFile::in_project(&plan.project_dir),
+            project_dir: plan.project_dir,
+            mcpo: mcpo_launch,
+            upstream,
+            bridge: bridge.clone(),
+            tunnel_spec: plan.tunnel,
+            public_url_flag: plan.public_url,
+            served,
+            disabled,
+            front: front.clone(),
+            client,
+            masker,
+            events,
+            record: StdMutex::new(record),
+            controller: Mutex::new(guard),
+            tunnel: Mutex::new(tunnel),
+            shutdown: CancellationToken::new(),
+        }),
+    };
+    open_front(&stack, front, plan.front).await?;
+    if let Some(bridge) = bridge {
+        native::follow_up(&stack, bridge, unverified);
+    }
+    Ok(stack)
+}
+
+/// What starting the controller and the tunnel share.
+struct Starting<'a> {
+    name: &'a str,
+    project_dir: &'a Path,
+    client: &'a reqwest::Client,
+    masker: &'a Masker,
+    events: &'a Events,
+}
+
+impl Starting<'_> {
+    /// mcpo (its config written first: resolved secrets, in the git-ignored, owner-only
+    /// project dir, deleted on stop) or the native bridge with the chosen servers.
+    async fn controller(
+        &self,
+        plan: ControllerPlan,
+        chosen: Vec<native::Chosen<'_>>,
+    ) -> Result<Started, StackError> {
+        match plan {
+            ControllerPlan::Mcpo(mut launch) => {
+                launch.config = self
+                    .project_dir
+                    .join(".mcp-launch")
+                    .join("stacks")
+                    .join(self.name)
+                    .join("mcpo.json");
+                let entries: Vec<&ServerEntry> = chosen.iter().map(|c| c.entry).collect();
+                let _ = crate::project::ensure(self.project_dir);
+                mcpo::write_config(&launch.config, &mcpo::config_for(&entries))?;
+                let guard =
+                    start_controller(self.name, &launch, self.client, self.masker, self.events)
+                        .await?;
+                Ok(Started::Mcpo(guard, launch))
+            }
+            ControllerPlan::Native { listener, key } => {
+                let (bridge, unverified) =
+                    native::start_bridge(self.name, chosen, listener, key, self.events)?;
+                Ok(Started::Native(bridge, unverified))
+            }
+        }
+    }
+
+    async fn tunnel(&self, spec: Option<&TunnelSpec>) -> Result<Option<Tunnel>, StackError> {
+        match spec {
+            Some(spec) => Ok(Some(
+                start_tunnel(self.name, spec, self.masker, self.events).await?,
+            )),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Splits the stack's servers into those handed to the controller (enabled and reached by
+/// the preflight), those the overrides disable, and those left out with the reason.
+fn choose_servers(
+    entries: &[ServerEntry],
+    reports: &[ServerReport],
+    overrides: &Overrides,
+) -> (Vec<ServerEntry>, Vec<String>, Vec<(String, String)>) {
+    let mut served = Vec::new();
+    let mut disabled = Vec::new();
+    let mut failures = Vec::new();
+    for (entry, report) in entries.iter().zip(reports) {
+        if overrides.is_disabled(entry) {
+            disabled.push(entry.name.clone());
+        } else if let Some(problem) = &report.error {
+            failures.push((entry.name.clone(), problem.to_string()));
+        } else {
+            served.push(entry.clone());
+        }
+    }
+    (served, disabled, failures)
+}
+
+/// The error of a stack with nothing to serve.
+fn no_servers(stack: String, failures: &[(String, String)]) -> StackError {
+    let reason = if failures.is_empty() {
+        "every server is disabled".to_string()
+    } else {
+        let each: Vec<String> = failures.iter().map(|(s, p)| format!("{s}: {p}")).collect();
+        each.join("; ")
+    };
+    StackError::NoServers { stack, reason }
+}
+
+/// Adds the stack's secrets to the masker (its servers' env values, the keys, the admin
+/// token); returns the controller's port and its `(base URL, key)`.
+fn register_secrets(plan: &StackPlan, masker: &Masker) -> (u16, (String, String)) {
+    for entry in &plan.entries {
+        if let Ok(crate::config::ServerSpec::Stdio { env, .. }) = &entry.spec {
+            masker.add_env(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
+    }
+    masker.add(&plan.api_key);
+    let (port, key) = plan.controller.endpoint();
+    masker.add(&key);
+    masker.add(&plan.admin_token);
+    (port, (format!("http://127.0.0.1:{port}"), key))
+}
+
+/// The served servers with their preflight report and open session (the native bridge adopts
+/// the sessions).
+fn chosen_servers<'a>(
+    entries: &'a [ServerEntry],
+    reports: &'a [ServerReport],
+    sessions: Vec<Option<Session>>,
+    served: &[ServerEntry],
+) -> Vec<native::Chosen<'a>> {
+    entries
+        .iter()
+        .zip(reports)
+        .zip(sessions)
+        .filter(|((entry, _), _)| served.iter().any(|s| s.name == entry.name))
+        .map(|((entry, report), session)| native::Chosen {
+            entry,
+            report,
+            session,
+        })
+        .collect()
+}
+
+/// The stack's record as far as the plan knows it: the processes, the public URL (the local
+/// one until a flag or a tunnel says otherwise) and the bridge's servers come once started.
+fn draft_record(plan: &StackPlan, port: u16, controller_port: u16) -> StackState {
+    StackState {
+        name: plan.name.clone(),
+        config: plan.config.clone(),
+        supervisor: ProcessRecord::of(std::process::id() as i32),
+        controller: plan.controller.name().into(),
+        controller_process: None,
+        controller_port,
+        host: plan.host.to_string(),
+        port,
+        tunnel: tunnel_kind(plan.tunnel.as_ref()).into(),
+        tunnel_process: None,
+        public_url: local_url(plan.host, port),
+        api_key: plan.api_key.clone(),
+        admin_token: plan.admin_token.clone(),
+        servers: Vec::new(),
+        operations: 0,
+        warnings: Vec::new(),
+        started_at: now_rfc3339(),
+        restarts: 0,
+        bridge_servers: Vec::new(),
+    }
+}
+
+fn tunnel_kind(spec: Option<&TunnelSpec>) -> &'static str {
+    match spec.map(|s| &s.kind) {
+        None => "none",
+        Some(TunnelKind::Quick) => "quick",
+        Some(TunnelKind::Named { .. }) => "named",
+    }
+}
+
+/// Publishes the merged spec, marks the controller ready, then serves the front on the
+/// listener bound while planning, and saves the stack's record.
+async fn open_front(
+    stack: &RunningStack,
+    front: Front,
+    listener: std::net::TcpListener,
+) -> Result<(), StackError> {
+    stack.refresh_spec(None).await?;
+    front.set_upstream_ready(true);
+    front.set_reload_handler(stack.reload_handler());
+    let listener = listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(listener))
+        .map_err(|source| StackError::Listen {
+            what: "front",
+            source,
+        })?;
+    tokio::spawn(front.serve(listener, stack.inner.shutdown.clone()));
+    stack.save_record()?;
+    Ok(())
+}
