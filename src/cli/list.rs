@@ -342,6 +342,17 @@ fn print_tools(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> std::io::R
     }
     let mut out = anstream::stdout().lock();
     write!(out, "{}", table.render())?;
+    print_tool_notes(&mut out, r, exposed, all)
+}
+
+/// What follows a server's tool table: its warnings, the overrides' marks, stale tools, and
+/// the count line.
+fn print_tool_notes(
+    out: &mut impl std::io::Write,
+    r: &ServerReport,
+    exposed: &Exposed<'_>,
+    all: bool,
+) -> std::io::Result<()> {
     for w in &r.warnings {
         let st = style::WARN;
         writeln!(out, "{st}warning:{st:#} {w}")?;

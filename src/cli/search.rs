@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::catalog::{self, tool, SearchCatalog};
 use crate::output::{self, style, Table};
-use crate::search::{Method, Query, SearchIndex, ToolDoc};
+use crate::search::{Hit, Method, Query, SearchIndex, ToolDoc};
 
 use super::server::load_overrides;
 use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
@@ -79,53 +79,87 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
     } else {
         Vec::new()
     };
+    let found = Found {
+        hits: &hits,
+        docs: &docs,
+        schemas: &schemas,
+        unavailable: &catalog.unavailable,
+        searched: catalog.index.len(),
+    };
     if global.json {
-        let results: Vec<Value> = hits
-            .iter()
-            .enumerate()
-            .zip(&docs)
-            .map(|((i, hit), doc)| {
-                let mut v = json!({
-                    "server": doc.server,
-                    "tool": doc.tool,
-                    "score": (hit.score * 1000.0).round() / 1000.0,
-                    "description": doc.description,
-                    "requiredParams": doc.required,
-                });
-                if let Some(schema) = schemas.get(i) {
-                    v["inputSchema"] = schema.clone();
-                }
-                v
-            })
-            .collect();
-        let mut out =
-            json!({"query": args.query, "method": args.method.as_str(), "results": results});
-        if !catalog.unavailable.is_empty() {
-            out["unavailable"] = json!(catalog.unavailable);
-        }
-        output::print_json(&out)?;
-        return Ok(Outcome::Success);
+        print_json(&args, &found)?;
+    } else {
+        print_human(&args, &found)?;
     }
+    Ok(Outcome::Success)
+}
 
-    for name in &catalog.unavailable {
+/// What a search found, ready to print.
+struct Found<'a> {
+    hits: &'a [Hit],
+    /// The hits' tools, in hit order.
+    docs: &'a [ToolDoc],
+    /// The hits' input schemas with `--schema` (else empty).
+    schemas: &'a [Value],
+    /// Servers whose tools are missing from the index.
+    unavailable: &'a [String],
+    /// How many tools were searched.
+    searched: usize,
+}
+
+fn print_json(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
+    let Found {
+        hits,
+        docs,
+        schemas,
+        ..
+    } = found;
+    let results: Vec<Value> = hits
+        .iter()
+        .enumerate()
+        .zip(*docs)
+        .map(|((i, hit), doc)| {
+            let mut v = json!({
+                "server": doc.server,
+                "tool": doc.tool,
+                "score": (hit.score * 1000.0).round() / 1000.0,
+                "description": doc.description,
+                "requiredParams": doc.required,
+            });
+            if let Some(schema) = schemas.get(i) {
+                v["inputSchema"] = schema.clone();
+            }
+            v
+        })
+        .collect();
+    let mut out = json!({"query": args.query, "method": args.method.as_str(), "results": results});
+    if !found.unavailable.is_empty() {
+        out["unavailable"] = json!(found.unavailable);
+    }
+    output::print_json(&out)?;
+    Ok(())
+}
+
+fn print_human(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
+    for name in found.unavailable {
         output::warn(&format!(
             "{name} was unavailable when the index was built; its tools are not searched (`mcp-launch list {name}` says why, --refresh retries)"
         ))?;
     }
     let mut out = anstream::stdout().lock();
-    if hits.is_empty() {
+    if found.hits.is_empty() {
         let dim = style::DIM;
         writeln!(
             out,
             "no tool matches {:?} {dim}(searched {} tools; try other words, --method exact, or --method regex){dim:#}",
             args.query,
-            catalog.index.len()
+            found.searched
         )?;
-        return Ok(Outcome::Success);
+        return Ok(());
     }
     let mut table = Table::new(vec!["SCORE", "TOOL", "REQUIRED", "DESCRIPTION"], &[0]);
     let room = output::terminal_width().saturating_sub(60).max(30);
-    for (hit, doc) in hits.iter().zip(&docs) {
+    for (hit, doc) in found.hits.iter().zip(found.docs) {
         table.styled_row(vec![
             (format!("{:.2}", hit.score), style::DIM),
             (format!("{} {}", doc.server, doc.tool), style::HEAD),
@@ -134,7 +168,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         ]);
     }
     write!(out, "{}", table.render())?;
-    for (doc, schema) in docs.iter().zip(&schemas) {
+    for (doc, schema) in found.docs.iter().zip(found.schemas) {
         writeln!(
             out,
             "\n{} {}:\n{}",
@@ -143,7 +177,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
             serde_json::to_string_pretty(schema).unwrap_or_default()
         )?;
     }
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 /// The input schemas of the hits, from the tool index (fresh entries answer; nothing starts

@@ -122,7 +122,6 @@ fn print_report(
     exposed: &[Vec<ExposedTool>],
     by: By,
 ) -> std::io::Result<()> {
-    let mut out = anstream::stdout().lock();
     let mut table = match by {
         By::Server => Table::new(
             vec![
@@ -141,58 +140,59 @@ fn print_report(
         ),
     };
     for (r, tools) in reports.iter().zip(exposed) {
-        let has = r.has_tools();
         match by {
-            By::Server => table.row(vec![
-                r.stack.clone(),
-                r.name.clone(),
-                if has {
-                    tools.len().to_string()
-                } else {
-                    r.status.as_str().into()
-                },
-                if has {
-                    opt(total_before(tools))
-                } else {
-                    "-".into()
-                },
-                if has {
-                    tools.iter().filter(|t| t.is_allowed).count().to_string()
-                } else {
-                    "-".into()
-                },
-                if has {
-                    opt(total_after(tools))
-                } else {
-                    "-".into()
-                },
-            ]),
-            By::Tool => {
-                for t in tools {
-                    let note = match (t.is_allowed, t.is_overridden) {
-                        (false, _) => "denied",
-                        (true, true) => "description overridden",
-                        (true, false) => "",
-                    };
-                    table.styled_row(vec![
-                        (r.name.clone(), style::DIM),
-                        (t.name.clone(), style::HEAD),
-                        (opt(t.tokens_before), Default::default()),
-                        (
-                            if t.is_allowed {
-                                opt(t.tokens_after)
-                            } else {
-                                "-".into()
-                            },
-                            Default::default(),
-                        ),
-                        (note.to_string(), style::WARN),
-                    ]);
-                }
-            }
+            By::Server => table.row(server_row(r, tools)),
+            By::Tool => tools.iter().for_each(|t| table.styled_row(tool_row(r, t))),
         }
     }
+    let mut out = anstream::stdout().lock();
     write!(out, "{}", table.render())?;
+    print_totals(&mut out, reports, exposed)
+}
+
+/// A server's row: its tools and tokens offered and exposed (`-` when it has no tools).
+fn server_row(r: &ServerReport, tools: &[ExposedTool]) -> Vec<String> {
+    let mut row = vec![r.stack.clone(), r.name.clone()];
+    if !r.has_tools() {
+        row.extend([r.status.as_str().into(), "-".into(), "-".into(), "-".into()]);
+        return row;
+    }
+    row.extend([
+        tools.len().to_string(),
+        opt(total_before(tools)),
+        tools.iter().filter(|t| t.is_allowed).count().to_string(),
+        opt(total_after(tools)),
+    ]);
+    row
+}
+
+/// A tool's row: tokens before and after the overrides, and why they differ.
+fn tool_row(r: &ServerReport, t: &ExposedTool) -> Vec<(String, anstyle::Style)> {
+    let note = match (t.is_allowed, t.is_overridden) {
+        (false, _) => "denied",
+        (true, true) => "description overridden",
+        (true, false) => "",
+    };
+    let after = if t.is_allowed {
+        opt(t.tokens_after)
+    } else {
+        "-".into()
+    };
+    vec![
+        (r.name.clone(), style::DIM),
+        (t.name.clone(), style::HEAD),
+        (opt(t.tokens_before), Default::default()),
+        (after, Default::default()),
+        (note.to_string(), style::WARN),
+    ]
+}
+
+/// The totals line (with what the overrides save) and the servers not counted.
+fn print_totals(
+    out: &mut impl Write,
+    reports: &[ServerReport],
+    exposed: &[Vec<ExposedTool>],
+) -> std::io::Result<()> {
     let all: Vec<ExposedTool> = exposed.iter().flatten().cloned().collect();
     let allowed = all.iter().filter(|t| t.is_allowed).count();
     let (before, after) = (total_before(&all), total_after(&all));

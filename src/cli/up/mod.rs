@@ -12,6 +12,7 @@ use crate::launch::events::Events;
 use crate::launch::launcher::{self, LaunchOptions};
 use crate::launch::mask::Masker;
 use crate::launch::plan::generate_key;
+use crate::launch::stack::RunningStack;
 use crate::output;
 
 use super::{CliError, GlobalArgs, Outcome};
@@ -115,6 +116,42 @@ async fn run_tui(global: &GlobalArgs, shutdown: CancellationToken) -> Result<Out
     Ok(Outcome::Success)
 }
 
+/// Supervises the stacks until `shutdown` is cancelled, then stops them; returns what outlived
+/// the stop (`process (pid)`), which should be nothing.
+async fn serve_until(
+    running: Vec<RunningStack>,
+    shutdown: &CancellationToken,
+    json: bool,
+) -> Vec<String> {
+    let supervisors: Vec<_> = running
+        .iter()
+        .cloned()
+        .map(|s| tokio::spawn(async move { s.supervise().await }))
+        .collect();
+    shutdown.cancelled().await;
+    if !json {
+        anstream::eprintln!("stopping {} stack(s)…", running.len());
+    }
+    let mut survivors = Vec::new();
+    for stack in &running {
+        survivors.extend(stack.stop().await);
+    }
+    for s in supervisors {
+        s.abort();
+    }
+    survivors
+}
+
+impl From<ControllerChoice> for launcher::ControllerChoice {
+    fn from(choice: ControllerChoice) -> Self {
+        match choice {
+            ControllerChoice::Auto => launcher::ControllerChoice::Auto,
+            ControllerChoice::Mcpo => launcher::ControllerChoice::Mcpo,
+            ControllerChoice::Native => launcher::ControllerChoice::Native,
+        }
+    }
+}
+
 /// `--controller`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ControllerChoice {
@@ -160,11 +197,7 @@ pub async fn run(
         shared_key,
         tunnel,
         public_urls,
-        controller: match args.controller {
-            ControllerChoice::Auto => launcher::ControllerChoice::Auto,
-            ControllerChoice::Mcpo => launcher::ControllerChoice::Mcpo,
-            ControllerChoice::Native => launcher::ControllerChoice::Native,
-        },
+        controller: args.controller.into(),
         protect_spec: args.protect_spec,
         refresh: args.refresh,
     };
@@ -187,23 +220,7 @@ pub async fn run(
         return Ok(Outcome::Failed);
     }
 
-    let supervisors: Vec<_> = running
-        .iter()
-        .cloned()
-        .map(|s| tokio::spawn(async move { s.supervise().await }))
-        .collect();
-    shutdown.cancelled().await;
-    if !global.json {
-        anstream::eprintln!("stopping {} stack(s)…", running.len());
-    }
-    let mut survivors = Vec::new();
-    for stack in &running {
-        survivors.extend(stack.stop().await);
-    }
-    for s in supervisors {
-        s.abort();
-    }
-    drop(running);
+    let survivors = serve_until(running, &shutdown, global.json).await;
     finish_printing(events, printer).await;
     if survivors.is_empty() {
         if !global.json {
