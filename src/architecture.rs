@@ -10,6 +10,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("error", 0),
     ("duration", 0),
     ("files", 0),
+    ("backoff", 0),
     ("output", 1),
     ("process", 1),
     ("config", 1),

@@ -9,6 +9,7 @@
 //!   and legacy SSE transports, the session (handshake, paging, multiplexing).
 //! - [`doctor`]: checks that the external programs (python3, node/npx, uv, cloudflared, mcpo)
 //!   are installed and actually run, each bounded by a timeout.
+//! - [`backoff`]: the one backoff (exponential delays between attempts).
 //! - [`duration`]: the one checked reader of durations from flags and environment variables.
 //! - [`files`]: the one atomic writer (temporary file, fsync, rename).
 //! - [`launch`]: stacks — controllers, the front proxy, the merged OpenAPI, tunnels, state and
@@ -22,6 +23,7 @@
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
 #![warn(missing_docs)]
 
+pub mod backoff;
 pub mod catalog;
 pub mod cli;
 pub mod config;

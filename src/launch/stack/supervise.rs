@@ -2,11 +2,12 @@
 //! rebuilt (a quick tunnel comes back with a new URL) and the state record updated, until the
 //! stack stops.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::Mutex;
 
 use super::{lock, start_controller, start_tunnel, RunningStack};
+use crate::backoff::Backoff;
 use crate::launch::events::StackEvent;
 use crate::launch::state::ProcessRecord;
 use crate::process::{Exit, ProcessGuard};
@@ -17,14 +18,19 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 /// Longest wait between restarts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
+/// Restart delays: 1 s, 2 s, 4 s … 30 s, afresh once a process stayed up for [`STABLE_AFTER`].
+fn restart_backoff() -> Backoff {
+    Backoff::new(Duration::from_secs(1), MAX_BACKOFF).stable_after(STABLE_AFTER)
+}
+
 impl RunningStack {
     /// Restarts the controller or the tunnel when they end, with backoff, until [`stop`]
     /// (or the shutdown token) ends the stack.
     ///
     /// [`stop`]: RunningStack::stop
     pub async fn supervise(&self) {
-        let mut controller_backoff = Backoff::default();
-        let mut tunnel_backoff = Backoff::default();
+        let mut controller_backoff = restart_backoff();
+        let mut tunnel_backoff = restart_backoff();
         loop {
             let controller_exit = exit_watch(&self.inner.controller).await;
             let tunnel_exit = self
@@ -61,7 +67,7 @@ impl RunningStack {
         reason: &str,
     ) -> bool {
         let inner = &self.inner;
-        let (delay, attempt) = backoff.next();
+        let (delay, attempt) = backoff.next_delay();
         inner.events.send(StackEvent::Restarting {
             stack: inner.name.clone(),
             process,
@@ -221,43 +227,5 @@ fn describe_exit(guard: &ProcessGuard) -> String {
         exit
     } else {
         format!("{exit}: {}", tail.replace('\n', " | "))
-    }
-}
-
-/// Exponential restart delays: 1 s, 2 s, 4 s … 30 s, reset once a process stayed up for
-/// [`STABLE_AFTER`].
-#[derive(Debug, Default)]
-struct Backoff {
-    attempt: u32,
-    started: Option<Instant>,
-}
-
-impl Backoff {
-    fn next(&mut self) -> (Duration, u32) {
-        if self.started.is_some_and(|t| t.elapsed() >= STABLE_AFTER) {
-            self.attempt = 0;
-        }
-        self.started = None;
-        self.attempt += 1;
-        let delay = Duration::from_secs(1u64 << (self.attempt - 1).min(5)).min(MAX_BACKOFF);
-        (delay, self.attempt)
-    }
-
-    fn started(&mut self) {
-        self.started = Some(Instant::now());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_caps_and_resets() {
-        let mut b = Backoff::default();
-        let delays: Vec<u64> = (0..7).map(|_| b.next().0.as_secs()).collect();
-        assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
-        b.started = Some(Instant::now() - STABLE_AFTER);
-        assert_eq!(b.next(), (Duration::from_secs(1), 1));
     }
 }

@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::Backoff;
 use crate::catalog;
 use crate::config::ServerEntry;
 use crate::mcp::{ConnectOptions, McpError, ServerInfo, Session, ToolList};
@@ -60,8 +61,8 @@ struct Slot {
     /// Sessions established so far; every one after the first is a restart.
     sessions: u32,
     last_error: Option<Failure>,
-    /// The wait to apply after the next failure.
-    backoff: Duration,
+    /// The waits between failed connects.
+    backoff: Backoff,
     /// No connect before this instant (`None`: connect on the next call).
     next_attempt: Option<Instant>,
 }
@@ -69,8 +70,7 @@ struct Slot {
 impl Slot {
     /// Records a failure and schedules the next attempt; the backoff doubles.
     fn fail(&mut self, failure: Failure) {
-        self.next_attempt = Some(Instant::now() + self.backoff);
-        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        self.next_attempt = Some(Instant::now() + self.backoff.next_delay().0);
         self.last_error = Some(failure);
     }
 
@@ -101,7 +101,7 @@ impl Upstream {
                 connecting: false,
                 sessions,
                 last_error: None,
-                backoff: FIRST_BACKOFF,
+                backoff: Backoff::new(FIRST_BACKOFF, MAX_BACKOFF),
                 next_attempt: None,
             }),
             gate: Arc::new(tokio::sync::Mutex::new(())),
@@ -241,7 +241,7 @@ impl Upstream {
                 let session = Arc::new(session);
                 slot.session = Some(Arc::clone(&session));
                 slot.sessions += 1;
-                slot.backoff = FIRST_BACKOFF;
+                slot.backoff.reset();
                 slot.next_attempt = None;
                 if slot.sessions > 1 {
                     tracing::info!(server = %self.name, restarts = slot.sessions - 1, "server restarted");
