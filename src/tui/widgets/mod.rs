@@ -12,6 +12,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row as TableRow, Table}
 use ratatui::Frame;
 
 use super::app::App;
+use super::component::Command;
 use super::model::Badge;
 use super::theme::Theme;
 
@@ -33,16 +34,16 @@ pub fn badge_span(badge: Badge, tick: u64, t: &Theme) -> Span<'static> {
     }
 }
 
-/// `key action · key action …`, then `? help · q quit`.
-pub fn key_hints(keys: &[(&str, &str)], t: &Theme) -> Line<'static> {
-    let always: &[(&str, &str)] = &[("?", "help"), ("q", "quit")];
-    hints_line(keys.iter().chain(always), t)
-}
-
-/// `key action · key action …` without `? help · q quit`: while text is typed, `?` and `q`
-/// are letters, so naming them as commands would mislead.
-pub fn typing_hints(keys: &[(&str, &str)], t: &Theme) -> Line<'static> {
-    hints_line(keys.iter(), t)
+/// The status bar's hints: what `commands` name for it, then `? help · q quit` — except while
+/// text is `typing`: `?` and `q` are letters then, so naming them as commands would mislead.
+pub fn status_hints(commands: &[Command], typing: bool, t: &Theme) -> Line<'static> {
+    let always: &[(&str, &str)] = if typing {
+        &[]
+    } else {
+        &[("?", "help"), ("q", "quit")]
+    };
+    let named = commands.iter().flat_map(|c| c.bar.iter());
+    hints_line(named.chain(always), t)
 }
 
 fn hints_line<'k>(keys: impl Iterator<Item = &'k (&'k str, &'k str)>, t: &Theme) -> Line<'static> {
@@ -78,15 +79,15 @@ pub fn render_status_bar(frame: &mut Frame, area: Rect, app: &App, hints: Line<'
 }
 
 /// The `?` overlay: the current screen's keys and the global ones, centred.
-pub fn render_help(frame: &mut Frame, area: Rect, app: &App, keys: &[(&str, &str)]) {
-    let t = &app.theme;
+pub fn render_help(frame: &mut Frame, area: Rect, t: &Theme, commands: &[Command]) {
     let global: &[(&str, &str)] = &[
         ("?", "close this help"),
         ("q / ctrl-c", "quit (asks first)"),
     ];
-    let rows: Vec<TableRow> = keys
+    let rows: Vec<TableRow> = commands
         .iter()
-        .chain(global)
+        .map(|c| (c.keys, c.help))
+        .chain(global.iter().copied())
         .map(|(key, action)| {
             TableRow::new(vec![
                 Span::styled(key.to_string(), t.key),
