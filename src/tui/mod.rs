@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod component;
+mod effects;
 mod external_editor;
 mod fuzzy;
 pub mod log;

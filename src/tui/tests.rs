@@ -21,6 +21,7 @@ use crate::process::Exit;
 
 mod collector;
 mod describe;
+mod effects;
 mod launch;
 
 fn entry(stack: &str, name: &str) -> ServerEntry {
