@@ -255,7 +255,7 @@ impl App {
     }
 
     /// The screen in front handles `key`.
-    fn screen_key(&mut self, key: KeyEvent) -> Handled<Option<Action>> {
+    pub(in crate::tui) fn screen_key(&mut self, key: KeyEvent) -> Handled<Option<Action>> {
         let App {
             stacks,
             rows,

@@ -20,6 +20,7 @@ use crate::mcp::McpError;
 use crate::process::Exit;
 
 mod collector;
+mod commands;
 mod describe;
 mod effects;
 mod launch;

@@ -10,6 +10,7 @@ use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row as TableRow, Table};
 use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
 
 use super::app::App;
 use super::component::Command;
@@ -78,16 +79,28 @@ pub fn render_status_bar(frame: &mut Frame, area: Rect, app: &App, hints: Line<'
     frame.render_widget(Paragraph::new(line), area);
 }
 
+/// The help's keys column.
+const HELP_KEYS_WIDTH: u16 = 15;
+
 /// The `?` overlay: the current screen's keys and the global ones, centred.
 pub fn render_help(frame: &mut Frame, area: Rect, t: &Theme, commands: &[Command]) {
     let global: &[(&str, &str)] = &[
         ("?", "close this help"),
         ("q / ctrl-c", "quit (asks first)"),
     ];
-    let rows: Vec<TableRow> = commands
+    let entries: Vec<(&str, &str)> = commands
         .iter()
         .map(|c| (c.keys, c.help))
         .chain(global.iter().copied())
+        .collect();
+    // As wide as the longest line needs (keys column, gap, text, borders), at least 60.
+    let widest = entries
+        .iter()
+        .map(|(_, action)| HELP_KEYS_WIDTH + 1 + action.width() as u16 + 2)
+        .max()
+        .unwrap_or(0);
+    let rows: Vec<TableRow> = entries
+        .into_iter()
         .map(|(key, action)| {
             TableRow::new(vec![
                 Span::styled(key.to_string(), t.key),
@@ -96,7 +109,7 @@ pub fn render_help(frame: &mut Frame, area: Rect, t: &Theme, commands: &[Command
         })
         .collect();
     let height = (rows.len() as u16 + 2).min(area.height);
-    let width = 60.min(area.width);
+    let width = widest.max(60).min(area.width);
     let [popup] = Layout::horizontal([Constraint::Length(width)])
         .flex(Flex::Center)
         .areas(area);
@@ -104,7 +117,11 @@ pub fn render_help(frame: &mut Frame, area: Rect, t: &Theme, commands: &[Command
         .flex(Flex::Center)
         .areas(popup);
     frame.render_widget(Clear, popup);
-    let table = Table::new(rows, [Constraint::Length(15), Constraint::Fill(1)]).block(
+    let table = Table::new(
+        rows,
+        [Constraint::Length(HELP_KEYS_WIDTH), Constraint::Fill(1)],
+    )
+    .block(
         Block::new()
             .borders(Borders::ALL)
             .border_style(t.dim)
