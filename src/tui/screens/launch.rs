@@ -95,16 +95,8 @@ impl LaunchForm {
         let Some(choices) = choices else {
             return form;
         };
-        form.controller = match choices.controller.as_deref() {
-            Some("native") => ControllerChoice::Native,
-            Some("mcpo") => ControllerChoice::Mcpo,
-            _ => ControllerChoice::Auto,
-        };
-        form.tunnel = match choices.tunnel.as_deref() {
-            Some("quick") => TunnelChoice::Quick,
-            Some("named") => TunnelChoice::Named,
-            _ => TunnelChoice::None,
-        };
+        form.controller = from_name(&CONTROLLERS, choices.controller.as_deref());
+        form.tunnel = from_name(&TUNNELS, choices.tunnel.as_deref());
         if let Some(port) = choices.port {
             form.port = port.to_string();
         }
@@ -117,22 +109,8 @@ impl LaunchChoice {
     /// As the overrides file remembers it.
     pub fn remembered(&self) -> LaunchChoices {
         LaunchChoices {
-            controller: Some(
-                match self.controller {
-                    ControllerChoice::Auto => "auto",
-                    ControllerChoice::Native => "native",
-                    ControllerChoice::Mcpo => "mcpo",
-                }
-                .to_string(),
-            ),
-            tunnel: Some(
-                match self.tunnel {
-                    TunnelChoice::None => "none",
-                    TunnelChoice::Quick => "quick",
-                    TunnelChoice::Named => "named",
-                }
-                .to_string(),
-            ),
+            controller: Some(name_of(&CONTROLLERS, self.controller).to_string()),
+            tunnel: Some(name_of(&TUNNELS, self.tunnel).to_string()),
             port: Some(self.port),
             public_url: self.public_url.clone(),
         }
@@ -148,13 +126,34 @@ const COMMANDS: &[Command] = &[
     Command::bar("esc", "back to the preflight", &[("esc", "back")]),
 ];
 
-const CONTROLLERS: [ControllerChoice; 3] = [
-    ControllerChoice::Auto,
-    ControllerChoice::Native,
-    ControllerChoice::Mcpo,
+/// The controllers in the order ←/→ cycle them, each with the name the overrides file
+/// remembers it by (the first is the default).
+const CONTROLLERS: [(ControllerChoice, &str); 3] = [
+    (ControllerChoice::Auto, "auto"),
+    (ControllerChoice::Native, "native"),
+    (ControllerChoice::Mcpo, "mcpo"),
 ];
-const TUNNELS: [TunnelChoice; 3] = [TunnelChoice::None, TunnelChoice::Quick, TunnelChoice::Named];
 
+/// The tunnels, likewise.
+const TUNNELS: [(TunnelChoice, &str); 3] = [
+    (TunnelChoice::None, "none"),
+    (TunnelChoice::Quick, "quick"),
+    (TunnelChoice::Named, "named"),
+];
+
+/// The choice remembered as `name`; the first (the default) for none or an unknown one.
+fn from_name<T: Copy>(choices: &[(T, &str)], name: Option<&str>) -> T {
+    let found = choices.iter().find(|(_, n)| Some(*n) == name);
+    found.unwrap_or(&choices[0]).0
+}
+
+/// The name `choice` is remembered by.
+fn name_of<T: Copy + PartialEq>(choices: &[(T, &'static str)], choice: T) -> &'static str {
+    let found = choices.iter().find(|(c, _)| *c == choice);
+    found.unwrap_or(&choices[0]).1
+}
+
+/// The choice after (or before) `current`, wrapping.
 fn cycle<T: Copy + PartialEq>(options: &[T], current: T, forward: bool) -> T {
     let at = options.iter().position(|o| *o == current).unwrap_or(0);
     let next = if forward {
@@ -203,10 +202,18 @@ impl Component for LaunchForm {
             (KeyCode::Up | KeyCode::BackTab, _) => self.step(false),
             (KeyCode::Down | KeyCode::Tab, _) => self.step(true),
             (KeyCode::Left | KeyCode::Right | KeyCode::Char(' '), Field::Controller) => {
-                self.controller = cycle(&CONTROLLERS, self.controller, key.code != KeyCode::Left)
+                self.controller = cycle(
+                    &CONTROLLERS.map(|(c, _)| c),
+                    self.controller,
+                    key.code != KeyCode::Left,
+                )
             }
             (KeyCode::Left | KeyCode::Right | KeyCode::Char(' '), Field::Tunnel) => {
-                self.tunnel = cycle(&TUNNELS, self.tunnel, key.code != KeyCode::Left)
+                self.tunnel = cycle(
+                    &TUNNELS.map(|(t, _)| t),
+                    self.tunnel,
+                    key.code != KeyCode::Left,
+                )
             }
             (KeyCode::Backspace, _) => {
                 self.text_mut().map(String::pop);

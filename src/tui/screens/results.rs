@@ -11,6 +11,7 @@ use ratatui::Frame;
 use super::super::app::Screen;
 use super::super::component::{Action, Command, Component, Ctx, Handled};
 use super::super::msg::{Effect, LaunchMsg};
+use super::super::theme::Theme;
 use super::super::widgets::log_pane::LogPane;
 use super::super::widgets::spinner;
 use crate::launch::events::StackEvent;
@@ -258,31 +259,7 @@ fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &ResultsView) {
         }
         LaunchState::Done { stacks, errors } => {
             for (i, stack) in stacks.iter().enumerate() {
-                let marker = if i == view.selected { "▸" } else { " " };
-                lines.push(Line::from(vec![
-                    Span::styled(format!("{marker} {} ", stack.name), t.title),
-                    Span::styled(stack.openapi_url.clone(), t.good),
-                ]));
-                lines.push(Line::from(vec![
-                    Span::styled("    key  ", t.dim),
-                    Span::raw(format!(
-                        "X-API-Key: {}",
-                        displayed_key(&stack.api_key, view.reveal)
-                    )),
-                ]));
-                let servers: Vec<String> = stack
-                    .servers
-                    .iter()
-                    .map(|(name, ops)| format!("{name} ({ops})"))
-                    .collect();
-                lines.push(Line::from(vec![
-                    Span::styled("    ops  ", t.dim),
-                    Span::raw(format!("{} — {}", stack.operations, servers.join(", "))),
-                ]));
-                let reported = view.warnings.iter().filter(|(s, _)| *s == stack.name);
-                for warning in stack.warnings.iter().chain(reported.map(|(_, w)| w)) {
-                    lines.push(Line::styled(format!("    ! {warning}"), t.warn));
-                }
+                lines.extend(stack_lines(stack, i == view.selected, view, t));
             }
             for (stack, message) in errors {
                 lines.push(Line::from(vec![
@@ -306,4 +283,42 @@ fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &ResultsView) {
     if view.logs.visible {
         view.logs.render(frame, bottom, t);
     }
+}
+
+/// A running stack: its spec URL, its key (masked unless revealed), its operations per
+/// server and its warnings.
+fn stack_lines(
+    stack: &StackResult,
+    selected: bool,
+    view: &ResultsView,
+    t: &Theme,
+) -> Vec<Line<'static>> {
+    let marker = if selected { "▸" } else { " " };
+    let servers: Vec<String> = stack
+        .servers
+        .iter()
+        .map(|(name, ops)| format!("{name} ({ops})"))
+        .collect();
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(format!("{marker} {} ", stack.name), t.title),
+            Span::styled(stack.openapi_url.clone(), t.good),
+        ]),
+        Line::from(vec![
+            Span::styled("    key  ", t.dim),
+            Span::raw(format!(
+                "X-API-Key: {}",
+                displayed_key(&stack.api_key, view.reveal)
+            )),
+        ]),
+        Line::from(vec![
+            Span::styled("    ops  ", t.dim),
+            Span::raw(format!("{} — {}", stack.operations, servers.join(", "))),
+        ]),
+    ];
+    let reported = view.warnings.iter().filter(|(s, _)| *s == stack.name);
+    for warning in stack.warnings.iter().chain(reported.map(|(_, w)| w)) {
+        lines.push(Line::styled(format!("    ! {warning}"), t.warn));
+    }
+    lines
 }

@@ -22,8 +22,9 @@ use crate::catalog::CHATGPT_DESCRIPTION_LIMIT;
 use super::super::app::Screen;
 use super::super::component::{Action, Command, Component, Ctx, Handled};
 use super::super::fuzzy;
-use super::super::model::ToolLine;
+use super::super::model::{Row, ToolLine};
 use super::super::rewrite::Rewrite;
+use super::super::theme::Theme;
 use super::super::widgets::badge_span;
 use super::describe;
 use crate::output::thousands;
@@ -333,24 +334,46 @@ impl ServerView {
 }
 
 fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &ServerView) {
-    let t = app.theme;
     let Some(row) = app.rows.get(view.row) else {
         return;
     };
     let tools = visible_tools(app, view);
-    let all = row.tools(app.overrides);
-    let live: Vec<&ToolLine> = all.iter().filter(|l| !l.stale).collect();
-    let allowed: Vec<&&ToolLine> = live.iter().filter(|l| l.allowed).collect();
-    let before: usize = live.iter().filter_map(|l| l.tokens).sum();
-    let after: usize = allowed.iter().filter_map(|l| l.tokens).sum();
-    let disabled = app.overrides.is_disabled(&row.entry);
     let [header, filter, body] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Min(3),
     ])
     .areas(area);
-    let title = Line::from(vec![
+    frame.render_widget(Paragraph::new(title(app, row)), header);
+    frame.render_widget(
+        Paragraph::new(filter_line(app.theme, view, tools.len())),
+        filter,
+    );
+    let [list, preview] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
+    render_list(frame, list, app.theme, view, &tools);
+    let block = Block::new()
+        .borders(Borders::TOP)
+        .border_style(app.theme.dim)
+        .title(Span::styled(" description ", app.theme.dim));
+    frame.render_widget(
+        Paragraph::new(preview_lines(app.theme, view, tools.get(view.selected)))
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        preview,
+    );
+}
+
+/// The server, its badge, the tools allowed and their tokens before and after.
+fn title(app: &Ctx, row: &Row) -> Line<'static> {
+    let t = app.theme;
+    let all = row.tools(app.overrides);
+    let live: Vec<&ToolLine> = all.iter().filter(|l| !l.stale).collect();
+    let allowed: Vec<&&ToolLine> = live.iter().filter(|l| l.allowed).collect();
+    let before: usize = live.iter().filter_map(|l| l.tokens).sum();
+    let after: usize = allowed.iter().filter_map(|l| l.tokens).sum();
+    let disabled = app.overrides.is_disabled(&row.entry);
+    Line::from(vec![
         Span::styled(format!(" {} ", row.label()), t.title),
         badge_span(row.badge(app.overrides), app.tick, t),
         Span::raw(format!(
@@ -365,28 +388,32 @@ fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &ServerView) {
         } else {
             Span::raw("")
         },
-    ]);
-    frame.render_widget(Paragraph::new(title), header);
-    let mut filter_line = if view.filtering || !view.filter.is_empty() {
+    ])
+}
+
+/// The filter (or how to start one) and the marks.
+fn filter_line(t: &Theme, view: &ServerView, matches: usize) -> Line<'static> {
+    let mut line = if view.filtering || !view.filter.is_empty() {
         let cursor = if view.filtering { "▏" } else { "" };
         Line::from(vec![
             Span::styled(" filter /", t.key),
             Span::raw(format!("{}{cursor}", view.filter)),
-            Span::styled(format!("  {} match(es)", tools.len()), t.dim),
+            Span::styled(format!("  {matches} match(es)"), t.dim),
         ])
     } else {
         Line::styled(" / to filter", t.dim)
     };
     if !view.marked.is_empty() {
-        filter_line.push_span(Span::styled(
+        line.push_span(Span::styled(
             format!(" · {} marked (esc unmarks)", view.marked.len()),
             t.warn,
         ));
     }
-    frame.render_widget(Paragraph::new(filter_line), filter);
+    line
+}
 
-    let [list, preview] =
-        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
+/// The tools shown: allowed or not, marked, overridden or stale, their tokens.
+fn render_list(frame: &mut Frame, area: Rect, t: &Theme, view: &ServerView, tools: &[ToolLine]) {
     let rows: Vec<TableRow> = tools
         .iter()
         .map(|tool| {
@@ -430,9 +457,12 @@ fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &ServerView) {
             .border_style(t.dim),
     );
     let mut state = TableState::new().with_selected(Some(view.selected));
-    frame.render_stateful_widget(table, list, &mut state);
+    frame.render_stateful_widget(table, area, &mut state);
+}
 
-    let preview_lines = match tools.get(view.selected) {
+/// The selected tool's description as clients see it, with its count against the limit.
+fn preview_lines(t: &Theme, view: &ServerView, selected: Option<&ToolLine>) -> Vec<Line<'static>> {
+    match selected {
         None if view.filter.is_empty() => vec![Line::styled("no tools", t.dim)],
         None => vec![Line::styled("no tool matches the filter", t.dim)],
         Some(tool) if tool.stale => vec![Line::styled(
@@ -446,32 +476,20 @@ fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &ServerView) {
             } else {
                 t.dim
             };
+            let overridden = if tool.overridden {
+                " · overridden"
+            } else {
+                ""
+            };
             let mut lines = vec![Line::from(vec![
                 Span::styled(
                     format!("{count}/{CHATGPT_DESCRIPTION_LIMIT} chars"),
                     count_style,
                 ),
-                Span::styled(
-                    if tool.overridden {
-                        " · overridden"
-                    } else {
-                        ""
-                    },
-                    t.warn,
-                ),
+                Span::styled(overridden, t.warn),
             ])];
             lines.extend(tool.description.lines().map(|l| Line::raw(l.to_string())));
             lines
         }
-    };
-    let block = Block::new()
-        .borders(Borders::TOP)
-        .border_style(t.dim)
-        .title(Span::styled(" description ", t.dim));
-    frame.render_widget(
-        Paragraph::new(preview_lines)
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        preview,
-    );
+    }
 }
