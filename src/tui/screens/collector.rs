@@ -98,7 +98,7 @@ const COMMANDS: &[Command] = &[
     ENTER,
     MOVE,
     Command::bar(
-        "del",
+        "del d",
         "remove the selected accepted file",
         &[("del", "remove")],
     ),

@@ -130,6 +130,7 @@ impl Eq for InlineEditor {}
 /// What the keys do while the diff has them.
 const COMMANDS: &[Command] = &[
     Command::help("↑↓ j k", "previous, next tool"),
+    Command::help("g G home end", "first, last tool"),
     Command::bar("enter i", "edit the description here", &[("i", "edit")]),
     Command::help("E", "edit it in $VISUAL / $EDITOR"),
     Command::bar("t", "trim all listed to 300 at a word", &[("t", "trim")]),
@@ -140,7 +141,7 @@ const COMMANDS: &[Command] = &[
     Command::bar("w", "wrap long lines or clip them", &[("w", "wrap")]),
     Command::help("pgup pgdn", "scroll the diff"),
     Command::help("← → h l", "scroll sideways (clipped)"),
-    Command::bar("esc", "back to the tools", &[("esc", "back")]),
+    Command::bar("esc backspace", "back to the tools", &[("esc", "back")]),
 ];
 
 /// What the keys do while editing (every other key edits the text).

@@ -119,9 +119,10 @@ impl LaunchChoice {
 
 /// What the keys do.
 const COMMANDS: &[Command] = &[
-    Command::bar("↑↓ tab", "move between fields", &[("↑↓", "field")]),
+    Command::bar("↑↓ tab ⇧tab", "move between fields", &[("↑↓", "field")]),
     Command::bar("← → space", "change the choice", &[("←→", "change")]),
     Command::help("0-9 / text", "type the port / the public URL"),
+    Command::help("backspace", "delete a character"),
     Command::bar("enter", "launch every stack", &[("enter", "launch")]),
     Command::bar("esc", "back to the preflight", &[("esc", "back")]),
 ];

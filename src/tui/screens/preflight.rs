@@ -36,13 +36,18 @@ pub struct PreflightView {
 /// What the keys do (the help lists them all, the status bar the short ones).
 const COMMANDS: &[Command] = &[
     Command::bar("↑↓ j k", "move", &[("↑↓", "move")]),
-    Command::help("pgup pgdn g G", "page, first, last"),
+    Command::help("pgup pgdn", "page"),
+    Command::help("g G home end", "first, last"),
     Command::bar(
-        "enter",
+        "enter → l",
         "open the server (its error, if it failed)",
         &[("enter", "open")],
     ),
-    Command::bar("d", "show or hide the details pane", &[("d", "details")]),
+    Command::bar(
+        "d esc",
+        "show or hide the details pane",
+        &[("d", "details")],
+    ),
     Command::bar(
         "space",
         "enable or disable the server",

@@ -70,8 +70,9 @@ const COMMANDS: &[Command] = &[
     Command::bar("v", "reveal or mask the keys", &[("v", "key")]),
     Command::bar("c", "copy the spec URL and key (OSC 52)", &[("c", "copy")]),
     Command::bar("l", "show or hide the log", &[("l", "log")]),
-    Command::help("↑↓ pgup pgdn", "scroll the log"),
-    Command::help("f", "follow the end of the log"),
+    Command::help("↑↓ j k", "scroll the log a line"),
+    Command::help("pgup pgdn", "scroll the log a page"),
+    Command::help("f end", "follow the end of the log"),
     Command::help("w", "wrap or clip long lines"),
     Command::bar(
         "/ n N",

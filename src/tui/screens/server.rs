@@ -60,7 +60,8 @@ impl ServerView {
 /// What the keys do while the list has them.
 const COMMANDS: &[Command] = &[
     Command::help("↑↓ j k", "move"),
-    Command::help("pgup pgdn g G", "page, first, last"),
+    Command::help("pgup pgdn", "page"),
+    Command::help("g G home end", "first, last"),
     Command::bar(
         "space",
         "allow or deny the tool",

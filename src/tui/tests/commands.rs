@@ -24,6 +24,9 @@ fn parse_keys(keys: &str) -> Vec<KeyEvent> {
             "←" => vec![KeyCode::Left],
             "→" => vec![KeyCode::Right],
             "pgup" => vec![KeyCode::PageUp],
+            "home" => vec![KeyCode::Home],
+            "end" => vec![KeyCode::End],
+            "⇧tab" => vec![KeyCode::BackTab],
             "pgdn" => vec![KeyCode::PageDown],
             "enter" => vec![KeyCode::Enter],
             "esc" => vec![KeyCode::Esc],
@@ -33,7 +36,7 @@ fn parse_keys(keys: &str) -> Vec<KeyEvent> {
             "backspace" => vec![KeyCode::Backspace],
             // Typed text: a letter, a digit.
             "text" => vec![KeyCode::Char('x')],
-            "0-9" => vec![KeyCode::Char('0')],
+            "0-9" => ('0'..='9').map(KeyCode::Char).collect(),
             _ => match token.strip_prefix("ctrl-") {
                 Some(key) => {
                     let c = key.chars().next().expect("ctrl- and a key");
@@ -238,4 +241,51 @@ fn keys_become_actions_without_an_app() {
         form.handle_key(enter, &ctx),
         Handled::Consumed(Some(Action::Complain(why))) if why.contains("mcpo")
     ));
+}
+
+/// Keys a screen might bind: every printable ASCII character and the named keys.
+fn candidate_keys() -> Vec<KeyEvent> {
+    let named = [
+        KeyCode::Up,
+        KeyCode::Down,
+        KeyCode::Left,
+        KeyCode::Right,
+        KeyCode::PageUp,
+        KeyCode::PageDown,
+        KeyCode::Home,
+        KeyCode::End,
+        KeyCode::Enter,
+        KeyCode::Esc,
+        KeyCode::Tab,
+        KeyCode::BackTab,
+        KeyCode::Backspace,
+        KeyCode::Delete,
+    ];
+    let chars = (' '..='~').map(KeyCode::Char);
+    named.into_iter().chain(chars).map(KeyEvent::from).collect()
+}
+
+#[test]
+fn every_key_a_screen_takes_is_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut unlisted = Vec::new();
+    for (screen, states) in screens(dir.path()) {
+        let listed: Vec<KeyEvent> = states
+            .iter()
+            .flat_map(|s| s.front().commands())
+            .flat_map(|c| parse_keys(c.keys))
+            .collect();
+        for state in states.iter().filter(|s| !s.front().is_typing()) {
+            for key in candidate_keys() {
+                let taken = matches!(state.clone().screen_key(key), Handled::Consumed(_));
+                if taken && !listed.contains(&key) && !unlisted.contains(&(screen, key.code)) {
+                    unlisted.push((screen, key.code));
+                }
+            }
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "taken but listed by no command: {unlisted:?}"
+    );
 }
