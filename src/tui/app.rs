@@ -9,14 +9,14 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 use crate::catalog::{Change, Edit, Overrides};
 use crate::config::ServerEntry;
 
+use super::component::{Action, Component, Ctx, Handled};
 use super::model::{Check, Row};
-use super::msg::{Effect, Msg};
+use super::msg::{Effect, LaunchMsg, Msg};
 use super::screens::collector::CollectorView;
 use super::screens::launch::{Availability, LaunchForm};
 use super::screens::results::{LaunchState, ResultsView};
 use super::screens::{describe::DescribeView, preflight::PreflightView, server::ServerView};
 use super::theme::Theme;
-use super::widgets::log_pane::LogPane;
 
 /// Which screen is in front.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,10 +78,8 @@ pub struct App {
     pub available: Availability,
     /// Where the launch stands.
     pub launch: LaunchState,
-    /// The results screen's selection and key masking.
+    /// The results screen's selection, key masking and log pane.
     pub results: ResultsView,
-    /// The log pane.
-    pub logs: LogPane,
     /// The config collector's state.
     pub collector: CollectorView,
 }
@@ -112,7 +110,6 @@ impl App {
             available: Availability::default(),
             launch: LaunchState::default(),
             results: ResultsView::default(),
-            logs: LogPane::default(),
             collector: CollectorView::default(),
         };
         let effects = app.add_servers(entries);
@@ -190,13 +187,13 @@ impl App {
                 super::rewrite::on_external_edit(self, row, tool, result)
             }
             Msg::Launch(news) => {
-                super::screens::results::on_news(self, news);
+                self.on_launch_news(news);
                 Vec::new()
             }
-            Msg::Collector(news) => {
-                super::screens::collector::on_news(self, news);
-                Vec::new()
-            }
+            Msg::Collector(news) => match self.collector.on_news(news) {
+                Some(action) => self.apply(action),
+                None => Vec::new(),
+            },
             Msg::ConfigsLoaded(Ok(entries)) => {
                 self.screen = Screen::Preflight;
                 self.add_servers(entries)
@@ -239,36 +236,124 @@ impl App {
             }
             return Vec::new();
         }
-        // A filter or a description being typed takes every key, `?` and `q` included.
-        let typing = match &self.screen {
-            Screen::Server(view) => view.filtering,
-            Screen::Describe(view) => view.is_editing(),
-            Screen::Launch => self.launch_form.field == 3,
-            Screen::Collector => self.collector.focus == super::screens::collector::Focus::Input,
-            Screen::Results => self.logs.searching,
-            Screen::Preflight => false,
-        };
-        if !typing {
-            match key.code {
-                KeyCode::Char('?') => {
-                    self.help = true;
-                    return Vec::new();
+        // The screen first: one where text is typed takes every key, `?` and `q` included.
+        // A key clears the notice, unless it opens the help or the quit question.
+        let notice = self.notice.take();
+        match self.screen_key(key) {
+            Handled::Consumed(Some(action)) => self.apply(action),
+            Handled::Consumed(None) => Vec::new(),
+            Handled::Ignored => {
+                match key.code {
+                    KeyCode::Char('?') => self.help = true,
+                    KeyCode::Char('q') => self.confirm_quit = true,
+                    _ => return Vec::new(),
                 }
-                KeyCode::Char('q') => {
-                    self.confirm_quit = true;
-                    return Vec::new();
-                }
-                _ => {}
+                self.notice = notice;
+                Vec::new()
             }
         }
-        self.notice = None;
+    }
+
+    /// The screen in front handles `key`.
+    pub(in crate::tui) fn screen_key(&mut self, key: KeyEvent) -> Handled<Option<Action>> {
+        let App {
+            stacks,
+            rows,
+            overrides,
+            available,
+            launch,
+            theme,
+            tick,
+            screen,
+            preflight,
+            launch_form,
+            results,
+            collector,
+            ..
+        } = self;
+        let ctx = Ctx {
+            stacks,
+            rows,
+            overrides,
+            available: *available,
+            launch,
+            theme,
+            tick: *tick,
+        };
+        let front: &mut dyn Component = match screen {
+            Screen::Preflight => preflight,
+            Screen::Server(view) => view,
+            Screen::Describe(view) => view,
+            Screen::Launch => launch_form,
+            Screen::Collector => collector,
+            Screen::Results => results,
+        };
+        front.handle_key(key, &ctx)
+    }
+
+    /// The screen in front.
+    pub fn front(&self) -> &dyn Component {
         match &self.screen {
-            Screen::Preflight => super::screens::preflight::on_key(self, key),
-            Screen::Server(_) => super::screens::server::on_key(self, key),
-            Screen::Describe(_) => super::screens::describe::on_key(self, key),
-            Screen::Launch => super::screens::launch::on_key(self, key),
-            Screen::Collector => super::screens::collector::on_key(self, key),
-            Screen::Results => super::screens::results::on_key(self, key),
+            Screen::Preflight => &self.preflight,
+            Screen::Server(view) => view,
+            Screen::Describe(view) => view,
+            Screen::Launch => &self.launch_form,
+            Screen::Collector => &self.collector,
+            Screen::Results => &self.results,
+        }
+    }
+
+    /// What every screen may read.
+    pub fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            stacks: &self.stacks,
+            rows: &self.rows,
+            overrides: &self.overrides,
+            available: self.available,
+            launch: &self.launch,
+            theme: &self.theme,
+            tick: self.tick,
+        }
+    }
+
+    /// Does what a screen asked for; returns what the runtime must do.
+    fn apply(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Show(screen) => self.screen = screen,
+            Action::Say(text) => self.say(text),
+            Action::Complain(text) => self.complain(text),
+            Action::ToggleServer(row) => return self.toggle_server(row),
+            Action::Retry(rows) => return rows.into_iter().flat_map(|r| self.retry(r)).collect(),
+            Action::SetAllowed { row, tools, allow } => {
+                return self.set_allowed(row, &tools, allow)
+            }
+            Action::Rewrite {
+                row,
+                tools,
+                rewrite,
+            } => return super::rewrite::rewrite(self, row, &tools, &rewrite),
+            Action::Launch(choice) => {
+                self.start_launch();
+                // Offered again next time.
+                let (_, save) = self.edit(vec![Edit::SetLaunchChoices(choice.remembered())]);
+                return vec![save, Effect::Launch(choice)];
+            }
+            Action::Copy { stack, text } => {
+                self.say(format!("copied the spec URL and key of {stack} (OSC 52)"));
+                return vec![Effect::Copy(text)];
+            }
+            Action::Run(effect) => return vec![effect],
+        }
+        Vec::new()
+    }
+
+    /// Launch, log and clipboard news.
+    fn on_launch_news(&mut self, news: LaunchMsg) {
+        match news {
+            LaunchMsg::Available(available) => self.available = available,
+            LaunchMsg::LogSaved(Ok(path)) => self.say(format!("log saved to {path}")),
+            LaunchMsg::LogSaved(Err(e)) => self.complain(format!("could not save the log: {e}")),
+            news => self.results.on_news(&mut self.launch, news),
         }
     }
 
@@ -301,6 +386,39 @@ impl App {
         );
         let (_, save) = self.edit(vec![Edit::set_disabled(&r.entry, disabled)]);
         self.say(text);
+        vec![save]
+    }
+
+    /// Allows or denies `names` of the server in row `row`; asks to save.
+    fn set_allowed(&mut self, row: usize, names: &[String], allow: bool) -> Vec<Effect> {
+        let Some(r) = self.rows.get(row) else {
+            return Vec::new();
+        };
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let (stack, server, tools) = (r.entry.stack.clone(), r.entry.name.clone(), names.to_vec());
+        let edit = if allow {
+            Edit::Allow {
+                stack,
+                server,
+                tools,
+                only: false,
+            }
+        } else {
+            Edit::Deny {
+                stack,
+                server,
+                tools,
+            }
+        };
+        let (changes, save) = self.edit(vec![edit]);
+        let changed = changes.iter().filter(|c| c.changed).count();
+        let verb = if allow { "allowed" } else { "denied" };
+        self.say(match names {
+            [one] => format!("{one} {verb}"),
+            _ => format!("{changed} tool(s) {verb}"),
+        });
         vec![save]
     }
 

@@ -3,13 +3,18 @@
 //!
 //! Architecture: [`app::App`] holds every piece of state and changes only in
 //! [`app::App::update`], which takes a [`msg::Msg`] (a key, a tick, an effect's result) and
-//! returns [`msg::Effect`]s — so every behaviour is tested without a terminal. [`view::draw`]
+//! returns [`msg::Effect`]s — so every behaviour is tested without a terminal. Each screen
+//! (`screens/`, one file each) is a [`component::Component`]: it owns its state, turns the keys
+//! it binds into [`component::Action`]s the app applies, lists its commands (the status bar and
+//! the `?` help both read them) and draws itself; no screen sees the app. [`view::draw`]
 //! renders the state and reads nothing else. [`runtime`] owns the terminal and runs the effects
-//! (server checks, saving the overrides, the external editor) as tasks that answer with
-//! messages. One file per screen (`screens/`); shared pieces in `widgets/`; description
-//! rewrites (trim, cut, clear, reset) in `rewrite`.
+//! (server checks, saving the overrides, loading configs, the external editor) as tasks that
+//! answer with messages. Shared pieces in `widgets/`; description rewrites (trim, cut, clear,
+//! reset) in `rewrite`.
 
 pub mod app;
+pub mod component;
+mod effects;
 mod external_editor;
 mod fuzzy;
 pub mod log;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::task::TaskTracker;
 
 use crate::catalog::{Edit, Overrides, OVERRIDES_FILE};
 
@@ -32,11 +33,15 @@ pub(super) struct OverridesSync {
 }
 
 impl OverridesSync {
-    /// Starts the task for the project in `project_dir`; it answers through `tx` and ends
-    /// when every handle is dropped.
-    pub(super) fn spawn(project_dir: PathBuf, tx: mpsc::UnboundedSender<Msg>) -> OverridesSync {
+    /// Starts the task for the project in `project_dir` on `tasks`; it answers through `tx`
+    /// and ends when every handle is dropped (after the writes queued by then).
+    pub(super) fn spawn(
+        project_dir: PathBuf,
+        tx: mpsc::UnboundedSender<Msg>,
+        tasks: &TaskTracker,
+    ) -> OverridesSync {
         let (jobs, queue) = mpsc::unbounded_channel();
-        tokio::spawn(run(project_dir, queue, tx));
+        tasks.spawn(run(project_dir, queue, tx));
         OverridesSync { jobs }
     }
 
@@ -145,7 +150,7 @@ mod tests {
     async fn writes_in_order_reports_outside_changes_and_finishes_writes_after_the_app() {
         let dir = tempfile::tempdir().unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let sync = OverridesSync::spawn(dir.path().to_path_buf(), tx);
+        let sync = OverridesSync::spawn(dir.path().to_path_buf(), tx, &TaskTracker::new());
 
         sync.save(vec![deny("echo")]);
         let Msg::Saved(Ok(saved)) = next(&mut rx, |m| matches!(m, Msg::Saved(_))).await else {

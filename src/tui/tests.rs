@@ -20,7 +20,9 @@ use crate::mcp::McpError;
 use crate::process::Exit;
 
 mod collector;
+mod commands;
 mod describe;
+mod effects;
 mod launch;
 
 fn entry(stack: &str, name: &str) -> ServerEntry {

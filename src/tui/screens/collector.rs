@@ -12,9 +12,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::super::app::App;
+use super::super::component::{Action, Command, Component, Ctx, Handled};
 use super::super::msg::Effect;
-use super::super::widgets::{key_hints, typing_hints};
 
 /// A config file the collector accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,79 +78,190 @@ pub enum CollectorMsg {
     },
 }
 
-/// The keys of this screen, for the help overlay.
-pub const KEYS: &[(&str, &str)] = &[
-    ("text", "type a config path (~ and $VAR expand)"),
-    ("tab", "complete the path"),
-    (
-        "enter",
-        "add the typed or selected file; on an empty input: continue",
+const COMPLETE: Command = Command::bar("tab", "complete the path", &[("tab", "complete")]);
+const ENTER: Command = Command::bar(
+    "enter",
+    "add the typed or selected file; on an empty input: continue",
+    &[("enter", "add / continue")],
+);
+const MOVE: Command = Command::bar(
+    "↑↓",
+    "move between the input and the lists",
+    &[("↑↓", "lists")],
+);
+const CLEAR: Command = Command::help("esc", "clear the input");
+
+/// What the keys do while the lists have them.
+const COMMANDS: &[Command] = &[
+    Command::help("text", "type a config path (~ and $VAR expand)"),
+    COMPLETE,
+    ENTER,
+    MOVE,
+    Command::bar(
+        "del d",
+        "remove the selected accepted file",
+        &[("del", "remove")],
     ),
-    ("↑↓", "move between the input and the lists"),
-    ("del", "remove the selected accepted file"),
-    ("esc", "clear the input"),
+    CLEAR,
 ];
 
-const HINTS: &[(&str, &str)] = &[
-    ("tab", "complete"),
-    ("enter", "add / continue"),
-    ("↑↓", "lists"),
-    ("del", "remove"),
+/// What the keys do while a path is typed: `?` and `q` are text, quitting is ctrl-c.
+const TYPING_COMMANDS: &[Command] = &[
+    COMPLETE,
+    ENTER,
+    MOVE,
+    CLEAR,
+    Command::bar("ctrl-c", "quit (asks first)", &[("ctrl-c", "quit")]),
 ];
 
-/// While typing, `?` and `q` are text: quitting is ctrl-c.
-const TYPING_HINTS: &[(&str, &str)] = &[
-    ("tab", "complete"),
-    ("enter", "add / continue"),
-    ("↑↓", "lists"),
-    ("ctrl-c", "quit"),
-];
+impl Component for CollectorView {
+    fn handle_key(&mut self, key: KeyEvent, _: &Ctx) -> Handled<Option<Action>> {
+        let run = |effect| Handled::then(Action::Run(effect));
+        match (key.code, self.focus) {
+            (KeyCode::Up, focus) => self.focus = step(focus, self, false),
+            (KeyCode::Down, focus) => self.focus = step(focus, self, true),
+            (KeyCode::Tab, Focus::Input) => return run(Effect::CompletePath(self.input.clone())),
+            (KeyCode::Esc, _) => {
+                self.input.clear();
+                self.completions.clear();
+                self.focus = Focus::Input;
+            }
+            (KeyCode::Backspace, Focus::Input) => {
+                self.input.pop();
+            }
+            (KeyCode::Char(c), Focus::Input) => self.input.push(c),
+            (KeyCode::Delete | KeyCode::Char('d'), Focus::Accepted(i))
+                if i < self.accepted.len() =>
+            {
+                self.remove(i)
+            }
+            (KeyCode::Enter, focus) => return self.on_enter(focus),
+            _ => return Handled::Ignored,
+        }
+        Handled::done()
+    }
 
-pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
-    let view = &mut app.collector;
-    match (key.code, view.focus) {
-        (KeyCode::Up, focus) => view.focus = step(focus, view, false),
-        (KeyCode::Down, focus) => view.focus = step(focus, view, true),
-        (KeyCode::Tab, Focus::Input) => return vec![Effect::CompletePath(view.input.clone())],
-        (KeyCode::Esc, _) => {
-            view.input.clear();
-            view.completions.clear();
-            view.focus = Focus::Input;
+    fn commands(&self) -> &'static [Command] {
+        if self.is_typing() {
+            TYPING_COMMANDS
+        } else {
+            COMMANDS
         }
-        (KeyCode::Backspace, Focus::Input) => {
-            view.input.pop();
-        }
-        (KeyCode::Char(c), Focus::Input) => view.input.push(c),
-        (KeyCode::Delete | KeyCode::Char('d'), Focus::Accepted(i)) if i < view.accepted.len() => {
-            view.accepted.remove(i);
-            view.focus = if view.accepted.is_empty() {
-                Focus::Input
-            } else {
-                Focus::Accepted(i.min(view.accepted.len() - 1))
-            };
-        }
-        (KeyCode::Enter, Focus::Discovered(i)) => {
-            if let Some(path) = view.discovered.get(i) {
-                view.checking = true;
-                return vec![Effect::CheckConfig(path.display().to_string())];
+    }
+
+    fn is_typing(&self) -> bool {
+        self.focus == Focus::Input
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        render(frame, area, ctx, self);
+    }
+}
+
+impl CollectorView {
+    /// Removes the `i`-th accepted file; the focus stays in that list while it has files.
+    fn remove(&mut self, i: usize) {
+        self.accepted.remove(i);
+        self.focus = if self.accepted.is_empty() {
+            Focus::Input
+        } else {
+            Focus::Accepted(i.min(self.accepted.len() - 1))
+        };
+    }
+
+    /// Enter: load the file picked or typed; on an empty input, go on with the files added.
+    fn on_enter(&mut self, focus: Focus) -> Handled<Option<Action>> {
+        let action = match focus {
+            Focus::Discovered(i) => {
+                let Some(path) = self.discovered.get(i) else {
+                    return Handled::done();
+                };
+                self.checking = true;
+                Action::Run(Effect::CheckConfig(path.display().to_string()))
+            }
+            Focus::Input if !self.input.trim().is_empty() => {
+                self.checking = true;
+                Action::Run(Effect::CheckConfig(self.input.trim().to_string()))
+            }
+            _ if !self.accepted.is_empty() => {
+                let paths = self.accepted.iter().map(|a| a.path.clone()).collect();
+                Action::Run(Effect::LoadConfigs(paths))
+            }
+            _ => Action::Complain(
+                "add a config file first (type its path, or pick a discovered one)".into(),
+            ),
+        };
+        Handled::then(action)
+    }
+
+    /// The runtime's answers; what to say about them.
+    pub(in crate::tui) fn on_news(&mut self, news: CollectorMsg) -> Option<Action> {
+        match news {
+            CollectorMsg::Discovered(paths) => {
+                self.discovered = paths;
+                None
+            }
+            CollectorMsg::Checked {
+                input,
+                path,
+                result,
+            } => self.on_checked(input, path, result),
+            CollectorMsg::Completions { input, candidates } => {
+                self.on_completions(input, candidates)
             }
         }
-        (KeyCode::Enter, Focus::Input) if !view.input.trim().is_empty() => {
-            view.checking = true;
-            return vec![Effect::CheckConfig(view.input.trim().to_string())];
-        }
-        (KeyCode::Enter, _) if !view.accepted.is_empty() => {
-            let paths = view.accepted.iter().map(|a| a.path.clone()).collect();
-            return vec![Effect::LoadConfigs(paths)];
-        }
-        (KeyCode::Enter, _) => {
-            app.complain(
-                "add a config file first (type its path, or pick a discovered one)".into(),
-            );
-        }
-        _ => {}
     }
-    Vec::new()
+
+    fn on_checked(
+        &mut self,
+        input: String,
+        path: PathBuf,
+        result: Result<usize, String>,
+    ) -> Option<Action> {
+        self.checking = false;
+        match result {
+            Ok(_) if self.accepted.iter().any(|a| a.path == path) => Some(Action::Complain(
+                format!("{} is already added", path.display()),
+            )),
+            Ok(servers) => {
+                self.refused = None;
+                if self.input.trim() == input {
+                    self.input.clear();
+                }
+                self.completions.clear();
+                let shown = path.display().to_string();
+                self.accepted.push(Accepted { path, servers });
+                Some(Action::Say(format!(
+                    "added {shown} ({servers} server(s)); enter on an empty input continues"
+                )))
+            }
+            Err(error) => {
+                self.refused = Some((input, error));
+                None
+            }
+        }
+    }
+
+    fn on_completions(&mut self, input: String, candidates: Vec<String>) -> Option<Action> {
+        if self.input != input {
+            return None;
+        }
+        match candidates.as_slice() {
+            [] => return Some(Action::Complain(format!("nothing matches {input:?}"))),
+            [one] => {
+                self.input.clone_from(one);
+                self.completions.clear();
+            }
+            many => {
+                let common = common_prefix(many);
+                if common.len() > self.input.len() {
+                    self.input = common;
+                }
+                self.completions = many.to_vec();
+            }
+        }
+        None
+    }
 }
 
 /// The focus after ↑ or ↓: input, then the discovered files, then the accepted ones.
@@ -166,58 +276,6 @@ fn step(focus: Focus, view: &CollectorView, down: bool) -> Focus {
         at.saturating_sub(1)
     };
     order[next]
-}
-
-/// The runtime's answers.
-pub(in crate::tui) fn on_news(app: &mut App, news: CollectorMsg) {
-    let view = &mut app.collector;
-    match news {
-        CollectorMsg::Discovered(paths) => view.discovered = paths,
-        CollectorMsg::Checked {
-            input,
-            path,
-            result,
-        } => {
-            view.checking = false;
-            match result {
-                Ok(_) if view.accepted.iter().any(|a| a.path == path) => {
-                    app.complain(format!("{} is already added", path.display()));
-                }
-                Ok(servers) => {
-                    view.refused = None;
-                    if view.input.trim() == input {
-                        view.input.clear();
-                    }
-                    view.completions.clear();
-                    let shown = path.display().to_string();
-                    view.accepted.push(Accepted { path, servers });
-                    app.say(format!(
-                        "added {shown} ({servers} server(s)); enter on an empty input continues"
-                    ));
-                }
-                Err(error) => view.refused = Some((input, error)),
-            }
-        }
-        CollectorMsg::Completions { input, candidates } => {
-            if view.input != input {
-                return;
-            }
-            match candidates.as_slice() {
-                [] => app.complain(format!("nothing matches {input:?}")),
-                [one] => {
-                    view.input.clone_from(one);
-                    view.completions.clear();
-                }
-                many => {
-                    let common = common_prefix(many);
-                    if common.len() > view.input.len() {
-                        view.input = common;
-                    }
-                    view.completions = many.to_vec();
-                }
-            }
-        }
-    }
 }
 
 fn common_prefix(items: &[String]) -> String {
@@ -236,9 +294,8 @@ fn common_prefix(items: &[String]) -> String {
     first[..end].to_string()
 }
 
-pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
-    let view = &app.collector;
+fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &CollectorView) {
+    let t = app.theme;
     let focus = |f: Focus| {
         if view.focus == f {
             t.selected
@@ -305,14 +362,6 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
         ]));
     }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
-}
-
-pub(in crate::tui) fn hints(app: &App) -> Line<'static> {
-    if app.collector.focus == Focus::Input {
-        typing_hints(TYPING_HINTS, &app.theme)
-    } else {
-        key_hints(HINTS, &app.theme)
-    }
 }
 
 #[cfg(test)]

@@ -15,13 +15,13 @@ use ratatui_textarea::{CursorMove, TextArea, WrapMode};
 
 use crate::catalog::CHATGPT_DESCRIPTION_LIMIT;
 
-use super::super::app::{App, Screen};
+use super::super::app::Screen;
+use super::super::component::{Action, Command, Component, Ctx, Handled};
 use super::super::model::ToolLine;
 use super::super::msg::{Effect, ExternalEdit};
-use super::super::rewrite::{self, char_count, Rewrite};
+use super::super::rewrite::{char_count, Rewrite};
 use super::super::theme::Theme;
 use super::super::widgets::diff::{DiffLayout, DiffView};
-use super::super::widgets::{key_hints, typing_hints};
 use super::server::ServerView;
 
 /// Rows the diff scrolls per page key.
@@ -127,186 +127,226 @@ impl PartialEq for InlineEditor {
 
 impl Eq for InlineEditor {}
 
-/// The keys of this screen, for the help overlay.
-pub const KEYS: &[(&str, &str)] = &[
-    ("↑↓ j k", "previous, next tool"),
-    ("enter i", "edit the description here"),
-    ("E", "edit it in $VISUAL / $EDITOR"),
-    ("t", "trim all listed to 300 at a word"),
-    ("T", "cut all listed to 300 characters"),
-    ("x", "clear all listed (empty text)"),
-    ("R", "reset all listed to the server's"),
-    ("s", "unified or side by side"),
-    ("w", "wrap long lines or clip them"),
-    ("pgup pgdn", "scroll the diff"),
-    ("← → h l", "scroll sideways (clipped)"),
-    ("esc", "back to the tools"),
+/// What the keys do while the diff has them.
+const COMMANDS: &[Command] = &[
+    Command::help("↑↓ j k", "previous, next tool"),
+    Command::help("g G home end", "first, last tool"),
+    Command::bar("enter i", "edit the description here", &[("i", "edit")]),
+    Command::help("E", "edit it in $VISUAL / $EDITOR"),
+    Command::bar("t", "trim all listed to 300 at a word", &[("t", "trim")]),
+    Command::help("T", "cut all listed to 300 characters"),
+    Command::help("x", "clear all listed (empty text)"),
+    Command::bar("R", "reset all listed to the server's", &[("R", "reset")]),
+    Command::bar("s", "unified or side by side", &[("s", "layout")]),
+    Command::bar("w", "wrap long lines or clip them", &[("w", "wrap")]),
+    Command::help("pgup pgdn", "scroll the diff"),
+    Command::help("← → h l", "scroll sideways (clipped)"),
+    Command::bar("esc backspace", "back to the tools", &[("esc", "back")]),
 ];
 
-/// The keys while editing (every other key edits the text).
-pub const EDIT_KEYS: &[(&str, &str)] = &[
-    ("ctrl-s", "save the description"),
-    ("esc", "cancel the edit"),
-    ("enter", "new line"),
-    ("ctrl-u ctrl-r", "undo, redo"),
+/// What the keys do while editing (every other key edits the text).
+const EDIT_COMMANDS: &[Command] = &[
+    Command::bar("ctrl-s", "save the description", &[("ctrl-s", "save")]),
+    Command::bar("esc", "cancel the edit", &[("esc", "cancel")]),
+    Command::help("enter", "new line"),
+    Command::bar(
+        "ctrl-u ctrl-r",
+        "undo, redo",
+        &[("ctrl-u", "undo"), ("ctrl-r", "redo")],
+    ),
 ];
 
-/// The keys the status bar names while editing.
-const EDIT_HINTS: &[(&str, &str)] = &[
-    ("ctrl-s", "save"),
-    ("esc", "cancel"),
-    ("ctrl-u", "undo"),
-    ("ctrl-r", "redo"),
-];
-
-/// The few keys the status bar names.
-const HINTS: &[(&str, &str)] = &[
-    ("i", "edit"),
-    ("t", "trim"),
-    ("R", "reset"),
-    ("s", "layout"),
-    ("w", "wrap"),
-    ("esc", "back"),
-];
-
-/// Opens the screen on `tools` of the server `back` shows, `focused` in front; with `edit`,
+/// The screen on `tools` of the server `back` shows, `focused` in front; with `edit`,
 /// straight into the editor on it.
 pub(in crate::tui) fn open(
-    app: &mut App,
+    ctx: &Ctx,
     back: ServerView,
     tools: Vec<String>,
     focused: usize,
     edit: bool,
-) {
+) -> DescribeView {
     let mut view = DescribeView::new(back, tools);
     view.focused = focused.min(view.tools.len().saturating_sub(1));
     if edit {
         view.editor =
-            focused_line(app, &view).map(|t| Box::new(InlineEditor::new(&t.name, &t.description)));
+            focused_line(ctx, &view).map(|t| Box::new(InlineEditor::new(&t.name, &t.description)));
     }
-    app.screen = Screen::Describe(view);
+    view
 }
 
 /// The focused tool as the server screen lists it.
-fn focused_line(app: &App, view: &DescribeView) -> Option<ToolLine> {
+fn focused_line(ctx: &Ctx, view: &DescribeView) -> Option<ToolLine> {
     let name = view.focused_tool()?;
-    app.rows
+    ctx.rows
         .get(view.back.row)?
-        .tools(&app.overrides)
+        .tools(ctx.overrides)
         .into_iter()
         .find(|t| t.name == name && !t.stale)
 }
 
 /// The external editor on `tool`'s description (what clients see now).
-pub(in crate::tui) fn edit_externally(row: usize, tool: &ToolLine) -> Vec<Effect> {
-    vec![Effect::EditExternally(ExternalEdit {
+pub(in crate::tui) fn edit_externally(row: usize, tool: &ToolLine) -> Action {
+    Action::Run(Effect::EditExternally(ExternalEdit {
         row,
         tool: tool.name.clone(),
         text: tool.description.clone(),
-    })]
+    }))
 }
 
-pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
-    let Screen::Describe(view) = &app.screen else {
-        return Vec::new();
-    };
-    let mut view = view.clone();
-    let effects = if view.editor.is_some() {
-        on_edit_key(app, &mut view, key)
-    } else {
-        on_diff_key(app, &mut view, key)
-    };
-    if let Screen::Describe(current) = &mut app.screen {
-        *current = view;
+impl Component for DescribeView {
+    fn handle_key(&mut self, key: KeyEvent, ctx: &Ctx) -> Handled<Option<Action>> {
+        if self.editor.is_some() {
+            Handled::Consumed(self.on_edit_key(key))
+        } else {
+            self.on_diff_key(key, ctx)
+        }
     }
-    effects
-}
 
-fn on_edit_key(app: &mut App, view: &mut DescribeView, key: KeyEvent) -> Vec<Effect> {
-    let Some(editor) = &mut view.editor else {
-        return Vec::new();
-    };
-    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    match key.code {
-        KeyCode::Char('s') if ctrl => {
-            let (tool, text) = (editor.tool.clone(), editor.text());
-            view.editor = None;
-            rewrite::rewrite(app, view.back.row, &[tool], &Rewrite::Replace(text))
+    fn commands(&self) -> &'static [Command] {
+        if self.is_editing() {
+            EDIT_COMMANDS
+        } else {
+            COMMANDS
         }
-        KeyCode::Esc => {
-            app.say(format!("{}: edit cancelled, nothing saved", editor.tool));
-            view.editor = None;
-            Vec::new()
-        }
-        _ => {
-            editor.area.input(key);
-            Vec::new()
-        }
+    }
+
+    fn is_typing(&self) -> bool {
+        self.is_editing()
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        render(frame, area, ctx, self);
     }
 }
 
-fn on_diff_key(app: &mut App, view: &mut DescribeView, key: KeyEvent) -> Vec<Effect> {
-    let last = view.tools.len().saturating_sub(1);
-    let focus = |view: &mut DescribeView, to: usize| {
-        view.focused = to.min(last);
-        view.scroll = 0;
-        view.hscroll = 0;
-    };
-    match key.code {
-        KeyCode::Up | KeyCode::Char('k') => focus(view, view.focused.saturating_sub(1)),
-        KeyCode::Down | KeyCode::Char('j') => focus(view, view.focused + 1),
-        KeyCode::Home | KeyCode::Char('g') => focus(view, 0),
-        KeyCode::End | KeyCode::Char('G') => focus(view, last),
-        KeyCode::PageUp => view.scroll = view.scroll.saturating_sub(PAGE),
-        KeyCode::PageDown => view.scroll = (view.scroll + PAGE).min(scroll_limit(app, view)),
-        KeyCode::Left | KeyCode::Char('h') if !view.wrap => {
-            view.hscroll = view.hscroll.saturating_sub(SIDESTEP)
-        }
-        KeyCode::Right | KeyCode::Char('l') if !view.wrap => {
-            view.hscroll = (view.hscroll + SIDESTEP).min(longest_line(app, view))
-        }
-        KeyCode::Left | KeyCode::Right | KeyCode::Char('h') | KeyCode::Char('l') => {
-            app.say("lines are wrapped: w clips them, then ←/→ scroll".into())
-        }
-        KeyCode::Char('s') => view.layout = view.layout.toggled(),
-        KeyCode::Char('w') => {
-            view.wrap = !view.wrap;
-            view.hscroll = 0;
-        }
-        KeyCode::Enter | KeyCode::Char('i') => match focused_line(app, view) {
-            Some(tool) => {
-                view.editor = Some(Box::new(InlineEditor::new(&tool.name, &tool.description)))
+impl DescribeView {
+    fn on_edit_key(&mut self, key: KeyEvent) -> Option<Action> {
+        let editor = self.editor.as_mut()?;
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('s') if ctrl => {
+                let (tool, text) = (editor.tool.clone(), editor.text());
+                self.editor = None;
+                Some(Action::Rewrite {
+                    row: self.back.row,
+                    tools: vec![tool],
+                    rewrite: Rewrite::Replace(text),
+                })
             }
-            None => app.say("no tool to edit".into()),
-        },
-        KeyCode::Char('E') => {
-            if let Some(tool) = focused_line(app, view) {
-                return edit_externally(view.back.row, &tool);
+            KeyCode::Esc => {
+                let said = format!("{}: edit cancelled, nothing saved", editor.tool);
+                self.editor = None;
+                Some(Action::Say(said))
+            }
+            _ => {
+                editor.area.input(key);
+                None
             }
         }
-        KeyCode::Esc | KeyCode::Backspace => {
-            app.screen = Screen::Server(view.back.clone());
-        }
-        // t T x R: on every tool listed.
-        KeyCode::Char(c) => {
-            if let Some(rewrite) = Rewrite::for_key(c) {
-                return rewrite::rewrite(app, view.back.row, &view.tools, &rewrite);
-            }
-        }
-        _ => {}
     }
-    Vec::new()
+
+    /// Focuses the tool at `to` (clamped), its diff scrolled back.
+    fn focus(&mut self, to: usize) {
+        self.focused = to.min(self.tools.len().saturating_sub(1));
+        self.scroll = 0;
+        self.hscroll = 0;
+    }
+
+    fn on_diff_key(&mut self, key: KeyEvent, ctx: &Ctx) -> Handled<Option<Action>> {
+        let action = match key.code {
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.focus(self.focused.saturating_sub(1));
+                None
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.focus(self.focused + 1);
+                None
+            }
+            KeyCode::Home | KeyCode::Char('g') => {
+                self.focus(0);
+                None
+            }
+            KeyCode::End | KeyCode::Char('G') => {
+                self.focus(self.tools.len());
+                None
+            }
+            KeyCode::PageUp | KeyCode::PageDown => {
+                self.scroll_by(key.code == KeyCode::PageDown, ctx);
+                None
+            }
+            KeyCode::Left | KeyCode::Right | KeyCode::Char('h' | 'l') => {
+                self.sidestep(matches!(key.code, KeyCode::Right | KeyCode::Char('l')), ctx)
+            }
+            KeyCode::Char('s') => {
+                self.layout = self.layout.toggled();
+                None
+            }
+            KeyCode::Char('w') => {
+                self.wrap = !self.wrap;
+                self.hscroll = 0;
+                None
+            }
+            KeyCode::Enter | KeyCode::Char('i') => match focused_line(ctx, self) {
+                Some(tool) => {
+                    self.editor = Some(Box::new(InlineEditor::new(&tool.name, &tool.description)));
+                    None
+                }
+                None => Some(Action::Say("no tool to edit".into())),
+            },
+            KeyCode::Char('E') => {
+                focused_line(ctx, self).map(|tool| edit_externally(self.back.row, &tool))
+            }
+            KeyCode::Esc | KeyCode::Backspace => {
+                Some(Action::Show(Screen::Server(self.back.clone())))
+            }
+            // t T x R: on every tool listed.
+            KeyCode::Char(c) => match Rewrite::for_key(c) {
+                Some(rewrite) => Some(Action::Rewrite {
+                    row: self.back.row,
+                    tools: self.tools.clone(),
+                    rewrite,
+                }),
+                None => return Handled::Ignored,
+            },
+            _ => return Handled::Ignored,
+        };
+        Handled::Consumed(action)
+    }
+
+    /// pgup / pgdn: a page of the diff.
+    fn scroll_by(&mut self, down: bool, ctx: &Ctx) {
+        self.scroll = if down {
+            (self.scroll + PAGE).min(scroll_limit(ctx, self))
+        } else {
+            self.scroll.saturating_sub(PAGE)
+        };
+    }
+
+    /// ← → h l: sideways in the clipped diff; wrapped lines have nowhere to go.
+    fn sidestep(&mut self, right: bool, ctx: &Ctx) -> Option<Action> {
+        if self.wrap {
+            return Some(Action::Say(
+                "lines are wrapped: w clips them, then ←/→ scroll".into(),
+            ));
+        }
+        self.hscroll = if right {
+            (self.hscroll + SIDESTEP).min(longest_line(ctx, self))
+        } else {
+            self.hscroll.saturating_sub(SIDESTEP)
+        };
+        None
+    }
 }
 
 /// How far the diff may scroll: its rows at 40 columns, the narrowest it is drawn at in
 /// practice (drawing clamps again to the real size).
-fn scroll_limit(app: &App, view: &DescribeView) -> usize {
+fn scroll_limit(app: &Ctx, view: &DescribeView) -> usize {
     focused_line(app, view).map_or(0, |tool| {
         DiffView::new(
             &tool.original,
             &tool.description,
             Default::default(),
-            &app.theme,
+            app.theme,
         )
         .layout(view.layout)
         .wrap(view.wrap, 0)
@@ -317,7 +357,7 @@ fn scroll_limit(app: &App, view: &DescribeView) -> usize {
 
 /// Characters in the longest line of the focused tool's two texts: how far the clipped diff
 /// may scroll sideways.
-fn longest_line(app: &App, view: &DescribeView) -> usize {
+fn longest_line(app: &Ctx, view: &DescribeView) -> usize {
     focused_line(app, view).map_or(0, |tool| {
         tool.original
             .lines()
@@ -342,12 +382,12 @@ fn count_span(count: usize, t: &Theme) -> Span<'static> {
     }
 }
 
-pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &DescribeView) {
-    let t = &app.theme;
+fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &DescribeView) {
+    let t = app.theme;
     let Some(row) = app.rows.get(view.back.row) else {
         return;
     };
-    let tools = row.tools(&app.overrides);
+    let tools = row.tools(app.overrides);
     let listed: Vec<&ToolLine> = view
         .tools
         .iter()
@@ -494,22 +534,4 @@ fn render_editor(
     frame.render_widget(block, bottom);
     let text = editor.text();
     frame.render_widget(diff_view(tool, &text, "edited", view, t), inner);
-}
-
-/// The status bar's key hints for this screen.
-pub(in crate::tui) fn hints(app: &App, view: &DescribeView) -> Line<'static> {
-    if view.is_editing() {
-        typing_hints(EDIT_HINTS, &app.theme)
-    } else {
-        key_hints(HINTS, &app.theme)
-    }
-}
-
-/// The keys the help overlay lists.
-pub(in crate::tui) fn keys(view: &DescribeView) -> &'static [(&'static str, &'static str)] {
-    if view.is_editing() {
-        EDIT_KEYS
-    } else {
-        KEYS
-    }
 }

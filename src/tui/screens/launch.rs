@@ -8,12 +8,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::catalog::{Edit, LaunchChoices};
+use crate::catalog::LaunchChoices;
 use crate::launch::launcher::{ControllerChoice, DEFAULT_PORT};
 
-use super::super::app::{App, Screen};
-use super::super::msg::Effect;
-use super::super::widgets::key_hints;
+use super::super::app::Screen;
+use super::super::component::{Action, Command, Component, Ctx, Handled};
 
 /// The tunnel to open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,11 +47,25 @@ pub struct Availability {
     pub cloudflared: bool,
 }
 
+/// A field of the form, top to bottom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Field {
+    /// The controller (a choice).
+    #[default]
+    Controller,
+    /// The tunnel (a choice).
+    Tunnel,
+    /// The first front port (typed).
+    Port,
+    /// The public URL of a named tunnel (typed; shown for named tunnels only).
+    PublicUrl,
+}
+
 /// The form's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchForm {
-    /// The focused field: 0 controller, 1 tunnel, 2 port, 3 public URL.
-    pub field: usize,
+    /// The focused field.
+    pub field: Field,
     /// The controller chosen.
     pub controller: ControllerChoice,
     /// The tunnel chosen.
@@ -66,7 +79,7 @@ pub struct LaunchForm {
 impl Default for LaunchForm {
     fn default() -> Self {
         LaunchForm {
-            field: 0,
+            field: Field::Controller,
             controller: ControllerChoice::Auto,
             tunnel: TunnelChoice::None,
             port: DEFAULT_PORT.to_string(),
@@ -82,16 +95,8 @@ impl LaunchForm {
         let Some(choices) = choices else {
             return form;
         };
-        form.controller = match choices.controller.as_deref() {
-            Some("native") => ControllerChoice::Native,
-            Some("mcpo") => ControllerChoice::Mcpo,
-            _ => ControllerChoice::Auto,
-        };
-        form.tunnel = match choices.tunnel.as_deref() {
-            Some("quick") => TunnelChoice::Quick,
-            Some("named") => TunnelChoice::Named,
-            _ => TunnelChoice::None,
-        };
+        form.controller = from_name(&CONTROLLERS, choices.controller.as_deref());
+        form.tunnel = from_name(&TUNNELS, choices.tunnel.as_deref());
         if let Some(port) = choices.port {
             form.port = port.to_string();
         }
@@ -104,51 +109,52 @@ impl LaunchChoice {
     /// As the overrides file remembers it.
     pub fn remembered(&self) -> LaunchChoices {
         LaunchChoices {
-            controller: Some(
-                match self.controller {
-                    ControllerChoice::Auto => "auto",
-                    ControllerChoice::Native => "native",
-                    ControllerChoice::Mcpo => "mcpo",
-                }
-                .to_string(),
-            ),
-            tunnel: Some(
-                match self.tunnel {
-                    TunnelChoice::None => "none",
-                    TunnelChoice::Quick => "quick",
-                    TunnelChoice::Named => "named",
-                }
-                .to_string(),
-            ),
+            controller: Some(name_of(&CONTROLLERS, self.controller).to_string()),
+            tunnel: Some(name_of(&TUNNELS, self.tunnel).to_string()),
             port: Some(self.port),
             public_url: self.public_url.clone(),
         }
     }
 }
 
-/// The keys of this screen, for the help overlay.
-pub const KEYS: &[(&str, &str)] = &[
-    ("↑↓ tab", "move between fields"),
-    ("← → space", "change the choice"),
-    ("0-9 / text", "type the port / the public URL"),
-    ("enter", "launch every stack"),
-    ("esc", "back to the preflight"),
+/// What the keys do.
+const COMMANDS: &[Command] = &[
+    Command::bar("↑↓ tab ⇧tab", "move between fields", &[("↑↓", "field")]),
+    Command::bar("← → space", "change the choice", &[("←→", "change")]),
+    Command::help("0-9 / text", "type the port / the public URL"),
+    Command::help("backspace", "delete a character"),
+    Command::bar("enter", "launch every stack", &[("enter", "launch")]),
+    Command::bar("esc", "back to the preflight", &[("esc", "back")]),
 ];
 
-const HINTS: &[(&str, &str)] = &[
-    ("↑↓", "field"),
-    ("←→", "change"),
-    ("enter", "launch"),
-    ("esc", "back"),
+/// The controllers in the order ←/→ cycle them, each with the name the overrides file
+/// remembers it by (the first is the default).
+const CONTROLLERS: [(ControllerChoice, &str); 3] = [
+    (ControllerChoice::Auto, "auto"),
+    (ControllerChoice::Native, "native"),
+    (ControllerChoice::Mcpo, "mcpo"),
 ];
 
-const CONTROLLERS: [ControllerChoice; 3] = [
-    ControllerChoice::Auto,
-    ControllerChoice::Native,
-    ControllerChoice::Mcpo,
+/// The tunnels, likewise.
+const TUNNELS: [(TunnelChoice, &str); 3] = [
+    (TunnelChoice::None, "none"),
+    (TunnelChoice::Quick, "quick"),
+    (TunnelChoice::Named, "named"),
 ];
-const TUNNELS: [TunnelChoice; 3] = [TunnelChoice::None, TunnelChoice::Quick, TunnelChoice::Named];
 
+/// The choice remembered as `name`; the first (the default) for none or an unknown one.
+fn from_name<T: Copy>(choices: &[(T, &str)], name: Option<&str>) -> T {
+    let found = choices.iter().find(|(_, n)| Some(*n) == name);
+    found.unwrap_or(&choices[0]).0
+}
+
+/// The name `choice` is remembered by.
+fn name_of<T: Copy + PartialEq>(choices: &[(T, &'static str)], choice: T) -> &'static str {
+    let found = choices.iter().find(|(c, _)| *c == choice);
+    found.unwrap_or(&choices[0]).1
+}
+
+/// The choice after (or before) `current`, wrapping.
 fn cycle<T: Copy + PartialEq>(options: &[T], current: T, forward: bool) -> T {
     let at = options.iter().position(|o| *o == current).unwrap_or(0);
     let next = if forward {
@@ -159,53 +165,85 @@ fn cycle<T: Copy + PartialEq>(options: &[T], current: T, forward: bool) -> T {
     options[next]
 }
 
-pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
-    let form = &mut app.launch_form;
-    let fields = if form.tunnel == TunnelChoice::Named {
-        4
-    } else {
-        3
-    };
-    match key.code {
-        KeyCode::Esc => app.screen = Screen::Preflight,
-        KeyCode::Up | KeyCode::BackTab => form.field = (form.field + fields - 1) % fields,
-        KeyCode::Down | KeyCode::Tab => form.field = (form.field + 1) % fields,
-        KeyCode::Left | KeyCode::Right | KeyCode::Char(' ') if form.field < 2 => {
-            let forward = key.code != KeyCode::Left;
-            match form.field {
-                0 => form.controller = cycle(&CONTROLLERS, form.controller, forward),
-                _ => form.tunnel = cycle(&TUNNELS, form.tunnel, forward),
-            }
+impl LaunchForm {
+    /// The fields shown, top to bottom (the public URL for named tunnels only).
+    fn fields(&self) -> &'static [Field] {
+        if self.tunnel == TunnelChoice::Named {
+            &[
+                Field::Controller,
+                Field::Tunnel,
+                Field::Port,
+                Field::PublicUrl,
+            ]
+        } else {
+            &[Field::Controller, Field::Tunnel, Field::Port]
         }
-        KeyCode::Backspace if form.field == 2 => {
-            form.port.pop();
-        }
-        KeyCode::Backspace if form.field == 3 => {
-            form.public_url.pop();
-        }
-        KeyCode::Char(c) if form.field == 2 && c.is_ascii_digit() && form.port.len() < 5 => {
-            form.port.push(c);
-        }
-        KeyCode::Char(c) if form.field == 3 => form.public_url.push(c),
-        KeyCode::Enter => return launch(app),
-        _ => {}
     }
-    Vec::new()
+
+    /// ↑ or ↓ (wrapping).
+    fn step(&mut self, forward: bool) {
+        let fields = self.fields();
+        self.field = cycle(fields, self.field, forward);
+    }
+
+    /// The text field in focus, if the focus is on one.
+    fn text_mut(&mut self) -> Option<&mut String> {
+        match self.field {
+            Field::Port => Some(&mut self.port),
+            Field::PublicUrl => Some(&mut self.public_url),
+            Field::Controller | Field::Tunnel => None,
+        }
+    }
 }
 
-/// Checks the form and asks the runtime to launch; a problem goes to the status bar.
-fn launch(app: &mut App) -> Vec<Effect> {
-    match choice(&app.launch_form, app.available) {
-        Ok(choice) => {
-            app.start_launch();
-            // Offered again next time.
-            let (_, save) = app.edit(vec![Edit::SetLaunchChoices(choice.remembered())]);
-            vec![save, Effect::Launch(choice)]
+impl Component for LaunchForm {
+    fn handle_key(&mut self, key: KeyEvent, ctx: &Ctx) -> Handled<Option<Action>> {
+        match (key.code, self.field) {
+            (KeyCode::Esc, _) => return Handled::then(Action::Show(Screen::Preflight)),
+            (KeyCode::Up | KeyCode::BackTab, _) => self.step(false),
+            (KeyCode::Down | KeyCode::Tab, _) => self.step(true),
+            (KeyCode::Left | KeyCode::Right | KeyCode::Char(' '), Field::Controller) => {
+                self.controller = cycle(
+                    &CONTROLLERS.map(|(c, _)| c),
+                    self.controller,
+                    key.code != KeyCode::Left,
+                )
+            }
+            (KeyCode::Left | KeyCode::Right | KeyCode::Char(' '), Field::Tunnel) => {
+                self.tunnel = cycle(
+                    &TUNNELS.map(|(t, _)| t),
+                    self.tunnel,
+                    key.code != KeyCode::Left,
+                )
+            }
+            (KeyCode::Backspace, _) => {
+                self.text_mut().map(String::pop);
+            }
+            (KeyCode::Char(c), Field::Port) if c.is_ascii_digit() && self.port.len() < 5 => {
+                self.port.push(c)
+            }
+            (KeyCode::Char(c), Field::PublicUrl) => self.public_url.push(c),
+            (KeyCode::Enter, _) => {
+                return Handled::then(match choice(self, ctx.available) {
+                    Ok(choice) => Action::Launch(choice),
+                    Err(problem) => Action::Complain(problem),
+                })
+            }
+            _ => return Handled::Ignored,
         }
-        Err(problem) => {
-            app.complain(problem);
-            Vec::new()
-        }
+        Handled::done()
+    }
+
+    fn commands(&self) -> &'static [Command] {
+        COMMANDS
+    }
+
+    fn is_typing(&self) -> bool {
+        self.field == Field::PublicUrl
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        render(frame, area, ctx, self);
     }
 }
 
@@ -248,10 +286,9 @@ pub fn choice(form: &LaunchForm, available: Availability) -> Result<LaunchChoice
     })
 }
 
-pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
-    let form = &app.launch_form;
-    let focus = |i: usize| {
+fn render(frame: &mut Frame, area: Rect, app: &Ctx, form: &LaunchForm) {
+    let t = app.theme;
+    let focus = |i: Field| {
         if form.field == i {
             t.selected
         } else {
@@ -283,19 +320,19 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
         Line::raw(""),
         Line::from(vec![
             Span::styled(" controller  ", t.dim),
-            Span::styled(format!("‹ {controller} ›"), focus(0)),
+            Span::styled(format!("‹ {controller} ›"), focus(Field::Controller)),
             Span::styled("   mcpo ", t.dim),
             Span::styled(mcpo_word, mcpo_style),
         ]),
         Line::from(vec![
             Span::styled(" tunnel      ", t.dim),
-            Span::styled(format!("‹ {tunnel} ›"), focus(1)),
+            Span::styled(format!("‹ {tunnel} ›"), focus(Field::Tunnel)),
             Span::styled("   cloudflared ", t.dim),
             Span::styled(cf_word, cf_style),
         ]),
         Line::from(vec![
             Span::styled(" front port  ", t.dim),
-            Span::styled(format!("{}▏", form.port), focus(2)),
+            Span::styled(format!("{}▏", form.port), focus(Field::Port)),
             Span::styled(
                 format!(
                     "   stack i serves on port+i ({} stack(s))",
@@ -308,7 +345,7 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
     if form.tunnel == TunnelChoice::Named {
         lines.push(Line::from(vec![
             Span::styled(" public URL  ", t.dim),
-            Span::styled(format!("{}▏", form.public_url), focus(3)),
+            Span::styled(format!("{}▏", form.public_url), focus(Field::PublicUrl)),
         ]));
     }
     lines.push(Line::raw(""));
@@ -317,10 +354,6 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
         t.dim,
     ));
     frame.render_widget(Paragraph::new(lines), area);
-}
-
-pub(in crate::tui) fn hints(app: &App) -> Line<'static> {
-    key_hints(HINTS, &app.theme)
 }
 
 #[cfg(test)]

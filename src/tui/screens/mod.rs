@@ -1,4 +1,6 @@
-//! One file per screen: its view state, its keys and its drawing.
+//! One file per screen, each a [`Component`](super::component::Component): its state, its
+//! keys (turned into [`Action`](super::component::Action)s), its commands (the status bar and
+//! the `?` help) and its drawing.
 
 pub mod collector;
 pub mod describe;

@@ -16,10 +16,10 @@ use crate::catalog::trim_description;
 use crate::error::Actionable;
 use crate::output::clip;
 
-use super::super::app::{App, Screen};
+use super::super::app::Screen;
+use super::super::component::{Action, Command, Component, Ctx, Handled};
 use super::super::model::{self, Badge, Row, ToolLine};
-use super::super::msg::Effect;
-use super::super::widgets::{badge_span, key_hints};
+use super::super::widgets::badge_span;
 use super::results::LaunchState;
 use super::server::ServerView;
 use crate::output::thousands;
@@ -33,89 +33,113 @@ pub struct PreflightView {
     pub detail: bool,
 }
 
-/// The keys of this screen, for the help overlay.
-pub const KEYS: &[(&str, &str)] = &[
-    ("↑↓ j k", "move"),
-    ("pgup pgdn g G", "page, first, last"),
-    ("enter", "open the server (its error, if it failed)"),
-    ("d", "show or hide the details pane"),
-    ("space", "enable or disable the server"),
-    ("r", "check the server again"),
-    ("R", "check every failed server again"),
-    ("L", "launch options (the results, once launched)"),
+/// What the keys do (the help lists them all, the status bar the short ones).
+const COMMANDS: &[Command] = &[
+    Command::bar("↑↓ j k", "move", &[("↑↓", "move")]),
+    Command::help("pgup pgdn", "page"),
+    Command::help("g G home end", "first, last"),
+    Command::bar(
+        "enter → l",
+        "open the server (its error, if it failed)",
+        &[("enter", "open")],
+    ),
+    Command::bar(
+        "d esc",
+        "show or hide the details pane",
+        &[("d", "details")],
+    ),
+    Command::bar(
+        "space",
+        "enable or disable the server",
+        &[("space", "on/off")],
+    ),
+    Command::bar("r", "check the server again", &[("r", "retry")]),
+    Command::help("R", "check every failed server again"),
+    Command::bar(
+        "L",
+        "launch options (the results, once launched)",
+        &[("L", "launch")],
+    ),
 ];
 
-/// The few keys the status bar names.
-const HINTS: &[(&str, &str)] = &[
-    ("↑↓", "move"),
-    ("enter", "open"),
-    ("d", "details"),
-    ("space", "on/off"),
-    ("r", "retry"),
-    ("L", "launch"),
-];
-
-pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
-    let count = app.rows.len();
-    let view = &mut app.preflight;
-    match key.code {
-        KeyCode::Up | KeyCode::Char('k') => view.selected = view.selected.saturating_sub(1),
-        KeyCode::Down | KeyCode::Char('j') => {
-            view.selected = (view.selected + 1).min(count.saturating_sub(1))
-        }
-        KeyCode::PageUp => view.selected = view.selected.saturating_sub(10),
-        KeyCode::PageDown => view.selected = (view.selected + 10).min(count.saturating_sub(1)),
-        KeyCode::Home | KeyCode::Char('g') => view.selected = 0,
-        KeyCode::End | KeyCode::Char('G') => view.selected = count.saturating_sub(1),
-        KeyCode::Char('d') => view.detail = !view.detail,
-        KeyCode::Esc => view.detail = false,
-        KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => return open(app),
-        KeyCode::Char(' ') => return app.toggle_server(app.preflight.selected),
-        KeyCode::Char('r') => return app.retry(app.preflight.selected),
-        KeyCode::Char('L') => {
-            // Launch again only when nothing runs (a first launch, or one where every stack
-            // failed); otherwise show what runs.
-            app.screen = match &app.launch {
-                LaunchState::Idle => Screen::Launch,
-                LaunchState::Done { stacks, .. } if stacks.is_empty() => Screen::Launch,
-                _ => Screen::Results,
+impl Component for PreflightView {
+    fn handle_key(&mut self, key: KeyEvent, ctx: &Ctx) -> Handled<Option<Action>> {
+        let last = ctx.rows.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => self.selected = (self.selected + 1).min(last),
+            KeyCode::PageUp => self.selected = self.selected.saturating_sub(10),
+            KeyCode::PageDown => self.selected = (self.selected + 10).min(last),
+            KeyCode::Home | KeyCode::Char('g') => self.selected = 0,
+            KeyCode::End | KeyCode::Char('G') => self.selected = last,
+            KeyCode::Char('d') => self.detail = !self.detail,
+            KeyCode::Esc => self.detail = false,
+            KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => return self.open(ctx),
+            KeyCode::Char(' ') => return Handled::then(Action::ToggleServer(self.selected)),
+            KeyCode::Char('r') => return Handled::then(Action::Retry(vec![self.selected])),
+            KeyCode::Char('L') => return Handled::then(Action::Show(launch_or_results(ctx))),
+            KeyCode::Char('R') => {
+                let failed = (0..ctx.rows.len())
+                    .filter(|&i| ctx.rows[i].badge(ctx.overrides) == Badge::Error)
+                    .collect();
+                return Handled::then(Action::Retry(failed));
             }
+            _ => return Handled::Ignored,
         }
-        KeyCode::Char('R') => {
-            let failed: Vec<usize> = (0..app.rows.len())
-                .filter(|&i| app.rows[i].badge(&app.overrides) == Badge::Error)
-                .collect();
-            return failed.into_iter().flat_map(|i| app.retry(i)).collect();
-        }
-        _ => {}
+        Handled::done()
     }
-    Vec::new()
+
+    fn commands(&self) -> &'static [Command] {
+        COMMANDS
+    }
+
+    fn is_typing(&self) -> bool {
+        false
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        render(frame, area, self, ctx);
+    }
 }
 
-/// Enter: a failed server shows its error; a checked one opens its tools.
-fn open(app: &mut App) -> Vec<Effect> {
-    let selected = app.preflight.selected;
-    let Some(row) = app.rows.get(selected) else {
-        return Vec::new();
-    };
-    match row.badge(&app.overrides) {
-        Badge::Error => app.preflight.detail = !app.preflight.detail,
-        Badge::Checking => app.say(format!("{} is still being checked", row.label())),
-        _ if row.report().is_some_and(|r| r.has_tools()) => {
-            app.screen = Screen::Server(ServerView::new(selected));
-        }
-        _ => app.say(format!(
-            "{} has no tools to show (it is disabled)",
-            row.label()
-        )),
+/// `L`: launch again only when nothing runs (a first launch, or one where every stack
+/// failed); otherwise show what runs.
+fn launch_or_results(ctx: &Ctx) -> Screen {
+    match ctx.launch {
+        LaunchState::Idle => Screen::Launch,
+        LaunchState::Done { stacks, .. } if stacks.is_empty() => Screen::Launch,
+        _ => Screen::Results,
     }
-    Vec::new()
+}
+
+impl PreflightView {
+    /// Enter: a failed server shows its error; a checked one opens its tools.
+    fn open(&mut self, ctx: &Ctx) -> Handled<Option<Action>> {
+        let Some(row) = ctx.rows.get(self.selected) else {
+            return Handled::done();
+        };
+        let action = match row.badge(ctx.overrides) {
+            Badge::Error => {
+                self.detail = !self.detail;
+                return Handled::done();
+            }
+            Badge::Checking => Action::Say(format!("{} is still being checked", row.label())),
+            _ if row.report().is_some_and(|r| r.has_tools()) => {
+                Action::Show(Screen::Server(ServerView::new(self.selected)))
+            }
+            _ => Action::Say(format!(
+                "{} has no tools to show (it is disabled)",
+                row.label()
+            )),
+        };
+        Handled::then(action)
+    }
 }
 
 /// Draws the screen into `area`.
-pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
+fn render(frame: &mut Frame, area: Rect, view: &PreflightView, app: &Ctx) {
     let header_height = app.stacks.len() as u16 + 1;
-    let detail_height = if app.preflight.detail {
+    let detail_height = if view.detail {
         (area.height / 3).max(6)
     } else {
         0
@@ -127,20 +151,20 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
     ])
     .areas(area);
     render_header(frame, header, app);
-    render_table(frame, table, app);
-    if app.preflight.detail {
-        if let Some(row) = app.rows.get(app.preflight.selected) {
+    render_table(frame, table, app, view.selected);
+    if view.detail {
+        if let Some(row) = app.rows.get(view.selected) {
             render_detail(frame, detail, app, row);
         }
     }
 }
 
-fn render_header(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
+fn render_header(frame: &mut Frame, area: Rect, app: &Ctx) {
+    let t = app.theme;
     let checking = app
         .rows
         .iter()
-        .filter(|r| r.badge(&app.overrides) == Badge::Checking)
+        .filter(|r| r.badge(app.overrides) == Badge::Checking)
         .count();
     let mut title = vec![
         Span::styled(" mcp-launch · preflight ", t.title),
@@ -163,8 +187,8 @@ fn render_header(frame: &mut Frame, area: Rect, app: &App) {
         .map(|s| s.chars().count())
         .max()
         .unwrap_or(0);
-    for stack in &app.stacks {
-        let s = model::totals(app.stack_rows(stack), &app.overrides);
+    for stack in app.stacks {
+        let s = model::totals(app.stack_rows(stack), app.overrides);
         let mut spans = vec![
             Span::styled(format!(" {stack:width$}  "), t.title),
             Span::raw(format!(
@@ -179,7 +203,7 @@ fn render_header(frame: &mut Frame, area: Rect, app: &App) {
         if s.errors > 0 {
             spans.push(Span::styled(format!(" · {} error(s)", s.errors), t.bad));
         }
-        let duplicates = model::duplicate_names(app.stack_rows(stack), &app.overrides);
+        let duplicates = model::duplicate_names(app.stack_rows(stack), app.overrides);
         if !duplicates.is_empty() {
             spans.push(Span::styled(
                 format!(" · {} duplicate name(s)", duplicates.len()),
@@ -209,7 +233,7 @@ const TABLE_CHROME: u16 = 2 + 6;
 
 /// The SERVER column: as wide as the longest name, at most a quarter of the screen (longer names
 /// are cut with `…`), so the notes get the rest.
-fn server_width(app: &App, width: u16) -> u16 {
+fn server_width(app: &Ctx, width: u16) -> u16 {
     let longest = app
         .rows
         .iter()
@@ -234,8 +258,8 @@ fn fit(text: &str, width: usize) -> String {
     clip(text, width)
 }
 
-fn render_table(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
+fn render_table(frame: &mut Frame, area: Rect, app: &Ctx, selected: usize) {
+    let t = app.theme;
     let server = server_width(app, area.width);
     let fixed: u16 = FIXED_COLUMNS.iter().sum();
     let notes_width = area.width.saturating_sub(TABLE_CHROME + fixed + server) as usize;
@@ -253,9 +277,9 @@ fn render_table(frame: &mut Frame, area: Rect, app: &App) {
         .rows
         .iter()
         .map(|row| {
-            let badge = row.badge(&app.overrides);
+            let badge = row.badge(app.overrides);
             let report = row.report();
-            let tools = row.tools(&app.overrides);
+            let tools = row.tools(app.overrides);
             let live: Vec<_> = tools.iter().filter(|l| !l.stale).collect();
             let (tool_cell, token_cell) = match report {
                 Some(r) if r.has_tools() => {
@@ -301,7 +325,7 @@ fn render_table(frame: &mut Frame, area: Rect, app: &App) {
         .highlight_symbol("▸ ")
         .highlight_spacing(HighlightSpacing::Always)
         .block(Block::new().borders(Borders::TOP).border_style(t.dim));
-    let mut state = TableState::new().with_selected(Some(app.preflight.selected));
+    let mut state = TableState::new().with_selected(Some(selected));
     frame.render_stateful_widget(table, area, &mut state);
 }
 
@@ -338,8 +362,8 @@ fn findings(row: &Row, tools: &[ToolLine]) -> Vec<String> {
     notes
 }
 
-fn render_detail(frame: &mut Frame, area: Rect, app: &App, row: &Row) {
-    let t = &app.theme;
+fn render_detail(frame: &mut Frame, area: Rect, app: &Ctx, row: &Row) {
+    let t = app.theme;
     let mut lines: Vec<Line> = Vec::new();
     match row.report() {
         None => lines.push(Line::styled("still checking…", t.dim)),
@@ -364,7 +388,7 @@ fn render_detail(frame: &mut Frame, area: Rect, app: &App, row: &Row) {
                     ]));
                 }
             } else {
-                let warnings = findings(row, &row.tools(&app.overrides));
+                let warnings = findings(row, &row.tools(app.overrides));
                 if warnings.is_empty() {
                     lines.push(Line::styled("no problems", t.good));
                 }
@@ -387,9 +411,4 @@ fn render_detail(frame: &mut Frame, area: Rect, app: &App, row: &Row) {
             .wrap(Wrap { trim: false }),
         area,
     );
-}
-
-/// The status bar's key hints for this screen.
-pub(in crate::tui) fn hints(app: &App) -> Line<'static> {
-    key_hints(HINTS, &app.theme)
 }

@@ -8,9 +8,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::super::app::{App, Screen};
+use super::super::app::Screen;
+use super::super::component::{Action, Command, Component, Ctx, Handled};
 use super::super::msg::{Effect, LaunchMsg};
-use super::super::widgets::{key_hints, spinner};
+use super::super::theme::Theme;
+use super::super::widgets::log_pane::LogPane;
+use super::super::widgets::spinner;
 use crate::launch::events::StackEvent;
 use crate::launch::mask::displayed_key;
 
@@ -57,112 +60,170 @@ pub struct ResultsView {
     pub reveal: bool,
     /// `(stack, message)` of the warnings stacks reported while starting and running.
     pub warnings: Vec<(String, String)>,
+    /// The log pane (fed from the start, shown here).
+    pub logs: LogPane,
 }
 
-/// The keys of this screen, for the help overlay.
-pub const KEYS: &[(&str, &str)] = &[
-    ("tab", "select the next stack"),
-    ("v", "reveal or mask the keys"),
-    ("c", "copy the spec URL and key (OSC 52)"),
-    ("l", "show or hide the log"),
-    ("↑↓ pgup pgdn", "scroll the log"),
-    ("f", "follow the end of the log"),
-    ("w", "wrap or clip long lines"),
-    ("/ n N", "search the log, next older / newer match"),
-    ("S", "save the log to ./.mcp-launch/"),
-    ("esc", "back to the preflight (L returns here)"),
+/// What the keys do.
+const COMMANDS: &[Command] = &[
+    Command::help("tab", "select the next stack"),
+    Command::bar("v", "reveal or mask the keys", &[("v", "key")]),
+    Command::bar("c", "copy the spec URL and key (OSC 52)", &[("c", "copy")]),
+    Command::bar("l", "show or hide the log", &[("l", "log")]),
+    Command::help("↑↓ j k", "scroll the log a line"),
+    Command::help("pgup pgdn", "scroll the log a page"),
+    Command::help("f end", "follow the end of the log"),
+    Command::help("w", "wrap or clip long lines"),
+    Command::bar(
+        "/ n N",
+        "search the log, next older / newer match",
+        &[("/", "search")],
+    ),
+    Command::bar("S", "save the log to ./.mcp-launch/", &[("S", "save")]),
+    Command::help("esc", "back to the preflight (L returns here)"),
 ];
 
-const HINTS: &[(&str, &str)] = &[
-    ("v", "key"),
-    ("c", "copy"),
-    ("l", "log"),
-    ("/", "search"),
-    ("S", "save"),
+/// What the keys do while a search is typed.
+const SEARCH_COMMANDS: &[Command] = &[
+    Command::bar("enter", "find", &[("enter", "find")]),
+    Command::bar("esc", "cancel", &[("esc", "cancel")]),
 ];
 
-/// The keys while typing a search.
-pub const SEARCH_KEYS: &[(&str, &str)] = &[("enter", "find"), ("esc", "cancel")];
+impl Component for ResultsView {
+    fn handle_key(&mut self, key: KeyEvent, ctx: &Ctx) -> Handled<Option<Action>> {
+        if self.logs.searching {
+            return Handled::Consumed(self.on_search_key(key));
+        }
+        if let Some(handled) = self.on_log_key(key.code) {
+            return handled;
+        }
+        let action = match key.code {
+            KeyCode::Tab => {
+                if let LaunchState::Done { stacks, .. } = ctx.launch {
+                    if !stacks.is_empty() {
+                        self.selected = (self.selected + 1) % stacks.len();
+                    }
+                }
+                None
+            }
+            KeyCode::Char('v') => {
+                self.reveal = !self.reveal;
+                None
+            }
+            KeyCode::Esc => Some(Action::Show(Screen::Preflight)),
+            KeyCode::Char('c') => self.copy(ctx),
+            KeyCode::Char('S') => Some(Action::Run(Effect::SaveLog(
+                self.logs.lines.iter().cloned().collect(),
+            ))),
+            _ => return Handled::Ignored,
+        };
+        Handled::Consumed(action)
+    }
 
-pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
-    if app.logs.searching {
+    fn commands(&self) -> &'static [Command] {
+        if self.logs.searching {
+            SEARCH_COMMANDS
+        } else {
+            COMMANDS
+        }
+    }
+
+    fn is_typing(&self) -> bool {
+        self.logs.searching
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        render(frame, area, ctx, self);
+    }
+}
+
+impl ResultsView {
+    fn on_search_key(&mut self, key: KeyEvent) -> Option<Action> {
+        let logs = &mut self.logs;
         match key.code {
             KeyCode::Enter => {
-                app.logs.searching = false;
-                if !app.logs.find(true) {
-                    app.complain(format!("no line matches {:?}", app.logs.search));
+                logs.searching = false;
+                if !logs.find(true) {
+                    return Some(Action::Complain(format!(
+                        "no line matches {:?}",
+                        logs.search
+                    )));
                 }
             }
             KeyCode::Esc => {
-                app.logs.searching = false;
-                app.logs.search.clear();
+                logs.searching = false;
+                logs.search.clear();
             }
             KeyCode::Backspace => {
-                app.logs.search.pop();
+                logs.search.pop();
             }
-            KeyCode::Char(c) => app.logs.search.push(c),
+            KeyCode::Char(c) => logs.search.push(c),
             _ => {}
         }
-        return Vec::new();
+        None
     }
-    let count = match &app.launch {
-        LaunchState::Done { stacks, .. } => stacks.len(),
-        _ => 0,
-    };
-    match key.code {
-        KeyCode::Tab if count > 0 => app.results.selected = (app.results.selected + 1) % count,
-        KeyCode::Char('v') => app.results.reveal = !app.results.reveal,
-        KeyCode::Esc => app.screen = Screen::Preflight,
-        KeyCode::Char('c') => return copy(app),
-        KeyCode::Char('l') => app.logs.visible = !app.logs.visible,
-        KeyCode::Up | KeyCode::Char('k') => app.logs.scroll(-1),
-        KeyCode::Down | KeyCode::Char('j') => app.logs.scroll(1),
-        KeyCode::PageUp => app.logs.scroll(-20),
-        KeyCode::PageDown => app.logs.scroll(20),
-        KeyCode::Char('f') | KeyCode::End => app.logs.follow(),
-        KeyCode::Char('w') => app.logs.wrap = !app.logs.wrap,
-        KeyCode::Char('/') => {
-            app.logs.searching = true;
-            app.logs.search.clear();
-        }
-        KeyCode::Char('n') | KeyCode::Char('N')
-            if !app.logs.find(key.code == KeyCode::Char('n')) =>
-        {
-            app.complain("no further match".into());
-        }
-        KeyCode::Char('S') => {
-            return vec![Effect::SaveLog(app.logs.lines.iter().cloned().collect())];
-        }
-        _ => {}
-    }
-    Vec::new()
-}
 
-/// Launch, log and clipboard news.
-pub(in crate::tui) fn on_news(app: &mut App, news: LaunchMsg) {
-    match news {
-        LaunchMsg::Available(available) => app.available = available,
-        LaunchMsg::Log(line) => app.logs.push(line),
-        LaunchMsg::Stack(event) => {
-            if let StackEvent::Progress { stack, step, .. } = &event {
-                if let LaunchState::Starting(steps) = &mut app.launch {
-                    match steps.iter_mut().find(|(s, _)| s == stack) {
-                        Some(entry) => entry.1.clone_from(step),
-                        None => steps.push((stack.clone(), step.clone())),
+    /// The log pane's keys; `None` for the others.
+    fn on_log_key(&mut self, code: KeyCode) -> Option<Handled<Option<Action>>> {
+        let logs = &mut self.logs;
+        match code {
+            KeyCode::Char('l') => logs.visible = !logs.visible,
+            KeyCode::Up | KeyCode::Char('k') => logs.scroll(-1),
+            KeyCode::Down | KeyCode::Char('j') => logs.scroll(1),
+            KeyCode::PageUp => logs.scroll(-20),
+            KeyCode::PageDown => logs.scroll(20),
+            KeyCode::Char('f') | KeyCode::End => logs.follow(),
+            KeyCode::Char('w') => logs.wrap = !logs.wrap,
+            KeyCode::Char('/') => {
+                logs.searching = true;
+                logs.search.clear();
+            }
+            KeyCode::Char('n' | 'N') if !logs.find(code == KeyCode::Char('n')) => {
+                return Some(Handled::then(Action::Complain("no further match".into())));
+            }
+            KeyCode::Char('n' | 'N') => {}
+            _ => return None,
+        }
+        Some(Handled::done())
+    }
+
+    /// `c`: the selected stack's spec URL and key header, to the clipboard.
+    fn copy(&self, ctx: &Ctx) -> Option<Action> {
+        let LaunchState::Done { stacks, .. } = ctx.launch else {
+            return Some(Action::Complain("nothing to copy yet".into()));
+        };
+        let stack = stacks.get(self.selected)?;
+        Some(Action::Copy {
+            stack: stack.name.clone(),
+            text: format!("{}\nX-API-Key: {}", stack.openapi_url, stack.api_key),
+        })
+    }
+
+    /// Launch and log news.
+    pub(in crate::tui) fn on_news(&mut self, launch: &mut LaunchState, news: LaunchMsg) {
+        match news {
+            LaunchMsg::Log(line) => self.logs.push(line),
+            LaunchMsg::Stack(event) => {
+                if let StackEvent::Progress { stack, step, .. } = &event {
+                    if let LaunchState::Starting(steps) = launch {
+                        match steps.iter_mut().find(|(s, _)| s == stack) {
+                            Some(entry) => entry.1.clone_from(step),
+                            None => steps.push((stack.clone(), step.clone())),
+                        }
                     }
                 }
+                if let StackEvent::Warning { stack, message } = &event {
+                    self.warnings.push((stack.clone(), message.clone()));
+                }
+                self.logs.push(describe_event(&event));
             }
-            if let StackEvent::Warning { stack, message } = &event {
-                app.results.warnings.push((stack.clone(), message.clone()));
+            LaunchMsg::Launched { stacks, errors } => {
+                *launch = LaunchState::Done { stacks, errors };
+                self.selected = 0;
             }
-            app.logs.push(describe_event(&event));
+            // The app's own.
+            LaunchMsg::Available(_) | LaunchMsg::LogSaved(_) => {}
         }
-        LaunchMsg::Launched { stacks, errors } => {
-            app.launch = LaunchState::Done { stacks, errors };
-            app.results.selected = 0;
-        }
-        LaunchMsg::LogSaved(Ok(path)) => app.say(format!("log saved to {path}")),
-        LaunchMsg::LogSaved(Err(e)) => app.complain(format!("could not save the log: {e}")),
     }
 }
 
@@ -175,25 +236,10 @@ fn describe_event(event: &StackEvent) -> String {
     }
 }
 
-/// `c`: the selected stack's spec URL and key header, to the clipboard.
-fn copy(app: &mut App) -> Vec<Effect> {
-    let LaunchState::Done { stacks, .. } = &app.launch else {
-        app.complain("nothing to copy yet".into());
-        return Vec::new();
-    };
-    let Some(stack) = stacks.get(app.results.selected) else {
-        return Vec::new();
-    };
-    let text = format!("{}\nX-API-Key: {}", stack.openapi_url, stack.api_key);
-    let name = stack.name.clone();
-    app.say(format!("copied the spec URL and key of {name} (OSC 52)"));
-    vec![Effect::Copy(text)]
-}
-
-pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
+fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &ResultsView) {
+    let t = app.theme;
     let mut lines = vec![Line::styled(" mcp-launch · results", t.title)];
-    match &app.launch {
+    match app.launch {
         LaunchState::Idle => lines.push(Line::styled(" not launched", t.dim)),
         LaunchState::Starting(steps) => {
             for (stack, step) in steps {
@@ -214,39 +260,7 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
         }
         LaunchState::Done { stacks, errors } => {
             for (i, stack) in stacks.iter().enumerate() {
-                let marker = if i == app.results.selected {
-                    "▸"
-                } else {
-                    " "
-                };
-                lines.push(Line::from(vec![
-                    Span::styled(format!("{marker} {} ", stack.name), t.title),
-                    Span::styled(stack.openapi_url.clone(), t.good),
-                ]));
-                lines.push(Line::from(vec![
-                    Span::styled("    key  ", t.dim),
-                    Span::raw(format!(
-                        "X-API-Key: {}",
-                        displayed_key(&stack.api_key, app.results.reveal)
-                    )),
-                ]));
-                let servers: Vec<String> = stack
-                    .servers
-                    .iter()
-                    .map(|(name, ops)| format!("{name} ({ops})"))
-                    .collect();
-                lines.push(Line::from(vec![
-                    Span::styled("    ops  ", t.dim),
-                    Span::raw(format!("{} — {}", stack.operations, servers.join(", "))),
-                ]));
-                let reported = app
-                    .results
-                    .warnings
-                    .iter()
-                    .filter(|(s, _)| *s == stack.name);
-                for warning in stack.warnings.iter().chain(reported.map(|(_, w)| w)) {
-                    lines.push(Line::styled(format!("    ! {warning}"), t.warn));
-                }
+                lines.extend(stack_lines(stack, i == view.selected, view, t));
             }
             for (stack, message) in errors {
                 lines.push(Line::from(vec![
@@ -258,7 +272,7 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
     }
     let top_height = (lines.len() as u16 + 1).min(area.height / 2).max(3);
     let [top, bottom] = Layout::vertical([
-        Constraint::Length(if app.logs.visible {
+        Constraint::Length(if view.logs.visible {
             top_height
         } else {
             area.height
@@ -267,18 +281,45 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App) {
     ])
     .areas(area);
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), top);
-    if app.logs.visible {
-        app.logs.render(frame, bottom, t);
+    if view.logs.visible {
+        view.logs.render(frame, bottom, t);
     }
 }
 
-pub(in crate::tui) fn hints(app: &App) -> Line<'static> {
-    key_hints(
-        if app.logs.searching {
-            SEARCH_KEYS
-        } else {
-            HINTS
-        },
-        &app.theme,
-    )
+/// A running stack: its spec URL, its key (masked unless revealed), its operations per
+/// server and its warnings.
+fn stack_lines(
+    stack: &StackResult,
+    selected: bool,
+    view: &ResultsView,
+    t: &Theme,
+) -> Vec<Line<'static>> {
+    let marker = if selected { "▸" } else { " " };
+    let servers: Vec<String> = stack
+        .servers
+        .iter()
+        .map(|(name, ops)| format!("{name} ({ops})"))
+        .collect();
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(format!("{marker} {} ", stack.name), t.title),
+            Span::styled(stack.openapi_url.clone(), t.good),
+        ]),
+        Line::from(vec![
+            Span::styled("    key  ", t.dim),
+            Span::raw(format!(
+                "X-API-Key: {}",
+                displayed_key(&stack.api_key, view.reveal)
+            )),
+        ]),
+        Line::from(vec![
+            Span::styled("    ops  ", t.dim),
+            Span::raw(format!("{} — {}", stack.operations, servers.join(", "))),
+        ]),
+    ];
+    let reported = view.warnings.iter().filter(|(s, _)| *s == stack.name);
+    for warning in stack.warnings.iter().chain(reported.map(|(_, w)| w)) {
+        lines.push(Line::styled(format!("    ! {warning}"), t.warn));
+    }
+    lines
 }

@@ -17,14 +17,15 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use crate::catalog::{Edit, CHATGPT_DESCRIPTION_LIMIT};
+use crate::catalog::CHATGPT_DESCRIPTION_LIMIT;
 
-use super::super::app::{App, Screen};
+use super::super::app::Screen;
+use super::super::component::{Action, Command, Component, Ctx, Handled};
 use super::super::fuzzy;
-use super::super::model::ToolLine;
-use super::super::msg::Effect;
-use super::super::rewrite::{self, Rewrite};
-use super::super::widgets::{badge_span, key_hints, typing_hints};
+use super::super::model::{Row, ToolLine};
+use super::super::rewrite::Rewrite;
+use super::super::theme::Theme;
+use super::super::widgets::badge_span;
 use super::describe;
 use crate::output::thousands;
 
@@ -56,49 +57,57 @@ impl ServerView {
     }
 }
 
-/// The keys of this screen, for the help overlay.
-pub const KEYS: &[(&str, &str)] = &[
-    ("↑↓ j k", "move"),
-    ("pgup pgdn g G", "page, first, last"),
-    ("space", "allow or deny the tool"),
-    ("a", "allow every tool shown"),
-    ("n", "deny every tool shown"),
-    ("/", "filter by name (fuzzy)"),
-    ("v", "mark: t T x R d act on all marked"),
-    ("V", "mark every tool shown, or none"),
-    ("enter d", "descriptions: diff, edit, trim"),
-    ("i", "edit the description here"),
-    ("E", "edit it in $VISUAL / $EDITOR"),
-    ("t", "trim to 300 chars at a word"),
-    ("T", "cut to 300 chars"),
-    ("x", "clear (an empty description)"),
-    ("R", "reset to the server's description"),
-    ("e", "enable or disable the server"),
-    ("esc ← h", "clear filter, then marks; back"),
+/// What the keys do while the list has them.
+const COMMANDS: &[Command] = &[
+    Command::help("↑↓ j k", "move"),
+    Command::help("pgup pgdn", "page"),
+    Command::help("g G home end", "first, last"),
+    Command::bar(
+        "space",
+        "allow or deny the tool",
+        &[("space", "allow/deny")],
+    ),
+    Command::help("a", "allow every tool shown"),
+    Command::help("n", "deny every tool shown"),
+    Command::bar("/", "filter by name (fuzzy)", &[("/", "filter")]),
+    Command::bar("v", "mark: t T x R d act on all marked", &[("v", "mark")]),
+    Command::help("V", "mark every tool shown, or none"),
+    Command::bar(
+        "enter d",
+        "descriptions: diff, edit, trim",
+        &[("d", "describe")],
+    ),
+    Command::help("i", "edit the description here"),
+    Command::help("E", "edit it in $VISUAL / $EDITOR"),
+    Command::help("t", "trim to 300 chars at a word"),
+    Command::help("T", "cut to 300 chars"),
+    Command::help("x", "clear (an empty description)"),
+    Command::help("R", "reset to the server's description"),
+    Command::help("e", "enable or disable the server"),
+    Command::bar(
+        "esc ← h",
+        "clear filter, then marks; back",
+        &[("esc", "back")],
+    ),
 ];
 
-/// The few keys the status bar names.
-const HINTS: &[(&str, &str)] = &[
-    ("space", "allow/deny"),
-    ("/", "filter"),
-    ("v", "mark"),
-    ("d", "describe"),
-    ("esc", "back"),
-];
-
-/// The keys while typing a filter.
-pub const FILTER_KEYS: &[(&str, &str)] = &[
-    ("enter", "keep the filter"),
-    ("esc", "clear the filter"),
-    ("backspace", "delete a character"),
+/// What the keys do while a filter is typed.
+const FILTER_COMMANDS: &[Command] = &[
+    Command::bar("enter", "keep the filter", &[("enter", "keep the filter")]),
+    Command::bar("esc", "clear the filter", &[("esc", "clear the filter")]),
+    Command::bar(
+        "backspace",
+        "delete a character",
+        &[("backspace", "delete a character")],
+    ),
 ];
 
 /// The tools shown: all of the server's, or those matching the filter, best match first.
-pub fn visible_tools(app: &App, view: &ServerView) -> Vec<ToolLine> {
-    let Some(row) = app.rows.get(view.row) else {
+pub fn visible_tools(ctx: &Ctx, view: &ServerView) -> Vec<ToolLine> {
+    let Some(row) = ctx.rows.get(view.row) else {
         return Vec::new();
     };
-    let tools = row.tools(&app.overrides);
+    let tools = row.tools(ctx.overrides);
     if view.filter.is_empty() {
         return tools;
     }
@@ -112,9 +121,9 @@ pub fn visible_tools(app: &App, view: &ServerView) -> Vec<ToolLine> {
 
 /// The tools description rewrites act on: the marked ones (in the server's order, whether the
 /// filter shows them or not), else the selected one. Stale tools have no description.
-pub fn targets(app: &App, view: &ServerView) -> Vec<String> {
+pub fn targets(ctx: &Ctx, view: &ServerView) -> Vec<String> {
     if view.marked.is_empty() {
-        return visible_tools(app, view)
+        return visible_tools(ctx, view)
             .into_iter()
             .nth(view.selected)
             .filter(|t| !t.stale)
@@ -122,210 +131,252 @@ pub fn targets(app: &App, view: &ServerView) -> Vec<String> {
             .into_iter()
             .collect();
     }
-    let Some(row) = app.rows.get(view.row) else {
+    let Some(row) = ctx.rows.get(view.row) else {
         return Vec::new();
     };
-    row.tools(&app.overrides)
+    row.tools(ctx.overrides)
         .into_iter()
         .filter(|t| !t.stale && view.marked.contains(&t.name))
         .map(|t| t.name)
         .collect()
 }
 
-pub(in crate::tui) fn on_key(app: &mut App, key: KeyEvent) -> Vec<Effect> {
-    let Screen::Server(view) = &app.screen else {
-        return Vec::new();
-    };
-    let mut view = view.clone();
-    let effects = if view.filtering {
-        on_filter_key(&mut view, key);
-        Vec::new()
-    } else {
-        on_list_key(app, &mut view, key)
-    };
-    let count = visible_tools(app, &view).len();
-    view.selected = view.selected.min(count.saturating_sub(1));
-    if let Screen::Server(current) = &mut app.screen {
-        *current = view;
+impl Component for ServerView {
+    fn handle_key(&mut self, key: KeyEvent, ctx: &Ctx) -> Handled<Option<Action>> {
+        let handled = if self.filtering {
+            self.on_filter_key(key);
+            Handled::done()
+        } else {
+            self.on_list_key(key, ctx)
+        };
+        let count = visible_tools(ctx, self).len();
+        self.selected = self.selected.min(count.saturating_sub(1));
+        handled
     }
-    effects
-}
 
-fn on_filter_key(view: &mut ServerView, key: KeyEvent) {
-    match key.code {
-        KeyCode::Enter => view.filtering = false,
-        KeyCode::Esc => {
-            view.filtering = false;
-            view.filter.clear();
+    fn commands(&self) -> &'static [Command] {
+        if self.filtering {
+            FILTER_COMMANDS
+        } else {
+            COMMANDS
         }
-        KeyCode::Backspace => {
-            view.filter.pop();
-        }
-        KeyCode::Char(c) => {
-            view.filter.push(c);
-            view.selected = 0;
-        }
-        _ => {}
+    }
+
+    fn is_typing(&self) -> bool {
+        self.filtering
+    }
+
+    fn render(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        render(frame, area, ctx, self);
     }
 }
 
-fn on_list_key(app: &mut App, view: &mut ServerView, key: KeyEvent) -> Vec<Effect> {
-    let tools = visible_tools(app, view);
-    match key.code {
-        KeyCode::Up | KeyCode::Char('k') => view.selected = view.selected.saturating_sub(1),
-        KeyCode::Down | KeyCode::Char('j') => view.selected += 1,
-        KeyCode::PageUp => view.selected = view.selected.saturating_sub(10),
-        KeyCode::PageDown => view.selected += 10,
-        KeyCode::Home | KeyCode::Char('g') => view.selected = 0,
-        KeyCode::End | KeyCode::Char('G') => view.selected = tools.len().saturating_sub(1),
-        KeyCode::Char('/') => view.filtering = true,
-        KeyCode::Esc if !view.filter.is_empty() => view.filter.clear(),
-        KeyCode::Esc if !view.marked.is_empty() => view.marked.clear(),
-        KeyCode::Esc | KeyCode::Backspace | KeyCode::Left | KeyCode::Char('h') => {
-            app.screen = Screen::Preflight;
+/// A stale tool cannot be changed.
+fn stale(tool: &ToolLine) -> Action {
+    Action::Say(format!(
+        "{} is stale: the server no longer offers it",
+        tool.name
+    ))
+}
+
+impl ServerView {
+    fn on_filter_key(&mut self, key: KeyEvent) {
+        match key.code {
+            KeyCode::Enter => self.filtering = false,
+            KeyCode::Esc => {
+                self.filtering = false;
+                self.filter.clear();
+            }
+            KeyCode::Backspace => {
+                self.filter.pop();
+            }
+            KeyCode::Char(c) => {
+                self.filter.push(c);
+                self.selected = 0;
+            }
+            _ => {}
         }
-        KeyCode::Char(' ') => {
-            let Some(tool) = tools.get(view.selected) else {
-                return Vec::new();
-            };
+    }
+
+    fn on_list_key(&mut self, key: KeyEvent, ctx: &Ctx) -> Handled<Option<Action>> {
+        let tools = visible_tools(ctx, self);
+        if self.move_selection(key.code, tools.len()) {
+            return Handled::done();
+        }
+        let action = match key.code {
+            KeyCode::Char('/') => {
+                self.filtering = true;
+                None
+            }
+            KeyCode::Esc if !self.filter.is_empty() => {
+                self.filter.clear();
+                None
+            }
+            KeyCode::Esc if !self.marked.is_empty() => {
+                self.marked.clear();
+                None
+            }
+            KeyCode::Esc | KeyCode::Backspace | KeyCode::Left | KeyCode::Char('h') => {
+                Some(Action::Show(Screen::Preflight))
+            }
+            KeyCode::Char(' ' | 'a' | 'n') => self.allow_or_deny(key.code, &tools),
+            KeyCode::Char('e') => Some(Action::ToggleServer(self.row)),
+            KeyCode::Char('v' | 'V') => self.mark(key.code, &tools),
+            KeyCode::Enter | KeyCode::Char('d' | 'i' | 'E') => self.describe(key.code, &tools, ctx),
+            // t T x R: on the marked tools, else the selected one.
+            KeyCode::Char(c) => match Rewrite::for_key(c) {
+                Some(rewrite) => Some(Action::Rewrite {
+                    row: self.row,
+                    tools: targets(ctx, self),
+                    rewrite,
+                }),
+                None => return Handled::Ignored,
+            },
+            _ => return Handled::Ignored,
+        };
+        Handled::Consumed(action)
+    }
+
+    /// ↑↓ j k, pages, first and last among `count` tools; false for any other key.
+    fn move_selection(&mut self, code: KeyCode, count: usize) -> bool {
+        match code {
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => self.selected += 1,
+            KeyCode::PageUp => self.selected = self.selected.saturating_sub(10),
+            KeyCode::PageDown => self.selected += 10,
+            KeyCode::Home | KeyCode::Char('g') => self.selected = 0,
+            KeyCode::End | KeyCode::Char('G') => self.selected = count.saturating_sub(1),
+            _ => return false,
+        }
+        true
+    }
+
+    /// space: the selected tool; `a` allows and `n` denies every tool shown.
+    fn allow_or_deny(&self, code: KeyCode, tools: &[ToolLine]) -> Option<Action> {
+        let (names, allow) = if code == KeyCode::Char(' ') {
+            let tool = tools.get(self.selected)?;
             if tool.stale {
-                app.say(format!(
-                    "{} is stale: the server no longer offers it",
-                    tool.name
-                ));
-                return Vec::new();
+                return Some(stale(tool));
             }
-            return set_allowed(
-                app,
-                view.row,
-                std::slice::from_ref(&tool.name),
-                !tool.allowed,
-            );
-        }
-        KeyCode::Char('a') | KeyCode::Char('n') => {
-            let names: Vec<String> = tools
+            (vec![tool.name.clone()], !tool.allowed)
+        } else {
+            let names = tools
                 .iter()
                 .filter(|t| !t.stale)
                 .map(|t| t.name.clone())
                 .collect();
-            return set_allowed(app, view.row, &names, key.code == KeyCode::Char('a'));
-        }
-        KeyCode::Char('e') => return app.toggle_server(view.row),
-        KeyCode::Char('v') => match tools.get(view.selected) {
-            Some(tool) if tool.stale => app.say(format!("{} is stale: nothing to mark", tool.name)),
-            Some(tool) => {
-                if !view.marked.remove(&tool.name) {
-                    view.marked.insert(tool.name.clone());
-                }
-                view.selected += 1;
-            }
-            None => {}
-        },
-        KeyCode::Char('V') if view.marked.is_empty() => {
-            view.marked = tools
-                .iter()
-                .filter(|t| !t.stale)
-                .map(|t| t.name.clone())
-                .collect();
-        }
-        KeyCode::Char('V') => view.marked.clear(),
-        KeyCode::Enter | KeyCode::Char('d') => {
-            let targets = targets(app, view);
-            if targets.is_empty() {
-                app.say("no tool to describe here".into());
+            (names, code == KeyCode::Char('a'))
+        };
+        Some(Action::SetAllowed {
+            row: self.row,
+            tools: names,
+            allow,
+        })
+    }
+
+    /// `v` marks or unmarks the selected tool and moves on; `V` marks every tool shown, or
+    /// none.
+    fn mark(&mut self, code: KeyCode, tools: &[ToolLine]) -> Option<Action> {
+        if code == KeyCode::Char('V') {
+            self.marked = if self.marked.is_empty() {
+                tools
+                    .iter()
+                    .filter(|t| !t.stale)
+                    .map(|t| t.name.clone())
+                    .collect()
             } else {
-                let focused = tools
-                    .get(view.selected)
-                    .and_then(|t| targets.iter().position(|n| *n == t.name))
-                    .unwrap_or(0);
-                describe::open(app, view.clone(), targets, focused, false);
-            }
+                BTreeSet::new()
+            };
+            return None;
         }
-        KeyCode::Char('i') | KeyCode::Char('E') => match tools.get(view.selected) {
-            Some(tool) if tool.stale => app.say(format!(
-                "{} is stale: the server no longer offers it",
+        let tool = tools.get(self.selected)?;
+        if tool.stale {
+            return Some(Action::Say(format!(
+                "{} is stale: nothing to mark",
                 tool.name
-            )),
-            Some(tool) if key.code == KeyCode::Char('E') => {
-                return describe::edit_externally(view.row, tool)
-            }
-            Some(tool) => {
+            )));
+        }
+        if !self.marked.remove(&tool.name) {
+            self.marked.insert(tool.name.clone());
+        }
+        self.selected += 1;
+        None
+    }
+
+    /// enter/`d`: the descriptions screen on the marked or selected tools; `i` straight into
+    /// its editor on the selected one; `E` the external editor on it.
+    fn describe(&self, code: KeyCode, tools: &[ToolLine], ctx: &Ctx) -> Option<Action> {
+        let selected = tools.get(self.selected);
+        let mut targets = targets(ctx, self);
+        let edit = match code {
+            KeyCode::Char('i' | 'E') => {
+                let tool = selected?;
+                if tool.stale {
+                    return Some(stale(tool));
+                }
+                if code == KeyCode::Char('E') {
+                    return Some(describe::edit_externally(self.row, tool));
+                }
                 // The marked tools stay listed when the selected one is among them.
-                let mut targets = targets(app, view);
                 if !targets.contains(&tool.name) {
                     targets = vec![tool.name.clone()];
                 }
-                let focused = targets.iter().position(|n| *n == tool.name).unwrap_or(0);
-                describe::open(app, view.clone(), targets, focused, true);
+                true
             }
-            None => {}
-        },
-        // t T x R: on the marked tools, else the selected one.
-        KeyCode::Char(c) => {
-            if let Some(rewrite) = Rewrite::for_key(c) {
-                let targets = targets(app, view);
-                return rewrite::rewrite(app, view.row, &targets, &rewrite);
-            }
-        }
-        _ => {}
+            _ if targets.is_empty() => return Some(Action::Say("no tool to describe here".into())),
+            _ => false,
+        };
+        let focused = selected
+            .and_then(|t| targets.iter().position(|n| *n == t.name))
+            .unwrap_or(0);
+        let view = describe::open(ctx, self.clone(), targets, focused, edit);
+        Some(Action::Show(Screen::Describe(view)))
     }
-    Vec::new()
 }
 
-/// Allows or denies `names` of the server in row `row`; asks to save.
-fn set_allowed(app: &mut App, row: usize, names: &[String], allow: bool) -> Vec<Effect> {
-    let Some(r) = app.rows.get(row) else {
-        return Vec::new();
-    };
-    if names.is_empty() {
-        return Vec::new();
-    }
-    let (stack, server, tools) = (r.entry.stack.clone(), r.entry.name.clone(), names.to_vec());
-    let edit = if allow {
-        Edit::Allow {
-            stack,
-            server,
-            tools,
-            only: false,
-        }
-    } else {
-        Edit::Deny {
-            stack,
-            server,
-            tools,
-        }
-    };
-    let (changes, save) = app.edit(vec![edit]);
-    let changed = changes.iter().filter(|c| c.changed).count();
-    let verb = if allow { "allowed" } else { "denied" };
-    app.say(match names {
-        [one] => format!("{one} {verb}"),
-        _ => format!("{changed} tool(s) {verb}"),
-    });
-    vec![save]
-}
-
-pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &ServerView) {
-    let t = &app.theme;
+fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &ServerView) {
     let Some(row) = app.rows.get(view.row) else {
         return;
     };
     let tools = visible_tools(app, view);
-    let all = row.tools(&app.overrides);
-    let live: Vec<&ToolLine> = all.iter().filter(|l| !l.stale).collect();
-    let allowed: Vec<&&ToolLine> = live.iter().filter(|l| l.allowed).collect();
-    let before: usize = live.iter().filter_map(|l| l.tokens).sum();
-    let after: usize = allowed.iter().filter_map(|l| l.tokens).sum();
-    let disabled = app.overrides.is_disabled(&row.entry);
     let [header, filter, body] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Min(3),
     ])
     .areas(area);
-    let title = Line::from(vec![
+    frame.render_widget(Paragraph::new(title(app, row)), header);
+    frame.render_widget(
+        Paragraph::new(filter_line(app.theme, view, tools.len())),
+        filter,
+    );
+    let [list, preview] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
+    render_list(frame, list, app.theme, view, &tools);
+    let block = Block::new()
+        .borders(Borders::TOP)
+        .border_style(app.theme.dim)
+        .title(Span::styled(" description ", app.theme.dim));
+    frame.render_widget(
+        Paragraph::new(preview_lines(app.theme, view, tools.get(view.selected)))
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        preview,
+    );
+}
+
+/// The server, its badge, the tools allowed and their tokens before and after.
+fn title(app: &Ctx, row: &Row) -> Line<'static> {
+    let t = app.theme;
+    let all = row.tools(app.overrides);
+    let live: Vec<&ToolLine> = all.iter().filter(|l| !l.stale).collect();
+    let allowed: Vec<&&ToolLine> = live.iter().filter(|l| l.allowed).collect();
+    let before: usize = live.iter().filter_map(|l| l.tokens).sum();
+    let after: usize = allowed.iter().filter_map(|l| l.tokens).sum();
+    let disabled = app.overrides.is_disabled(&row.entry);
+    Line::from(vec![
         Span::styled(format!(" {} ", row.label()), t.title),
-        badge_span(row.badge(&app.overrides), app.tick, t),
+        badge_span(row.badge(app.overrides), app.tick, t),
         Span::raw(format!(
             " {}/{} tools allowed · {} → {} tokens",
             allowed.len(),
@@ -338,28 +389,32 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &Se
         } else {
             Span::raw("")
         },
-    ]);
-    frame.render_widget(Paragraph::new(title), header);
-    let mut filter_line = if view.filtering || !view.filter.is_empty() {
+    ])
+}
+
+/// The filter (or how to start one) and the marks.
+fn filter_line(t: &Theme, view: &ServerView, matches: usize) -> Line<'static> {
+    let mut line = if view.filtering || !view.filter.is_empty() {
         let cursor = if view.filtering { "▏" } else { "" };
         Line::from(vec![
             Span::styled(" filter /", t.key),
             Span::raw(format!("{}{cursor}", view.filter)),
-            Span::styled(format!("  {} match(es)", tools.len()), t.dim),
+            Span::styled(format!("  {matches} match(es)"), t.dim),
         ])
     } else {
         Line::styled(" / to filter", t.dim)
     };
     if !view.marked.is_empty() {
-        filter_line.push_span(Span::styled(
+        line.push_span(Span::styled(
             format!(" · {} marked (esc unmarks)", view.marked.len()),
             t.warn,
         ));
     }
-    frame.render_widget(Paragraph::new(filter_line), filter);
+    line
+}
 
-    let [list, preview] =
-        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
+/// The tools shown: allowed or not, marked, overridden or stale, their tokens.
+fn render_list(frame: &mut Frame, area: Rect, t: &Theme, view: &ServerView, tools: &[ToolLine]) {
     let rows: Vec<TableRow> = tools
         .iter()
         .map(|tool| {
@@ -403,9 +458,12 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &Se
             .border_style(t.dim),
     );
     let mut state = TableState::new().with_selected(Some(view.selected));
-    frame.render_stateful_widget(table, list, &mut state);
+    frame.render_stateful_widget(table, area, &mut state);
+}
 
-    let preview_lines = match tools.get(view.selected) {
+/// The selected tool's description as clients see it, with its count against the limit.
+fn preview_lines(t: &Theme, view: &ServerView, selected: Option<&ToolLine>) -> Vec<Line<'static>> {
+    match selected {
         None if view.filter.is_empty() => vec![Line::styled("no tools", t.dim)],
         None => vec![Line::styled("no tool matches the filter", t.dim)],
         Some(tool) if tool.stale => vec![Line::styled(
@@ -419,40 +477,20 @@ pub(in crate::tui) fn render(frame: &mut Frame, area: Rect, app: &App, view: &Se
             } else {
                 t.dim
             };
+            let overridden = if tool.overridden {
+                " · overridden"
+            } else {
+                ""
+            };
             let mut lines = vec![Line::from(vec![
                 Span::styled(
                     format!("{count}/{CHATGPT_DESCRIPTION_LIMIT} chars"),
                     count_style,
                 ),
-                Span::styled(
-                    if tool.overridden {
-                        " · overridden"
-                    } else {
-                        ""
-                    },
-                    t.warn,
-                ),
+                Span::styled(overridden, t.warn),
             ])];
             lines.extend(tool.description.lines().map(|l| Line::raw(l.to_string())));
             lines
         }
-    };
-    let block = Block::new()
-        .borders(Borders::TOP)
-        .border_style(t.dim)
-        .title(Span::styled(" description ", t.dim));
-    frame.render_widget(
-        Paragraph::new(preview_lines)
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        preview,
-    );
-}
-
-pub(in crate::tui) fn hints(app: &App, view: &ServerView) -> Line<'static> {
-    if view.filtering {
-        typing_hints(FILTER_KEYS, &app.theme)
-    } else {
-        key_hints(HINTS, &app.theme)
     }
 }

@@ -136,22 +136,23 @@ fn results_show_progress_then_stacks_and_the_log() {
     type_text(&mut app, "line 1");
     press(&mut app, &[KeyCode::Enter]);
     assert_eq!(
-        app.logs
+        app.results
+            .logs
             .pinned
-            .map(|i| app.logs.lines[i].clone())
+            .map(|i| app.results.logs.lines[i].clone())
             .as_deref(),
         Some("[mcpo#a] line 19")
     );
     snapshot("results_log_search", &app);
     press(&mut app, &[KeyCode::Char('f')]);
-    assert_eq!(app.logs.pinned, None);
+    assert_eq!(app.results.logs.pinned, None);
 
     let effects = press(&mut app, &[KeyCode::Char('S')]);
     assert!(
-        matches!(effects.as_slice(), [Effect::SaveLog(lines)] if lines.len() == app.logs.lines.len())
+        matches!(effects.as_slice(), [Effect::SaveLog(lines)] if lines.len() == app.results.logs.lines.len())
     );
     press(&mut app, &[KeyCode::Char('l')]);
-    assert!(!app.logs.visible);
+    assert!(!app.results.logs.visible);
 
     // Esc goes back to the preflight; L returns to what runs (no second launch).
     press(&mut app, &[KeyCode::Esc]);

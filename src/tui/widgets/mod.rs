@@ -10,8 +10,10 @@ use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row as TableRow, Table};
 use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
 
 use super::app::App;
+use super::component::Command;
 use super::model::Badge;
 use super::theme::Theme;
 
@@ -33,16 +35,16 @@ pub fn badge_span(badge: Badge, tick: u64, t: &Theme) -> Span<'static> {
     }
 }
 
-/// `key action · key action …`, then `? help · q quit`.
-pub fn key_hints(keys: &[(&str, &str)], t: &Theme) -> Line<'static> {
-    let always: &[(&str, &str)] = &[("?", "help"), ("q", "quit")];
-    hints_line(keys.iter().chain(always), t)
-}
-
-/// `key action · key action …` without `? help · q quit`: while text is typed, `?` and `q`
-/// are letters, so naming them as commands would mislead.
-pub fn typing_hints(keys: &[(&str, &str)], t: &Theme) -> Line<'static> {
-    hints_line(keys.iter(), t)
+/// The status bar's hints: what `commands` name for it, then `? help · q quit` — except while
+/// text is `typing`: `?` and `q` are letters then, so naming them as commands would mislead.
+pub fn status_hints(commands: &[Command], typing: bool, t: &Theme) -> Line<'static> {
+    let always: &[(&str, &str)] = if typing {
+        &[]
+    } else {
+        &[("?", "help"), ("q", "quit")]
+    };
+    let named = commands.iter().flat_map(|c| c.bar.iter());
+    hints_line(named.chain(always), t)
 }
 
 fn hints_line<'k>(keys: impl Iterator<Item = &'k (&'k str, &'k str)>, t: &Theme) -> Line<'static> {
@@ -77,16 +79,28 @@ pub fn render_status_bar(frame: &mut Frame, area: Rect, app: &App, hints: Line<'
     frame.render_widget(Paragraph::new(line), area);
 }
 
+/// The help's keys column.
+const HELP_KEYS_WIDTH: u16 = 15;
+
 /// The `?` overlay: the current screen's keys and the global ones, centred.
-pub fn render_help(frame: &mut Frame, area: Rect, app: &App, keys: &[(&str, &str)]) {
-    let t = &app.theme;
+pub fn render_help(frame: &mut Frame, area: Rect, t: &Theme, commands: &[Command]) {
     let global: &[(&str, &str)] = &[
         ("?", "close this help"),
         ("q / ctrl-c", "quit (asks first)"),
     ];
-    let rows: Vec<TableRow> = keys
+    let entries: Vec<(&str, &str)> = commands
         .iter()
-        .chain(global)
+        .map(|c| (c.keys, c.help))
+        .chain(global.iter().copied())
+        .collect();
+    // As wide as the longest line needs (keys column, gap, text, borders), at least 60.
+    let widest = entries
+        .iter()
+        .map(|(_, action)| HELP_KEYS_WIDTH + 1 + action.width() as u16 + 2)
+        .max()
+        .unwrap_or(0);
+    let rows: Vec<TableRow> = entries
+        .into_iter()
         .map(|(key, action)| {
             TableRow::new(vec![
                 Span::styled(key.to_string(), t.key),
@@ -95,7 +109,7 @@ pub fn render_help(frame: &mut Frame, area: Rect, app: &App, keys: &[(&str, &str
         })
         .collect();
     let height = (rows.len() as u16 + 2).min(area.height);
-    let width = 60.min(area.width);
+    let width = widest.max(60).min(area.width);
     let [popup] = Layout::horizontal([Constraint::Length(width)])
         .flex(Flex::Center)
         .areas(area);
@@ -103,7 +117,11 @@ pub fn render_help(frame: &mut Frame, area: Rect, app: &App, keys: &[(&str, &str
         .flex(Flex::Center)
         .areas(popup);
     frame.render_widget(Clear, popup);
-    let table = Table::new(rows, [Constraint::Length(15), Constraint::Fill(1)]).block(
+    let table = Table::new(
+        rows,
+        [Constraint::Length(HELP_KEYS_WIDTH), Constraint::Fill(1)],
+    )
+    .block(
         Block::new()
             .borders(Borders::ALL)
             .border_style(t.dim)
