@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::{ServerEntry, ServerSpec};
 use crate::duration::Setting;
-use crate::process::{spawn_service, Exit, LineSink, ProcessGuard, SpawnError, SpawnSpec};
+use crate::process::{spawn_service, Exit, LineSink, Masker, ProcessGuard, SpawnError, SpawnSpec};
 
 /// Environment variable naming the mcpo executable (else `mcpo` on `PATH`).
 pub const MCPO_ENV: &str = "MCP_LAUNCH_MCPO";
@@ -248,7 +248,7 @@ impl McpoLaunch {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn spawn_spec(&self) -> SpawnSpec {
+    fn spawn_spec(&self, masker: &Masker) -> SpawnSpec {
         SpawnSpec {
             program: self.program.display().to_string(),
             args: vec![
@@ -264,19 +264,23 @@ impl McpoLaunch {
             // Unbuffered, so its log lines reach us (and the user) as they happen.
             env: vec![("PYTHONUNBUFFERED".into(), "1".into())],
             cwd: None,
+            // mcpo passes its servers' stderr through and logs each call's arguments.
+            masker: masker.clone(),
         }
     }
 }
 
 /// Starts mcpo and waits until it answers, calling `progress` with the seconds waited about
-/// once a second. On failure its process group is gone.
+/// once a second. Its output is masked by `masker` before anything stores or shows it. On
+/// failure its process group is gone.
 pub async fn start(
     launch: &McpoLaunch,
     client: &reqwest::Client,
+    masker: &Masker,
     sink: LineSink,
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<ProcessGuard, ControllerError> {
-    let guard = spawn_service(&launch.spawn_spec(), sink)?;
+    let guard = spawn_service(&launch.spawn_spec(masker), sink)?;
     let started = Instant::now();
     let url = format!("{}/openapi.json", launch.base_url());
     let mut exit = guard.exit_watch();

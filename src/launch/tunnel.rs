@@ -234,7 +234,7 @@ fn spawn_spec(spec: &TunnelSpec) -> SpawnSpec {
         program: spec.program.to_string_lossy().into_owned(),
         args: cloudflared_args(spec),
         env,
-        cwd: None,
+        ..SpawnSpec::default()
     }
 }
 

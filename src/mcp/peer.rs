@@ -103,7 +103,12 @@ impl Peer {
             );
         }
         tracing::debug!(id, method, "→ request");
-        tracing::trace!(params = %params.as_ref().map(|p| p.to_string()).unwrap_or_default(), "→ params");
+        // Only the size: a call's arguments may hold anything, credentials included, and trace
+        // logs end up in files and bug reports.
+        tracing::trace!(
+            bytes = params.as_ref().map_or(0, |p| p.to_string().len()),
+            "→ params"
+        );
         let message = message::request(id, method, params);
         let sent = tokio::time::timeout_at(deadline, self.outbox.send(message)).await;
         match sent {

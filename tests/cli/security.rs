@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::util::{everything, Cmd};
+use crate::util::{everything, fault, Cmd};
 
 /// A third-party server never receives our own secrets: `MCP_LAUNCH_API_KEY` and
 /// `TUNNEL_TOKEN` are withheld from every child (cloudflared alone is handed the token). It
@@ -328,4 +328,82 @@ fn auto_prefers_the_native_controller_on_a_shared_host() {
         "native"
     );
     crate::launch_util::terminate(up, &state);
+}
+
+/// Whatever a config hands a server (its `env` values, whatever their names) and whatever a
+/// client sends a tool never reaches a log, a warning or an error: a server that prints its
+/// connection string, one that fails quoting it, and mcpo logging each call's arguments at
+/// INFO are all masked before the stderr rings store their lines.
+#[test]
+fn server_secrets_and_call_arguments_stay_out_of_logs_and_warnings() {
+    let mut good = fault(&["--print-env", "CONN_STRING"]);
+    good["env"] = json!({"CONN_STRING": "conn-s3cret-value"});
+    let bad = json!({
+        "command": "sh", "args": ["-c", "echo \"cannot reach $DB_URL\" >&2; exit 1"],
+        "env": {"DB_URL": "postgres://u:pw-s3cret@h/db"},
+    });
+    let cmd = crate::launch_util::project(&[("a.json", json!({"good": good, "bad": bad}))]);
+    let up = cmd
+        .cmd()
+        .args(["up", "--config", "a.json", "--tunnel", "none"])
+        .args(["--controller", "mcpo", "--log-file", "up.log", "-v"])
+        .args(["--port", &crate::util::free_port().to_string()])
+        .stderr_any()
+        .spawn();
+    let state = crate::launch_util::wait_ready(&up, cmd.dir(), 1);
+    let a = crate::launch_util::stack(&state, "a");
+    let url = format!("http://127.0.0.1:{}/good/echo", a["port"]);
+    let key = a["api_key"].as_str().unwrap();
+    let (status, body) = crate::launch_util::http(
+        "POST",
+        &url,
+        &[("X-API-Key", key)],
+        Some(json!({"message": "argument-s3cret"})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let log_path = cmd.path("up.log");
+    // mcpo's log line travels through a pipe and our reader: poll for it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read_to_string(&log_path).is_ok_and(|l| l.contains("with args: ****")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "mcpo's call line never reached the log"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = crate::launch_util::terminate(up, &state);
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("CONN_STRING=****"), "{log}");
+    assert!(
+        out.stderr.contains("cannot reach ****"),
+        "{}",
+        out.stderr
+    );
+    for (what, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("log", &log),
+    ] {
+        assert!(!text.contains("s3cret"), "{what}: {text}");
+    }
+}
+
+/// At trace level (`-vvv`) the log shows neither a call's arguments nor a server's raw stderr.
+#[test]
+fn trace_logs_hold_no_arguments_and_no_unmasked_stderr() {
+    let mut good = fault(&["--print-env", "CONN_STRING"]);
+    good["env"] = json!({"CONN_STRING": "conn-s3cret-value"});
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"good": good}}));
+    let out = cmd
+        .args(["call", "good", "echo", r#"{"message": "argument-s3cret"}"#])
+        .args(["-vvv", "--log-file", "call.log"])
+        .stderr_any()
+        .run();
+    let log = std::fs::read_to_string(out.path("call.log")).unwrap();
+    assert!(log.contains("CONN_STRING=****"), "{log}");
+    assert!(!log.contains("s3cret"), "{log}");
+    assert!(
+        out.stdout.contains("argument-s3cret"),
+        "the result itself is the user's"
+    );
 }

@@ -171,10 +171,8 @@ pub async fn start(
             reason,
         });
     }
-    for entry in &plan.entries {
-        if let Ok(crate::config::ServerSpec::Stdio { env, .. }) = &entry.spec {
-            masker.add_env(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        }
+    for spec in plan.entries.iter().filter_map(|e| e.spec.as_ref().ok()) {
+        super::mask::add_server_secrets(&masker, spec);
     }
     masker.add(&plan.api_key);
     let (controller_port, controller_key) = plan.controller.endpoint();
@@ -395,7 +393,7 @@ async fn start_controller(
     events.progress(stack, "starting mcpo", 0);
     let progress = |secs: u64| events.progress(stack, "waiting for mcpo", secs);
     let sink = tagged_sink("mcpo", stack, masker);
-    mcpo::start(launch, client, sink, &progress).await
+    mcpo::start(launch, client, masker, sink, &progress).await
 }
 
 async fn start_tunnel(
