@@ -6,6 +6,7 @@
 //! connection; responses matched by exact id; a closed connection fails every pending request
 //! at once; non-JSON output never reaches the session.
 
+pub mod cap;
 mod error;
 pub mod framing;
 mod http;

@@ -5,6 +5,28 @@ use serde_json::json;
 
 use crate::util::{everything, fault, Cmd};
 
+/// `up --controller <controller>` of the project's `a.json`, no tunnel, on a free port (more
+/// arguments and variables may follow before `spawn`).
+fn up_a(cmd: &Cmd, controller: &str) -> Cmd {
+    cmd.cmd()
+        .args(["up", "--config", "a.json", "--tunnel", "none"])
+        .args(["--controller", controller])
+        .args(["--port", &crate::util::free_port().to_string()])
+        .stderr_any()
+}
+
+/// `POST /<route>` on stack `a`'s front with its key and `arguments`: status and body.
+fn post_to_a(
+    state: &serde_json::Value,
+    route: &str,
+    arguments: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let a = crate::launch_util::stack(state, "a");
+    let url = format!("http://127.0.0.1:{}/{route}", a["port"]);
+    let key = a["api_key"].as_str().unwrap();
+    crate::launch_util::http("POST", &url, &[("X-API-Key", key)], Some(arguments))
+}
+
 /// A third-party server never receives our own secrets: `MCP_LAUNCH_API_KEY` and
 /// `TUNNEL_TOKEN` are withheld from every child (cloudflared alone is handed the token). It
 /// does receive the marker that lets `down` recognise what we started.
@@ -160,20 +182,7 @@ fn mcpo_config_lives_only_while_mcpo_does_and_tracked_secrets_are_warned_of() {
     std::fs::write(&config, "{}").unwrap();
     git(&["init", "-q"]);
     git(&["add", "-f", ".mcp-launch/stacks/a/mcpo.json"]);
-    let up = cmd
-        .cmd()
-        .args([
-            "up",
-            "--config",
-            "a.json",
-            "--tunnel",
-            "none",
-            "--controller",
-            "mcpo",
-        ])
-        .args(["--port", &crate::util::free_port().to_string()])
-        .stderr_any()
-        .spawn();
+    let up = up_a(&cmd, "mcpo").spawn();
     let state = crate::launch_util::wait_ready(&up, cmd.dir(), 1);
     let mode = std::fs::metadata(&config).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
@@ -307,18 +316,7 @@ fn secrets_in_server_urls_never_reach_errors_or_logs() {
 #[test]
 fn auto_prefers_the_native_controller_on_a_shared_host() {
     let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
-    let up = cmd
-        .cmd()
-        .args([
-            "up",
-            "--config",
-            "a.json",
-            "--tunnel",
-            "none",
-            "--controller",
-            "auto",
-        ])
-        .args(["--port", &crate::util::free_port().to_string()])
+    let up = up_a(&cmd, "auto")
         .env("MCP_LAUNCH_SHARED_HOST", "yes")
         .stderr_has("other users run processes here")
         .spawn();
@@ -343,23 +341,11 @@ fn server_secrets_and_call_arguments_stay_out_of_logs_and_warnings() {
         "env": {"DB_URL": "postgres://u:pw-s3cret@h/db"},
     });
     let cmd = crate::launch_util::project(&[("a.json", json!({"good": good, "bad": bad}))]);
-    let up = cmd
-        .cmd()
-        .args(["up", "--config", "a.json", "--tunnel", "none"])
-        .args(["--controller", "mcpo", "--log-file", "up.log", "-v"])
-        .args(["--port", &crate::util::free_port().to_string()])
-        .stderr_any()
+    let up = up_a(&cmd, "mcpo")
+        .args(["--log-file", "up.log", "-v"])
         .spawn();
     let state = crate::launch_util::wait_ready(&up, cmd.dir(), 1);
-    let a = crate::launch_util::stack(&state, "a");
-    let url = format!("http://127.0.0.1:{}/good/echo", a["port"]);
-    let key = a["api_key"].as_str().unwrap();
-    let (status, body) = crate::launch_util::http(
-        "POST",
-        &url,
-        &[("X-API-Key", key)],
-        Some(json!({"message": "argument-s3cret"})),
-    );
+    let (status, body) = post_to_a(&state, "good/echo", json!({"message": "argument-s3cret"}));
     assert_eq!(status, 200, "{body}");
     let log_path = cmd.path("up.log");
     // mcpo's log line travels through a pipe and our reader: poll for it.
@@ -374,11 +360,7 @@ fn server_secrets_and_call_arguments_stay_out_of_logs_and_warnings() {
     let out = crate::launch_util::terminate(up, &state);
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(log.contains("CONN_STRING=****"), "{log}");
-    assert!(
-        out.stderr.contains("cannot reach ****"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("cannot reach ****"), "{}", out.stderr);
     for (what, text) in [
         ("stdout", &out.stdout),
         ("stderr", &out.stderr),
@@ -406,4 +388,28 @@ fn trace_logs_hold_no_arguments_and_no_unmasked_stderr() {
         out.stdout.contains("argument-s3cret"),
         "the result itself is the user's"
     );
+}
+
+/// A tool that never returns behind mcpo costs the caller `MCP_LAUNCH_FORWARD_TIMEOUT`, then a
+/// clear 504 that names neither mcpo's address nor anything it logged.
+#[test]
+fn a_call_stuck_in_mcpo_ends_in_a_clear_504() {
+    let cmd = crate::launch_util::project(&[("a.json", json!({"f": fault(&[])}))]);
+    let up = up_a(&cmd, "mcpo")
+        .env("MCP_LAUNCH_FORWARD_TIMEOUT", "2s")
+        .spawn();
+    let state = crate::launch_util::wait_ready(&up, cmd.dir(), 1);
+    let started = std::time::Instant::now();
+    let (status, body) = post_to_a(&state, "f/hang", json!({}));
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"]["type"], "upstream_timeout", "{body}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let a = crate::launch_util::stack(&state, "a");
+    let mcpo = format!(":{}", a["controller_port"]);
+    let text = body.to_string();
+    assert!(
+        !text.contains(&mcpo) && !text.contains("Traceback"),
+        "{text}"
+    );
+    crate::launch_util::terminate(up, &state);
 }

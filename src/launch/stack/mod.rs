@@ -190,6 +190,7 @@ pub async fn start(
         upstream_key: upstream.1.clone(),
         protect_spec: plan.protect_spec,
         admin_token: plan.admin_token.clone(),
+        forward: super::front::ForwardLimits::from_env(),
     })
     .map_err(|e| StackError::Front(e.to_string()))?;
     let port = plan
