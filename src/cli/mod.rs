@@ -338,7 +338,12 @@ const ENV_DURATIONS: [&crate::duration::Setting; 5] = [
 ];
 
 /// Every size and count bound read from the environment.
-const ENV_CAPS: [&crate::mcp::cap::Cap; 1] = [&crate::launch::front::IN_FLIGHT];
+const ENV_CAPS: [&crate::mcp::cap::Cap; 4] = [
+    &crate::mcp::limits::MESSAGE_BYTES,
+    &crate::mcp::limits::QUEUED_MESSAGES,
+    &crate::mcp::limits::TOOL_PAGES,
+    &crate::launch::front::IN_FLIGHT,
+];
 
 /// Runs the parsed command.
 /// `shutdown` is cancelled on SIGINT/SIGTERM; commands that serve (`up`) stop gracefully on

@@ -2,8 +2,9 @@
 //!
 //! Servers print banners, dashboard URLs, colour codes, half-written JSON and invalid UTF-8
 //! on stdout. None of it may reach the session: such lines are logged at debug level and
-//! skipped. A line longer than [`MAX_LINE_BYTES`] is discarded rather than buffered without
-//! bound. LSP-style `Content-Length` framing is never used.
+//! skipped. A line longer than the limit ([`MAX_LINE_BYTES`] unless `MCP_LAUNCH_MAX_MESSAGE_BYTES`
+//! says otherwise) is discarded rather than buffered without bound. LSP-style `Content-Length`
+//! framing is never used.
 
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
@@ -16,6 +17,8 @@ pub const MAX_LINE_BYTES: usize = super::limits::MAX_MESSAGE_BYTES;
 pub struct LineReader<R> {
     inner: R,
     line: Vec<u8>,
+    /// The longest line kept, in bytes.
+    limit: usize,
     /// Non-JSON lines skipped so far (reported in verbose output).
     pub skipped: u64,
 }
@@ -26,8 +29,14 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         Self {
             inner,
             line: Vec::new(),
+            limit: MAX_LINE_BYTES,
             skipped: 0,
         }
+    }
+
+    /// The same reader keeping lines of at most `limit` bytes.
+    pub fn with_limit(self, limit: usize) -> Self {
+        Self { limit, ..self }
     }
 
     /// The next JSON value, skipping non-JSON lines; `Ok(None)` at end of stream.
@@ -69,12 +78,13 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 Some(i) => (&buf[..i], Some(i + 1)),
                 None => (buf, None),
             };
-            if !overflowed && self.line.len() + chunk.len() > MAX_LINE_BYTES {
+            if !overflowed && self.line.len() + chunk.len() > self.limit {
                 overflowed = true;
                 self.line = Vec::new();
                 tracing::warn!(
-                    limit = MAX_LINE_BYTES,
-                    "discarding an over-long stdout line"
+                    limit = self.limit,
+                    "discarding an over-long stdout line ({} raises the cap)",
+                    super::limits::MESSAGE_BYTES.name
                 );
             }
             if !overflowed {
@@ -127,5 +137,14 @@ mod tests {
         let v = lines.next_value().await.unwrap().unwrap();
         assert_eq!(v["text"].as_str().unwrap().len(), 100_000);
         assert!(lines.next_value().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn lines_over_the_limit_are_discarded() {
+        let data = format!("{{\"text\":\"{}\"}}\n{{\"id\":1}}\n", "x".repeat(100));
+        let reader = tokio::io::BufReader::with_capacity(16, data.as_bytes());
+        let mut lines = LineReader::new(reader).with_limit(64);
+        assert_eq!(lines.next_value().await.unwrap(), Some(json!({"id": 1})));
+        assert_eq!(lines.skipped, 1);
     }
 }

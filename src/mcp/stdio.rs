@@ -33,11 +33,13 @@ pub(crate) fn start(
     spec: &SpawnSpec,
     peer: Arc<Peer>,
     outbox: mpsc::Receiver<Value>,
+    line_limit: usize,
 ) -> Result<ProcessGuard, process::SpawnError> {
     let spawned = process::spawn(spec)?;
     tokio::spawn(write_messages(spawned.stdin, outbox).in_current_span());
     let guard = spawned.guard;
-    let reader = LineReader::new(BufReader::with_capacity(64 * 1024, spawned.stdout));
+    let reader =
+        LineReader::new(BufReader::with_capacity(64 * 1024, spawned.stdout)).with_limit(line_limit);
     let ends = Ends {
         exit: guard.exit_watch(),
         stderr: guard.stderr_handle(),

@@ -413,3 +413,60 @@ fn a_call_stuck_in_mcpo_ends_in_a_clear_504() {
     );
     crate::launch_util::terminate(up, &state);
 }
+
+/// The caps on what servers send are the user's to move: a server that pages forever is cut
+/// at `MCP_LAUNCH_MAX_TOOL_PAGES` with a warning naming it, a result over
+/// `MCP_LAUNCH_MAX_MESSAGE_BYTES` is never taken, and a bad value of any cap is refused before
+/// anything starts (exit 2, `invalid_limit`, naming the variable and the range).
+#[test]
+fn caps_on_what_servers_send_can_be_moved_within_bounds() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"f": fault(&["--infinite-pages"])}}));
+    let out = cmd
+        .cmd()
+        .env("MCP_LAUNCH_MAX_TOOL_PAGES", "3")
+        .args(["--config", "config.json", "list", "f", "--json"])
+        .run()
+        .json();
+    let warnings = out["warnings"].to_string();
+    assert!(
+        warnings.contains("stopped paging after 3 pages (MCP_LAUNCH_MAX_TOOL_PAGES caps them"),
+        "{out}"
+    );
+    assert_eq!(out["tools"].as_array().unwrap().len(), 3, "{out}");
+
+    let huge = |cap: &str| {
+        cmd.cmd()
+            .env("MCP_LAUNCH_MAX_MESSAGE_BYTES", cap)
+            .args(["--config", "config.json", "call", "f", "huge"])
+            .args([r#"{"bytes": 2000000}"#, "--timeout", "3s", "--json"])
+    };
+    huge("4MiB").run();
+    let out = huge("1MiB")
+        .status(1)
+        .stderr_has("MCP_LAUNCH_MAX_MESSAGE_BYTES")
+        .run();
+    assert_eq!(out.error()["type"], "timeout", "{out}");
+
+    for (name, value) in [
+        ("MCP_LAUNCH_MAX_MESSAGE_BYTES", "0"),
+        ("MCP_LAUNCH_MAX_MESSAGE_BYTES", "lots"),
+        ("MCP_LAUNCH_MAX_QUEUED_MESSAGES", "1e9"),
+        ("MCP_LAUNCH_MAX_TOOL_PAGES", "0"),
+        ("MCP_LAUNCH_MAX_IN_FLIGHT", "100000"),
+    ] {
+        let out = cmd
+            .cmd()
+            .env(name, value)
+            .args(["--config", "config.json", "list", "--json"])
+            .status(2)
+            .run();
+        let error = out.error();
+        assert_eq!(error["type"], "invalid_limit", "{out}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{name} {value:?} is ")),
+            "{out}"
+        );
+        assert!(error["help"].as_str().unwrap().contains(name), "{out}");
+    }
+}
