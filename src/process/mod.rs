@@ -12,6 +12,7 @@
 //! knows nothing of MCP.
 
 mod group;
+mod listener;
 mod mask;
 mod ring;
 mod service;
@@ -35,6 +36,7 @@ pub use group::{
     descendants, is_ours, is_running, live_members, start_time, stop_group, stop_recorded_group,
     wait_gone,
 };
+pub use listener::{verify_listener, Squatted};
 pub use mask::{is_secret_name, Masker, MASK};
 pub use ring::StderrRing;
 pub use service::{spawn_service, LineSink};

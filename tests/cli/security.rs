@@ -470,3 +470,37 @@ fn caps_on_what_servers_send_can_be_moved_within_bounds() {
         assert!(error["help"].as_str().unwrap().contains(name), "{out}");
     }
 }
+
+/// A process that takes mcpo's port between our check and mcpo's bind answers the readiness
+/// probe, but never gets the key: `up` sees the listener is not in mcpo's process group, stops
+/// with `port_squatted` naming the squatter's pid, and sends it nothing else. (The stand-in
+/// "mcpo" starts the squatter in a session of its own and never binds.)
+#[test]
+fn a_squatter_on_mcpos_port_is_named_and_never_sent_the_key() {
+    let cmd = crate::launch_util::project(&[("a.json", json!({"f": fault(&[])}))]);
+    let squatter = crate::util::manifest_dir().join("tests/fixtures/port_squatter.py");
+    let (log, pidfile) = (cmd.path("squatter.log"), cmd.path("squatter.pid"));
+    let out = up_a(&cmd, "mcpo")
+        .env("MCP_LAUNCH_MCPO", &squatter.display().to_string())
+        .env("SQUATTER_LOG", &log.display().to_string())
+        .env("SQUATTER_PID", &pidfile.display().to_string())
+        .args(["--json"])
+        .status(1)
+        .run();
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    crate::launch_util::signal(pid, nix::sys::signal::Signal::SIGKILL);
+    let error = &out.json()["errors"][0]["error"];
+    assert_eq!(error["type"], "port_squatted", "{out}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("process {pid}")),
+        "{out}"
+    );
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !seen.contains("Bearer"),
+        "the squatter was sent the key: {seen}"
+    );
+}
