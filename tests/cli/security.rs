@@ -504,3 +504,47 @@ fn a_squatter_on_mcpos_port_is_named_and_never_sent_the_key() {
         "the squatter was sent the key: {seen}"
     );
 }
+
+/// A config that came with the directory cannot put a variable of the user's environment into
+/// a remote server's URL unless the entry declares it (even once the directory is trusted);
+/// the same file named with `--config` is the user's own choice.
+#[test]
+fn a_discovered_remote_url_reads_no_undeclared_environment_variable() {
+    let port = crate::util::free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp?k=${{MCP_TEST_CLOUD_SECRET}}");
+    let cmd = Cmd::new()
+        .file(
+            ".mcp.json",
+            &json!({"mcpServers": {"remote": {"url": url}}}).to_string(),
+        )
+        .env("MCP_TEST_CLOUD_SECRET", "s3cret-from-env");
+    cmd.cmd().args(["trust"]).run();
+    let out = cmd
+        .cmd()
+        .args(["list", "--json"])
+        .status(1)
+        .stderr_any()
+        .run();
+    let error = &out.server("remote")["error"];
+    assert_eq!(error["type"], "undeclared_variable", "{out}");
+    for needle in ["remote", "MCP_TEST_CLOUD_SECRET", ".mcp.json"] {
+        assert!(error["message"].as_str().unwrap().contains(needle), "{out}");
+    }
+    assert!(error["help"].as_str().unwrap().contains("\"env\""), "{out}");
+    assert!(
+        !out.stdout.contains("s3cret") && !out.stderr.contains("s3cret"),
+        "{out}"
+    );
+
+    let own = cmd
+        .cmd()
+        .args(["--config", ".mcp.json", "list", "--json"])
+        .status(1)
+        .stderr_any()
+        .run();
+    assert_ne!(
+        own.server("remote")["error"]["type"],
+        "undeclared_variable",
+        "{own}"
+    );
+}
