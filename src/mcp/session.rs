@@ -346,10 +346,9 @@ impl Session {
             }
             if pages >= self.tool_pages {
                 list.warnings.push(format!(
-                    "stopped paging after {pages} pages ({} caps them; {} tools listed so far): \
-                     the server keeps sending cursors",
-                    TOOL_PAGES.name,
-                    list.tools.len()
+                    "stopped paging after {pages} pages; the server keeps sending cursors \
+                     ({} raises the cap)",
+                    TOOL_PAGES.name
                 ));
                 break;
             }

@@ -5,13 +5,16 @@ use serde_json::json;
 
 use crate::util::{everything, fault, Cmd};
 
-/// `up --controller <controller>` of the project's `a.json`, no tunnel, on a free port (more
+/// `up --controller <controller>` of the project's `a.json`, no tunnel, on free ports for the
+/// front and mcpo — away from mcpo's default 8800, which parallel tests race for (more
 /// arguments and variables may follow before `spawn`).
 fn up_a(cmd: &Cmd, controller: &str) -> Cmd {
+    let port = crate::util::free_ports(2);
     cmd.cmd()
         .args(["up", "--config", "a.json", "--tunnel", "none"])
         .args(["--controller", controller])
-        .args(["--port", &crate::util::free_port().to_string()])
+        .args(["--port", &port.to_string()])
+        .args(["--mcpo-port", &(port + 1).to_string()])
         .stderr_any()
 }
 
@@ -429,7 +432,11 @@ fn caps_on_what_servers_send_can_be_moved_within_bounds() {
         .json();
     let warnings = out["warnings"].to_string();
     assert!(
-        warnings.contains("stopped paging after 3 pages (MCP_LAUNCH_MAX_TOOL_PAGES caps them"),
+        warnings.contains("stopped paging after 3 pages; the server keeps sending cursors"),
+        "{out}"
+    );
+    assert!(
+        warnings.contains("MCP_LAUNCH_MAX_TOOL_PAGES raises the cap"),
         "{out}"
     );
     assert_eq!(out["tools"].as_array().unwrap().len(), 3, "{out}");
