@@ -419,7 +419,8 @@ fn a_call_stuck_in_mcpo_ends_in_a_clear_504() {
 
 /// The caps on what servers send are the user's to move: a server that pages forever is cut
 /// at `MCP_LAUNCH_MAX_TOOL_PAGES` with a warning naming it, a result over
-/// `MCP_LAUNCH_MAX_MESSAGE_BYTES` is never taken, and a bad value of any cap is refused before
+/// `MCP_LAUNCH_MAX_MESSAGE_BYTES` is never taken (its call fails at once as
+/// `message_too_large`), and a bad value of any cap is refused before
 /// anything starts (exit 2, `invalid_limit`, naming the variable and the range).
 #[test]
 fn caps_on_what_servers_send_can_be_moved_within_bounds() {
@@ -445,14 +446,23 @@ fn caps_on_what_servers_send_can_be_moved_within_bounds() {
         cmd.cmd()
             .env("MCP_LAUNCH_MAX_MESSAGE_BYTES", cap)
             .args(["--config", "config.json", "call", "f", "huge"])
-            .args([r#"{"bytes": 2000000}"#, "--timeout", "3s", "--json"])
+            .args([r#"{"bytes": 2000000}"#, "--json"])
     };
     huge("4MiB").run();
+    // The over-long answer fails its call at once, not at the default 30 s timeout.
     let out = huge("1MiB")
         .status(1)
         .stderr_has("MCP_LAUNCH_MAX_MESSAGE_BYTES")
         .run();
-    assert_eq!(out.error()["type"], "timeout", "{out}");
+    assert_eq!(out.error()["type"], "message_too_large", "{out}");
+    assert!(
+        out.error()["help"]
+            .as_str()
+            .unwrap()
+            .contains("MCP_LAUNCH_MAX_MESSAGE_BYTES"),
+        "{out}"
+    );
+    assert!(out.elapsed < std::time::Duration::from_secs(20), "{out}");
 
     for (name, value) in [
         ("MCP_LAUNCH_MAX_MESSAGE_BYTES", "0"),
