@@ -302,7 +302,7 @@ async fn probe(program: &Path, args: &[&str], opts: &DoctorOptions) -> Probe {
             .iter()
             .map(|p| ("PATH".to_string(), p.to_string_lossy().into_owned()))
             .collect(),
-        cwd: None,
+        ..SpawnSpec::default()
     };
     let spawned = match process::spawn(&spec) {
         Ok(spawned) => spawned,

@@ -154,6 +154,7 @@ pub fn endpoint(spec: &ServerSpec) -> Endpoint {
             args: args.clone(),
             env: env.clone(),
             cwd: cwd.clone(),
+            ..SpawnSpec::default()
         }),
         ServerSpec::Http { url, headers } => Endpoint::StreamableHttp {
             url: url.clone(),

@@ -232,6 +232,9 @@ pub enum CliError {
     /// A duration in an environment variable is unreadable or out of range.
     #[error(transparent)]
     Duration(#[from] crate::duration::DurationError),
+    /// A size or count in an environment variable is unreadable or out of range.
+    #[error(transparent)]
+    Limit(#[from] crate::mcp::cap::CapError),
 }
 
 impl CliError {
@@ -280,6 +283,7 @@ impl Actionable for CliError {
             CliError::Tui(e) => e.kind(),
             CliError::Launch(e) => e.kind(),
             CliError::Duration(e) => e.kind(),
+            CliError::Limit(e) => e.kind(),
         }
     }
 
@@ -316,6 +320,7 @@ impl Actionable for CliError {
             CliError::Tui(e) => e.help(),
             CliError::Launch(e) => e.help(),
             CliError::Duration(e) => e.help(),
+            CliError::Limit(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
             }
@@ -324,11 +329,20 @@ impl Actionable for CliError {
 }
 
 /// Every duration read from the environment, somewhere below the commands.
-const ENV_DURATIONS: [&crate::duration::Setting; 4] = [
+const ENV_DURATIONS: [&crate::duration::Setting; 5] = [
     &crate::mcp::INIT_TIMEOUT,
     &crate::launch::mcpo::READY_TIMEOUT,
     &crate::launch::native::bridge::CALL_TIMEOUT,
+    &crate::launch::front::FORWARD_TIMEOUT,
     &crate::catalog::TTL,
+];
+
+/// Every size and count bound read from the environment.
+const ENV_CAPS: [&crate::mcp::cap::Cap; 4] = [
+    &crate::mcp::limits::MESSAGE_BYTES,
+    &crate::mcp::limits::QUEUED_MESSAGES,
+    &crate::mcp::limits::TOOL_PAGES,
+    &crate::launch::front::IN_FLIGHT,
 ];
 
 /// Runs the parsed command.
@@ -340,6 +354,7 @@ pub async fn run(
 ) -> Result<Outcome, CliError> {
     // A bad value is refused before anything starts, naming the variable and its range.
     crate::duration::check_env(&ENV_DURATIONS)?;
+    crate::mcp::cap::check_env(&ENV_CAPS)?;
     match cli.command {
         Command::List(args) => list::run(args, &cli.global).await,
         Command::Inspect(args) => inspect::run(args, &cli.global).await,

@@ -109,6 +109,20 @@ pub enum ConfigError {
         line: Option<usize>,
     },
 
+    /// A config that came with the directory puts a variable from the process environment into
+    /// a remote server's URL without declaring it.
+    #[error("{}: server \"{server}\": its url reads ${{{var}}} from your environment, which a config found in this directory may not do unless the server declares it", at(path, *line))]
+    UndeclaredUrlVariable {
+        /// The variable's name.
+        var: String,
+        /// The server whose URL uses it.
+        server: String,
+        /// The config file.
+        path: PathBuf,
+        /// Approximate line of the server's entry.
+        line: Option<usize>,
+    },
+
     /// A `${` is not closed or encloses something that is not a variable name.
     #[error("{}: server \"{server}\": bad ${{…}} in {text:?}: {reason}", at(path, *line))]
     InvalidInterpolation {
@@ -208,6 +222,7 @@ impl ConfigError {
             }
             Self::InvalidServer { .. } => "invalid_server",
             Self::UnsetVariable { .. } => "unset_variable",
+            Self::UndeclaredUrlVariable { .. } => "undeclared_variable",
             Self::InvalidInterpolation { .. } => "invalid_interpolation",
             Self::EnvFileMissing { .. } => "env_file_not_found",
             Self::EnvFileUnreadable { .. } => "env_file_unreadable",
@@ -254,6 +269,11 @@ impl ConfigError {
             Self::UnsetVariable { var, .. } => format!(
                 "set {var} in the environment, in ./.env or with --env-file, \
                  or write ${{{var}:-default}}"
+            ),
+            Self::UndeclaredUrlVariable { var, server, .. } => format!(
+                "if {server} should receive {var}, declare it in the server's entry: \
+                 \"env\": {{\"{var}\": \"${{{var}}}\"}} (or send it in a header); or set it in \
+                 ./.env, or name the file with --config (your own choice)"
             ),
             Self::InvalidInterpolation { .. } => "write ${NAME} or ${NAME:-default} with a name \
                  of letters, digits and _; write $$ for a literal $"

@@ -201,7 +201,13 @@ pub fn load_each(opts: &LoadOptions) -> Result<(Loaded, Vec<FailedStack>), Confi
             });
         }
     }
-    let vars = Variables::load(&opts.process_env, &opts.env_files, &opts.cwd, home)?;
+    let mut vars = Variables::load(&opts.process_env, &opts.env_files, &opts.cwd, home)?;
+    if discovered
+        .as_ref()
+        .is_some_and(|d| d.starts_with(&opts.cwd))
+    {
+        vars = vars.guarding_remote_urls();
+    }
     let names = stack::unique_names(&paths);
     let mut stacks = Vec::with_capacity(paths.len());
     let mut failed = Vec::new();

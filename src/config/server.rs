@@ -94,15 +94,35 @@ pub(crate) fn build(value: &Value, ctx: &Context<'_>) -> Result<ServerSpec, Conf
             // Not interpolated: VS Code writes `${workspaceFolder}` here, which we cannot know.
             cwd: cwd.map(|cwd| ctx.path.parent().unwrap_or(Path::new(".")).join(cwd)),
         }),
-        Shape::Http { url, headers } => Ok(ServerSpec::Http {
-            url: ctx.expand(url)?,
-            headers: ctx.expand_pairs(headers)?,
-        }),
-        Shape::Sse { url, headers } => Ok(ServerSpec::Sse {
-            url: ctx.expand(url)?,
-            headers: ctx.expand_pairs(headers)?,
-        }),
+        Shape::Http { url, headers } => {
+            let headers = ctx.expand_pairs(headers)?;
+            let url = ctx.expand_url(url, value)?;
+            Ok(ServerSpec::Http { url, headers })
+        }
+        Shape::Sse { url, headers } => {
+            let headers = ctx.expand_pairs(headers)?;
+            let url = ctx.expand_url(url, value)?;
+            Ok(ServerSpec::Sse { url, headers })
+        }
     }
+}
+
+/// The variables a remote entry declares: the keys of its `env` block and every `${VAR}` in
+/// that block's values (a remote server gets no environment; the block is a declaration).
+fn declared_in_env(entry: &Value) -> BTreeSet<String> {
+    let Some(env) = entry.get("env").and_then(Value::as_object) else {
+        return BTreeSet::new();
+    };
+    let named = RefCell::new(BTreeSet::new());
+    for value in env.values().filter_map(Value::as_str) {
+        let _ = interpolate(value, |name| {
+            named.borrow_mut().insert(name.to_string());
+            Some("")
+        });
+    }
+    let mut declared = named.into_inner();
+    declared.extend(env.keys().cloned());
+    declared
 }
 
 impl Context<'_> {
@@ -136,6 +156,31 @@ impl Context<'_> {
                 reason: syntax.reason(),
             },
         })
+    }
+
+    /// Interpolates a remote server's URL (after its headers, which count as declaring the
+    /// variables they name). In a config that came with the directory, a variable only the
+    /// process environment sets must be declared by the entry (`env` block or a header).
+    fn expand_url(&self, url: &str, entry: &Value) -> Result<String, ConfigError> {
+        let before = self.named.borrow().clone();
+        let expanded = self.expand(url)?;
+        let declared = declared_in_env(entry);
+        let undeclared = self
+            .named
+            .borrow()
+            .iter()
+            .filter(|var| !before.contains(*var) && !declared.contains(*var))
+            .find(|var| self.vars.is_guarded(var))
+            .cloned();
+        match undeclared {
+            Some(var) => Err(ConfigError::UndeclaredUrlVariable {
+                var,
+                server: self.server.to_string(),
+                path: self.path.to_path_buf(),
+                line: self.line,
+            }),
+            None => Ok(expanded),
+        }
     }
 
     /// Interpolates the values (not the keys) of `env` or `headers` pairs.
@@ -218,8 +263,21 @@ mod tests {
         process: &[(&str, &str)],
         dotenv: &[(&str, &str)],
     ) -> Result<ServerSpec, ConfigError> {
+        build_from(value, process, dotenv, false)
+    }
+
+    /// `build_with` for a config that came with the directory (`guarded`) or not.
+    fn build_from(
+        value: Value,
+        process: &[(&str, &str)],
+        dotenv: &[(&str, &str)],
+        guarded: bool,
+    ) -> Result<ServerSpec, ConfigError> {
         let process = map(process);
-        let vars = Variables::from_layers(&process, map(dotenv));
+        let mut vars = Variables::from_layers(&process, map(dotenv));
+        if guarded {
+            vars = vars.guarding_remote_urls();
+        }
         let ctx = Context {
             path: Path::new("/cfg/dir/.mcp.json"),
             line: Some(3),
@@ -391,5 +449,50 @@ mod tests {
         assert_eq!(err.kind(), "invalid_interpolation");
         assert!(err.to_string().contains("unterminated"), "{err}");
         assert!(err.to_string().contains("server \"srv\""), "{err}");
+    }
+
+    /// In a config that came with the directory, a process variable in a remote URL needs the
+    /// entry to declare it; a `.env` value, a header or `--config` needs nothing more.
+    #[test]
+    fn a_discovered_url_reads_process_variables_only_when_declared() {
+        let url = json!({"url": "https://h/mcp?k=${CLOUD_SECRET}&u=${USER_NAME:-x}"});
+        let process = [("CLOUD_SECRET", "s3cr3t")];
+        let err = build_from(url.clone(), &process, &[], true).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::UndeclaredUrlVariable {
+                var: "CLOUD_SECRET".into(),
+                server: "srv".into(),
+                path: PathBuf::from("/cfg/dir/.mcp.json"),
+                line: Some(3),
+            }
+        );
+        assert_eq!(err.kind(), "undeclared_variable");
+        assert!(err.to_string().contains("${CLOUD_SECRET}"), "{err}");
+        assert!(
+            err.help()
+                .contains(r#""env": {"CLOUD_SECRET": "${CLOUD_SECRET}"}"#),
+            "{}",
+            err.help()
+        );
+
+        let mut declared = url.clone();
+        declared["env"] = json!({"CLOUD_SECRET": "${CLOUD_SECRET}"});
+        let mut in_header = url.clone();
+        in_header["headers"] = json!({"X-Key": "${CLOUD_SECRET}"});
+        for (value, dotenv, guarded) in [
+            (declared, &[][..], true),
+            (in_header, &[], true),
+            (url.clone(), &[("CLOUD_SECRET", "from-dotenv")], true),
+            (url.clone(), &[], false),
+        ] {
+            let spec = build_from(value.clone(), &process, dotenv, guarded);
+            assert!(spec.is_ok(), "{value} guarded={guarded}: {spec:?}");
+        }
+        let sse = json!({"type": "sse", "url": "https://h/sse/${CLOUD_SECRET}"});
+        assert!(
+            build_from(sse, &process, &[], true).is_err(),
+            "SSE URLs too"
+        );
     }
 }

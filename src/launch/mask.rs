@@ -1,64 +1,20 @@
-//! Masking secrets out of every line we log: the keys we generate, the tokens we pass on, the
-//! values of environment variables named like secrets, and anything after `Bearer `. mcpo logs
-//! every call's arguments and its own command line; none of that may reach a log unmasked.
+//! Masking secrets out of what we log and show (the masker itself lives in
+//! [`crate::process::Masker`], so a child's output is masked before anything stores it), and
+//! keys as shown to the operator.
 
-use std::sync::{Arc, RwLock};
+pub use crate::process::{is_secret_name, Masker, MASK};
 
-/// What a secret is replaced with.
-pub const MASK: &str = "****";
+use crate::config::ServerSpec;
 
-/// Secrets shorter than this are not masked by value: masking `1` or `ab` everywhere would
-/// shred every log line, and such values protect nothing anyway.
-const MIN_SECRET_LEN: usize = 6;
-
-/// Known secret values plus the patterns that give secrets away. Cheap to clone and share.
-#[derive(Debug, Clone, Default)]
-pub struct Masker {
-    secrets: Arc<RwLock<Vec<String>>>,
-}
-
-impl Masker {
-    /// A masker that knows no secret values yet (patterns still apply).
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds a secret value to mask wherever it appears.
-    pub fn add(&self, secret: &str) {
-        let secret = secret.trim();
-        if secret.chars().count() < MIN_SECRET_LEN {
-            return;
+/// Teaches `masker` a server's secrets: every value of its `env` block and every header value
+/// (resolved), whatever their names — a connection string or a custom auth header is as secret
+/// as a variable named `*_TOKEN`.
+pub fn add_server_secrets(masker: &Masker, spec: &ServerSpec) {
+    match spec {
+        ServerSpec::Stdio { env, .. } => masker.add_all(env.iter().map(|(_, v)| v.as_str())),
+        ServerSpec::Http { headers, .. } | ServerSpec::Sse { headers, .. } => {
+            masker.add_all(headers.iter().map(|(_, v)| v.as_str()))
         }
-        if let Ok(mut secrets) = self.secrets.write() {
-            if !secrets.iter().any(|s| s == secret) {
-                secrets.push(secret.to_string());
-                // Longest first, so a secret containing another is masked whole.
-                secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-            }
-        }
-    }
-
-    /// Adds the values of the variables whose names look secret (`*TOKEN*`, `*KEY*`,
-    /// `*SECRET*`, `*PASSWORD*`, case-insensitive).
-    pub fn add_env<'a>(&self, vars: impl IntoIterator<Item = (&'a str, &'a str)>) {
-        for (name, value) in vars {
-            if is_secret_name(name) {
-                self.add(value);
-            }
-        }
-    }
-
-    /// `line` with every known secret and every bearer token replaced by [`MASK`].
-    pub fn mask(&self, line: &str) -> String {
-        let mut out = line.to_string();
-        if let Ok(secrets) = self.secrets.read() {
-            for secret in secrets.iter() {
-                if out.contains(secret.as_str()) {
-                    out = out.replace(secret.as_str(), MASK);
-                }
-            }
-        }
-        mask_after_markers(&out)
     }
 }
 
@@ -69,95 +25,5 @@ pub fn displayed_key(key: &str, reveal: bool) -> String {
         key.to_string()
     } else {
         format!("{}…", key.chars().take(4).collect::<String>())
-    }
-}
-
-/// True for variable names that hold secrets by convention.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"]
-        .iter()
-        .any(|marker| upper.contains(marker))
-}
-
-/// Masks the word after `Bearer ` and after `--api-key`/`--token` flags, whatever its value.
-fn mask_after_markers(line: &str) -> String {
-    const MARKERS: [&str; 4] = ["bearer ", "--api-key ", "--api-key=", "--token "];
-    let lower = line.to_ascii_lowercase();
-    let mut out = String::with_capacity(line.len());
-    let mut pos = 0;
-    while let Some((start, marker)) = MARKERS
-        .iter()
-        .filter_map(|m| lower[pos..].find(m).map(|i| (pos + i, *m)))
-        .min_by_key(|(i, _)| *i)
-    {
-        let value_start = start + marker.len();
-        let value_end = line[value_start..]
-            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
-            .map_or(line.len(), |i| value_start + i);
-        out.push_str(&line[pos..value_start]);
-        if value_end > value_start && &line[value_start..value_end] != MASK {
-            out.push_str(MASK);
-        } else {
-            out.push_str(&line[value_start..value_end]);
-        }
-        pos = value_end;
-    }
-    out.push_str(&line[pos..]);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn known_values_and_markers_are_masked() {
-        let masker = Masker::new();
-        masker.add("s3cr3t-key-value");
-        masker.add("abc"); // too short to mask by value
-        masker.add_env([
-            ("GITHUB_TOKEN", "ghp_1234567890"),
-            ("HOME", "/home/someone"),
-        ]);
-        let line =
-            "call {'token': 'ghp_1234567890', 'k': 's3cr3t-key-value'} home=/home/someone abc";
-        assert_eq!(
-            masker.mask(line),
-            "call {'token': '****', 'k': '****'} home=/home/someone abc"
-        );
-        assert_eq!(
-            masker.mask("Authorization: Bearer xyz.123 next"),
-            "Authorization: Bearer **** next"
-        );
-        assert_eq!(
-            masker.mask("mcpo --host 127.0.0.1 --api-key zzzzzzz --port 1"),
-            "mcpo --host 127.0.0.1 --api-key **** --port 1"
-        );
-        assert_eq!(masker.mask("--api-key=abc"), "--api-key=****");
-        assert_eq!(masker.mask("no secrets here"), "no secrets here");
-    }
-
-    #[test]
-    fn longer_secrets_win_over_their_prefixes() {
-        let masker = Masker::new();
-        masker.add("prefix");
-        masker.add("prefix-and-more");
-        assert_eq!(masker.mask("x prefix-and-more y"), "x **** y");
-    }
-
-    #[test]
-    fn secret_names() {
-        for name in [
-            "GITHUB_TOKEN",
-            "api_key",
-            "AWS_SECRET_ACCESS_KEY",
-            "DB_PASSWORD",
-        ] {
-            assert!(is_secret_name(name), "{name}");
-        }
-        for name in ["HOME", "PATH", "NODE_ENV"] {
-            assert!(!is_secret_name(name), "{name}");
-        }
     }
 }

@@ -14,7 +14,10 @@ use serde_json::{json, Map, Value};
 
 use crate::config::{ServerEntry, ServerSpec};
 use crate::duration::Setting;
-use crate::process::{spawn_service, Exit, LineSink, ProcessGuard, SpawnError, SpawnSpec};
+use crate::process::{
+    spawn_service, verify_listener, Exit, LineSink, Masker, ProcessGuard, SpawnError, SpawnSpec,
+    Squatted,
+};
 
 /// Environment variable naming the mcpo executable (else `mcpo` on `PATH`).
 pub const MCPO_ENV: &str = "MCP_LAUNCH_MCPO";
@@ -51,6 +54,10 @@ pub enum ControllerError {
         /// True when its output says the port was taken.
         port_taken: bool,
     },
+    /// Something else listens on mcpo's port: it took the port between our check and mcpo's
+    /// bind. It was sent nothing (the readiness probe carries no key) and mcpo is stopped.
+    #[error("mcpo's {0}")]
+    PortSquatted(Squatted),
     /// mcpo did not answer in time.
     #[error("mcpo did not answer within {}s{}", .waited.as_secs(), tail_suffix(.tail))]
     Timeout {
@@ -93,6 +100,7 @@ impl ControllerError {
             ControllerError::Spawn(_) => "mcpo_spawn",
             ControllerError::Exited { .. } => "mcpo_exited",
             ControllerError::Timeout { .. } => "mcpo_timeout",
+            ControllerError::PortSquatted(_) => "port_squatted",
             ControllerError::Config { .. } => "mcpo_config",
             ControllerError::Fetch { .. } => "mcpo_fetch",
         }
@@ -120,6 +128,11 @@ impl ControllerError {
             ControllerError::Timeout { .. } => format!(
                 "a server may be slow to start (first npx/uvx download); raise {READY_TIMEOUT_ENV} (seconds, default {}) or check `mcp-launch list`",
                 DEFAULT_READY_TIMEOUT.as_secs()
+            ),
+            ControllerError::PortSquatted(squatted) => format!(
+                "another process took mcpo's port before mcpo could bind it; it was sent no key. \
+                 {}, or pass --mcpo-port with another base port",
+                squatted.next_step()
             ),
             ControllerError::Config { .. } => "check that ./.mcp-launch/ is writable".into(),
             ControllerError::Fetch { .. } => "see `mcp-launch status`; mcpo may be restarting".into(),
@@ -246,7 +259,7 @@ impl McpoLaunch {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn spawn_spec(&self) -> SpawnSpec {
+    fn spawn_spec(&self, masker: &Masker) -> SpawnSpec {
         SpawnSpec {
             program: self.program.display().to_string(),
             args: vec![
@@ -262,19 +275,23 @@ impl McpoLaunch {
             // Unbuffered, so its log lines reach us (and the user) as they happen.
             env: vec![("PYTHONUNBUFFERED".into(), "1".into())],
             cwd: None,
+            // mcpo passes its servers' stderr through and logs each call's arguments.
+            masker: masker.clone(),
         }
     }
 }
 
 /// Starts mcpo and waits until it answers, calling `progress` with the seconds waited about
-/// once a second. On failure its process group is gone.
+/// once a second. Its output is masked by `masker` before anything stores or shows it. On
+/// failure its process group is gone.
 pub async fn start(
     launch: &McpoLaunch,
     client: &reqwest::Client,
+    masker: &Masker,
     sink: LineSink,
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<ProcessGuard, ControllerError> {
-    let guard = spawn_service(&launch.spawn_spec(), sink)?;
+    let guard = spawn_service(&launch.spawn_spec(masker), sink)?;
     let started = Instant::now();
     let url = format!("{}/openapi.json", launch.base_url());
     let mut exit = guard.exit_watch();
@@ -284,7 +301,14 @@ pub async fn start(
             return Err(exited(&guard, status).await);
         }
         if answers(client, &url).await {
-            return Ok(guard);
+            // Something answered: it must be mcpo, before the front sends it the key.
+            return match guard.pgid().map(|pgid| verify_listener(launch.port, pgid)) {
+                Some(Err(squatted)) => {
+                    guard.shutdown().await;
+                    Err(ControllerError::PortSquatted(squatted))
+                }
+                _ => Ok(guard),
+            };
         }
         let waited = started.elapsed();
         if waited >= launch.ready_timeout {

@@ -29,7 +29,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::mcp::limits::read_capped;
-use crate::process::{spawn_service, Exit, LineSink, ProcessGuard, SpawnSpec};
+use crate::process::{
+    spawn_service, verify_listener, Exit, LineSink, ProcessGuard, SpawnSpec, Squatted,
+};
 
 pub use error::TunnelError;
 pub use url::parse_quick_url;
@@ -153,7 +155,7 @@ pub async fn start(spec: &TunnelSpec, sink: LineSink) -> Result<Tunnel, TunnelEr
     ensure_port_free(spec.metrics_port)?;
     let (sink, log) = watching(sink);
     let guard = spawn_service(&spawn_spec(spec), sink)?;
-    let mut watcher = Readiness::new(spec, log);
+    let mut watcher = Readiness::new(spec, log, guard.pgid());
     let waited = tokio::time::timeout(spec.ready_timeout, watcher.wait(guard.exit_watch())).await;
     match waited {
         Ok(Ok(url)) => Ok(Tunnel {
@@ -161,7 +163,11 @@ pub async fn start(spec: &TunnelSpec, sink: LineSink) -> Result<Tunnel, TunnelEr
             url,
             metrics_port: spec.metrics_port,
         }),
-        Ok(Err(exit)) => {
+        Ok(Err(Stopped::Squatted(squatted))) => {
+            guard.shutdown().await;
+            Err(TunnelError::MetricsPortSquatted(squatted))
+        }
+        Ok(Err(Stopped::Exited(exit))) => {
             guard.settle(SETTLE_AFTER_EXIT).await;
             Err(TunnelError::Exited {
                 kind: spec.kind.clone(),
@@ -234,7 +240,7 @@ fn spawn_spec(spec: &TunnelSpec) -> SpawnSpec {
         program: spec.program.to_string_lossy().into_owned(),
         args: cloudflared_args(spec),
         env,
-        cwd: None,
+        ..SpawnSpec::default()
     }
 }
 
@@ -293,6 +299,14 @@ fn watching(sink: LineSink) -> (LineSink, watch::Receiver<LogSignals>) {
     (wrapped, rx)
 }
 
+/// Why a tunnel stopped short of ready.
+enum Stopped {
+    /// cloudflared exited.
+    Exited(Exit),
+    /// Its metrics port answered from a process that is not cloudflared.
+    Squatted(Squatted),
+}
+
 /// Waits for a tunnel to be ready, from its log and its metrics server.
 struct Readiness {
     quick: bool,
@@ -300,31 +314,38 @@ struct Readiness {
     metrics: Metrics,
     /// The URL `/quicktunnel` gave, once it gave one.
     metrics_url: Option<String>,
+    /// cloudflared's process group: the metrics port's listener must be one of its members
+    /// before an answer from it counts.
+    pgid: Option<i32>,
+    /// Whether that listener was found to be cloudflared's.
+    verified: bool,
 }
 
 impl Readiness {
-    fn new(spec: &TunnelSpec, log: watch::Receiver<LogSignals>) -> Self {
+    fn new(spec: &TunnelSpec, log: watch::Receiver<LogSignals>, pgid: Option<i32>) -> Self {
         Readiness {
             quick: spec.kind == TunnelKind::Quick,
             log,
             metrics: Metrics::new(spec.metrics_port),
             metrics_url: None,
+            pgid,
+            verified: false,
         }
     }
 
-    /// Returns the URL (`None` for a named tunnel) once ready, or how cloudflared exited first.
-    /// Not bounded in time: the caller is.
+    /// Returns the URL (`None` for a named tunnel) once ready, or why it never will be (an
+    /// exit, a squatter on the metrics port). Not bounded in time: the caller is.
     async fn wait(
         &mut self,
         mut exit: watch::Receiver<Option<Exit>>,
-    ) -> Result<Option<String>, Exit> {
+    ) -> Result<Option<String>, Stopped> {
         // A closed channel stays "changed" forever: stop listening to it, or the loop spins.
         let (mut exit_open, mut log_open) = (true, true);
         loop {
             if let Some(status) = *exit.borrow_and_update() {
-                return Err(status);
+                return Err(Stopped::Exited(status));
             }
-            if let Some(ready) = self.check().await {
+            if let Some(ready) = self.check().await.map_err(Stopped::Squatted)? {
                 return Ok(ready);
             }
             tokio::select! {
@@ -335,19 +356,35 @@ impl Readiness {
         }
     }
 
-    /// One look at both sources: `Some(url)` when ready.
-    async fn check(&mut self) -> Option<Option<String>> {
+    /// One look at both sources: `Some(url)` when ready. An answer of the metrics server
+    /// counts only once its listener is known to be cloudflared's.
+    async fn check(&mut self) -> Result<Option<Option<String>>, Squatted> {
         let log = self.log.borrow_and_update().clone();
         if self.quick && self.metrics_url.is_none() {
             self.metrics_url = self.metrics.quick_url().await;
         }
-        let url = if self.quick {
-            Some(choose_url(log.url, self.metrics_url.clone())?)
-        } else {
-            None
+        if self.metrics_url.is_some() {
+            self.verify()?;
+        }
+        let url = match (self.quick, choose_url(log.url, self.metrics_url.clone())) {
+            (false, _) => None,
+            (true, Some(url)) => Some(url),
+            (true, None) => return Ok(None),
         };
         let ready = log.registered || self.metrics.ready().await;
-        ready.then_some(url)
+        if ready && !log.registered {
+            self.verify()?;
+        }
+        Ok(ready.then_some(url))
+    }
+
+    /// Checks once that the metrics port's listener belongs to cloudflared's group.
+    fn verify(&mut self) -> Result<(), Squatted> {
+        if let (false, Some(pgid)) = (self.verified, self.pgid) {
+            verify_listener(self.metrics.port, pgid)?;
+        }
+        self.verified = true;
+        Ok(())
     }
 
     /// Whether a quick tunnel URL appeared in either source.
@@ -372,6 +409,7 @@ fn choose_url(from_log: Option<String>, from_metrics: Option<String>) -> Option<
 struct Metrics {
     /// `None` when no HTTP client could be built; then only the log tells.
     client: Option<reqwest::Client>,
+    port: u16,
     base: String,
 }
 
@@ -392,6 +430,7 @@ impl Metrics {
             .ok();
         Metrics {
             client,
+            port,
             base: format!("http://127.0.0.1:{port}"),
         }
     }

@@ -177,10 +177,10 @@ impl McpError {
             }
             McpError::Closed { .. } => "the server went away; run the command again".into(),
             McpError::TooLarge { .. } => {
-                "the server sent more than any tool result needs; check the server (-vv shows the traffic) or ask a narrower question of the tool".into()
+                format!("the server sent more than any tool result needs; check the server (-vv shows the traffic) or ask a narrower question of the tool; {} raises the cap", super::limits::MESSAGE_BYTES.name)
             }
             McpError::Stalled { .. } => {
-                "the server is stuck (it no longer reads stdin or accepts requests): restart it; if it repeats, report it to the server's authors".into()
+                format!("the server is stuck (it no longer reads stdin or accepts requests): restart it; if it repeats, report it to the server's authors ({} sets how many messages may wait for it)", super::limits::QUEUED_MESSAGES.name)
             }
         }
     }

@@ -2,8 +2,9 @@
 //!
 //! Servers print banners, dashboard URLs, colour codes, half-written JSON and invalid UTF-8
 //! on stdout. None of it may reach the session: such lines are logged at debug level and
-//! skipped. A line longer than [`MAX_LINE_BYTES`] is discarded rather than buffered without
-//! bound. LSP-style `Content-Length` framing is never used.
+//! skipped. A line longer than the limit ([`MAX_LINE_BYTES`] unless `MCP_LAUNCH_MAX_MESSAGE_BYTES`
+//! says otherwise) is discarded rather than buffered without bound. LSP-style `Content-Length`
+//! framing is never used.
 
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
@@ -16,6 +17,8 @@ pub const MAX_LINE_BYTES: usize = super::limits::MAX_MESSAGE_BYTES;
 pub struct LineReader<R> {
     inner: R,
     line: Vec<u8>,
+    /// The longest line kept, in bytes.
+    limit: usize,
     /// Non-JSON lines skipped so far (reported in verbose output).
     pub skipped: u64,
 }
@@ -26,22 +29,43 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         Self {
             inner,
             line: Vec::new(),
+            limit: MAX_LINE_BYTES,
             skipped: 0,
         }
     }
 
-    /// The next JSON value, skipping non-JSON lines; `Ok(None)` at end of stream.
+    /// The same reader keeping lines of at most `limit` bytes.
+    pub fn with_limit(self, limit: usize) -> Self {
+        Self { limit, ..self }
+    }
+
+    /// The next JSON value, skipping non-JSON and over-long lines; `Ok(None)` at end of
+    /// stream.
     pub async fn next_value(&mut self) -> std::io::Result<Option<Value>> {
         loop {
-            let Some(line) = self.next_line().await? else {
-                return Ok(None);
+            match self.next_frame().await? {
+                None => return Ok(None),
+                Some(Frame::Value(value)) => return Ok(Some(value)),
+                Some(Frame::Oversized { .. }) => {}
+            }
+        }
+    }
+
+    /// The next JSON value or over-long line, skipping non-JSON lines; `Ok(None)` at end of
+    /// stream.
+    pub async fn next_frame(&mut self) -> std::io::Result<Option<Frame>> {
+        loop {
+            let line = match self.next_line().await? {
+                None => return Ok(None),
+                Some(Line::Oversized(id)) => return Ok(Some(Frame::Oversized { id })),
+                Some(Line::Whole(line)) => line,
             };
             let trimmed = line.trim_ascii();
             if trimmed.is_empty() {
                 continue;
             }
             match serde_json::from_slice::<Value>(trimmed) {
-                Ok(value) => return Ok(Some(value)),
+                Ok(value) => return Ok(Some(Frame::Value(value))),
                 Err(_) => {
                     self.skipped += 1;
                     tracing::debug!(
@@ -53,45 +77,158 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         }
     }
 
+    /// The longest line kept, in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// The next raw line without its terminator; `Ok(None)` at end of stream.
-    async fn next_line(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+    async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
         self.line.clear();
-        let mut overflowed = false;
+        let mut overflow: Option<Overflow> = None;
         loop {
             let buf = self.inner.fill_buf().await?;
             if buf.is_empty() {
                 // End of stream: a final unterminated line still counts.
-                return Ok(
-                    (!self.line.is_empty() && !overflowed).then(|| std::mem::take(&mut self.line))
-                );
+                return Ok(match overflow {
+                    Some(overflow) => Some(self.discard(overflow)),
+                    None => {
+                        (!self.line.is_empty()).then(|| Line::Whole(std::mem::take(&mut self.line)))
+                    }
+                });
             }
             let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
                 Some(i) => (&buf[..i], Some(i + 1)),
                 None => (buf, None),
             };
-            if !overflowed && self.line.len() + chunk.len() > MAX_LINE_BYTES {
-                overflowed = true;
-                self.line = Vec::new();
+            if overflow.is_none() && self.line.len() + chunk.len() > self.limit {
                 tracing::warn!(
-                    limit = MAX_LINE_BYTES,
-                    "discarding an over-long stdout line"
+                    limit = self.limit,
+                    "discarding an over-long stdout line ({} raises the cap)",
+                    super::limits::MESSAGE_BYTES.name
                 );
+                overflow = Some(Overflow::starting_with(std::mem::take(&mut self.line)));
             }
-            if !overflowed {
-                self.line.extend_from_slice(chunk);
+            match overflow.as_mut() {
+                Some(overflow) => overflow.feed(chunk),
+                None => self.line.extend_from_slice(chunk),
             }
             let used = found.unwrap_or(buf.len());
             self.inner.consume(used);
             if found.is_some() {
-                if overflowed {
-                    self.skipped += 1;
-                    overflowed = false;
-                    continue;
-                }
-                return Ok(Some(std::mem::take(&mut self.line)));
+                return Ok(Some(match overflow {
+                    Some(overflow) => self.discard(overflow),
+                    None => Line::Whole(std::mem::take(&mut self.line)),
+                }));
             }
         }
     }
+
+    /// Counts an over-long line as skipped; what is left of it is the id it answered.
+    fn discard(&mut self, overflow: Overflow) -> Line {
+        self.skipped += 1;
+        Line::Oversized(overflow.response_id())
+    }
+}
+
+/// What one line of a server's stdout held.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    /// A JSON value.
+    Value(Value),
+    /// A line over the limit, discarded. `id` is the id of the response it carried when its
+    /// first or last bytes show one at the top level (`{"jsonrpc":"2.0","id":7,…` or
+    /// `…,"id":7}`), so the request can fail at once instead of at its timeout.
+    Oversized {
+        /// Our request's id, when the line shows it.
+        id: Option<u64>,
+    },
+}
+
+/// A raw line, or what is kept of one over the limit.
+enum Line {
+    Whole(Vec<u8>),
+    Oversized(Option<u64>),
+}
+
+/// Bytes kept of each end of an over-long line: enough for `{"jsonrpc":"2.0","id":N` and
+/// `"jsonrpc":"2.0","id":N}` with spaces.
+const END_BYTES: usize = 256;
+
+/// The two ends of an over-long line.
+struct Overflow {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl Overflow {
+    fn starting_with(line: Vec<u8>) -> Overflow {
+        let mut overflow = Overflow {
+            head: Vec::new(),
+            tail: Vec::new(),
+        };
+        overflow.feed(&line);
+        overflow
+    }
+
+    fn feed(&mut self, chunk: &[u8]) {
+        let room = END_BYTES.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        self.tail
+            .extend_from_slice(&chunk[chunk.len().saturating_sub(END_BYTES)..]);
+        let excess = self.tail.len().saturating_sub(END_BYTES);
+        self.tail.drain(..excess);
+    }
+
+    fn response_id(&self) -> Option<u64> {
+        let head = String::from_utf8_lossy(&self.head);
+        let tail = String::from_utf8_lossy(&self.tail);
+        id_at_start(&head).or_else(|| id_at_end(&tail))
+    }
+}
+
+/// `text` after optional whitespace and `token`.
+fn after<'t>(text: &'t str, token: &str) -> Option<&'t str> {
+    text.trim_start().strip_prefix(token)
+}
+
+/// `text` before `token` and optional whitespace.
+fn before<'t>(text: &'t str, token: &str) -> Option<&'t str> {
+    text.trim_end().strip_suffix(token)
+}
+
+/// The id of `{"jsonrpc":"2.0","id":N,…` or `{"id":N,…`: right after the opening brace, so at
+/// the top level.
+fn id_at_start(head: &str) -> Option<u64> {
+    let rest = after(head, "{")?;
+    let rest = after(rest, "\"jsonrpc\"")
+        .and_then(|r| after(r, ":"))
+        .and_then(|r| after(r, "\"2.0\""))
+        .and_then(|r| after(r, ","))
+        .unwrap_or(rest);
+    let rest = after(after(rest, "\"id\"")?, ":")?.trim_start();
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let follows = rest[digits..].trim_start();
+    (follows.starts_with(',') || follows.starts_with('}'))
+        .then(|| rest[..digits].parse().ok())
+        .flatten()
+}
+
+/// The id of `…,"id":N}` or `…,"id":N,"jsonrpc":"2.0"}`: right before the closing brace of
+/// a complete line, so at the top level.
+fn id_at_end(tail: &str) -> Option<u64> {
+    let rest = before(tail, "}")?;
+    let rest = before(rest, "\"2.0\"")
+        .and_then(|r| before(r, ":"))
+        .and_then(|r| before(r, "\"jsonrpc\""))
+        .and_then(|r| before(r, ","))
+        .unwrap_or(rest)
+        .trim_end();
+    let number = &rest[rest.trim_end_matches(|c: char| c.is_ascii_digit()).len()..];
+    let rest = before(before(&rest[..rest.len() - number.len()], ":")?, "\"id\"")?.trim_end();
+    (rest.ends_with(',') || rest.ends_with('{'))
+        .then(|| number.parse().ok())
+        .flatten()
 }
 
 #[cfg(test)]
@@ -127,5 +264,44 @@ mod tests {
         let v = lines.next_value().await.unwrap().unwrap();
         assert_eq!(v["text"].as_str().unwrap().len(), 100_000);
         assert!(lines.next_value().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn lines_over_the_limit_are_discarded() {
+        let data = format!("{{\"text\":\"{}\"}}\n{{\"id\":1}}\n", "x".repeat(100));
+        let reader = tokio::io::BufReader::with_capacity(16, data.as_bytes());
+        let mut lines = LineReader::new(reader).with_limit(64);
+        assert_eq!(lines.next_value().await.unwrap(), Some(json!({"id": 1})));
+        assert_eq!(lines.skipped, 1);
+    }
+
+    #[tokio::test]
+    async fn an_over_long_answer_names_its_request() {
+        let big = "x".repeat(1000);
+        let lines = [
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{\"t\":\"{big}\"}}}}\n"),
+            format!("{{\"result\": {{\"t\": \"{big}\"}}, \"jsonrpc\": \"2.0\", \"id\": 8}}\n"),
+            format!("{{\"result\":{{\"t\":\"{big}\",\"id\":9}}}}\n"),
+            format!("{{\"method\":\"log\",\"params\":{{\"id\":10,\"t\":\"{big}\"}}}}\n"),
+            "{\"id\":1}\n".to_string(),
+        ];
+        let data = lines.concat();
+        let reader = tokio::io::BufReader::with_capacity(64, data.as_bytes());
+        let mut frames = LineReader::new(reader).with_limit(500);
+        let mut seen = Vec::new();
+        while let Some(frame) = frames.next_frame().await.unwrap() {
+            seen.push(frame);
+        }
+        assert_eq!(
+            seen,
+            [
+                Frame::Oversized { id: Some(7) },
+                Frame::Oversized { id: Some(8) },
+                Frame::Oversized { id: None },
+                Frame::Oversized { id: None },
+                Frame::Value(json!({"id": 1})),
+            ]
+        );
+        assert_eq!(frames.skipped, 4);
     }
 }

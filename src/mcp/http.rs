@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use super::error::McpError;
-use super::limits::{cap_events, read_capped, read_prefix, ERROR_BODY_BYTES, MAX_MESSAGE_BYTES};
+use super::limits::{cap_events, read_capped, read_prefix, ERROR_BODY_BYTES};
 use super::peer::Peer;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -94,6 +94,7 @@ pub(crate) fn start(
     headers: &[(String, String)],
     peer: Arc<Peer>,
     mut outbox: mpsc::Receiver<Value>,
+    body_limit: usize,
 ) -> Result<Handle, McpError> {
     let headers = header_map(url, headers)?;
     let client = client(url)?;
@@ -114,6 +115,7 @@ pub(crate) fn start(
                         headers: headers.clone(),
                         state: Arc::clone(&state),
                         peer: Arc::clone(&peer),
+                        body_limit,
                     };
                     let is_request = msg.get("method").is_some() && msg.get("id").is_some();
                     if is_request {
@@ -146,6 +148,8 @@ struct Post {
     headers: HeaderMap,
     state: Arc<Mutex<SessionState>>,
     peer: Arc<Peer>,
+    /// The largest answer body or SSE event taken.
+    body_limit: usize,
 }
 
 impl Post {
@@ -194,7 +198,7 @@ impl Post {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         if is_sse {
-            let body = cap_events(resp.bytes_stream(), &self.url, MAX_MESSAGE_BYTES);
+            let body = cap_events(resp.bytes_stream(), &self.url, self.body_limit);
             let mut events = body.eventsource();
             while let Some(event) = events.next().await {
                 match event {
@@ -209,7 +213,7 @@ impl Post {
                 }
             }
         } else {
-            match read_capped(resp, &self.url, MAX_MESSAGE_BYTES).await {
+            match read_capped(resp, &self.url, self.body_limit).await {
                 Ok(body) if !body.is_empty() => {
                     self.deliver(&String::from_utf8_lossy(&body), is_initialize)
                 }

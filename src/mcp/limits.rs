@@ -1,12 +1,16 @@
 //! Bounds on what a server can make us hold in memory: a message (a stdio line, an HTTP body,
-//! an SSE event) and the queue of messages waiting to be written to a server.
+//! an SSE event), the queue of messages waiting to be written to a server, and the pages of a
+//! `tools/list`.
 //!
-//! A server is third-party code. One that streams an endless body, an event without an end or
-//! stops reading its input must cost a clear error, never unbounded memory.
+//! A server is third-party code. One that streams an endless body, an event without an end,
+//! pages forever or stops reading its input must cost a clear error, never unbounded memory.
+//! Each bound has a default and an environment variable ([`Limits::from_env`]), checked at the
+//! CLI's edge like every other (`cli::ENV_CAPS`).
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 
+use super::cap::{Cap, Unit};
 use super::error::McpError;
 
 /// The largest message taken from a server: a stdio line, an HTTP response body or one SSE
@@ -17,6 +21,71 @@ pub const MAX_MESSAGE_BYTES: usize = 128 * 1024 * 1024;
 /// endpoint that stops accepting POSTs) holds up at most this many; further requests wait for
 /// room until their own timeout and then fail with [`McpError::Stalled`].
 pub const OUTBOX_CAPACITY: usize = 256;
+
+/// `tools/list` pages we follow at most; a server that pages forever is cut off here.
+pub const MAX_TOOL_PAGES: usize = 1000;
+
+/// The message cap as a user sets it: 1 MiB (a large tool list) to 2 GiB.
+pub const MESSAGE_BYTES: Cap = Cap::new(
+    "MCP_LAUNCH_MAX_MESSAGE_BYTES",
+    MAX_MESSAGE_BYTES,
+    1 << 20,
+    1 << 31,
+    Unit::Bytes,
+);
+
+/// The queue bound as a user sets it: 16 to 65,536 messages.
+pub const QUEUED_MESSAGES: Cap = Cap::new(
+    "MCP_LAUNCH_MAX_QUEUED_MESSAGES",
+    OUTBOX_CAPACITY,
+    16,
+    65_536,
+    Unit::Items,
+);
+
+/// The page cap as a user sets it: 1 to 100,000 pages.
+pub const TOOL_PAGES: Cap = Cap::new(
+    "MCP_LAUNCH_MAX_TOOL_PAGES",
+    MAX_TOOL_PAGES,
+    1,
+    100_000,
+    Unit::Items,
+);
+
+/// Every cap of this module, for the CLI's check of the environment.
+pub const CAPS: [&Cap; 3] = [&MESSAGE_BYTES, &QUEUED_MESSAGES, &TOOL_PAGES];
+
+/// The bounds one session works under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest message taken from the server ([`MAX_MESSAGE_BYTES`]).
+    pub message_bytes: usize,
+    /// Messages queued to the server at most ([`OUTBOX_CAPACITY`]).
+    pub queued_messages: usize,
+    /// `tools/list` pages followed at most ([`MAX_TOOL_PAGES`]).
+    pub tool_pages: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            message_bytes: MAX_MESSAGE_BYTES,
+            queued_messages: OUTBOX_CAPACITY,
+            tool_pages: MAX_TOOL_PAGES,
+        }
+    }
+}
+
+impl Limits {
+    /// The bounds from their variables ([`CAPS`]), defaults where unset.
+    pub fn from_env() -> Limits {
+        Limits {
+            message_bytes: MESSAGE_BYTES.from_env_or_default(),
+            queued_messages: QUEUED_MESSAGES.from_env_or_default(),
+            tool_pages: TOOL_PAGES.from_env_or_default(),
+        }
+    }
+}
 
 /// Bytes of an error response's body kept for the message.
 pub(crate) const ERROR_BODY_BYTES: usize = 500;
@@ -125,6 +194,14 @@ fn too_large(url: &str, limit: usize) -> McpError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn defaults_lie_in_their_ranges() {
+        for cap in CAPS {
+            assert!((cap.min..=cap.max).contains(&cap.default), "{}", cap.name);
+        }
+        assert_eq!(MESSAGE_BYTES.parse("64MiB"), Ok(64 << 20));
+    }
 
     #[test]
     fn events_are_measured_between_blank_lines() {

@@ -6,6 +6,7 @@
 //! connection; responses matched by exact id; a closed connection fails every pending request
 //! at once; non-JSON output never reaches the session.
 
+pub mod cap;
 mod error;
 pub mod framing;
 mod http;
@@ -18,8 +19,9 @@ mod sse;
 mod stdio;
 
 pub use error::McpError;
+pub use limits::{Limits, MAX_TOOL_PAGES};
 pub use message::RpcError;
 pub use session::{
     ConnectOptions, Endpoint, ServerInfo, Session, ToolList, INIT_FAST_WINDOW, INIT_SLOW_WINDOW,
-    INIT_TIMEOUT, INIT_TIMEOUT_ENV, MAX_TOOL_PAGES,
+    INIT_TIMEOUT, INIT_TIMEOUT_ENV,
 };

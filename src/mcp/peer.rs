@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::error::McpError;
-use super::limits::OUTBOX_CAPACITY;
 use super::message::{self, Incoming, METHOD_NOT_FOUND};
 
 type Reply = oneshot::Sender<Result<Value, McpError>>;
@@ -56,7 +55,8 @@ pub(crate) struct Peer {
     next_id: AtomicU64,
     pending: Mutex<Pending>,
     /// Messages to the server; the transport's writer owns the receiving end. Bounded
-    /// ([`OUTBOX_CAPACITY`]): a server that stops reading cannot make the queue grow.
+    /// ([`crate::mcp::Limits::queued_messages`]): a server that stops reading cannot make the
+    /// queue grow.
     outbox: mpsc::Sender<Value>,
     /// Notifications received (method names), for `-vv` and tests.
     notifications: AtomicU64,
@@ -103,7 +103,12 @@ impl Peer {
             );
         }
         tracing::debug!(id, method, "→ request");
-        tracing::trace!(params = %params.as_ref().map(|p| p.to_string()).unwrap_or_default(), "→ params");
+        // Only the size: a call's arguments may hold anything, credentials included, and trace
+        // logs end up in files and bug reports.
+        tracing::trace!(
+            bytes = params.as_ref().map_or(0, |p| p.to_string().len()),
+            "→ params"
+        );
         let message = message::request(id, method, params);
         let sent = tokio::time::timeout_at(deadline, self.outbox.send(message)).await;
         match sent {
@@ -118,7 +123,7 @@ impl Peer {
                 self.forget(id);
                 Err(McpError::Stalled {
                     method: method.to_string(),
-                    queued: OUTBOX_CAPACITY,
+                    queued: self.outbox.max_capacity(),
                 })
             }
         }
@@ -137,7 +142,7 @@ impl Peer {
         if let Err(mpsc::error::TrySendError::Full(_)) = self.outbox.try_send(message) {
             tracing::warn!(
                 what,
-                queued = OUTBOX_CAPACITY,
+                queued = self.outbox.max_capacity(),
                 "the server is not reading its input; a message to it was dropped"
             );
         }
@@ -231,6 +236,7 @@ impl Peer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::limits::OUTBOX_CAPACITY;
 
     #[tokio::test]
     async fn answers_server_requests_and_matches_ids() {

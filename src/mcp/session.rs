@@ -12,7 +12,7 @@ use crate::duration::Setting;
 use crate::process::{ProcessGuard, SpawnSpec};
 
 use super::error::McpError;
-use super::limits::OUTBOX_CAPACITY;
+use super::limits::{Limits, TOOL_PAGES};
 use super::message::{KNOWN_PROTOCOL_VERSIONS, METHOD_NOT_FOUND, PROTOCOL_VERSION};
 use super::peer::{CloseReason, Peer};
 use super::{http, sse, stdio};
@@ -33,9 +33,6 @@ pub const INIT_TIMEOUT: Setting = Setting::timeout(INIT_TIMEOUT_ENV, INIT_SLOW_W
 /// How long a request that found the connection closed waits for the reason (exit status,
 /// stderr tail) to be recorded: the reader settles within about a second of the exit.
 const CLOSE_SETTLE: Duration = Duration::from_millis(1500);
-
-/// `tools/list` pages we follow at most; a server that pages forever is cut off here.
-pub const MAX_TOOL_PAGES: usize = 1000;
 
 /// Where a server lives and how to reach it.
 #[derive(Debug, Clone)]
@@ -58,7 +55,7 @@ pub enum Endpoint {
     },
 }
 
-/// Timeouts for connecting and listing.
+/// Timeouts for connecting and listing, and the bounds the session works under.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectOptions {
     /// First window for the `initialize` answer.
@@ -67,6 +64,8 @@ pub struct ConnectOptions {
     pub slow_window: Duration,
     /// Limit for each `tools/list` page.
     pub list_timeout: Duration,
+    /// Message size, queue length and page count bounds.
+    pub limits: Limits,
 }
 
 impl Default for ConnectOptions {
@@ -75,14 +74,19 @@ impl Default for ConnectOptions {
             fast_window: INIT_FAST_WINDOW,
             slow_window: INIT_SLOW_WINDOW,
             list_timeout: INIT_SLOW_WINDOW,
+            limits: Limits::default(),
         }
     }
 }
 
 impl ConnectOptions {
-    /// Defaults, with the slow window from `MCP_INIT_TIMEOUT_SEC` ([`INIT_TIMEOUT`]).
+    /// Defaults, with the slow window from `MCP_INIT_TIMEOUT_SEC` ([`INIT_TIMEOUT`]) and the
+    /// bounds from theirs ([`Limits::from_env`]).
     pub fn from_env() -> Self {
-        Self::with_slow_window(INIT_TIMEOUT.from_env_or_default())
+        ConnectOptions {
+            limits: Limits::from_env(),
+            ..Self::with_slow_window(INIT_TIMEOUT.from_env_or_default())
+        }
     }
 
     /// Defaults, with `slow_window` for the handshake's second window and `tools/list`.
@@ -135,6 +139,8 @@ pub struct Session {
     /// The span `connect` ran in (the caller names the server there): later requests log in
     /// it too, whichever task makes them.
     span: tracing::Span,
+    /// `tools/list` pages followed at most ([`Limits::tool_pages`]).
+    tool_pages: usize,
 }
 
 impl Session {
@@ -142,16 +148,25 @@ impl Session {
     /// protocol version, the fast then the slow window, then `notifications/initialized`.
     pub async fn connect(endpoint: &Endpoint, opts: &ConnectOptions) -> Result<Self, McpError> {
         let started = Instant::now();
-        let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
+        let limits = opts.limits;
+        let (tx, rx) = mpsc::channel(limits.queued_messages.max(1));
         let peer = Arc::new(Peer::new(tx));
         let connection = match endpoint {
             Endpoint::Stdio(spec) => {
                 tracing::info!(command = %spec.program, args = spec.args.len(), "spawning server");
-                Connection::Stdio(stdio::start(spec, Arc::clone(&peer), rx)?)
+                let line_limit = limits.message_bytes;
+                Connection::Stdio(stdio::start(spec, Arc::clone(&peer), rx, line_limit)?)
             }
             Endpoint::StreamableHttp { url, headers } => {
                 tracing::info!(url = %super::redact::url(url), "connecting over Streamable HTTP");
-                Connection::Http(http::start(url, headers, Arc::clone(&peer), rx)?)
+                let body_limit = limits.message_bytes;
+                Connection::Http(http::start(
+                    url,
+                    headers,
+                    Arc::clone(&peer),
+                    rx,
+                    body_limit,
+                )?)
             }
             Endpoint::Sse { url, headers } => {
                 tracing::info!(url = %super::redact::url(url), "connecting over legacy SSE");
@@ -162,6 +177,7 @@ impl Session {
             span: tracing::Span::current(),
             peer,
             connection,
+            tool_pages: limits.tool_pages,
             info: ServerInfo {
                 protocol_version: String::new(),
                 server_info: Value::Null,
@@ -301,7 +317,7 @@ impl Session {
     }
 
     /// Lists every tool: the first page with the params shapes servers accept in turn, then
-    /// `nextCursor` until it ends, repeats, or hits [`MAX_TOOL_PAGES`].
+    /// `nextCursor` until it ends, repeats, or hits the page cap ([`Limits::tool_pages`]).
     pub async fn list_tools(&self, timeout: Duration) -> Result<ToolList, McpError> {
         let span = self.span.clone();
         self.list_tools_in_span(timeout).instrument(span).await
@@ -328,9 +344,11 @@ impl Session {
                 ));
                 break;
             }
-            if pages >= MAX_TOOL_PAGES {
+            if pages >= self.tool_pages {
                 list.warnings.push(format!(
-                    "stopped paging after {MAX_TOOL_PAGES} pages; the server keeps sending cursors"
+                    "stopped paging after {pages} pages; the server keeps sending cursors \
+                     ({} raises the cap)",
+                    TOOL_PAGES.name
                 ));
                 break;
             }
@@ -514,7 +532,8 @@ mod tests {
     }
 
     /// A real server that stops reading stdin after the handshake: its pipe fills, the queue to
-    /// it fills, and further requests fail as stalled at their timeout instead of piling up.
+    /// it fills (as long as the options say), and further requests fail as stalled at their
+    /// timeout instead of piling up.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_server_that_stops_reading_stalls_requests_not_memory() {
         let script = concat!(
@@ -526,14 +545,17 @@ mod tests {
             args: vec![script.into(), "--stop-reading-after-init".into()],
             ..SpawnSpec::default()
         });
+        let queue = 32;
+        let mut opts = ConnectOptions::default();
+        opts.limits.queued_messages = queue;
         let session = Arc::new(
-            Session::connect(&endpoint, &ConnectOptions::default())
+            Session::connect(&endpoint, &opts)
                 .await
                 .expect("the fault server starts"),
         );
-        // 8 KiB each: the 64 KiB pipe takes a handful, the queue OUTBOX_CAPACITY more.
+        // 8 KiB each: the 64 KiB pipe takes a handful, the queue `queue` more.
         let message = "x".repeat(8 * 1024);
-        let calls: Vec<_> = (0..OUTBOX_CAPACITY + 64)
+        let calls: Vec<_> = (0..queue + 64)
             .map(|_| {
                 let (session, message) = (Arc::clone(&session), message.clone());
                 tokio::spawn(async move {
@@ -548,7 +570,7 @@ mod tests {
         for call in calls {
             match call.await.unwrap() {
                 Err(McpError::Stalled { queued, .. }) => {
-                    assert_eq!(queued, OUTBOX_CAPACITY);
+                    assert_eq!(queued, queue);
                     stalled += 1;
                 }
                 Err(McpError::Timeout { .. }) => {}

@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use super::error::McpError;
 use super::http::{client, error_chain, header_map, http_error};
-use super::limits::{cap_events, MAX_MESSAGE_BYTES};
+use super::limits::cap_events;
 use super::peer::{CloseReason, Peer};
 use super::session::ConnectOptions;
 
@@ -59,7 +59,7 @@ pub(crate) async fn start(
     if !resp.status().is_success() {
         return Err(http_error(url, resp).await);
     }
-    let mut events = cap_events(resp.bytes_stream(), url, MAX_MESSAGE_BYTES).eventsource();
+    let mut events = cap_events(resp.bytes_stream(), url, opts.limits.message_bytes).eventsource();
     let wait = opts.fast_window + opts.slow_window;
     let endpoint = tokio::time::timeout(wait, async {
         while let Some(event) = events.next().await {

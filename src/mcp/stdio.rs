@@ -11,7 +11,8 @@ use tracing::Instrument;
 
 use crate::process::{self, Exit, ProcessGuard, SpawnSpec, StderrHandle};
 
-use super::framing::LineReader;
+use super::error::McpError;
+use super::framing::{Frame, LineReader};
 use super::peer::{CloseReason, Peer};
 
 /// After the direct child exits, how long its stdout may still deliver buffered answers before
@@ -33,12 +34,15 @@ pub(crate) fn start(
     spec: &SpawnSpec,
     peer: Arc<Peer>,
     outbox: mpsc::Receiver<Value>,
+    line_limit: usize,
 ) -> Result<ProcessGuard, process::SpawnError> {
     let spawned = process::spawn(spec)?;
     tokio::spawn(write_messages(spawned.stdin, outbox).in_current_span());
     let guard = spawned.guard;
-    let reader = LineReader::new(BufReader::with_capacity(64 * 1024, spawned.stdout));
+    let reader =
+        LineReader::new(BufReader::with_capacity(64 * 1024, spawned.stdout)).with_limit(line_limit);
     let ends = Ends {
+        program: spec.program.clone(),
         exit: guard.exit_watch(),
         stderr: guard.stderr_handle(),
     };
@@ -63,8 +67,10 @@ async fn write_messages(mut stdin: ChildStdin, mut outbox: mpsc::Receiver<Value>
     }
 }
 
-/// How the process ended: its exit status and stderr, for the close reason.
+/// How the process ended: its exit status and stderr, for the close reason; its program, for
+/// errors.
 struct Ends {
+    program: String,
     exit: watch::Receiver<Option<Exit>>,
     stderr: StderrHandle,
 }
@@ -80,8 +86,13 @@ async fn read_messages(
     loop {
         let deadline = exited_at.map(|t| t + EXIT_DRAIN);
         tokio::select! {
-            next = reader.next_value() => match next {
-                Ok(Some(value)) => peer.handle(value),
+            next = reader.next_frame() => match next {
+                Ok(Some(Frame::Value(value))) => peer.handle(value),
+                Ok(Some(Frame::Oversized { id: Some(id) })) => {
+                    let origin = format!("stdout of `{}`", ends.program);
+                    peer.fail(id, McpError::TooLarge { origin, limit: reader.limit() });
+                }
+                Ok(Some(Frame::Oversized { id: None })) => {}
                 Ok(None) | Err(_) => break,
             },
             changed = ends.exit.changed(), if exited_at.is_none() => {

@@ -3,13 +3,17 @@
 //! Every child runs in a process group of its own, so that ending it reaches the grandchildren
 //! that `npx` and `uvx` start (killing only the direct child leaked them in the tool we port).
 //! Its stderr is drained continuously into a bounded ring buffer — an undrained pipe blocks a
-//! chatty server, and the tail is what makes an error message actionable.
+//! chatty server, and the tail is what makes an error message actionable. Each line is masked
+//! ([`Masker`]: the spec's own `env` values and whatever the caller's masker knows) before the
+//! ring stores it or a log shows it, so no tail carries a secret into an error.
 //!
 //! Invariants: a [`ProcessGuard`] kills the whole group when dropped, whatever the exit path;
 //! [`ProcessGuard::shutdown`] does it gracefully (TERM, a short grace, then KILL). This module
 //! knows nothing of MCP.
 
 mod group;
+mod listener;
+mod mask;
 mod ring;
 mod service;
 mod users;
@@ -25,7 +29,6 @@ use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
@@ -33,6 +36,8 @@ pub use group::{
     descendants, is_ours, is_running, live_members, start_time, stop_group, stop_recorded_group,
     wait_gone,
 };
+pub use listener::{verify_listener, Squatted};
+pub use mask::{is_secret_name, Masker, MASK};
 pub use ring::StderrRing;
 pub use service::{spawn_service, LineSink};
 pub use users::shared_host;
@@ -63,6 +68,18 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     /// Working directory; the current one when `None`.
     pub cwd: Option<PathBuf>,
+    /// Masks the child's output before the ring stores it or a log shows it. The values of
+    /// [`SpawnSpec::env`] are added to it at spawn.
+    pub masker: Masker,
+}
+
+impl SpawnSpec {
+    /// The masker for this child's output: the caller's, taught this child's `env` values.
+    fn output_masker(&self) -> Masker {
+        let masker = self.masker.clone();
+        masker.add_all(self.env.iter().map(|(_, v)| v.as_str()));
+        masker
+    }
 }
 
 /// Why a child could not be started.
@@ -111,7 +128,7 @@ pub struct Spawned {
 pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     let mut child = start(spec, Stdio::piped())?;
     let pid = child.id().map(|id| id as i32);
-    let (Some(stdin), Some(stdout), Some(mut stderr)) =
+    let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         // Unreachable by construction: all three were requested as pipes above.
@@ -126,19 +143,12 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     {
         let ring = Arc::clone(&ring);
         let program = spec.program.clone();
+        let masker = spec.output_masker();
+        let trace: LineSink = Arc::new(move |line: &str| {
+            tracing::trace!(target: "mcp_launch::stderr", program = %program, "{line}");
+        });
         tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            loop {
-                match stderr.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        tracing::trace!(target: "mcp_launch::stderr", program = %program, "{}", String::from_utf8_lossy(&buf[..n]).trim_end());
-                        if let Ok(mut ring) = ring.lock() {
-                            ring.push(&buf[..n]);
-                        }
-                    }
-                }
-            }
+            service::forward_lines(Box::new(stderr), ring, masker, trace).await;
             let _ = stderr_done_tx.send(true);
         });
     }

@@ -1,6 +1,6 @@
 //! Long-running helpers we supervise (mcpo, cloudflared): no stdin, both output streams read
-//! line by line into the ring buffer and handed to a sink (which tags, masks and logs them, or
-//! looks for a tunnel URL in them).
+//! line by line, masked, into the ring buffer and handed to a sink (which tags and logs them,
+//! or looks for a tunnel URL in them).
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -8,9 +8,12 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::watch;
 
-use super::{reap, start, ProcessGuard, SpawnError, SpawnSpec, StderrRing, STDERR_RING_BYTES};
+use super::{
+    reap, start, Masker, ProcessGuard, SpawnError, SpawnSpec, StderrRing, STDERR_RING_BYTES,
+};
 
-/// Receives every line a service writes, stdout and stderr alike, without its line ending.
+/// Receives every line a service writes, stdout and stderr alike, masked, without its line
+/// ending.
 pub type LineSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Lines longer than this are cut (a service that prints a megabyte on one line must not make
@@ -34,11 +37,17 @@ pub fn spawn_service(spec: &SpawnSpec, sink: LineSink) -> Result<ProcessGuard, S
             .take()
             .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
     ];
+    let masker = spec.output_masker();
     let mut pending = Vec::new();
     for reader in readers.into_iter().flatten() {
         let ring = Arc::clone(&ring);
         let sink = Arc::clone(&sink);
-        pending.push(tokio::spawn(forward_lines(reader, ring, sink)));
+        pending.push(tokio::spawn(forward_lines(
+            reader,
+            ring,
+            masker.clone(),
+            sink,
+        )));
     }
     tokio::spawn(async move {
         for task in pending {
@@ -56,9 +65,11 @@ pub fn spawn_service(spec: &SpawnSpec, sink: LineSink) -> Result<ProcessGuard, S
     })
 }
 
-async fn forward_lines(
+/// Reads `reader` line by line until it ends; each line, masked, goes to the ring and `sink`.
+pub(super) async fn forward_lines(
     reader: Box<dyn AsyncRead + Send + Unpin>,
     ring: Arc<Mutex<StderrRing>>,
+    masker: Masker,
     sink: LineSink,
 ) {
     let mut reader = BufReader::new(reader);
@@ -68,12 +79,12 @@ async fn forward_lines(
         match read_bounded_line(&mut reader, &mut line).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {
+                let text = masker.mask(String::from_utf8_lossy(&line).trim_end_matches('\r'));
                 if let Ok(mut ring) = ring.lock() {
-                    ring.push(&line);
+                    ring.push(text.as_bytes());
                     ring.push(b"\n");
                 }
-                let text = String::from_utf8_lossy(&line);
-                sink(text.trim_end_matches(['\r', '\n']));
+                sink(&text);
             }
         }
     }

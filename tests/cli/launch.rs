@@ -36,9 +36,13 @@ fn broken() -> Value {
 
 /// `up` on the project's `a.json`, without a tunnel, on a free port.
 fn up_a(cmd: &Cmd) -> Cmd {
+    // mcpo on a free port too: parallel tests that all plan mcpo's default 8800 race for it,
+    // and the loser's mcpo is refused as squatted (`port_squatted`).
+    let port = free_ports(2);
     cmd.cmd()
         .args(["up", "--config", "a.json", "--tunnel", "none"])
-        .args(["--port", &free_port().to_string()])
+        .args(["--port", &port.to_string()])
+        .args(["--mcpo-port", &(port + 1).to_string()])
 }
 
 #[test]
@@ -663,10 +667,9 @@ fn mcpo_found_only_on_path_serves_with_mcpo_and_auto() {
         &json!({"mcpServers": {"everything": everything()}}).to_string(),
     );
     for controller in ["mcpo", "auto"] {
-        // A port of its own each time: the first mcpo may still be leaving 8800.
+        // A port of its own each time (`up_a`): the first mcpo may still be leaving its port.
         let up = up_a(&cmd)
             .args(["--controller", controller])
-            .args(["--mcpo-port", &free_port().to_string()])
             .env("PATH", &path_with_mcpo())
             .stderr_any()
             .spawn();

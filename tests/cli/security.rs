@@ -3,7 +3,32 @@
 
 use serde_json::json;
 
-use crate::util::{everything, Cmd};
+use crate::util::{everything, fault, Cmd};
+
+/// `up --controller <controller>` of the project's `a.json`, no tunnel, on free ports for the
+/// front and mcpo — away from mcpo's default 8800, which parallel tests race for (more
+/// arguments and variables may follow before `spawn`).
+fn up_a(cmd: &Cmd, controller: &str) -> Cmd {
+    let port = crate::util::free_ports(2);
+    cmd.cmd()
+        .args(["up", "--config", "a.json", "--tunnel", "none"])
+        .args(["--controller", controller])
+        .args(["--port", &port.to_string()])
+        .args(["--mcpo-port", &(port + 1).to_string()])
+        .stderr_any()
+}
+
+/// `POST /<route>` on stack `a`'s front with its key and `arguments`: status and body.
+fn post_to_a(
+    state: &serde_json::Value,
+    route: &str,
+    arguments: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let a = crate::launch_util::stack(state, "a");
+    let url = format!("http://127.0.0.1:{}/{route}", a["port"]);
+    let key = a["api_key"].as_str().unwrap();
+    crate::launch_util::http("POST", &url, &[("X-API-Key", key)], Some(arguments))
+}
 
 /// A third-party server never receives our own secrets: `MCP_LAUNCH_API_KEY` and
 /// `TUNNEL_TOKEN` are withheld from every child (cloudflared alone is handed the token). It
@@ -160,20 +185,7 @@ fn mcpo_config_lives_only_while_mcpo_does_and_tracked_secrets_are_warned_of() {
     std::fs::write(&config, "{}").unwrap();
     git(&["init", "-q"]);
     git(&["add", "-f", ".mcp-launch/stacks/a/mcpo.json"]);
-    let up = cmd
-        .cmd()
-        .args([
-            "up",
-            "--config",
-            "a.json",
-            "--tunnel",
-            "none",
-            "--controller",
-            "mcpo",
-        ])
-        .args(["--port", &crate::util::free_port().to_string()])
-        .stderr_any()
-        .spawn();
+    let up = up_a(&cmd, "mcpo").spawn();
     let state = crate::launch_util::wait_ready(&up, cmd.dir(), 1);
     let mode = std::fs::metadata(&config).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
@@ -307,18 +319,7 @@ fn secrets_in_server_urls_never_reach_errors_or_logs() {
 #[test]
 fn auto_prefers_the_native_controller_on_a_shared_host() {
     let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
-    let up = cmd
-        .cmd()
-        .args([
-            "up",
-            "--config",
-            "a.json",
-            "--tunnel",
-            "none",
-            "--controller",
-            "auto",
-        ])
-        .args(["--port", &crate::util::free_port().to_string()])
+    let up = up_a(&cmd, "auto")
         .env("MCP_LAUNCH_SHARED_HOST", "yes")
         .stderr_has("other users run processes here")
         .spawn();
@@ -328,4 +329,239 @@ fn auto_prefers_the_native_controller_on_a_shared_host() {
         "native"
     );
     crate::launch_util::terminate(up, &state);
+}
+
+/// Whatever a config hands a server (its `env` values, whatever their names) and whatever a
+/// client sends a tool never reaches a log, a warning or an error: a server that prints its
+/// connection string, one that fails quoting it, and mcpo logging each call's arguments at
+/// INFO are all masked before the stderr rings store their lines.
+#[test]
+fn server_secrets_and_call_arguments_stay_out_of_logs_and_warnings() {
+    let mut good = fault(&["--print-env", "CONN_STRING"]);
+    good["env"] = json!({"CONN_STRING": "conn-s3cret-value"});
+    let bad = json!({
+        "command": "sh", "args": ["-c", "echo \"cannot reach $DB_URL\" >&2; exit 1"],
+        "env": {"DB_URL": "postgres://u:pw-s3cret@h/db"},
+    });
+    let cmd = crate::launch_util::project(&[("a.json", json!({"good": good, "bad": bad}))]);
+    let up = up_a(&cmd, "mcpo")
+        .args(["--log-file", "up.log", "-v"])
+        .spawn();
+    let state = crate::launch_util::wait_ready(&up, cmd.dir(), 1);
+    let (status, body) = post_to_a(&state, "good/echo", json!({"message": "argument-s3cret"}));
+    assert_eq!(status, 200, "{body}");
+    let log_path = cmd.path("up.log");
+    // mcpo's log line travels through a pipe and our reader: poll for it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read_to_string(&log_path).is_ok_and(|l| l.contains("with args: ****")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "mcpo's call line never reached the log"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = crate::launch_util::terminate(up, &state);
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("CONN_STRING=****"), "{log}");
+    assert!(out.stderr.contains("cannot reach ****"), "{}", out.stderr);
+    for (what, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("log", &log),
+    ] {
+        assert!(!text.contains("s3cret"), "{what}: {text}");
+    }
+}
+
+/// At trace level (`-vvv`) the log shows neither a call's arguments nor a server's raw stderr.
+#[test]
+fn trace_logs_hold_no_arguments_and_no_unmasked_stderr() {
+    let mut good = fault(&["--print-env", "CONN_STRING"]);
+    good["env"] = json!({"CONN_STRING": "conn-s3cret-value"});
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"good": good}}));
+    let out = cmd
+        .args(["call", "good", "echo", r#"{"message": "argument-s3cret"}"#])
+        .args(["-vvv", "--log-file", "call.log"])
+        .stderr_any()
+        .run();
+    let log = std::fs::read_to_string(out.path("call.log")).unwrap();
+    assert!(log.contains("CONN_STRING=****"), "{log}");
+    assert!(!log.contains("s3cret"), "{log}");
+    assert!(
+        out.stdout.contains("argument-s3cret"),
+        "the result itself is the user's"
+    );
+}
+
+/// A tool that never returns behind mcpo costs the caller `MCP_LAUNCH_FORWARD_TIMEOUT`, then a
+/// clear 504 that names neither mcpo's address nor anything it logged.
+#[test]
+fn a_call_stuck_in_mcpo_ends_in_a_clear_504() {
+    let cmd = crate::launch_util::project(&[("a.json", json!({"f": fault(&[])}))]);
+    let up = up_a(&cmd, "mcpo")
+        .env("MCP_LAUNCH_FORWARD_TIMEOUT", "2s")
+        .spawn();
+    let state = crate::launch_util::wait_ready(&up, cmd.dir(), 1);
+    let started = std::time::Instant::now();
+    let (status, body) = post_to_a(&state, "f/hang", json!({}));
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"]["type"], "upstream_timeout", "{body}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let a = crate::launch_util::stack(&state, "a");
+    let mcpo = format!(":{}", a["controller_port"]);
+    let text = body.to_string();
+    assert!(
+        !text.contains(&mcpo) && !text.contains("Traceback"),
+        "{text}"
+    );
+    crate::launch_util::terminate(up, &state);
+}
+
+/// The caps on what servers send are the user's to move: a server that pages forever is cut
+/// at `MCP_LAUNCH_MAX_TOOL_PAGES` with a warning naming it, a result over
+/// `MCP_LAUNCH_MAX_MESSAGE_BYTES` is never taken (its call fails at once as
+/// `message_too_large`), and a bad value of any cap is refused before
+/// anything starts (exit 2, `invalid_limit`, naming the variable and the range).
+#[test]
+fn caps_on_what_servers_send_can_be_moved_within_bounds() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"f": fault(&["--infinite-pages"])}}));
+    let out = cmd
+        .cmd()
+        .env("MCP_LAUNCH_MAX_TOOL_PAGES", "3")
+        .args(["--config", "config.json", "list", "f", "--json"])
+        .run()
+        .json();
+    let warnings = out["warnings"].to_string();
+    assert!(
+        warnings.contains("stopped paging after 3 pages; the server keeps sending cursors"),
+        "{out}"
+    );
+    assert!(
+        warnings.contains("MCP_LAUNCH_MAX_TOOL_PAGES raises the cap"),
+        "{out}"
+    );
+    assert_eq!(out["tools"].as_array().unwrap().len(), 3, "{out}");
+
+    let huge = |cap: &str| {
+        cmd.cmd()
+            .env("MCP_LAUNCH_MAX_MESSAGE_BYTES", cap)
+            .args(["--config", "config.json", "call", "f", "huge"])
+            .args([r#"{"bytes": 2000000}"#, "--json"])
+    };
+    huge("4MiB").run();
+    // The over-long answer fails its call at once, not at the default 30 s timeout.
+    let out = huge("1MiB")
+        .status(1)
+        .stderr_has("MCP_LAUNCH_MAX_MESSAGE_BYTES")
+        .run();
+    assert_eq!(out.error()["type"], "message_too_large", "{out}");
+    assert!(
+        out.error()["help"]
+            .as_str()
+            .unwrap()
+            .contains("MCP_LAUNCH_MAX_MESSAGE_BYTES"),
+        "{out}"
+    );
+    assert!(out.elapsed < std::time::Duration::from_secs(20), "{out}");
+
+    for (name, value) in [
+        ("MCP_LAUNCH_MAX_MESSAGE_BYTES", "0"),
+        ("MCP_LAUNCH_MAX_MESSAGE_BYTES", "lots"),
+        ("MCP_LAUNCH_MAX_QUEUED_MESSAGES", "1e9"),
+        ("MCP_LAUNCH_MAX_TOOL_PAGES", "0"),
+        ("MCP_LAUNCH_MAX_IN_FLIGHT", "100000"),
+    ] {
+        let out = cmd
+            .cmd()
+            .env(name, value)
+            .args(["--config", "config.json", "list", "--json"])
+            .status(2)
+            .run();
+        let error = out.error();
+        assert_eq!(error["type"], "invalid_limit", "{out}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{name} {value:?} is ")),
+            "{out}"
+        );
+        assert!(error["help"].as_str().unwrap().contains(name), "{out}");
+    }
+}
+
+/// A process that takes mcpo's port between our check and mcpo's bind answers the readiness
+/// probe, but never gets the key: `up` sees the listener is not in mcpo's process group, stops
+/// with `port_squatted` naming the squatter's pid, and sends it nothing else. (The stand-in
+/// "mcpo" starts the squatter in a session of its own and never binds.)
+#[test]
+fn a_squatter_on_mcpos_port_is_named_and_never_sent_the_key() {
+    let cmd = crate::launch_util::project(&[("a.json", json!({"f": fault(&[])}))]);
+    let squatter = crate::util::manifest_dir().join("tests/fixtures/port_squatter.py");
+    let (log, pidfile) = (cmd.path("squatter.log"), cmd.path("squatter.pid"));
+    let out = up_a(&cmd, "mcpo")
+        .env("MCP_LAUNCH_MCPO", &squatter.display().to_string())
+        .env("SQUATTER_LOG", &log.display().to_string())
+        .env("SQUATTER_PID", &pidfile.display().to_string())
+        .args(["--json"])
+        .status(1)
+        .run();
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    crate::launch_util::signal(pid, nix::sys::signal::Signal::SIGKILL);
+    let error = &out.json()["errors"][0]["error"];
+    assert_eq!(error["type"], "port_squatted", "{out}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("process {pid}")),
+        "{out}"
+    );
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !seen.contains("Bearer"),
+        "the squatter was sent the key: {seen}"
+    );
+}
+
+/// A config that came with the directory cannot put a variable of the user's environment into
+/// a remote server's URL unless the entry declares it (even once the directory is trusted);
+/// the same file named with `--config` is the user's own choice.
+#[test]
+fn a_discovered_remote_url_reads_no_undeclared_environment_variable() {
+    let port = crate::util::free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp?k=${{MCP_TEST_CLOUD_SECRET}}");
+    let cmd = Cmd::new()
+        .file(
+            ".mcp.json",
+            &json!({"mcpServers": {"remote": {"url": url}}}).to_string(),
+        )
+        .env("MCP_TEST_CLOUD_SECRET", "s3cret-from-env");
+    cmd.cmd().args(["trust"]).run();
+    let out = cmd
+        .cmd()
+        .args(["list", "--json"])
+        .status(1)
+        .stderr_any()
+        .run();
+    let error = &out.server("remote")["error"];
+    assert_eq!(error["type"], "undeclared_variable", "{out}");
+    for needle in ["remote", "MCP_TEST_CLOUD_SECRET", ".mcp.json"] {
+        assert!(error["message"].as_str().unwrap().contains(needle), "{out}");
+    }
+    assert!(error["help"].as_str().unwrap().contains("\"env\""), "{out}");
+    assert!(
+        !out.stdout.contains("s3cret") && !out.stderr.contains("s3cret"),
+        "{out}"
+    );
+
+    let own = cmd
+        .cmd()
+        .args(["--config", ".mcp.json", "list", "--json"])
+        .status(1)
+        .stderr_any()
+        .run();
+    assert_ne!(
+        own.server("remote")["error"]["type"],
+        "undeclared_variable",
+        "{own}"
+    );
 }

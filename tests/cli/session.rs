@@ -15,6 +15,7 @@ fn small_windows() -> ConnectOptions {
         fast_window: Duration::from_millis(200),
         slow_window: Duration::from_secs(3),
         list_timeout: Duration::from_secs(3),
+        ..ConnectOptions::default()
     }
 }
 
@@ -80,6 +81,7 @@ async fn no_answer_in_both_windows_is_an_init_timeout() {
         fast_window: Duration::from_millis(200),
         slow_window: Duration::from_millis(300),
         list_timeout: Duration::from_secs(1),
+        ..ConnectOptions::default()
     };
     let started = Instant::now();
     let result = within(

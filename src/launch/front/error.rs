@@ -93,6 +93,22 @@ pub enum FrontError {
         /// The stack.
         stack: String,
     },
+    /// The controller did not answer within the forward timeout.
+    #[error("stack `{stack}`'s controller did not answer within {}", humantime::format_duration(*.timeout))]
+    UpstreamTimeout {
+        /// The stack.
+        stack: String,
+        /// The bound that ran out.
+        timeout: std::time::Duration,
+    },
+    /// Every forwarding slot of the stack stayed taken while the request waited.
+    #[error("stack `{stack}` is busy: {in_flight} requests are already in flight")]
+    Busy {
+        /// The stack.
+        stack: String,
+        /// Its bound on requests at once.
+        in_flight: usize,
+    },
     /// The controller refused the front's internal key: a bug or a half-restarted stack, never
     /// the client's fault — hence not passed through as a 401/403.
     #[error(
@@ -132,7 +148,8 @@ impl FrontError {
             Self::UpstreamUnavailable { .. } | Self::UpstreamRejectedKey { .. } => {
                 StatusCode::BAD_GATEWAY
             }
-            Self::NotPublished { .. } | Self::ReloadUnavailable { .. } => {
+            Self::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::NotPublished { .. } | Self::ReloadUnavailable { .. } | Self::Busy { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Self::ReloadFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
@@ -159,6 +176,8 @@ impl Actionable for FrontError {
             Self::ToolDenied { .. } => "tool_denied",
             Self::UnknownTool { .. } => "unknown_tool",
             Self::UpstreamUnavailable { .. } => "upstream_unavailable",
+            Self::UpstreamTimeout { .. } => "upstream_timeout",
+            Self::Busy { .. } => "busy",
             Self::UpstreamRejectedKey { .. } => "upstream_rejected_key",
             Self::ReloadUnavailable { .. } => "reload_unavailable",
             Self::ReloadFailed { .. } => "reload_failed",
@@ -214,6 +233,15 @@ impl Actionable for FrontError {
             Self::UpstreamUnavailable { .. } => {
                 "it may be restarting; see `mcp-launch status`".to_string()
             }
+            Self::UpstreamTimeout { .. } => format!(
+                "the tool may still be running; retry later or with less work, or have the \
+                 stack's operator raise {} (`mcp-launch up`)",
+                super::proxy::FORWARD_TIMEOUT_ENV
+            ),
+            Self::Busy { .. } => format!(
+                "retry in a few seconds; the operator can raise {} (`mcp-launch up`)",
+                super::proxy::IN_FLIGHT_ENV
+            ),
             Self::UpstreamRejectedKey { .. } => "your API key was accepted; the front and its \
                 controller disagree on their internal key (one of them restarted alone?): \
                 restart the stack, and see `mcp-launch status`"
@@ -233,6 +261,9 @@ impl IntoResponse for FrontError {
         match &self {
             Self::Unauthorized { .. } => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Self::Busy { .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
             }
             // RFC 9110 §15.5.6: a 405 lists the methods the route takes (axum's `get` routes
             // also take HEAD).

@@ -40,6 +40,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use error::FrontError;
+pub use proxy::{
+    ForwardLimits, DEFAULT_FORWARD_TIMEOUT, FORWARD_TIMEOUT, FORWARD_TIMEOUT_ENV, IN_FLIGHT,
+    IN_FLIGHT_ENV,
+};
 
 use super::Exposure;
 use path::{Pass, RequestPath};
@@ -63,6 +67,8 @@ pub struct FrontConfig {
     pub protect_spec: bool,
     /// The token of the admin route (never the API key: clients must not trigger reloads).
     pub admin_token: String,
+    /// Bounds on forwarded requests: their number at once and (to mcpo) their duration.
+    pub forward: ForwardLimits,
 }
 
 impl std::fmt::Debug for FrontConfig {
@@ -74,6 +80,7 @@ impl std::fmt::Debug for FrontConfig {
             .field("upstream_key", &"<redacted>")
             .field("protect_spec", &self.protect_spec)
             .field("admin_token", &"<redacted>")
+            .field("forward", &self.forward)
             .finish()
     }
 }
@@ -123,6 +130,8 @@ struct Inner {
     /// `Bearer <upstream_key>`, marked sensitive so it is never printed.
     upstream_authorization: HeaderValue,
     client: reqwest::Client,
+    /// One permit per request forwarded at once ([`ForwardLimits::in_flight`]).
+    slots: Arc<tokio::sync::Semaphore>,
     published: RwLock<Option<Arc<Published>>>,
     /// The controller's routes when it runs in this process (the native bridge): requests go
     /// to them directly instead of over loopback HTTP.
@@ -153,6 +162,7 @@ impl Front {
         upstream_authorization.set_sensitive(true);
         let inner = Inner {
             client: proxy::client()?,
+            slots: proxy::slots(&config.forward),
             config,
             upstream_base,
             upstream_authorization,
@@ -345,7 +355,10 @@ async fn gate_and_forward(
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(addr)| addr.ip());
+    let limits = &front.inner.config.forward;
     let upstream = proxy::Upstream {
+        slot: proxy::take_slot(&front.inner.slots, limits, front.stack()).await?,
+        timeout: limits.timeout,
         client: &front.inner.client,
         base: &front.inner.upstream_base,
         authorization: &front.inner.upstream_authorization,

@@ -1,9 +1,15 @@
 //! Forwarding to the controller: the client's method, path and query, its end-to-end headers
 //! minus its credentials, our internal key, and both bodies streamed (a 5 MB tool result never
-//! sits whole in memory).
+//! sits whole in memory). Every exchange holds one of the stack's [`ForwardLimits::in_flight`]
+//! slots until its answer's body is sent, and one with mcpo over HTTP ends at
+//! [`ForwardLimits::timeout`]: a stuck tool or a flood of calls never piles up without end.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use axum::body::{Body, HttpBody};
 use axum::extract::Request;
@@ -15,9 +21,91 @@ use tower::ServiceExt;
 
 use super::auth::{ADMIN_HEADER, API_KEY_HEADER};
 use super::error::FrontError;
+use crate::duration::Setting;
+use crate::mcp::cap::{Cap, Unit};
 
 /// A controller on loopback answers a connect at once; anything slower means it is down.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Environment variable bounding a request forwarded to mcpo, answer body included.
+pub const FORWARD_TIMEOUT_ENV: &str = "MCP_LAUNCH_FORWARD_TIMEOUT";
+
+/// The bound on a forwarded request when [`FORWARD_TIMEOUT_ENV`] is not set: as long as the
+/// native bridge's call timeout, since tools may run for minutes either way.
+pub const DEFAULT_FORWARD_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The forward timeout as a user sets it.
+pub const FORWARD_TIMEOUT: Setting = Setting::timeout(FORWARD_TIMEOUT_ENV, DEFAULT_FORWARD_TIMEOUT);
+
+/// Environment variable bounding the requests one stack forwards at once.
+pub const IN_FLIGHT_ENV: &str = "MCP_LAUNCH_MAX_IN_FLIGHT";
+
+/// Requests a stack forwards at once when not told otherwise: plenty for agents calling tools
+/// in parallel, few enough that a flood cannot make mcpo start thousands of calls.
+pub const DEFAULT_IN_FLIGHT: usize = 64;
+
+/// The in-flight bound as a user sets it: 1 to 4,096 (the front's connection cap).
+pub const IN_FLIGHT: Cap = Cap::new(IN_FLIGHT_ENV, DEFAULT_IN_FLIGHT, 1, 4096, Unit::Items);
+
+/// How long a request waits for a free slot before it is answered 503: a client retrying
+/// later beats a queue that only grows.
+pub const DEFAULT_QUEUE_WAIT: Duration = Duration::from_secs(10);
+
+/// Bounds on what one stack forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForwardLimits {
+    /// The longest a request to mcpo may take, answer body included (the native bridge
+    /// bounds its calls itself).
+    pub timeout: Duration,
+    /// Requests forwarded at once, to either controller.
+    pub in_flight: usize,
+    /// How long a request waits for one of those slots.
+    pub queue_wait: Duration,
+}
+
+impl ForwardLimits {
+    /// The limits from the environment ([`FORWARD_TIMEOUT_ENV`], [`IN_FLIGHT_ENV`]),
+    /// defaults otherwise.
+    pub fn from_env() -> ForwardLimits {
+        ForwardLimits {
+            timeout: FORWARD_TIMEOUT.from_env_or_default(),
+            in_flight: IN_FLIGHT.from_env_or_default(),
+            ..ForwardLimits::default()
+        }
+    }
+}
+
+impl Default for ForwardLimits {
+    fn default() -> Self {
+        ForwardLimits {
+            timeout: DEFAULT_FORWARD_TIMEOUT,
+            in_flight: DEFAULT_IN_FLIGHT,
+            queue_wait: DEFAULT_QUEUE_WAIT,
+        }
+    }
+}
+
+/// The slots of one stack: [`ForwardLimits::in_flight`] permits.
+pub(super) fn slots(limits: &ForwardLimits) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(limits.in_flight.max(1)))
+}
+
+/// One slot for a request, waiting at most [`ForwardLimits::queue_wait`] for it.
+pub(super) async fn take_slot(
+    slots: &Arc<Semaphore>,
+    limits: &ForwardLimits,
+    stack: &str,
+) -> Result<OwnedSemaphorePermit, FrontError> {
+    let busy = || FrontError::Busy {
+        stack: stack.to_string(),
+        in_flight: limits.in_flight,
+    };
+    match tokio::time::timeout(limits.queue_wait, Arc::clone(slots).acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        // Closed never happens (the front never closes it); either way there is no slot.
+        Ok(Err(_)) | Err(_) => Err(busy()),
+    }
+}
 
 /// Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus `expect`,
 /// which our client does not speak: none of them may cross the proxy.
@@ -50,6 +138,10 @@ pub(super) fn client() -> reqwest::Result<reqwest::Client> {
 
 /// Where and how to forward.
 pub(super) struct Upstream<'a> {
+    /// The request's slot, released once the answer's body is sent.
+    pub slot: OwnedSemaphorePermit,
+    /// The bound on an exchange over HTTP.
+    pub timeout: Duration,
     /// The pooled client.
     pub client: &'a reqwest::Client,
     /// `http://127.0.0.1:<port>`, without a trailing slash.
@@ -81,13 +173,23 @@ pub(super) async fn forward(
     if body.size_hint().exact() != Some(0) {
         outgoing = outgoing.body(reqwest::Body::wrap_stream(body.into_data_stream()));
     }
-    let answer = outgoing.send().await.map_err(|error| {
-        tracing::warn!(stack = upstream.stack, %error, "controller request failed");
-        FrontError::UpstreamUnavailable {
-            stack: upstream.stack.to_string(),
-        }
-    })?;
-    downstream_response(upstream.stack, answer)
+    let answer = outgoing
+        .timeout(upstream.timeout)
+        .send()
+        .await
+        .map_err(|error| {
+            let stack = upstream.stack.to_string();
+            if error.is_timeout() {
+                tracing::warn!(stack, timeout = ?upstream.timeout, "controller request timed out");
+                return FrontError::UpstreamTimeout {
+                    stack,
+                    timeout: upstream.timeout,
+                };
+            }
+            tracing::warn!(stack, %error, "controller request failed");
+            FrontError::UpstreamUnavailable { stack }
+        })?;
+    downstream_response(upstream.stack, answer, upstream.slot)
 }
 
 /// Hands `request` to a controller that runs in this process (the native bridge's routes):
@@ -114,7 +216,20 @@ pub(super) async fn forward_local(
     let (mut parts, body) = answer.into_parts();
     check_key_accepted(upstream.stack, parts.status)?;
     parts.headers = end_to_end(&parts.headers);
+    let body = holding(upstream.slot, body.into_data_stream());
     Ok(Response::from_parts(parts, body))
+}
+
+/// `stream` as a body that keeps `slot` until it is sent or dropped.
+fn holding<S, E>(slot: OwnedSemaphorePermit, stream: S) -> Body
+where
+    S: futures_util::Stream<Item = Result<axum::body::Bytes, E>> + Send + 'static,
+    E: Into<axum::BoxError>,
+{
+    Body::from_stream(stream.map(move |chunk| {
+        let _ = &slot;
+        chunk
+    }))
 }
 
 /// `path` (canonical) with the client's query, if it sent one.
@@ -125,12 +240,17 @@ fn path_and_query(path: &str, uri: &axum::http::Uri) -> String {
     }
 }
 
-/// The controller's answer as ours: its status, end-to-end headers and streamed body.
-fn downstream_response(stack: &str, answer: reqwest::Response) -> Result<Response, FrontError> {
+/// The controller's answer as ours: its status, end-to-end headers and streamed body (which
+/// holds the request's slot).
+fn downstream_response(
+    stack: &str,
+    answer: reqwest::Response,
+    slot: OwnedSemaphorePermit,
+) -> Result<Response, FrontError> {
     let status = answer.status();
     check_key_accepted(stack, status)?;
     let headers = end_to_end(answer.headers());
-    let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+    let mut response = Response::new(holding(slot, answer.bytes_stream()));
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     Ok(response)

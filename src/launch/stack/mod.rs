@@ -165,7 +165,7 @@ async fn start_controller(
     events.progress(stack, "starting mcpo", 0);
     let progress = |secs: u64| events.progress(stack, "waiting for mcpo", secs);
     let sink = tagged_sink("mcpo", stack, masker);
-    mcpo::start(launch, client, sink, &progress).await
+    mcpo::start(launch, client, masker, sink, &progress).await
 }
 
 async fn start_tunnel(

@@ -60,6 +60,7 @@ pub async fn start(
         upstream_key: upstream.1.clone(),
         protect_spec: plan.protect_spec,
         admin_token: plan.admin_token.clone(),
+        forward: crate::launch::front::ForwardLimits::from_env(),
     })?;
     let port = plan
         .front
@@ -225,13 +226,11 @@ fn no_servers(stack: String, failures: &[(String, String)]) -> StackError {
     StackError::NoServers { stack, reason }
 }
 
-/// Adds the stack's secrets to the masker (its servers' env values, the keys, the admin
-/// token); returns the controller's port and its `(base URL, key)`.
+/// Adds the stack's secrets to the masker (its servers' env and header values, the keys, the
+/// admin token); returns the controller's port and its `(base URL, key)`.
 fn register_secrets(plan: &StackPlan, masker: &Masker) -> (u16, (String, String)) {
-    for entry in &plan.entries {
-        if let Ok(crate::config::ServerSpec::Stdio { env, .. }) = &entry.spec {
-            masker.add_env(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        }
+    for spec in plan.entries.iter().filter_map(|e| e.spec.as_ref().ok()) {
+        crate::launch::mask::add_server_secrets(masker, spec);
     }
     masker.add(&plan.api_key);
     let (port, key) = plan.controller.endpoint();

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::process::{Exit, SpawnError};
+use crate::process::{Exit, SpawnError, Squatted};
 
 use super::TunnelKind;
 
@@ -35,6 +35,10 @@ pub enum TunnelError {
         /// The port.
         port: u16,
     },
+    /// The metrics port answered from a process that is not cloudflared (it took the port
+    /// between our check and cloudflared's bind): its URL and readiness are not ours.
+    #[error("cloudflared's metrics {0}")]
+    MetricsPortSquatted(Squatted),
     /// cloudflared ended before the tunnel was ready.
     #[error("cloudflared ({kind}) {exit} before the tunnel was ready{}", tail_text(.tail))]
     Exited {
@@ -67,6 +71,7 @@ impl TunnelError {
             Self::Spawn(_) => "cloudflared_spawn_failed",
             Self::NoToken => "tunnel_token_missing",
             Self::MetricsPortInUse { .. } => "tunnel_metrics_port_in_use",
+            Self::MetricsPortSquatted(_) => "port_squatted",
             Self::Exited { .. } => "tunnel_exited",
             Self::Timeout { .. } => "tunnel_timeout",
         }
@@ -86,6 +91,11 @@ impl TunnelError {
             Self::MetricsPortInUse { port } => format!(
                 "another process listens on 127.0.0.1:{port} (often a cloudflared left over \
                  from an earlier run): stop it, or start again to get another port"
+            ),
+            Self::MetricsPortSquatted(squatted) => format!(
+                "another process took cloudflared's metrics port before cloudflared could bind \
+                 it; its tunnel URL was not used. {}, then start again (a new port is picked)",
+                squatted.next_step()
             ),
             Self::Exited { kind, .. } | Self::Timeout { kind, .. } => failure_help(kind),
         }

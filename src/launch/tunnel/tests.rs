@@ -404,3 +404,45 @@ fn choose_url_prefers_the_metrics_server() {
     assert_eq!(choose_url(None, s("b")), s("b"));
     assert_eq!(choose_url(None, None), None);
 }
+
+/// A process that takes the metrics port before cloudflared binds it would answer
+/// `/quicktunnel` with its own hostname: the tunnel is refused as squatted, naming that
+/// process, and its URL is never handed out.
+#[tokio::test]
+async fn a_squatter_on_the_metrics_port_is_refused_and_named() {
+    let mut fake = Fake::quick(&[]);
+    fake.spec.program = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/port_squatter.py"
+    )
+    .into();
+    let (log, pidfile) = (
+        fake.dir.path().join("squatter.log"),
+        fake.dir.path().join("squatter.pid"),
+    );
+    fake.spec
+        .env
+        .push(("SQUATTER_LOG".into(), log.display().to_string()));
+    fake.spec
+        .env
+        .push(("SQUATTER_PID".into(), pidfile.display().to_string()));
+    let result = start(&fake.spec, ignoring()).await;
+    let squatter: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(squatter),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let Err(error) = result else {
+        panic!("a squatter's URL was taken as the tunnel's");
+    };
+    assert_eq!(error.kind(), "port_squatted", "{error}");
+    assert!(
+        error.to_string().contains(&format!("process {squatter}")),
+        "{error}"
+    );
+    assert!(
+        error.help().contains(&format!("ps -p {squatter}")),
+        "{}",
+        error.help()
+    );
+}

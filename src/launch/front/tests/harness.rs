@@ -42,7 +42,8 @@ impl Controller {
 }
 
 /// A mcpo stand-in: 401 without a bearer, 403 with the wrong one; `/everything/big` streams
-/// BIG bytes, pausing after the first chunk; every other path echoes the body.
+/// BIG bytes, pausing after the first chunk; `/everything/hang` never answers; every other
+/// path echoes the body.
 async fn controller(State(state): State<Arc<Controller>>, request: Request) -> Response {
     state.seen.lock().unwrap().push(Seen {
         method: request.method().clone(),
@@ -56,8 +57,11 @@ async fn controller(State(state): State<Arc<Controller>>, request: Request) -> R
         }
         Some(_) => {}
     }
-    if request.uri().path() == "/everything/big" {
-        return Response::new(Body::from_stream(big_body(state)));
+    match request.uri().path() {
+        "/everything/big" => return Response::new(Body::from_stream(big_body(state))),
+        // A tool that never returns.
+        "/everything/hang" => std::future::pending().await,
+        _ => {}
     }
     Response::new(request.into_body())
 }
@@ -98,7 +102,7 @@ pub(super) fn tools(rules: &[(&str, bool)]) -> BTreeMap<String, ToolRule> {
         .collect()
 }
 
-/// `everything` (echo, big allowed; get-env denied) and `time` (disabled).
+/// `everything` (echo, big, hang allowed; get-env denied) and `time` (disabled).
 pub(super) fn exposure() -> Exposure {
     let mut exposure = Exposure::new();
     exposure.insert(
@@ -106,7 +110,12 @@ pub(super) fn exposure() -> Exposure {
         ServerExposure {
             enabled: true,
             started: true,
-            tools: tools(&[("echo", true), ("big", true), ("get-env", false)]),
+            tools: tools(&[
+                ("echo", true),
+                ("big", true),
+                ("hang", true),
+                ("get-env", false),
+            ]),
         },
     );
     exposure.insert(
@@ -169,6 +178,7 @@ impl Harness {
             upstream_key: UPSTREAM_KEY.into(),
             protect_spec: false,
             admin_token: ADMIN.into(),
+            forward: ForwardLimits::default(),
         };
         tweak(&mut config);
         let front = Front::new(config).unwrap();

@@ -1,6 +1,7 @@
 //! In-process tests of the front against a stand-in controller (no python needed).
 
 mod harness;
+mod limits;
 
 use std::time::Duration;
 
