@@ -126,3 +126,19 @@ fn grouped_and_nested_imports_are_seen() {
     let expected: BTreeSet<String> = ["catalog", "mcp", "launch"].map(String::from).into();
     assert_eq!(used, expected);
 }
+
+#[test]
+fn one_module_style_mod_rs_never_a_file_beside_its_directory() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let both: Vec<String> = files
+        .iter()
+        .filter(|f| f.with_extension("").is_dir())
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        both.is_empty(),
+        "move each into its directory as mod.rs: {both:?}"
+    );
+}
