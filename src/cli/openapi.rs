@@ -53,7 +53,7 @@ pub async fn run(args: OpenapiArgs, global: &GlobalArgs) -> Result<Outcome, CliE
             .iter()
             .map(|(name, r)| match r {
                 Ok(summary) => summary.clone(),
-                Err(message) => json!({"stack": name, "error": {"type": "reload_failed", "message": message, "help": "see `mcp-launch status`"}}),
+                Err(e) => json!({"stack": name, "error": output::error_object(e)}),
             })
             .collect();
         output::print_json(&json!({"success": !failed, "stacks": stacks}))?;
@@ -71,8 +71,8 @@ pub async fn run(args: OpenapiArgs, global: &GlobalArgs) -> Result<Outcome, CliE
                         output::warn(w.as_str().unwrap_or(""))?;
                     }
                 }
-                Err(message) => {
-                    anstream::println!("{head}{name}{head:#}  {bad}failed{bad:#}: {message}")
+                Err(e) => {
+                    anstream::println!("{head}{name}{head:#}  {bad}failed{bad:#}: {e}")
                 }
             }
         }

@@ -115,12 +115,63 @@ pub async fn check(stack: &StackState, client: &reqwest::Client) -> Health {
     }
 }
 
+/// Why a stack's spec could not be rebuilt.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// The front did not answer.
+    #[error("the front of stack {stack} does not answer: {source}")]
+    Unreachable {
+        /// The stack.
+        stack: String,
+        /// Why.
+        source: reqwest::Error,
+    },
+    /// The front's answer could not be read.
+    #[error("stack {stack}: the front's answer is unreadable: {reason}")]
+    BadAnswer {
+        /// The stack.
+        stack: String,
+        /// Why.
+        reason: String,
+    },
+    /// The front refused or failed the reload.
+    #[error("stack {stack}: {message}")]
+    Failed {
+        /// The stack.
+        stack: String,
+        /// The front's message.
+        message: String,
+        /// The front's help.
+        help: String,
+    },
+}
+
+impl crate::error::Actionable for ReloadError {
+    fn kind(&self) -> &'static str {
+        match self {
+            ReloadError::Unreachable { .. } => "front_unreachable",
+            ReloadError::BadAnswer { .. } | ReloadError::Failed { .. } => "reload_failed",
+        }
+    }
+
+    fn help(&self) -> String {
+        match self {
+            ReloadError::Unreachable { .. } => {
+                "is its `up` still running? `mcp-launch status` says; `mcp-launch up` starts it"
+                    .into()
+            }
+            ReloadError::BadAnswer { .. } => "see `mcp-launch status` and the stack's log".into(),
+            ReloadError::Failed { help, .. } => help.clone(),
+        }
+    }
+}
+
 /// Asks a running stack's front to rebuild and republish its spec.
 pub async fn reload(
     stack: &StackState,
     client: &reqwest::Client,
     public_url: Option<&str>,
-) -> Result<Value, String> {
+) -> Result<Value, ReloadError> {
     let body = match public_url {
         Some(url) => serde_json::json!({ "public_url": url }),
         None => serde_json::json!({}),
@@ -132,20 +183,30 @@ pub async fn reload(
         .timeout(Duration::from_secs(30))
         .send()
         .await
-        .map_err(|e| format!("the front of stack {} does not answer: {e}", stack.name))?;
+        .map_err(|e| ReloadError::Unreachable {
+            stack: stack.name.clone(),
+            // The front's local URL holds nothing secret, but errors never carry URLs.
+            source: e.without_url(),
+        })?;
     let status = response.status();
+    let bad_answer = |reason: String| ReloadError::BadAnswer {
+        stack: stack.name.clone(),
+        reason,
+    };
     let body = read_capped(response, RELOAD_PATH, MAX_RELOAD_ANSWER)
         .await
-        .map_err(|e| e.to_string())?;
-    let value: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        .map_err(|e| bad_answer(e.to_string()))?;
+    let value: Value = serde_json::from_slice(&body).map_err(|e| bad_answer(e.to_string()))?;
     if status.is_success() {
-        Ok(value)
-    } else {
-        Err(value["error"]["message"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("HTTP {status}")))
+        return Ok(value);
     }
+    let error = &value["error"];
+    let text = |field: &str| error[field].as_str().map(str::to_string);
+    Err(ReloadError::Failed {
+        stack: stack.name.clone(),
+        message: text("message").unwrap_or_else(|| format!("HTTP {status}")),
+        help: text("help").unwrap_or_else(|| "see `mcp-launch status` and the stack's log".into()),
+    })
 }
 
 /// What `down` did to one stack.

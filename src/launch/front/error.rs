@@ -127,11 +127,8 @@ pub enum FrontError {
         stack: String,
     },
     /// The reload handler failed.
-    #[error("reload failed: {message}")]
-    ReloadFailed {
-        /// The handler's message.
-        message: String,
-    },
+    #[error("reload failed: {0}")]
+    ReloadFailed(super::ReloadError),
 }
 
 impl FrontError {
@@ -152,7 +149,7 @@ impl FrontError {
             Self::NotPublished { .. } | Self::ReloadUnavailable { .. } | Self::Busy { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
-            Self::ReloadFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::ReloadFailed(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -180,7 +177,7 @@ impl Actionable for FrontError {
             Self::Busy { .. } => "busy",
             Self::UpstreamRejectedKey { .. } => "upstream_rejected_key",
             Self::ReloadUnavailable { .. } => "reload_unavailable",
-            Self::ReloadFailed { .. } => "reload_failed",
+            Self::ReloadFailed(_) => "reload_failed",
         }
     }
 
@@ -249,7 +246,7 @@ impl Actionable for FrontError {
             Self::ReloadUnavailable { .. } => {
                 "the stack is still starting; retry in a few seconds".to_string()
             }
-            Self::ReloadFailed { .. } => "see `mcp-launch status` and the stack's log".to_string(),
+            Self::ReloadFailed(e) => e.help(),
         }
     }
 }

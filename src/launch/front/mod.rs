@@ -114,7 +114,11 @@ pub struct ReloadRequest {
 /// Rebuilds and republishes the spec (typically via [`Front::publish`]); answers the JSON
 /// the admin route returns, or a message for its 500.
 pub type ReloadHandler =
-    Arc<dyn Fn(ReloadRequest) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
+    Arc<dyn Fn(ReloadRequest) -> BoxFuture<'static, Result<Value, ReloadError>> + Send + Sync>;
+
+/// Why a reload failed: the handler's own error (its message and help reach the admin route's
+/// answer), typed by the room that raised it.
+pub type ReloadError = Arc<dyn crate::error::Actionable + Send + Sync>;
 
 /// The front proxy of one stack. Cheap to clone: clones share the published spec, the
 /// readiness flag and the connection pool.
@@ -313,7 +317,7 @@ async fn reload(State(front): State<Front>, request: Request) -> Result<Response
         })?;
     match handler(request).await {
         Ok(answer) => Ok(Json(answer).into_response()),
-        Err(message) => Err(FrontError::ReloadFailed { message }),
+        Err(e) => Err(FrontError::ReloadFailed(e)),
     }
 }
 

@@ -35,6 +35,9 @@ pub enum StackError {
         /// Why.
         source: std::io::Error,
     },
+    /// The stack is stopping (a reload that came too late).
+    #[error("the stack is stopping")]
+    Stopping,
     /// The state file could not be written.
     #[error(transparent)]
     State(#[from] crate::launch::state::StateError),
@@ -51,6 +54,7 @@ impl Actionable for StackError {
             StackError::Tunnel(e) => e.kind(),
             StackError::FrontSetup(_) | StackError::HttpClient(_) => "front_failed",
             StackError::Listen { .. } => "listen_failed",
+            StackError::Stopping => "stack_stopping",
             StackError::State(e) => e.kind(),
             StackError::Overrides(e) => e.kind(),
         }
@@ -67,6 +71,7 @@ impl Actionable for StackError {
                 "the system's TLS setup may be broken (reqwest could not load it); run again with -vv and report the output if it persists".into()
             }
             StackError::Listen { .. } => "pick another --port or --host".into(),
+            StackError::Stopping => "start it again with `mcp-launch up`".into(),
             StackError::State(e) => e.help(),
             StackError::Overrides(e) => e.help(),
         }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{lock, RunningStack, StackError};
 use crate::catalog::Overrides;
-use crate::launch::front::ReloadHandler;
+use crate::launch::front::{ReloadError, ReloadHandler};
 use crate::launch::mcpo;
 use crate::launch::openapi::{merge, MergeOptions, ServerDocument};
 use crate::launch::state::{ServerCount, StackState};
@@ -99,13 +99,14 @@ impl RunningStack {
         Arc::new(move |request| {
             let weak = weak.clone();
             async move {
-                let inner = weak.upgrade().ok_or("the stack is stopping")?;
+                let failed = |e: StackError| -> ReloadError { Arc::new(e) };
+                let inner = weak.upgrade().ok_or_else(|| failed(StackError::Stopping))?;
                 let stack = RunningStack { inner };
                 let record = stack
                     .refresh_spec(request.public_url)
                     .await
-                    .map_err(|e| e.to_string())?;
-                stack.save_record().map_err(|e| e.to_string())?;
+                    .map_err(failed)?;
+                stack.save_record().map_err(failed)?;
                 Ok(summary_json(&record))
             }
             .boxed()

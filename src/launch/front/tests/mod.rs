@@ -386,7 +386,10 @@ async fn reload_needs_the_admin_token_and_passes_public_url() {
             let _ = sender.send(request.clone());
             Box::pin(async move {
                 match request.public_url {
-                    Some(url) if url.contains("fail") => Err("merge failed".to_string()),
+                    Some(url) if url.contains("fail") => {
+                        let stopping = crate::launch::stack::StackError::Stopping;
+                        Err(Arc::new(stopping) as super::ReloadError)
+                    }
                     url => Ok(json!({"reloaded": true, "public_url": url})),
                 }
             })
@@ -420,6 +423,18 @@ async fn reload_needs_the_admin_token_and_passes_public_url() {
 
     let (status, body) = answer(admin().json(&json!({"public_url": "fail"}))).await;
     assert_eq!((status, error_type(&body)), (500, "reload_failed"));
+    // The handler's own error reaches the answer, its help included.
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopping"),
+        "{body}"
+    );
+    assert_eq!(
+        body["error"]["help"], "start it again with `mcp-launch up`",
+        "{body}"
+    );
     let (status, body) = answer(admin().json(&json!({"publicUrl": url}))).await;
     assert_eq!((status, error_type(&body)), (400, "bad_body"));
 }
