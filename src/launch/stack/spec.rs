@@ -20,9 +20,25 @@ impl RunningStack {
     /// publishes it; `public_url` replaces the URL in the spec. Returns the new record.
     pub async fn refresh_spec(&self, public_url: Option<String>) -> Result<StackState, StackError> {
         let inner = &self.inner;
-        let (base, key) = inner.upstream.clone();
         let names: Vec<String> = inner.served.iter().map(|e| e.name.clone()).collect();
-        let results = mcpo::fetch_documents(&inner.client, &base, &key, &names).await;
+        let results = match &inner.bridge {
+            // In this process: its documents as they are, no request to ourselves.
+            Some(bridge) => names
+                .iter()
+                .map(|name| {
+                    bridge
+                        .document(name)
+                        .ok_or_else(|| mcpo::ControllerError::Fetch {
+                            server: name.clone(),
+                            message: "not served by the native bridge".into(),
+                        })
+                })
+                .collect(),
+            None => {
+                let (base, key) = &inner.upstream;
+                mcpo::fetch_documents(&inner.client, base, key, &names).await
+            }
+        };
         let overrides = Overrides::load(&inner.project_dir)?;
         let mut warnings = Vec::new();
         let mut documents = Vec::new();

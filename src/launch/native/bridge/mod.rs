@@ -287,6 +287,13 @@ impl Bridge {
             .map_err(|e| describe(&e))
     }
 
+    /// `server`'s OpenAPI document as `/<server>/openapi.json` serves it; `None` when there is
+    /// no such server.
+    pub fn document(&self, server: &str) -> Option<Value> {
+        let tools = self.upstream(server)?.tools();
+        serde_json::from_slice(&tools.document).ok()
+    }
+
     /// Serves `tools` and `document` for `server` from now on (calls already under way finish
     /// with the old ones). False when there is no such server.
     pub fn replace_tools(&self, server: &str, tools: Vec<Value>, document: &Value) -> bool {
