@@ -106,15 +106,43 @@ pub struct RunningStack {
     inner: Arc<Inner>,
 }
 
+/// The stack's controller: one of the two, never both or neither.
+enum Controller {
+    /// mcpo, a process of its own that the supervisor restarts.
+    Mcpo {
+        /// How to (re)start it.
+        launch: McpoLaunch,
+        /// Its process; `None` while it is being restarted and once stopped.
+        process: Mutex<Option<ProcessGuard>>,
+    },
+    /// The native bridge, in this process.
+    Native(Bridge),
+}
+
+impl Controller {
+    /// The native bridge, when it is the controller.
+    fn bridge(&self) -> Option<&Bridge> {
+        match self {
+            Controller::Native(bridge) => Some(bridge),
+            Controller::Mcpo { .. } => None,
+        }
+    }
+
+    /// mcpo's process slot, when mcpo is the controller.
+    fn process(&self) -> Option<&Mutex<Option<ProcessGuard>>> {
+        match self {
+            Controller::Mcpo { process, .. } => Some(process),
+            Controller::Native(_) => None,
+        }
+    }
+}
+
 struct Inner {
     name: String,
     project_dir: PathBuf,
-    /// How to (re)start mcpo; `None` for the native controller.
-    mcpo: Option<McpoLaunch>,
+    controller: Controller,
     /// The controller's base URL and key (the front and spec refreshes use them).
     upstream: (String, String),
-    /// The native bridge, when it is the controller.
-    bridge: Option<Bridge>,
     tunnel_spec: Option<TunnelSpec>,
     public_url_flag: Option<String>,
     /// Servers handed to the controller, in config order.
@@ -127,7 +155,6 @@ struct Inner {
     events: Events,
     state: StateFile,
     record: StdMutex<StackState>,
-    controller: Mutex<Option<ProcessGuard>>,
     tunnel: Mutex<Option<Tunnel>>,
     shutdown: CancellationToken,
 }
@@ -213,7 +240,10 @@ impl RunningStack {
         inner.shutdown.cancel();
         let mut survivors = Vec::new();
         let tunnel = inner.tunnel.lock().await.take();
-        let controller = inner.controller.lock().await.take();
+        let controller = match inner.controller.process() {
+            Some(process) => process.lock().await.take(),
+            None => None,
+        };
         for (what, guard) in [
             ("cloudflared", tunnel.map(|t| t.guard)),
             ("mcpo", controller),
@@ -226,12 +256,12 @@ impl RunningStack {
                 }
             }
         }
-        if let Some(bridge) = &inner.bridge {
-            bridge.shutdown().await;
-        }
-        // mcpo's config holds the servers' resolved secrets: it lives only while mcpo does.
-        if let Some(mcpo) = &inner.mcpo {
-            let _ = std::fs::remove_file(&mcpo.config);
+        match &inner.controller {
+            Controller::Native(bridge) => bridge.shutdown().await,
+            // mcpo's config holds the servers' resolved secrets: it lives only while mcpo does.
+            Controller::Mcpo { launch, .. } => {
+                let _ = std::fs::remove_file(&launch.config);
+            }
         }
         let name = inner.name.clone();
         let me = std::process::id() as i32;

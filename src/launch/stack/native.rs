@@ -214,7 +214,7 @@ fn describe_change(before: &[Value], after: &[Value]) -> String {
 impl RunningStack {
     /// The native bridge, when it is the controller.
     pub fn bridge(&self) -> Option<&Bridge> {
-        self.inner.bridge.as_ref()
+        self.inner.controller.bridge()
     }
 }
 

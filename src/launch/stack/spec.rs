@@ -21,7 +21,7 @@ impl RunningStack {
     pub async fn refresh_spec(&self, public_url: Option<String>) -> Result<StackState, StackError> {
         let inner = &self.inner;
         let names: Vec<String> = inner.served.iter().map(|e| e.name.clone()).collect();
-        let results = match &inner.bridge {
+        let results = match inner.controller.bridge() {
             // In this process: its documents as they are, no request to ourselves.
             Some(bridge) => names
                 .iter()

@@ -9,8 +9,8 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    local_url, native, start_controller, start_tunnel, ControllerPlan, Inner, RunningStack,
-    StackError, StackPlan,
+    local_url, native, start_controller, start_tunnel, Controller, ControllerPlan, Inner,
+    RunningStack, StackError, StackPlan,
 };
 use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
@@ -85,18 +85,23 @@ pub async fn start(
         starting.tunnel(plan.tunnel.as_ref()),
     );
     let (controller, tunnel) = (controller?, tunnel?);
-    let (guard, mcpo_launch, bridge, unverified) = match controller {
-        Started::Mcpo(guard, launch) => (Some(guard), Some(launch), None, Vec::new()),
+    let (controller, unverified) = match controller {
+        Started::Mcpo(guard, launch) => {
+            let process = Mutex::new(Some(guard));
+            (Controller::Mcpo { launch, process }, Vec::new())
+        }
         Started::Native(bridge, unverified) => {
             // In the same process: the front calls its routes directly, not over loopback.
             front.set_local_upstream(bridge.router());
-            (None, None, Some(bridge), unverified)
+            (Controller::Native(bridge), unverified)
         }
     };
-    record.controller_process = guard
-        .as_ref()
-        .and_then(ProcessGuard::pgid)
-        .map(ProcessRecord::of);
+    let bridge = controller.bridge().cloned();
+    let pgid = match controller.process() {
+        Some(process) => process.lock().await.as_ref().and_then(ProcessGuard::pgid),
+        None => None,
+    };
+    record.controller_process = pgid.map(ProcessRecord::of);
     record.tunnel_process = tunnel
         .as_ref()
         .and_then(|t| t.guard.pgid())
@@ -118,9 +123,8 @@ pub async fn start(
             name,
             state: StateFile::in_project(&plan.project_dir),
             project_dir: plan.project_dir,
-            mcpo: mcpo_launch,
+            controller,
             upstream,
-            bridge: bridge.clone(),
             tunnel_spec: plan.tunnel,
             public_url_flag: plan.public_url,
             served,
@@ -130,7 +134,6 @@ pub async fn start(
             masker,
             events,
             record: StdMutex::new(record),
-            controller: Mutex::new(guard),
             tunnel: Mutex::new(tunnel),
             shutdown: CancellationToken::new(),
         }),

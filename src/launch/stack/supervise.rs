@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::Mutex;
 
-use super::{lock, start_controller, start_tunnel, RunningStack};
+use super::{lock, start_controller, start_tunnel, Controller, RunningStack};
 use crate::backoff::Backoff;
 use crate::launch::events::StackEvent;
 use crate::launch::state::ProcessRecord;
@@ -32,7 +32,10 @@ impl RunningStack {
         let mut controller_backoff = restart_backoff();
         let mut tunnel_backoff = restart_backoff();
         loop {
-            let controller_exit = exit_watch(&self.inner.controller).await;
+            let controller_exit = match self.inner.controller.process() {
+                Some(process) => exit_watch(process).await,
+                None => None,
+            };
             let tunnel_exit = self
                 .inner
                 .tunnel
@@ -44,7 +47,10 @@ impl RunningStack {
                 _ = self.inner.shutdown.cancelled() => return,
                 _ = wait_exit(controller_exit) => {
                     self.inner.front.set_upstream_ready(false);
-                    let reason = take_exit_reason(&self.inner.controller).await;
+                    let reason = match self.inner.controller.process() {
+                        Some(process) => take_exit_reason(process).await,
+                        None => "ended".into(),
+                    };
                     self.restart_controller(&mut controller_backoff, reason).await;
                 }
                 _ = wait_exit(tunnel_exit) => {
@@ -85,12 +91,12 @@ impl RunningStack {
             if !self.wait_to_restart(backoff, "mcpo", &reason).await {
                 return;
             }
-            let Some(launch) = inner.mcpo.clone() else {
+            let Controller::Mcpo { launch, process } = &inner.controller else {
                 return;
             };
             match start_controller(
                 &inner.name,
-                &launch,
+                launch,
                 &inner.client,
                 &inner.masker,
                 &inner.events,
@@ -99,7 +105,7 @@ impl RunningStack {
             {
                 Ok(guard) => {
                     let pgid = guard.pgid();
-                    *inner.controller.lock().await = Some(guard);
+                    *process.lock().await = Some(guard);
                     backoff.started();
                     {
                         let mut record = lock(&inner.record);
