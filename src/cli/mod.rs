@@ -331,8 +331,8 @@ impl Actionable for CliError {
 /// Every duration read from the environment, somewhere below the commands.
 const ENV_DURATIONS: [&crate::duration::Setting; 5] = [
     &crate::mcp::INIT_TIMEOUT,
-    &crate::launch::mcpo::READY_TIMEOUT,
-    &crate::launch::native::bridge::CALL_TIMEOUT,
+    &crate::launch::controller::mcpo::READY_TIMEOUT,
+    &crate::launch::controller::native::bridge::CALL_TIMEOUT,
     &crate::launch::front::FORWARD_TIMEOUT,
     &crate::catalog::TTL,
 ];

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::controller::mcpo::{self, McpoLaunch};
 use super::events::Events;
 use super::mask::Masker;
-use super::mcpo::{self, McpoLaunch};
 use super::plan::{generate_key, PlannedPort, PortError, PortPlanner};
 use super::stack::{self, ControllerPlan, RunningStack, StackError, StackPlan};
 use super::state::{State, StateError, StateFile};

@@ -16,13 +16,12 @@
 //! - [`tunnel`]: cloudflared quick and named tunnels.
 
 pub mod control;
+pub mod controller;
 pub mod events;
 pub mod exposure;
 pub mod front;
 pub mod launcher;
 pub mod mask;
-pub mod mcpo;
-pub mod native;
 pub mod openapi;
 pub mod plan;
 pub mod serve;

@@ -1,7 +1,7 @@
 //! Why a stack did not start.
 
 use crate::error::Actionable;
-use crate::launch::mcpo::ControllerError;
+use crate::launch::controller::mcpo::ControllerError;
 use crate::launch::tunnel::TunnelError;
 
 /// Why a stack did not start.

@@ -14,11 +14,11 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use super::controller::mcpo::{self, ControllerError, McpoLaunch};
+use super::controller::native::bridge::Bridge;
 use super::events::Events;
 use super::front::Front;
 use super::mask::Masker;
-use super::mcpo::{self, ControllerError, McpoLaunch};
-use super::native::bridge::Bridge;
 use super::state::{StackState, StateFile};
 use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
 use crate::config::ServerEntry;

@@ -14,11 +14,11 @@ use tokio_util::sync::CancellationToken;
 use super::{lock, RunningStack, StackError};
 use crate::catalog::{self, ServerReport, Status};
 use crate::config::ServerEntry;
-use crate::launch::events::Events;
-use crate::launch::native::{
+use crate::launch::controller::native::{
     self,
     bridge::{Bridge, BridgeConfig, BridgeServer},
 };
+use crate::launch::events::Events;
 use crate::launch::state::{BridgeServerState, ProcessRecord};
 use crate::mcp::{ConnectOptions, Session};
 

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::{lock, RunningStack, StackError};
 use crate::catalog::Overrides;
+use crate::launch::controller::mcpo;
 use crate::launch::front::{ReloadError, ReloadHandler};
-use crate::launch::mcpo;
 use crate::launch::openapi::{merge, MergeOptions, ServerDocument};
 use crate::launch::state::{ServerCount, StackState};
 use crate::launch::{Exposure, ServerExposure};

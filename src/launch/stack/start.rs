@@ -14,11 +14,11 @@ use super::{
 };
 use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
+use crate::launch::controller::mcpo::{self, McpoLaunch};
+use crate::launch::controller::native::bridge::Bridge;
 use crate::launch::events::Events;
 use crate::launch::front::{Front, FrontConfig};
 use crate::launch::mask::Masker;
-use crate::launch::mcpo::{self, McpoLaunch};
-use crate::launch::native::bridge::Bridge;
 use crate::launch::state::{now_rfc3339, ProcessRecord, StackState, StateFile};
 use crate::launch::tunnel::{Tunnel, TunnelKind, TunnelSpec};
 use crate::mcp::Session;

@@ -10,7 +10,7 @@ mod merged;
 
 /// The real servers' tools, by server, in capture order.
 fn captured() -> Vec<(String, Vec<Value>)> {
-    let text = include_str!("../../../../../tests/fixtures/search/tools.json");
+    let text = include_str!("../../../../../../tests/fixtures/search/tools.json");
     let servers: Map<String, Value> = serde_json::from_str(text).expect("fixture is JSON");
     let tools = |v: Value| v.as_array().cloned().expect("a list of tools");
     servers.into_iter().map(|(s, v)| (s, tools(v))).collect()

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::{assert_refs_resolve, captured, crafted_tool};
-use crate::launch::native::openapi::{server_document, GeneratedDocument};
+use crate::launch::controller::native::openapi::{server_document, GeneratedDocument};
 use crate::launch::openapi::validator::validate;
 use crate::launch::openapi::{merge, MergeOptions, MergeWarning};
 use crate::launch::{Exposure, ServerExposure, ToolRule};
