@@ -82,39 +82,34 @@ async fn resolve_with(
             Some(index::cached_report(entry, found))
         })
         .collect();
-    let live: Vec<ServerEntry> = entries
-        .iter()
-        .zip(&reports)
-        .filter(|(_, report)| report.is_none())
-        .map(|(entry, _)| entry.clone())
+    let live_at: Vec<usize> = (0..entries.len())
+        .filter(|&i| reports[i].is_none())
         .collect();
-    if live.is_empty() {
-        let mut reports: Vec<_> = reports.into_iter().flatten().collect();
-        if opts.preflight.count_tokens {
-            attach_token_counts(&mut reports).await;
-        }
-        return (reports, OpenSessions::default());
-    }
-    let (mut checked, sessions) = if keep {
-        preflight_keeping(&live, &opts.preflight).await
-    } else {
-        (
-            preflight(&live, &opts.preflight).await,
-            OpenSessions::default(),
-        )
+    let live: Vec<ServerEntry> = live_at.iter().map(|&i| entries[i].clone()).collect();
+    // Counted once below, for live and cached reports together (entries recorded by a caller
+    // that counts nothing, `up`, answer without counts).
+    let uncounted = PreflightOptions {
+        count_tokens: false,
+        ..opts.preflight
     };
-    for (entry, report) in live.iter().zip(checked.iter_mut()) {
-        report.stale = index.record(entry, report, now);
-    }
-    index.save();
+    let (checked, sessions) = match (live.is_empty(), keep) {
+        (true, _) => (Vec::new(), OpenSessions::default()),
+        (false, true) => preflight_keeping(&live, &uncounted).await,
+        (false, false) => (preflight(&live, &uncounted).await, OpenSessions::default()),
+    };
     let mut checked = checked.into_iter();
     for slot in reports.iter_mut().filter(|r| r.is_none()) {
         *slot = checked.next();
     }
-    let mut reports: Vec<_> = reports.into_iter().flatten().collect();
+    let mut reports: Vec<ServerReport> = reports.into_iter().flatten().collect();
     if opts.preflight.count_tokens {
-        // Entries recorded by a caller that counts nothing (`up`) answer without counts.
         attach_token_counts(&mut reports).await;
+    }
+    if !live_at.is_empty() {
+        for &i in &live_at {
+            reports[i].stale = index.record(&entries[i], &reports[i], now);
+        }
+        index.save();
     }
     (reports, sessions)
 }

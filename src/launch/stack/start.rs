@@ -85,22 +85,19 @@ pub async fn start(
         starting.tunnel(plan.tunnel.as_ref()),
     );
     let (controller, tunnel) = (controller?, tunnel?);
-    let (controller, unverified) = match controller {
+    let (controller, unverified, pgid) = match controller {
         Started::Mcpo(guard, launch) => {
+            let pgid = guard.pgid();
             let process = Mutex::new(Some(guard));
-            (Controller::Mcpo { launch, process }, Vec::new())
+            (Controller::Mcpo { launch, process }, Vec::new(), pgid)
         }
         Started::Native(bridge, unverified) => {
             // In the same process: the front calls its routes directly, not over loopback.
             front.set_local_upstream(bridge.router());
-            (Controller::Native(bridge), unverified)
+            (Controller::Native(bridge), unverified, None)
         }
     };
     let bridge = controller.bridge().cloned();
-    let pgid = match controller.process() {
-        Some(process) => process.lock().await.as_ref().and_then(ProcessGuard::pgid),
-        None => None,
-    };
     record.controller_process = pgid.map(ProcessRecord::of);
     record.tunnel_process = tunnel
         .as_ref()
