@@ -47,6 +47,18 @@ def parse_run_args(ap, report):
     return a
 
 
+def everything_bin():
+    return os.path.join(NPM_BIN, "mcp-server-everything")
+
+
+def stack_config():
+    """The benchmarks' stack: mcp-server-everything + mcp-server-time."""
+    return {"mcpServers": {
+        "everything": {"command": everything_bin(), "args": []},
+        "time": {"command": os.path.join(DEPS, "venv-time", "bin", "mcp-server-time"), "args": []},
+    }}
+
+
 def bench_env(tmp):
     """The environment of every `mcp-launch` run: no colour, our mcpo, the caches in `tmp`
     (so the user's tool index and token counts are neither used nor touched), no key from
@@ -123,13 +135,13 @@ def free_ports(n):
 
 
 def proc_status(pid):
-    """{VmRSS, VmHWM} in kB, or None when the process is gone."""
+    """{VmRSS, VmHWM, RssAnon, RssFile, RssShmem} in kB, or None when the process is gone."""
     out = {}
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 key = line.split(":", 1)[0]
-                if key in ("VmRSS", "VmHWM"):
+                if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
                     out[key] = int(line.split()[1])
     except OSError:
         return None

@@ -57,8 +57,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import machine  # noqa: E402
 from common import (  # noqa: E402
     DEPS, ECHO_BODY, NPM_BIN, ROOT, UP_TIMEOUT, Caller, StdioSession, Up, add_run_options, bench_env,
-    descendants, finish, lat_stats, log, ms, parse_run_args, prepare_run, proc_status, spread,
-    tree_rss, write_json)
+    descendants, everything_bin, finish, lat_stats, log, ms, parse_run_args, prepare_run,
+    proc_status, spread, stack_config, tree_rss, write_json)
 
 VARIANTS = ("mcpo", "native", "native-cold")
 CONTROLLER = {"mcpo": "mcpo", "native": "native", "native-cold": "native"}
@@ -77,17 +77,6 @@ ABORT = threading.Event()
 
 class BenchError(Exception):
     pass
-
-
-def everything_bin():
-    return os.path.join(NPM_BIN, "mcp-server-everything")
-
-
-def stack_config():
-    return {"mcpServers": {
-        "everything": {"command": everything_bin(), "args": []},
-        "time": {"command": os.path.join(DEPS, "venv-time", "bin", "mcp-server-time"), "args": []},
-    }}
 
 
 def warm_index(bin_path, cfg, env, workdir):

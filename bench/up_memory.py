@@ -22,30 +22,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import machine  # noqa: E402
 from common import (  # noqa: E402
-    DEPS, NPM_BIN, ROOT, Caller, Up, bench_env, finish, log, prepare_run, write_json)
+    ROOT, Caller, Up, bench_env, finish, log, prepare_run, proc_status, stack_config, write_json)
 
 TARGET_MB = 15.0
-
-
-def stack_config():
-    return {"mcpServers": {
-        "everything": {"command": os.path.join(NPM_BIN, "mcp-server-everything"), "args": []},
-        "time": {"command": os.path.join(DEPS, "venv-time", "bin", "mcp-server-time"), "args": []},
-    }}
-
-
-def status_kb(pid):
-    """{field: kB} of the memory lines of /proc/PID/status (empty when gone)."""
-    out = {}
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                key, _, rest = line.partition(":")
-                if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
-                    out[key] = int(rest.split()[0])
-    except OSError:
-        pass
-    return out
 
 
 def ours(up):
@@ -61,7 +40,7 @@ def measure(pids):
     """Summed {rss, anon, file, hwm} in MB over `pids`."""
     total = {"rss": 0, "anon": 0, "file": 0, "hwm": 0}
     for pid in pids:
-        st = status_kb(pid)
+        st = proc_status(pid) or {}
         total["rss"] += st.get("VmRSS", 0)
         total["anon"] += st.get("RssAnon", 0)
         total["file"] += st.get("RssFile", 0) + st.get("RssShmem", 0)
