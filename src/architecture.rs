@@ -19,9 +19,10 @@ const FLOORS: &[(&str, u8)] = &[
     ("search", 2),
     ("doctor", 2),
     ("catalog", 3),
-    ("launch", 4),
-    ("tui", 5),
-    ("cli", 6),
+    ("pool", 4),
+    ("launch", 5),
+    ("tui", 6),
+    ("cli", 7),
 ];
 
 /// Crates a room must not use, whatever its floor: `catalog` knows nothing of HTTP.
@@ -29,6 +30,7 @@ const FORBIDDEN_CRATES: &[(&str, &[&str])] = &[
     ("catalog", &["reqwest", "axum", "hyper"]),
     ("search", &["reqwest", "axum", "hyper", "tokio"]),
     ("process", &["reqwest", "axum", "hyper"]),
+    ("pool", &["reqwest", "axum", "hyper"]),
 ];
 
 fn floor(room: &str) -> Option<u8> {

@@ -34,6 +34,7 @@ pub mod files;
 pub mod launch;
 pub mod mcp;
 pub mod output;
+pub mod pool;
 pub mod process;
 pub mod project;
 pub mod search;

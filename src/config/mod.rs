@@ -102,6 +102,26 @@ pub struct ServerEntry {
     pub spec: Result<ServerSpec, ConfigError>,
 }
 
+impl ServerEntry {
+    /// An entry for a stdio server made in code (a built-in server, a test), in stack
+    /// `stack`, qualified by its plain name.
+    pub fn stdio(stack: &str, name: &str, command: &str, args: Vec<String>) -> ServerEntry {
+        ServerEntry {
+            name: name.into(),
+            qualified: name.into(),
+            stack: stack.into(),
+            line: None,
+            disabled: false,
+            spec: Ok(ServerSpec::Stdio {
+                command: command.into(),
+                args,
+                env: Vec::new(),
+                cwd: None,
+            }),
+        }
+    }
+}
+
 /// Everything [`load`] found.
 #[derive(Debug, Clone)]
 pub struct Loaded {

@@ -53,6 +53,8 @@ pub enum Incoming {
     Notification {
         /// The method name.
         method: String,
+        /// Its parameters, if any.
+        params: Option<Value>,
     },
 }
 
@@ -71,7 +73,10 @@ impl Incoming {
                 method,
                 params: obj.remove("params"),
             }),
-            (Some(method), None) => Some(Incoming::Notification { method }),
+            (Some(method), None) => Some(Incoming::Notification {
+                method,
+                params: obj.remove("params"),
+            }),
             (None, Some(id)) => {
                 let outcome = match (obj.remove("result"), obj.remove("error")) {
                     (Some(result), _) => Ok(result),

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::error::McpError;
 use super::message::{self, Incoming, METHOD_NOT_FOUND};
@@ -60,7 +61,24 @@ pub(crate) struct Peer {
     outbox: mpsc::Sender<Value>,
     /// Notifications received (method names), for `-vv` and tests.
     notifications: AtomicU64,
+    /// Notifications as they arrive, for whoever subscribed (the gateway forwards progress
+    /// and list changes); lagging subscribers lose the oldest.
+    notices: broadcast::Sender<Notice>,
+    /// Cancelled once the connection closed (see [`Peer::close`]).
+    closed: CancellationToken,
 }
+
+/// A notification from the server.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    /// The method, e.g. `notifications/tools/list_changed`.
+    pub method: String,
+    /// Its parameters as sent.
+    pub params: Option<Value>,
+}
+
+/// Notifications kept for a subscriber that falls behind.
+const NOTICE_BACKLOG: usize = 256;
 
 #[derive(Default)]
 struct Pending {
@@ -76,6 +94,8 @@ impl Peer {
             pending: Mutex::new(Pending::default()),
             outbox,
             notifications: AtomicU64::new(0),
+            notices: broadcast::channel(NOTICE_BACKLOG).0,
+            closed: CancellationToken::new(),
         }
     }
 
@@ -192,9 +212,11 @@ impl Peer {
                 };
                 self.queue(answer, &method);
             }
-            Some(Incoming::Notification { method }) => {
+            Some(Incoming::Notification { method, params }) => {
                 tracing::debug!(%method, "← notification");
                 self.notifications.fetch_add(1, Ordering::Relaxed);
+                // Nobody listening is the common case (the CLI); a send error only says so.
+                let _ = self.notices.send(Notice { method, params });
             }
             None => tracing::debug!("skipped a JSON message that is not JSON-RPC"),
         }
@@ -211,6 +233,7 @@ impl Peer {
             pending.closed = Some(reason.clone());
             pending.requests.drain().map(|(_, req)| req).collect()
         };
+        self.closed.cancel();
         tracing::debug!(?reason, failed = drained.len(), "connection closed");
         for req in drained {
             let _ = req.reply.send(Err(reason.error_for(&req.method)));
@@ -220,6 +243,16 @@ impl Peer {
     /// Why the connection closed, if it did.
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
         self.lock().closed.clone()
+    }
+
+    /// A token cancelled once the connection closes.
+    pub(crate) fn closed(&self) -> CancellationToken {
+        self.closed.clone()
+    }
+
+    /// The server's notifications from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Notice> {
+        self.notices.subscribe()
     }
 
     /// Notifications received so far.

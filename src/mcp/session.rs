@@ -425,6 +425,22 @@ impl Session {
         }
     }
 
+    /// Completes once the connection has closed (the process exited, the network broke, or
+    /// [`Session::close`] ran).
+    pub fn closed(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.peer.closed().cancelled_owned()
+    }
+
+    /// Why the connection closed, as the error a request would get now.
+    pub fn close_error(&self) -> McpError {
+        self.closed_error("its session")
+    }
+
+    /// The server's notifications from now on (progress, list changes, log messages).
+    pub fn notifications(&self) -> tokio::sync::broadcast::Receiver<super::peer::Notice> {
+        self.peer.subscribe()
+    }
+
     /// Notifications the server sent so far.
     pub fn notification_count(&self) -> u64 {
         self.peer.notification_count()

@@ -3,98 +3,17 @@
 //! (`violations`, `expected`, `stderr`, the tool's own `result`). Clients are often LLM agents:
 //! the `help` line is what lets them recover on their own.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use crate::catalog::ServerProblem;
-use crate::error::Actionable;
 use crate::mcp::McpError;
+use crate::pool::{retry_text, seconds_until, Failure, PoolError};
 
 use super::CALL_TIMEOUT_ENV;
-
-/// Why a server is unreachable, kept after the fact for `status` and for the 502s of the
-/// calls that arrive while the bridge backs off.
-#[derive(Debug, Clone)]
-pub(super) struct Failure {
-    /// The underlying error's type (`server_exited`, `command_not_found`, …).
-    pub(super) cause: &'static str,
-    /// What happened, without the stderr tail (that has its own field).
-    pub(super) message: String,
-    /// What a human can do about the cause.
-    pub(super) help: String,
-    /// The server's last stderr lines, when it is a local process. Logged for the operator
-    /// (with [`Failure::incident`]), never sent to remote clients: a server's stderr may hold
-    /// secrets, paths and URLs with keys.
-    pub(super) stderr: String,
-    /// A short id that ties an answer to a client to the log line with the details.
-    pub(super) incident: String,
-}
-
-impl Failure {
-    /// A failure from a session error. The message is rebuilt from the variant's fields so the
-    /// stderr tail (part of `McpError`'s `Display`) is not repeated in it.
-    pub(super) fn from_mcp(error: &McpError) -> Failure {
-        let (message, stderr) = match error {
-            McpError::Exited {
-                method,
-                exit,
-                stderr_tail,
-            } => {
-                let how = exit.map_or_else(|| "closed its output".to_string(), |e| e.to_string());
-                (format!("the server {how} during {method}"), stderr_tail)
-            }
-            McpError::InitTimeout {
-                fast,
-                slow,
-                stderr_tail,
-            } => (
-                format!(
-                    "no answer to initialize within {}s",
-                    (*fast + *slow).as_secs_f64()
-                ),
-                stderr_tail,
-            ),
-            McpError::Closed { stderr_tail } => (
-                "the connection to the server is closed".to_string(),
-                stderr_tail,
-            ),
-            other => (other.to_string(), &String::new()),
-        };
-        Failure::new(error.kind(), message, error.help(), stderr.clone())
-    }
-
-    fn new(cause: &'static str, message: String, help: String, stderr: String) -> Failure {
-        let facts = format!(
-            "{cause}\n{message}\n{stderr}\n{:?}",
-            std::time::SystemTime::now()
-        );
-        let incident = format!("i-{:08x}", crate::catalog::fnv1a(facts.as_bytes()) as u32);
-        Failure {
-            cause,
-            message,
-            help,
-            stderr,
-            incident,
-        }
-    }
-
-    /// A failure to (re)connect: a bad config entry or a failed start/handshake.
-    pub(super) fn from_problem(problem: &ServerProblem) -> Failure {
-        match problem {
-            ServerProblem::Mcp(error) => Failure::from_mcp(error),
-            ServerProblem::Config(error) => Failure::new(
-                Actionable::kind(error),
-                error.to_string(),
-                Actionable::help(error),
-                String::new(),
-            ),
-        }
-    }
-}
 
 /// Why a request to the bridge did not get the tool's answer.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -172,6 +91,37 @@ pub(super) enum BridgeError {
     /// The bridge is stopping.
     #[error("the bridge is shutting down")]
     ShuttingDown,
+}
+
+impl From<PoolError> for BridgeError {
+    fn from(error: PoolError) -> Self {
+        match error {
+            PoolError::UnknownServer { server } => BridgeError::UnknownServer {
+                server,
+                servers: Vec::new(),
+            },
+            PoolError::Unavailable {
+                server,
+                failure,
+                retry_at,
+            } => BridgeError::Unavailable {
+                server,
+                failure,
+                retry_at,
+            },
+            PoolError::Upstream { server, error } => BridgeError::Upstream { server, error },
+            PoolError::Timeout {
+                server,
+                what,
+                after,
+            } => BridgeError::Timeout {
+                server,
+                tool: what,
+                after,
+            },
+            PoolError::ShuttingDown => BridgeError::ShuttingDown,
+        }
+    }
 }
 
 impl BridgeError {
@@ -309,29 +259,4 @@ impl IntoResponse for BridgeError {
         }
         response
     }
-}
-
-/// When the next attempt happens, as the caller can act on it: a UTC wall-clock time (logs
-/// and `status` are compared by time) and a countdown.
-fn retry_text(retry_at: Option<SystemTime>) -> String {
-    let Some(at) = retry_at else {
-        return "the next call retries it; see `mcp-launch status`".into();
-    };
-    let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-    let (h, m, s) = (
-        since_epoch / 3600 % 24,
-        since_epoch / 60 % 60,
-        since_epoch % 60,
-    );
-    format!(
-        "the bridge restarts it on the first call from {h:02}:{m:02}:{s:02} UTC (in {:.1}s); \
-         see `mcp-launch status`",
-        seconds_until(at)
-    )
-}
-
-fn seconds_until(at: SystemTime) -> f64 {
-    at.duration_since(SystemTime::now())
-        .unwrap_or_default()
-        .as_secs_f64()
 }

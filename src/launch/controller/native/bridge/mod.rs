@@ -3,7 +3,7 @@
 //! The stack's front stays in front of it (public key, deny rules, `/healthz`, the merged
 //! spec); the bridge only answers the front, which sends `Authorization: Bearer <internal
 //! key>`. Each server has one long-lived session shared by all concurrent calls; a server
-//! that dies is reconnected on a later call with backoff (see `upstream`).
+//! that dies is reconnected on a later call with backoff (see `crate::pool`).
 //!
 //! | Route | Answer |
 //! |---|---|
@@ -56,10 +56,10 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ServerEntry;
 use crate::duration::Setting;
 use crate::mcp::{ConnectOptions, ServerInfo, Session, ToolList};
+use crate::pool::{Pool, PoolConfig, PoolServer};
 
-use error::BridgeError;
 use tools::ToolSet;
-use upstream::Upstream;
+use upstream::Served;
 
 /// Environment variable with the call timeout in seconds.
 pub const CALL_TIMEOUT_ENV: &str = "MCP_LAUNCH_CALL_TIMEOUT";
@@ -135,44 +135,7 @@ impl std::fmt::Debug for BridgeConfig {
     }
 }
 
-/// A server's health, for `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerState {
-    /// A session is established.
-    Up,
-    /// No session: not connected yet, or lost; the next call (after the backoff) reconnects.
-    Down,
-    /// A connect is in progress (the first one or a restart).
-    Restarting,
-}
-
-impl ServerState {
-    /// The name used in output and JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServerState::Up => "up",
-            ServerState::Down => "down",
-            ServerState::Restarting => "restarting",
-        }
-    }
-}
-
-/// One server's health as the bridge sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerStatus {
-    /// The server's route name.
-    pub name: String,
-    /// Up, down or restarting.
-    pub state: ServerState,
-    /// Sessions established after the first one (each a restart after a loss).
-    pub restarts: u32,
-    /// The last thing that went wrong (kept after a recovery, as history).
-    pub last_error: Option<String>,
-    /// While down and backing off: how long until a call may reconnect.
-    pub next_attempt: Option<Duration>,
-    /// The process group of a live stdio server (record it so `down` can end it).
-    pub pgid: Option<i32>,
-}
+pub use crate::pool::{ServerState, ServerStatus};
 
 /// The native bridge of one stack. Cheap to clone: clones share the sessions.
 #[derive(Clone)]
@@ -181,15 +144,12 @@ pub struct Bridge {
 }
 
 struct Inner {
-    /// In the order given (for `status` and the root docs).
-    servers: Vec<Arc<Upstream>>,
-    by_name: HashMap<String, Arc<Upstream>>,
+    /// The sessions (in the order given, for `status`).
+    pool: Pool,
+    /// Each server's tools, by route name.
+    served: HashMap<String, Served>,
     key: String,
     call_timeout: Duration,
-    /// Cancelled by [`Bridge::shutdown`]: calls end with 503, connects stop.
-    closing: CancellationToken,
-    /// Told whenever a server's health changes.
-    changes: Arc<watch::Sender<()>>,
     /// The root `/openapi.json`, serialized once.
     root_document: bytes::Bytes,
     /// Mebibytes of request bodies that may be held at once ([`BODY_BUDGET_MIB`]).
@@ -200,34 +160,51 @@ impl Bridge {
     /// A bridge over `servers`; nothing connects until [`Bridge::connect_all`] or a call.
     /// A later server with an already-used name is ignored (names are unique per stack).
     pub fn new(servers: Vec<BridgeServer>, config: BridgeConfig) -> Bridge {
-        let closing = CancellationToken::new();
-        let changes = Arc::new(watch::Sender::new(()));
-        let mut by_name = HashMap::with_capacity(servers.len());
-        let mut ordered = Vec::with_capacity(servers.len());
+        let mut served = HashMap::with_capacity(servers.len());
+        let mut pooled = Vec::with_capacity(servers.len());
         for server in servers {
-            if by_name.contains_key(&server.name) {
+            if served.contains_key(&server.name) {
                 tracing::warn!(server = %server.name, "duplicate server name; ignored");
                 continue;
             }
-            let upstream = Arc::new(Upstream::new(
-                server,
-                config.connect,
-                closing.clone(),
-                Arc::clone(&changes),
-            ));
-            by_name.insert(upstream.name.clone(), Arc::clone(&upstream));
-            ordered.push(upstream);
+            served.insert(
+                server.name.clone(),
+                ToolSet::new(server.tools, &server.document),
+            );
+            let mut entry = server.entry;
+            entry.name = server.name;
+            pooled.push(PoolServer {
+                entry,
+                session: server.session,
+                always_on: false,
+            });
         }
-        let names: Vec<&str> = ordered.iter().map(|u| u.name.as_str()).collect();
+        let pool = Pool::new(
+            pooled,
+            PoolConfig {
+                connect: config.connect,
+                idle: None,
+            },
+        );
+        let served: HashMap<String, Served> = pool
+            .servers()
+            .iter()
+            .filter_map(|upstream| {
+                let tools = served.remove(upstream.name())?;
+                Some((
+                    upstream.name().to_string(),
+                    Served::new(Arc::clone(upstream), tools),
+                ))
+            })
+            .collect();
+        let names: Vec<&str> = pool.servers().iter().map(|u| u.name()).collect();
         let root_document = bytes::Bytes::from(routes::root_document(&names).to_string());
         Bridge {
             inner: Arc::new(Inner {
-                servers: ordered,
-                by_name,
+                pool,
+                served,
                 key: config.key,
                 call_timeout: config.call_timeout,
-                closing,
-                changes,
                 root_document,
                 bodies: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET_MIB)),
             }),
@@ -237,10 +214,7 @@ impl Bridge {
     /// Connects every server in parallel. A server that fails stays down (its error is in
     /// [`Bridge::server_status`]) and is retried by its next call after the backoff.
     pub async fn connect_all(&self) -> Vec<(String, Result<(), String>)> {
-        let connects = self.inner.servers.iter().map(|upstream| async move {
-            (upstream.name.clone(), upstream.ensure_connected().await)
-        });
-        futures_util::future::join_all(connects).await
+        self.inner.pool.connect_all().await
     }
 
     /// Serves on `listener` until `shutdown` is cancelled or [`Bridge::shutdown`] is called,
@@ -251,14 +225,14 @@ impl Bridge {
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
-        let closing = self.inner.closing.clone();
+        let closed = self.inner.pool.closed();
         let app = routes::router(self);
         let stop = CancellationToken::new();
         let trigger = stop.clone();
         tokio::spawn(async move {
             tokio::select! {
                 () = shutdown.cancelled() => {}
-                () = closing.cancelled() => {}
+                () = closed => {}
             }
             trigger.cancel();
         });
@@ -268,7 +242,7 @@ impl Bridge {
     /// A receiver that sees a change whenever a server connects, fails, is lost or closes
     /// (read [`Bridge::server_status`] then).
     pub fn changes(&self) -> watch::Receiver<()> {
-        self.inner.changes.subscribe()
+        self.inner.pool.changes()
     }
 
     /// Lists `server`'s tools on its live session, connecting it first when it is down (and
@@ -278,29 +252,30 @@ impl Bridge {
         server: &str,
         timeout: Duration,
     ) -> Result<(ServerInfo, ToolList), String> {
-        let upstream = self
-            .upstream(server)
+        let served = self
+            .served(server)
             .ok_or_else(|| format!("the bridge serves no server named {server}"))?;
-        upstream
-            .list_live_tools(timeout)
+        served
+            .upstream
+            .list_tools(timeout)
             .await
-            .map_err(|e| describe(&e))
+            .map_err(|e| crate::pool::describe(&e))
     }
 
     /// `server`'s OpenAPI document as `/<server>/openapi.json` serves it; `None` when there is
     /// no such server.
     pub fn document(&self, server: &str) -> Option<Value> {
-        let tools = self.upstream(server)?.tools();
+        let tools = self.served(server)?.tools();
         serde_json::from_slice(&tools.document).ok()
     }
 
     /// Serves `tools` and `document` for `server` from now on (calls already under way finish
     /// with the old ones). False when there is no such server.
     pub fn replace_tools(&self, server: &str, tools: Vec<Value>, document: &Value) -> bool {
-        let Some(upstream) = self.upstream(server) else {
+        let Some(served) = self.served(server) else {
             return false;
         };
-        upstream.replace_tools(ToolSet::new(tools, document));
+        served.replace_tools(ToolSet::new(tools, document));
         true
     }
 
@@ -312,33 +287,21 @@ impl Bridge {
 
     /// Every server's health, in the order given.
     pub fn server_status(&self) -> Vec<ServerStatus> {
-        self.inner.servers.iter().map(|u| u.status()).collect()
+        self.inner.pool.status()
     }
 
     /// Ends every session: in-flight calls end with 503, each stdio server's process group
     /// gets TERM, a grace period, then KILL; no server starts afterwards.
     pub async fn shutdown(&self) {
-        self.inner.closing.cancel();
-        let closes = self.inner.servers.iter().map(|u| u.close());
-        futures_util::future::join_all(closes).await;
+        self.inner.pool.shutdown().await;
     }
 
-    fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
-        self.inner.by_name.get(name)
+    fn served(&self, name: &str) -> Option<&Served> {
+        self.inner.served.get(name)
     }
 
     fn server_names(&self) -> Vec<String> {
-        self.inner.servers.iter().map(|u| u.name.clone()).collect()
-    }
-}
-
-/// A bridge error as one line for a warning (the stderr tail, when there is one, follows it).
-fn describe(error: &BridgeError) -> String {
-    match error {
-        BridgeError::Unavailable { failure, .. } if !failure.stderr.is_empty() => {
-            format!("{}\n{}", failure.message, failure.stderr)
-        }
-        BridgeError::Unavailable { failure, .. } => failure.message.clone(),
-        other => other.to_string(),
+        let servers = self.inner.pool.servers();
+        servers.iter().map(|u| u.name().to_string()).collect()
     }
 }

@@ -18,7 +18,7 @@ use crate::launch::front::auth::has_bearer;
 
 use super::error::BridgeError;
 use super::result;
-use super::upstream::Upstream;
+use super::upstream::Served;
 use super::{Bridge, BODY_BUDGET_MIB, BODY_COST, MAX_BODY_BYTES};
 
 /// The bridge's routes, every one behind the key.
@@ -91,16 +91,16 @@ async fn server_route(
     let Path((server, rest)) = path.map_err(|e| BridgeError::BadRequest {
         reason: e.body_text(),
     })?;
-    let upstream = bridge
-        .upstream(&server)
+    let served = bridge
+        .served(&server)
         .ok_or_else(|| BridgeError::UnknownServer {
             server: server.clone(),
             servers: bridge.server_names(),
         })?;
     match (method, rest.as_str()) {
-        (Method::GET, "openapi.json") => Ok(json_bytes(upstream.tools().document.clone())),
-        (Method::GET, "docs") => Ok(docs_page(upstream)),
-        (Method::POST, tool) => call(&bridge, upstream, tool, body?).await,
+        (Method::GET, "openapi.json") => Ok(json_bytes(served.tools().document.clone())),
+        (Method::GET, "docs") => Ok(docs_page(served)),
+        (Method::POST, tool) => call(&bridge, served, tool, body?).await,
         (method, rest) => Err(BridgeError::MethodNotAllowed {
             method: method.to_string(),
             path: format!("/{server}/{rest}"),
@@ -116,18 +116,18 @@ async fn server_route(
 /// Validates the arguments and calls the tool.
 async fn call(
     bridge: &Bridge,
-    upstream: &std::sync::Arc<Upstream>,
+    served: &Served,
     tool: &str,
     body: Bytes,
 ) -> Result<Response, BridgeError> {
-    let tools = upstream.tools();
+    let tools = served.tools();
     let found = tools.get(tool).ok_or_else(|| BridgeError::UnknownTool {
-        server: upstream.name.clone(),
+        server: served.name().to_string(),
         tool: tool.to_string(),
         suggestions: catalog::similar_names(tool, tools.names(), 3),
     })?;
     let invalid = |violations: Vec<String>| BridgeError::InvalidArguments {
-        server: upstream.name.clone(),
+        server: served.name().to_string(),
         tool: tool.to_string(),
         violations,
         expected: catalog::expected_shape(&found.definition),
@@ -142,7 +142,8 @@ async fn call(
     if !violations.is_empty() {
         return Err(invalid(violations));
     }
-    let answer = upstream
+    let answer = served
+        .upstream
         .call(tool, arguments, bridge.inner.call_timeout)
         .await?;
     if result::is_error(&answer) {
@@ -203,12 +204,11 @@ pub(super) fn root_document(servers: &[&str]) -> Value {
 
 async fn root_docs(State(bridge): State<Bridge>) -> Response {
     let items: String = bridge
-        .inner
-        .servers
+        .server_names()
         .iter()
-        .map(|u| {
-            let name = escape(&u.name);
-            let href = escape(&percent_encode(&u.name));
+        .map(|server| {
+            let name = escape(server);
+            let href = escape(&percent_encode(server));
             format!("<li><a href=\"{href}/docs\">{name}</a></li>\n")
         })
         .collect();
@@ -220,9 +220,9 @@ async fn root_docs(State(bridge): State<Bridge>) -> Response {
 
 /// A page with the server's tools and a link to its spec; no scripts, no external assets
 /// (the stack may run offline), links relative so they work behind the front and a tunnel.
-fn docs_page(upstream: &Upstream) -> Response {
-    let name = escape(&upstream.name);
-    let tools: String = upstream
+fn docs_page(served: &Served) -> Response {
+    let name = escape(served.name());
+    let tools: String = served
         .tools()
         .iter()
         .map(|(tool, found)| {

@@ -9,25 +9,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::config::ServerSpec;
 use crate::process::live_members;
 
 const KEY: &str = "internal-test-key";
 
 fn entry(name: &str, command: &str, args: Vec<String>) -> ServerEntry {
-    ServerEntry {
-        name: name.into(),
-        qualified: name.into(),
-        stack: "test".into(),
-        line: None,
-        disabled: false,
-        spec: Ok(ServerSpec::Stdio {
-            command: command.into(),
-            args,
-            env: Vec::new(),
-            cwd: None,
-        }),
-    }
+    ServerEntry::stdio("test", name, command, args)
 }
 
 fn manifest_path(relative: &str) -> String {
