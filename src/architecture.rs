@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 /// Each room and its floor. A room may use rooms on lower floors only (its own files freely).
 const FLOORS: &[(&str, u8)] = &[
     ("error", 0),
+    ("auth", 0),
     ("duration", 0),
     ("files", 0),
     ("backoff", 0),
@@ -21,6 +22,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("catalog", 3),
     ("pool", 4),
     ("launch", 5),
+    ("gateway", 5),
     ("tui", 6),
     ("cli", 7),
 ];

@@ -23,6 +23,7 @@
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod backoff;
 pub mod catalog;
 pub mod cli;
@@ -31,6 +32,7 @@ pub mod doctor;
 pub mod duration;
 pub mod error;
 pub mod files;
+pub mod gateway;
 pub mod launch;
 pub mod mcp;
 pub mod output;

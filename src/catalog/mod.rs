@@ -33,7 +33,9 @@ pub use preflight::{
     connect, endpoint, preflight, preflight_keeping, OpenSessions, PreflightOptions, ServerProblem,
     ServerReport, Status,
 };
-pub use resolve::{count_tokens, record_live, remember, resolve, resolve_keeping, ResolveOptions};
+pub use resolve::{
+    count_tokens, from_index, record_live, remember, resolve, resolve_keeping, ResolveOptions,
+};
 pub use search_index::SearchCatalog;
 pub use tokens::TokenCounter;
 pub use trim::{trim_description, CHATGPT_DESCRIPTION_LIMIT, ELLIPSIS};

@@ -114,6 +114,27 @@ async fn resolve_with(
     (reports, sessions)
 }
 
+/// What the tool index knows fresh of each entry, without starting anything: a cached report
+/// per known entry, and, for the others, a report with no tools yet and its position in the
+/// second list (the gateway checks those in the background).
+pub fn from_index(entries: &[ServerEntry]) -> (Vec<ServerReport>, Vec<usize>) {
+    let index = ToolIndex::open();
+    let (ttl, now) = (index::ttl_from_env(), SystemTime::now());
+    let mut unknown = Vec::new();
+    let reports = entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| match index.fresh(entry, ttl, now) {
+            Some(found) => index::cached_report(entry, found),
+            None => {
+                unknown.push(i);
+                ServerReport::blank(entry, super::preflight::transport_of(entry))
+            }
+        })
+        .collect();
+    (reports, unknown)
+}
+
 /// Records in the tool index what a live session listed outside a preflight (the native
 /// bridge checking a server it started from the index), without token counts (`up` shows
 /// none and must not load the tokenizer; readers fill them in), and returns that report with

@@ -9,6 +9,7 @@ mod inspect;
 mod list;
 mod openapi;
 mod search;
+mod serve;
 mod server;
 mod share;
 mod status;
@@ -87,13 +88,14 @@ pub enum Command {
     Share(share::ShareArgs),
     Openapi(openapi::OpenapiArgs),
     Down(down::DownArgs),
+    Serve(serve::ServeArgs),
 }
 
 impl Command {
     /// True for commands that stop gracefully on SIGINT/SIGTERM (they get the shutdown token
     /// and clean up); the others are dropped, which kills their process groups.
     pub fn stops_gracefully(&self) -> bool {
-        matches!(self, Command::Up(_))
+        matches!(self, Command::Up(_) | Command::Serve(_))
     }
 
     /// True for `up --tui`: the terminal belongs to the TUI, logs go to its log pane.
@@ -104,6 +106,12 @@ impl Command {
     /// True when `up --stream` asks for the logs of mcpo and cloudflared.
     pub fn streams_child_logs(&self) -> bool {
         matches!(self, Command::Up(args) if args.stream)
+    }
+}
+
+impl From<crate::gateway::error::GatewayError> for CliError {
+    fn from(error: crate::gateway::error::GatewayError) -> Self {
+        CliError::Gateway(Box::new(error))
     }
 }
 
@@ -206,6 +214,9 @@ pub enum CliError {
     /// The project's overrides file could not be read or written.
     #[error(transparent)]
     Overrides(#[from] crate::catalog::OverridesError),
+    /// The gateway could not start or serve.
+    #[error(transparent)]
+    Gateway(Box<crate::gateway::error::GatewayError>),
     /// A flag or combination of flags that cannot work, with what to do instead.
     #[error("{message}")]
     Usage {
@@ -283,6 +294,7 @@ impl Actionable for CliError {
             CliError::Tui(e) => e.kind(),
             CliError::Launch(e) => e.kind(),
             CliError::Duration(e) => e.kind(),
+            CliError::Gateway(e) => e.kind(),
             CliError::Limit(e) => e.kind(),
         }
     }
@@ -320,6 +332,7 @@ impl Actionable for CliError {
             CliError::Tui(e) => e.help(),
             CliError::Launch(e) => e.help(),
             CliError::Duration(e) => e.help(),
+            CliError::Gateway(e) => e.help(),
             CliError::Limit(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
@@ -371,6 +384,7 @@ pub async fn run(
         Command::Share(args) => share::run(args, &cli.global).await,
         Command::Openapi(args) => openapi::run(args, &cli.global).await,
         Command::Down(args) => down::run(args, &cli.global).await,
+        Command::Serve(args) => serve::run(args, &cli.global, shutdown).await,
     }
 }
 

@@ -268,6 +268,11 @@ impl Upstream {
         })
     }
 
+    /// The live session, if there is one (nothing starts).
+    pub fn current_session(&self) -> Option<Arc<Session>> {
+        self.slot().session.clone()
+    }
+
     /// The session if there is one; an error if the server is down and backing off.
     fn ready(&self) -> Result<Option<Arc<Session>>, PoolError> {
         if self.closing.is_cancelled() {

@@ -13,7 +13,6 @@
 //! | `POST /_mcp-launch/reload` | `X-MCP-Launch-Admin` | the [`ReloadHandler`]'s JSON |
 //! | anything else | the key | gated by the exposure, then forwarded |
 
-pub(crate) mod auth;
 mod error;
 mod path;
 mod proxy;
@@ -240,7 +239,7 @@ impl Front {
     }
 
     fn require_api_key(&self, headers: &HeaderMap) -> Result<(), FrontError> {
-        if auth::has_api_key(headers, &self.inner.config.api_key) {
+        if crate::auth::has_api_key(headers, &self.inner.config.api_key) {
             Ok(())
         } else {
             Err(FrontError::Unauthorized {
@@ -297,7 +296,7 @@ const MAX_RELOAD_BODY: usize = 64 * 1024;
 /// `POST /_mcp-launch/reload`: admin token only; the body is `{}` or `{"public_url": …}`. The
 /// token is checked before a byte of the body is read.
 async fn reload(State(front): State<Front>, request: Request) -> Result<Response, FrontError> {
-    if !auth::has_admin_token(request.headers(), &front.inner.config.admin_token) {
+    if !crate::auth::has_admin_token(request.headers(), &front.inner.config.admin_token) {
         return Err(FrontError::AdminUnauthorized);
     }
     let body = axum::body::to_bytes(request.into_body(), MAX_RELOAD_BODY)

@@ -19,8 +19,8 @@ use axum::response::Response;
 use axum::Router;
 use tower::ServiceExt;
 
-use super::auth::{ADMIN_HEADER, API_KEY_HEADER};
 use super::error::FrontError;
+use crate::auth::{ADMIN_HEADER, API_KEY_HEADER};
 use crate::duration::Setting;
 use crate::mcp::cap::{Cap, Unit};
 

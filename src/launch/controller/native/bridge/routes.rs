@@ -13,8 +13,8 @@ use axum::routing::{any, get};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+use crate::auth::has_bearer;
 use crate::catalog;
-use crate::launch::front::auth::has_bearer;
 
 use super::error::BridgeError;
 use super::result;

@@ -1,4 +1,4 @@
-//! Key checks. Every comparison is constant-time in the key's content (only its length can
+//! Key checks for our HTTP servers (a stack's front, the native bridge, the gateway). Every comparison is constant-time in the key's content (only its length can
 //! leak), and an empty configured secret never matches, so a misconfigured front fails closed.
 
 use axum::http::header::AUTHORIZATION;
@@ -6,24 +6,24 @@ use axum::http::HeaderMap;
 use subtle::{Choice, ConstantTimeEq};
 
 /// The header carrying the public API key (the alternative to `Authorization: Bearer`).
-pub(super) const API_KEY_HEADER: &str = "x-api-key";
+pub const API_KEY_HEADER: &str = "x-api-key";
 /// The header carrying the admin token of `POST /_mcp-launch/reload`.
-pub(super) const ADMIN_HEADER: &str = "x-mcp-launch-admin";
+pub const ADMIN_HEADER: &str = "x-mcp-launch-admin";
 
 /// Whether the request presents `key` as `X-API-Key: <key>` or `Authorization: Bearer <key>`.
-pub(super) fn has_api_key(headers: &HeaderMap, key: &str) -> bool {
+pub fn has_api_key(headers: &HeaderMap, key: &str) -> bool {
     let from_x_api_key = headers.get_all(API_KEY_HEADER).iter().map(|v| v.as_bytes());
     matches_any(from_x_api_key.chain(bearer_tokens(headers)), key)
 }
 
-/// Whether the request presents `key` as `Authorization: Bearer <key>`: how the front hands
-/// its internal key to a controller (the native bridge checks it with this).
-pub(crate) fn has_bearer(headers: &HeaderMap, key: &str) -> bool {
+/// Whether the request presents `key` as `Authorization: Bearer <key>` (how the front hands
+/// its internal key to a controller, and how gateway clients send theirs).
+pub fn has_bearer(headers: &HeaderMap, key: &str) -> bool {
     matches_any(bearer_tokens(headers), key)
 }
 
 /// Whether the request presents the admin token in `X-MCP-Launch-Admin`.
-pub(super) fn has_admin_token(headers: &HeaderMap, token: &str) -> bool {
+pub fn has_admin_token(headers: &HeaderMap, token: &str) -> bool {
     matches_any(
         headers.get_all(ADMIN_HEADER).iter().map(|v| v.as_bytes()),
         token,

@@ -1,0 +1,136 @@
+//! `mcp-launch serve`: every configured server behind one MCP endpoint (see `crate::gateway`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use crate::duration::{Setting, DAY};
+use crate::gateway::wire::{self, HttpOptions};
+use crate::gateway::{Budget, Gateway, GatewayOptions, Mode};
+use crate::mcp::ConnectOptions;
+
+use super::{load_config, CliError, GlobalArgs, Outcome};
+
+/// Serve every configured server to MCP clients (Claude Code, Cursor, VS Code, …) as one
+/// server: stdio by default, Streamable HTTP at /mcp with --http.
+///
+/// Full mode offers every allowed tool as `server__tool`; sparse mode offers search_tools,
+/// describe_tool, call_tool and discover instead (and --pin'ned tools); auto picks full while
+/// the catalog fits 40 tools and 8,000 tokens. Tools are listed from the tool index: no server
+/// starts until a call needs it, and idle ones stop after --idle.
+///
+/// Example: claude mcp add mcp-launch -- mcp-launch serve --mode sparse
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// full, sparse or auto.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub mode: Mode,
+    /// Serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdio (loopback unless a key
+    /// is set).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub http: Option<SocketAddr>,
+    /// The key HTTP clients send as `Authorization: Bearer <key>` (required off loopback).
+    #[arg(
+        long,
+        env = "MCP_LAUNCH_API_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub api_key: Option<String>,
+    /// Stop a server after this long without calls (0: never).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = |s: &str| IDLE.parse(s))]
+    pub idle: Duration,
+    /// Start these servers at once and restart them when they die.
+    #[arg(long = "always-on", value_name = "SERVER", num_args = 1..)]
+    pub always_on: Vec<String>,
+    /// Offer these tools directly in sparse mode (exposed names, `server__tool`).
+    #[arg(long = "pin", value_name = "SERVER__TOOL", num_args = 1..)]
+    pub pins: Vec<String>,
+    /// Front one server with its own tool, prompt and resource names (no prefix).
+    #[arg(long)]
+    pub passthrough: bool,
+    /// How long a call may take.
+    #[arg(long, value_name = "DURATION", default_value = "300", value_parser = |s: &str| CALL_TIMEOUT.parse(s))]
+    pub call_timeout: Duration,
+}
+
+/// `--idle`: zero (never) to a day.
+const IDLE: Setting = Setting::new("--idle", Duration::from_secs(600), Duration::ZERO, DAY);
+/// `--call-timeout`.
+const CALL_TIMEOUT: Setting = Setting::timeout("--call-timeout", Duration::from_secs(300));
+/// How long `tools/list` waits for servers the tool index does not know.
+const LIST_WAIT: Duration = Duration::from_secs(5);
+
+pub(super) async fn run(
+    args: ServeArgs,
+    global: &GlobalArgs,
+    shutdown: CancellationToken,
+) -> Result<Outcome, CliError> {
+    if let Some(addr) = args.http {
+        refuse_open_without_key(addr, args.api_key.as_deref())?;
+    }
+    let loaded = load_config(global)?;
+    let entries: Vec<_> = loaded.servers().cloned().collect();
+    if args.passthrough && entries.len() != 1 {
+        return Err(CliError::Usage {
+            message: format!(
+                "--passthrough fronts one server; the config has {}",
+                entries.len()
+            ),
+            help: "name a config with one server (--config FILE), or drop --passthrough".into(),
+        });
+    }
+    let gateway = Gateway::start(entries, options(&args)).await?;
+    let served = match args.http {
+        Some(addr) => serve_http(gateway.clone(), addr, args.api_key, shutdown.clone()).await,
+        None => wire::serve_stdio(gateway.clone(), shutdown.clone()).await,
+    };
+    gateway.shutdown().await;
+    served.map_err(CliError::Output)?;
+    Ok(Outcome::Success)
+}
+
+fn options(args: &ServeArgs) -> GatewayOptions {
+    GatewayOptions {
+        mode: args.mode,
+        idle: (!args.idle.is_zero()).then_some(args.idle),
+        always_on: args.always_on.clone(),
+        pins: args.pins.clone(),
+        passthrough: args.passthrough,
+        list_wait: LIST_WAIT,
+        call_timeout: args.call_timeout,
+        connect: ConnectOptions::from_env(),
+        budget: Budget::default(),
+        project_dir: PathBuf::from("."),
+    }
+}
+
+async fn serve_http(
+    gateway: Gateway,
+    addr: SocketAddr,
+    api_key: Option<String>,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    eprintln!("mcp-launch serve: http://{bound}/mcp");
+    let options = HttpOptions {
+        addr: bound,
+        api_key,
+    };
+    wire::serve_http(gateway, listener, options, stop).await
+}
+
+/// A non-loopback address needs a key: the gateway runs tools on this machine.
+fn refuse_open_without_key(addr: SocketAddr, key: Option<&str>) -> Result<(), CliError> {
+    if addr.ip().is_loopback() || key.is_some_and(|k| !k.is_empty()) {
+        return Ok(());
+    }
+    Err(CliError::Usage {
+        message: format!("--http {addr} is reachable from other machines and no key is set"),
+        help: "set --api-key KEY (or MCP_LAUNCH_API_KEY), or bind 127.0.0.1".into(),
+    })
+}

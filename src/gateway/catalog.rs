@@ -1,0 +1,208 @@
+//! What the gateway offers: every allowed tool of every enabled server under its exposed name,
+//! with the overrides applied, in a fixed order (servers as configured, tools as each server
+//! sent them), and the search index over them. Built from the tool index and rebuilt whole when
+//! a server's tools or the overrides change; never by starting a server.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::catalog::{tool, ExposedTool, ServerReport};
+use crate::search::{SearchIndex, ToolDoc};
+
+use super::names;
+
+/// One tool as the gateway exposes it.
+#[derive(Debug, Clone)]
+pub struct GatewayTool {
+    /// The exposed name (`server__tool`, or the tool's own in passthrough).
+    pub name: String,
+    /// The server's qualified name (the pool's key).
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    /// The definition clients get: the server's, every field kept, with the exposed name and
+    /// the overridden description.
+    pub definition: Value,
+    /// Its token cost (o200k), from the token cache when known, else estimated from its size.
+    pub tokens: usize,
+}
+
+/// One server in the catalog, for the sparse tools' descriptions and `discover`.
+#[derive(Debug, Clone)]
+pub struct ServerSummary {
+    /// Its qualified name.
+    pub name: String,
+    /// Allowed tools.
+    pub tools: usize,
+    /// A few of its tool names, as a one-line hint of what it does.
+    pub summary: String,
+    /// Why its tools are unknown (it has never been checked, or the check failed).
+    pub problem: Option<String>,
+}
+
+/// The tools and servers the gateway offers.
+#[derive(Debug)]
+pub struct Catalog {
+    tools: Vec<GatewayTool>,
+    by_name: HashMap<String, usize>,
+    /// Exposed names of tools the overrides deny (refused on call with a clear error).
+    denied: HashMap<String, (String, String)>,
+    servers: Vec<ServerSummary>,
+    search: SearchIndex,
+}
+
+impl Catalog {
+    /// The catalog of `reports` as `exposed` (from `catalog::expose`, parallel to `reports`).
+    pub fn build(
+        reports: &[ServerReport],
+        exposed: &[Vec<ExposedTool>],
+        passthrough: bool,
+    ) -> Catalog {
+        let pairs: Vec<(&str, &str)> = reports
+            .iter()
+            .zip(exposed)
+            .flat_map(|(report, tools)| {
+                tools
+                    .iter()
+                    .map(|t| (report.name.as_str(), t.name.as_str()))
+            })
+            .collect();
+        let mut names = names::assign(&pairs, passthrough).into_iter();
+        let mut catalog = Catalog {
+            tools: Vec::new(),
+            by_name: HashMap::new(),
+            denied: HashMap::new(),
+            servers: Vec::new(),
+            search: SearchIndex::build(Vec::new()),
+        };
+        for (report, tools) in reports.iter().zip(exposed) {
+            let mut allowed = 0;
+            for exposed_tool in tools {
+                let name = names.next().unwrap_or_default();
+                if !exposed_tool.is_allowed {
+                    catalog
+                        .denied
+                        .insert(name, (report.name.clone(), exposed_tool.name.clone()));
+                    continue;
+                }
+                allowed += 1;
+                let mut definition = exposed_tool.definition.clone();
+                definition["name"] = Value::String(name.clone());
+                let tokens = exposed_tool
+                    .tokens_after
+                    .unwrap_or_else(|| definition.to_string().len() / 4);
+                catalog.by_name.insert(name.clone(), catalog.tools.len());
+                catalog.tools.push(GatewayTool {
+                    name,
+                    server: report.name.clone(),
+                    tool: exposed_tool.name.clone(),
+                    definition,
+                    tokens,
+                });
+            }
+            catalog.servers.push(summary(report, tools, allowed));
+        }
+        let docs = catalog
+            .tools
+            .iter()
+            .map(|t| ToolDoc::from_definition(&t.server, &with_name(&t.definition, &t.tool)))
+            .collect();
+        catalog.search = SearchIndex::build(docs);
+        catalog
+    }
+
+    /// Every tool, in order.
+    pub fn tools(&self) -> &[GatewayTool] {
+        &self.tools
+    }
+
+    /// The tool exposed as `name`.
+    pub fn get(&self, name: &str) -> Option<&GatewayTool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The server and tool behind a denied exposed name.
+    pub fn denied(&self, name: &str) -> Option<&(String, String)> {
+        self.denied.get(name)
+    }
+
+    /// The servers, in order.
+    pub fn servers(&self) -> &[ServerSummary] {
+        &self.servers
+    }
+
+    /// Total tokens of every tool's definition.
+    pub fn tokens(&self) -> usize {
+        self.tools.iter().map(|t| t.tokens).sum()
+    }
+
+    /// Exposed names close to `name`, for an unknown-tool error.
+    pub fn similar(&self, name: &str) -> Vec<String> {
+        crate::catalog::similar_names(name, self.tools.iter().map(|t| t.name.as_str()), 3)
+    }
+
+    /// The search index over the tools.
+    pub fn search_index(&self) -> &SearchIndex {
+        &self.search
+    }
+
+    /// The exposed tool for a search hit's `(server, tool)`.
+    pub fn find(&self, server: &str, tool: &str) -> Option<&GatewayTool> {
+        self.tools
+            .iter()
+            .find(|t| t.server == server && t.tool == tool)
+    }
+
+    /// `{servers: [...], tools: [...]}` for `discover`.
+    pub fn document(&self) -> Value {
+        let servers: Vec<Value> = self
+            .servers
+            .iter()
+            .map(|s| json!({"name": s.name, "tools": s.tools, "summary": s.summary, "problem": s.problem}))
+            .collect();
+        let tools: Vec<Value> = self
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "server": t.server,
+                    "tool": t.tool,
+                    "description": tool::description(&t.definition),
+                    "required": tool::required_params(&t.definition),
+                    "inputSchema": tool::input_schema(&t.definition),
+                })
+            })
+            .collect();
+        json!({"servers": servers, "tools": tools})
+    }
+}
+
+/// `definition` with its `name` set back to the server's (search ranks on the real name).
+fn with_name(definition: &Value, name: &str) -> Value {
+    let mut own = definition.clone();
+    own["name"] = Value::String(name.to_string());
+    own
+}
+
+fn summary(report: &ServerReport, tools: &[ExposedTool], allowed: usize) -> ServerSummary {
+    let names: Vec<&str> = tools
+        .iter()
+        .filter(|t| t.is_allowed)
+        .map(|t| t.name.as_str())
+        .take(4)
+        .collect();
+    let more = if allowed > names.len() { ", …" } else { "" };
+    let problem = match (&report.error, report.has_tools()) {
+        (Some(problem), _) => Some(problem.to_string()),
+        (None, false) => Some("not checked yet".to_string()),
+        (None, true) => None,
+    };
+    ServerSummary {
+        name: report.name.clone(),
+        tools: allowed,
+        summary: format!("{}{more}", names.join(", ")),
+        problem,
+    }
+}

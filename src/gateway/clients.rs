@@ -1,0 +1,1 @@
+//! Client config snippets (being written on branch `clients`).

@@ -1,0 +1,130 @@
+//! What a gateway request ends with when it does not get the upstream's answer. The wire
+//! layer turns each into a JSON-RPC error (unknown names, bad requests) or a tool error the
+//! model can read and act on (`isError: true`, the message and the help).
+
+use crate::error::Actionable;
+use crate::mcp::RpcError;
+use crate::pool::PoolError;
+
+/// JSON-RPC "invalid params" (an unknown tool, prompt or resource).
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// Why a gateway request failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GatewayError {
+    /// No tool is exposed under that name.
+    #[error("unknown tool `{name}`")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// Close exposed names.
+        suggestions: Vec<String>,
+    },
+    /// The overrides deny the tool.
+    #[error("tool `{tool}` of server `{server}` is denied by this project's overrides")]
+    Denied {
+        /// The server's name.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+    },
+    /// No server serves that prompt or resource.
+    #[error("unknown {what} `{name}`")]
+    UnknownItem {
+        /// `prompt` or `resource`.
+        what: &'static str,
+        /// The name or URI asked for.
+        name: String,
+    },
+    /// The arguments do not fit the tool's input schema.
+    #[error("invalid arguments for `{name}`: {}", .violations.join("; "))]
+    InvalidArguments {
+        /// The exposed name.
+        name: String,
+        /// What is wrong, one line each.
+        violations: Vec<String>,
+        /// The expected shape, compactly.
+        expected: String,
+    },
+    /// A meta-tool's own input is wrong (a bad JSONPath, an empty query).
+    #[error("{message}")]
+    BadInput {
+        /// What is wrong.
+        message: String,
+        /// How to fix it.
+        help: String,
+    },
+    /// The upstream answered with a JSON-RPC error: passed on as it is.
+    #[error("{server}: {error}")]
+    Rpc {
+        /// The server's name.
+        server: String,
+        /// Its error (boxed: it carries arbitrary `data`).
+        error: Box<RpcError>,
+    },
+    /// The server could not be reached, timed out, or the gateway is stopping.
+    #[error(transparent)]
+    Pool(Box<PoolError>),
+}
+
+impl GatewayError {
+    /// Whether the client gets a JSON-RPC error (else a tool error the model reads).
+    pub fn is_protocol_error(&self) -> bool {
+        matches!(
+            self,
+            Self::UnknownTool { .. } | Self::UnknownItem { .. } | Self::Rpc { .. }
+        )
+    }
+
+    /// The pool's error, with an upstream JSON-RPC error pulled out so it passes on as is.
+    pub fn from_pool(error: PoolError) -> GatewayError {
+        match error {
+            PoolError::Upstream {
+                server,
+                error: crate::mcp::McpError::Rpc { error, .. },
+            } => GatewayError::Rpc { server, error },
+            other => GatewayError::Pool(Box::new(other)),
+        }
+    }
+}
+
+impl From<PoolError> for GatewayError {
+    fn from(error: PoolError) -> Self {
+        GatewayError::from_pool(error)
+    }
+}
+
+impl Actionable for GatewayError {
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::Denied { .. } => "tool_denied",
+            Self::UnknownItem { .. } => "unknown_item",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::BadInput { .. } => "bad_input",
+            Self::Rpc { .. } => "server_error",
+            Self::Pool(error) => error.kind(),
+        }
+    }
+
+    fn help(&self) -> String {
+        match self {
+            Self::UnknownTool { suggestions, .. } if !suggestions.is_empty() => {
+                format!("did you mean `{}`?", suggestions.join("`, `"))
+            }
+            Self::UnknownTool { .. } => {
+                "list the tools (or search them) for the exposed names".into()
+            }
+            Self::Denied { server, tool } => {
+                format!("`mcp-launch tool allow {server} {tool}` allows it again")
+            }
+            Self::UnknownItem { .. } => "list them first; names carry their server's prefix".into(),
+            Self::InvalidArguments { expected, .. } => {
+                format!("fix the arguments and call again; expected: {expected}")
+            }
+            Self::BadInput { help, .. } => help.clone(),
+            Self::Rpc { .. } => "the server refused the request; check its arguments".into(),
+            Self::Pool(error) => error.help(),
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! Resources, resource templates and prompts of every server, under server-prefixed names
+//! (`server__prompt`) and URIs (`server+file:///x`: a valid URI whose scheme names the
+//! server), and the upstreams' own list changes followed.
+//!
+//! Unlike tools, these are not in the tool index: they are listed from the servers that are
+//! running (so listing starts nothing), and clients are told (`list_changed`) when a server
+//! that offers them comes up. In passthrough mode the one server is started to list them.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use crate::mcp::Session;
+use crate::pool::Upstream;
+
+use super::error::GatewayError;
+use super::names::SEPARATOR;
+use super::{Gateway, ListChanged};
+
+/// Pages of one list followed per server at most.
+const MAX_PAGES: usize = 20;
+
+/// One kind of listed item.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// `resources/list`
+    Resources,
+    /// `resources/templates/list`
+    Templates,
+    /// `prompts/list`
+    Prompts,
+}
+
+impl Kind {
+    fn method(self) -> &'static str {
+        match self {
+            Kind::Resources => "resources/list",
+            Kind::Templates => "resources/templates/list",
+            Kind::Prompts => "prompts/list",
+        }
+    }
+
+    /// The result's array key.
+    pub fn key(self) -> &'static str {
+        match self {
+            Kind::Resources => "resources",
+            Kind::Templates => "resourceTemplates",
+            Kind::Prompts => "prompts",
+        }
+    }
+
+    fn capability(self) -> &'static str {
+        match self {
+            Kind::Resources | Kind::Templates => "resources",
+            Kind::Prompts => "prompts",
+        }
+    }
+}
+
+impl Gateway {
+    /// Every running server's items of `kind`, renamed with their server.
+    pub async fn list_items(&self, kind: Kind) -> Vec<Value> {
+        let mut all = Vec::new();
+        for upstream in self.inner.pool.servers() {
+            let Some(session) = self.listing_session(upstream).await else {
+                continue;
+            };
+            if session.info().capabilities.get(kind.capability()).is_none() {
+                continue;
+            }
+            for mut item in self.list_pages(upstream, &session, kind).await {
+                self.rename(upstream.name(), kind, &mut item);
+                all.push(item);
+            }
+        }
+        all
+    }
+
+    /// The session to list from: a running one; in passthrough mode, the one server started.
+    async fn listing_session(&self, upstream: &Arc<Upstream>) -> Option<Arc<Session>> {
+        if self.inner.options.passthrough {
+            return upstream.session().await.ok();
+        }
+        upstream.current_session()
+    }
+
+    async fn list_pages(
+        &self,
+        upstream: &Arc<Upstream>,
+        session: &Arc<Session>,
+        kind: Kind,
+    ) -> Vec<Value> {
+        let timeout = self.inner.options.connect.list_timeout;
+        let mut items = Vec::new();
+        let mut cursor: Option<Value> = None;
+        for _ in 0..MAX_PAGES {
+            let params = cursor
+                .take()
+                .map_or_else(|| json!({}), |c| json!({"cursor": c}));
+            let page = match upstream
+                .request_on(session, kind.method(), params, timeout)
+                .await
+            {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::warn!(server = upstream.name(), method = kind.method(), error = %e, "cannot list");
+                    break;
+                }
+            };
+            if let Some(Value::Array(list)) = page.get(kind.key()) {
+                items.extend(list.iter().cloned());
+            }
+            match page.get("nextCursor") {
+                Some(next @ Value::String(_)) => cursor = Some(next.clone()),
+                _ => break,
+            }
+        }
+        items
+    }
+
+    fn rename(&self, server: &str, kind: Kind, item: &mut Value) {
+        if self.inner.options.passthrough {
+            return;
+        }
+        match kind {
+            Kind::Prompts => prefix_field(item, "name", &format!("{server}{SEPARATOR}")),
+            Kind::Resources => {
+                prefix_field(item, "uri", &scheme_prefix(server));
+                prefix_field(item, "name", &format!("{server}{SEPARATOR}"));
+            }
+            Kind::Templates => {
+                prefix_field(item, "uriTemplate", &scheme_prefix(server));
+                prefix_field(item, "name", &format!("{server}{SEPARATOR}"));
+            }
+        }
+    }
+
+    /// `resources/read` of an exposed URI on its server; the contents' URIs come back renamed.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, GatewayError> {
+        let (upstream, own) = self.route_uri(uri)?;
+        let mut result = upstream
+            .request(
+                "resources/read",
+                json!({"uri": own}),
+                self.inner.options.call_timeout,
+            )
+            .await
+            .map_err(GatewayError::from_pool)?;
+        if let Some(Value::Array(contents)) = result.get_mut("contents") {
+            for content in contents {
+                self.rename(upstream.name(), Kind::Resources, content);
+            }
+        }
+        Ok(result)
+    }
+
+    /// `prompts/get` of an exposed prompt name on its server.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Value>,
+    ) -> Result<Value, GatewayError> {
+        let (upstream, own) = self.route_name(name, "prompt")?;
+        let mut params = json!({"name": own});
+        if let Some(arguments) = arguments {
+            params["arguments"] = arguments;
+        }
+        upstream
+            .request("prompts/get", params, self.inner.options.call_timeout)
+            .await
+            .map_err(GatewayError::from_pool)
+    }
+
+    /// `completion/complete`, routed by its `ref` (a prompt name or a resource URI).
+    pub async fn complete(&self, mut params: Value) -> Result<Value, GatewayError> {
+        let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+        let (upstream, key, own) = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference.get("name").and_then(Value::as_str).unwrap_or("");
+                let (upstream, own) = self.route_name(name, "prompt")?;
+                (upstream, "name", own)
+            }
+            _ => {
+                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or("");
+                let (upstream, own) = self.route_uri(uri)?;
+                (upstream, "uri", own)
+            }
+        };
+        params["ref"][key] = Value::String(own);
+        upstream
+            .request(
+                "completion/complete",
+                params,
+                self.inner.options.call_timeout,
+            )
+            .await
+            .map_err(GatewayError::from_pool)
+    }
+
+    /// The server and own name behind an exposed prompt name.
+    fn route_name(
+        &self,
+        name: &str,
+        what: &'static str,
+    ) -> Result<(&Arc<Upstream>, String), GatewayError> {
+        let servers = self.inner.pool.servers();
+        if self.inner.options.passthrough {
+            if let Some(only) = servers.first() {
+                return Ok((only, name.to_string()));
+            }
+        }
+        servers
+            .iter()
+            .find_map(|u| {
+                let own = name.strip_prefix(u.name())?.strip_prefix(SEPARATOR)?;
+                Some((u, own.to_string()))
+            })
+            .ok_or_else(|| GatewayError::UnknownItem {
+                what,
+                name: name.to_string(),
+            })
+    }
+
+    /// The server and own URI behind an exposed URI.
+    fn route_uri(&self, uri: &str) -> Result<(&Arc<Upstream>, String), GatewayError> {
+        let servers = self.inner.pool.servers();
+        if self.inner.options.passthrough {
+            if let Some(only) = servers.first() {
+                return Ok((only, uri.to_string()));
+            }
+        }
+        servers
+            .iter()
+            .find_map(|u| Some((u, uri.strip_prefix(&scheme_prefix(u.name()))?.to_string())))
+            .ok_or_else(|| GatewayError::UnknownItem {
+                what: "resource",
+                name: uri.to_string(),
+            })
+    }
+}
+
+/// `github+`: the server's name as URI scheme characters, and the joining `+`.
+fn scheme_prefix(server: &str) -> String {
+    let cleaned: String = server
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let cleaned = if cleaned.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        cleaned
+    } else {
+        format!("s{cleaned}")
+    };
+    format!("{cleaned}+")
+}
+
+fn prefix_field(item: &mut Value, key: &str, prefix: &str) {
+    if let Some(Value::String(value)) = item.get_mut(key) {
+        *value = format!("{prefix}{value}");
+    }
+}
+
+/// Follows every session as it comes up: its `tools/list_changed` re-lists its tools; its
+/// resources and prompts changes (and its arrival, when it offers them) are passed on.
+pub(super) async fn watch_upstreams(gateway: Gateway) {
+    let mut changes = gateway.inner.pool.changes();
+    let mut watched: HashSet<usize> = HashSet::new();
+    loop {
+        for upstream in gateway.inner.pool.servers() {
+            let Some(session) = upstream.current_session() else {
+                continue;
+            };
+            let key = Arc::as_ptr(&session) as usize;
+            if !watched.insert(key) {
+                continue;
+            }
+            announce(&gateway, &session);
+            tokio::spawn(follow(
+                gateway.clone(),
+                upstream.name().to_string(),
+                session,
+            ));
+        }
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            () = gateway.inner.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Tells clients that a new session's resources and prompts are now listed.
+fn announce(gateway: &Gateway, session: &Session) {
+    let capabilities = &session.info().capabilities;
+    if capabilities.get("resources").is_some() {
+        let _ = gateway.inner.changed.send(ListChanged::Resources);
+    }
+    if capabilities.get("prompts").is_some() {
+        let _ = gateway.inner.changed.send(ListChanged::Prompts);
+    }
+}
+
+async fn follow(gateway: Gateway, server: String, session: Arc<Session>) {
+    let mut notices = session.notifications();
+    let closed = session.closed();
+    drop(session);
+    tokio::pin!(closed);
+    loop {
+        let notice = tokio::select! {
+            notice = notices.recv() => notice,
+            () = &mut closed => return,
+        };
+        let notice = match notice {
+            Ok(notice) => notice,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(_) => return,
+        };
+        match notice.method.as_str() {
+            "notifications/tools/list_changed" => gateway.refresh_server(&server).await,
+            "notifications/resources/list_changed" => {
+                let _ = gateway.inner.changed.send(ListChanged::Resources);
+            }
+            "notifications/prompts/list_changed" => {
+                let _ = gateway.inner.changed.send(ListChanged::Prompts);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A JSON object from optional arguments (`None` → `{}`).
+pub fn object(arguments: Option<Map<String, Value>>) -> Value {
+    Value::Object(arguments.unwrap_or_default())
+}

@@ -1,0 +1,504 @@
+//! The gateway: `mcp-launch serve` — every configured server behind one MCP endpoint, in
+//! full mode (every allowed tool, under `server__tool` names) or sparse mode (a handful of
+//! meta-tools: search, describe, call, discover), with servers started on demand by the
+//! upstream pool (`crate::pool`) and stopped when idle.
+//!
+//! Rooms: `catalog` (what is offered, from the tool index), `names` (exposed names),
+//! `sparse` (the meta-tools), `items` (resources and prompts), `wire` (the MCP server side,
+//! on rmcp, and its transports), `clients` (client config snippets). This module holds the
+//! state they share and routes calls.
+
+pub mod catalog;
+pub mod clients;
+pub mod error;
+mod items;
+pub mod names;
+pub mod sparse;
+pub mod wire;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{self as tool_catalog, Overrides, ResolveOptions, ServerReport};
+use crate::config::ServerEntry;
+use crate::mcp::ConnectOptions;
+use crate::pool::{Pool, PoolConfig, PoolServer};
+
+use self::catalog::Catalog;
+use self::error::GatewayError;
+
+/// How the tools are offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Every allowed tool, directly.
+    Full,
+    /// The meta-tools (and pinned tools).
+    Sparse,
+    /// Full while the catalog fits the budget, else sparse.
+    Auto,
+}
+
+/// When `auto` chooses full mode: at most this many tools and tokens.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// Tools at most.
+    pub tools: usize,
+    /// o200k tokens of tool definitions at most.
+    pub tokens: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            tools: 40,
+            tokens: 8_000,
+        }
+    }
+}
+
+/// How the gateway runs.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// Full, sparse or auto.
+    pub mode: Mode,
+    /// Stop a server after this long without calls (`None`: never).
+    pub idle: Option<Duration>,
+    /// Servers started at boot and kept running (by qualified or plain name).
+    pub always_on: Vec<String>,
+    /// Tools exposed directly in sparse mode (exposed names).
+    pub pins: Vec<String>,
+    /// Tools, resources and prompts keep their own names (one server fronted as is).
+    pub passthrough: bool,
+    /// How long `tools/list` waits for servers still being checked.
+    pub list_wait: Duration,
+    /// The longest a call may take.
+    pub call_timeout: Duration,
+    /// Handshake windows.
+    pub connect: ConnectOptions,
+    /// The budget of `auto`.
+    pub budget: Budget,
+    /// Where `overrides.json` lives (the project directory).
+    pub project_dir: PathBuf,
+}
+
+/// What changed, for clients that listen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListChanged {
+    /// The tools.
+    Tools,
+    /// The resources.
+    Resources,
+    /// The prompts.
+    Prompts,
+}
+
+/// The gateway. Cheap to clone: clones share everything.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    entries: Vec<ServerEntry>,
+    options: GatewayOptions,
+    /// Full or sparse (auto is decided once, at start: the tool list must not change shape).
+    sparse: bool,
+    catalog: RwLock<Arc<Catalog>>,
+    /// The reports the catalog was built from (replaced per server as checks arrive).
+    reports: tokio::sync::Mutex<Vec<ServerReport>>,
+    /// True once every server without a fresh index entry has been checked.
+    settled: watch::Receiver<bool>,
+    changed: broadcast::Sender<ListChanged>,
+    /// Our progress tokens towards upstreams.
+    next_token: AtomicU64,
+    shutdown: CancellationToken,
+}
+
+impl Gateway {
+    /// Builds the catalog from the tool index (nothing starts), chooses the mode, starts the
+    /// always-on servers, checks the servers the index does not know in the background, and
+    /// watches the overrides.
+    pub async fn start(
+        entries: Vec<ServerEntry>,
+        options: GatewayOptions,
+    ) -> Result<Gateway, GatewayError> {
+        let overrides = load_overrides(&options)?;
+        let entries: Vec<ServerEntry> = entries
+            .into_iter()
+            .filter(|e| !e.disabled && !overrides.is_disabled(e))
+            .collect();
+        let (reports, unknown) = tool_catalog::from_index(&entries);
+        let catalog = build_catalog(&reports, &overrides, options.passthrough).await;
+        let sparse = choose_mode(&options, &catalog);
+        let pool = Pool::new(
+            entries
+                .iter()
+                .map(|entry| PoolServer {
+                    always_on: is_always_on(&options.always_on, entry),
+                    ..PoolServer::lazy(entry.clone())
+                })
+                .collect(),
+            PoolConfig {
+                connect: options.connect,
+                idle: options.idle,
+            },
+        );
+        pool.start_keepers();
+        let (settle, settled) = watch::channel(unknown.is_empty());
+        let gateway = Gateway {
+            inner: Arc::new(Inner {
+                pool,
+                entries,
+                sparse,
+                catalog: RwLock::new(Arc::new(catalog)),
+                reports: tokio::sync::Mutex::new(reports),
+                settled,
+                changed: broadcast::channel(64).0,
+                next_token: AtomicU64::new(1),
+                shutdown: CancellationToken::new(),
+                options,
+            }),
+        };
+        if !unknown.is_empty() {
+            tokio::spawn(gateway.clone().check_unknown(unknown, settle));
+        }
+        tokio::spawn(gateway.clone().watch_overrides());
+        tokio::spawn(gateway.clone().watch_upstreams());
+        Ok(gateway)
+    }
+
+    /// True in sparse mode.
+    pub fn is_sparse(&self) -> bool {
+        self.inner.sparse
+    }
+
+    /// The upstream pool (for `status` and shutdown).
+    pub fn pool(&self) -> &Pool {
+        &self.inner.pool
+    }
+
+    /// The catalog as it is now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(
+            &self
+                .inner
+                .catalog
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// List changes from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<ListChanged> {
+        self.inner.changed.subscribe()
+    }
+
+    /// The server's `instructions` for `initialize`.
+    pub fn instructions(&self) -> String {
+        let catalog = self.catalog();
+        if self.inner.sparse {
+            sparse::instructions(&catalog)
+        } else {
+            format!(
+                "mcp-launch fronts {} tools on {} servers; tool names are server__tool.",
+                catalog.tools().len(),
+                catalog.servers().len()
+            )
+        }
+    }
+
+    /// The `tools/list` answer: every tool (full) or the meta-tools and pins (sparse). Waits
+    /// (a bounded time) for servers still being checked.
+    pub async fn list_tools(&self) -> Vec<Value> {
+        self.wait_settled().await;
+        let catalog = self.catalog();
+        if !self.inner.sparse {
+            return catalog
+                .tools()
+                .iter()
+                .map(|t| t.definition.clone())
+                .collect();
+        }
+        let mut tools = sparse::tools(&catalog);
+        for pin in &self.inner.options.pins {
+            if let Some(found) = catalog.get(pin) {
+                tools.push(found.definition.clone());
+            }
+        }
+        tools
+    }
+
+    async fn wait_settled(&self) {
+        let mut settled = self.inner.settled.clone();
+        let wait = settled.wait_for(|done| *done);
+        // Answering with what we have after the wait is the point: ignore the timeout.
+        let _ = tokio::time::timeout(self.inner.options.list_wait, wait).await;
+    }
+
+    /// A `tools/call`: a meta-tool in sparse mode, else the exposed tool on its server.
+    /// `progress` (the client's token and where to send) relays the server's progress.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        progress: Option<Progress>,
+        cancel: CancellationToken,
+    ) -> Result<Value, GatewayError> {
+        let pinned = self.inner.options.pins.iter().any(|p| p == name);
+        if self.inner.sparse && !pinned {
+            if name == sparse::CALL {
+                let target = arguments.get("name").and_then(Value::as_str).unwrap_or("");
+                let inner_args = arguments
+                    .get("arguments")
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
+                sparse::validate(&self.catalog(), target, &inner_args)?;
+                return self.forward(target, inner_args, progress, cancel).await;
+            }
+            if sparse::is_meta(name) {
+                return sparse::run(&self.catalog(), name, &arguments);
+            }
+            return Err(sparse::unknown(&self.catalog(), name));
+        }
+        self.forward(name, arguments, progress, cancel).await
+    }
+
+    /// Calls the tool exposed as `name` on its server.
+    async fn forward(
+        &self,
+        name: &str,
+        arguments: Value,
+        progress: Option<Progress>,
+        cancel: CancellationToken,
+    ) -> Result<Value, GatewayError> {
+        let catalog = self.catalog();
+        let found = catalog
+            .get(name)
+            .ok_or_else(|| sparse::unknown(&catalog, name))?;
+        let upstream = self.inner.pool.upstream(&found.server)?;
+        let session = upstream.session().await.map_err(GatewayError::from_pool)?;
+        let mut params = json!({"name": found.tool, "arguments": arguments});
+        let relay = progress.map(|progress| {
+            let ours = format!(
+                "mcpl-{}",
+                self.inner.next_token.fetch_add(1, Ordering::Relaxed)
+            );
+            params["_meta"] = json!({"progressToken": ours});
+            tokio::spawn(progress.relay(session.notifications(), ours))
+        });
+        let timeout = self.inner.options.call_timeout;
+        let outcome = tokio::select! {
+            outcome = upstream.request_on(&session, "tools/call", params, timeout) => outcome,
+            () = cancel.cancelled() => Err(crate::pool::PoolError::ShuttingDown),
+        };
+        if let Some(relay) = relay {
+            relay.abort();
+        }
+        outcome.map_err(GatewayError::from_pool)
+    }
+
+    /// Checks the servers the tool index does not know (in parallel, each stopped after its
+    /// check), rebuilds the catalog, and tells clients.
+    async fn check_unknown(self, unknown: Vec<usize>, settle: watch::Sender<bool>) {
+        let entries: Vec<ServerEntry> = unknown
+            .iter()
+            .map(|&i| self.inner.entries[i].clone())
+            .collect();
+        let opts = ResolveOptions::from_env(true).without_tokens();
+        let checked = tool_catalog::resolve(&entries, &opts).await;
+        {
+            let mut reports = self.inner.reports.lock().await;
+            for (&i, report) in unknown.iter().zip(checked) {
+                reports[i] = report;
+            }
+        }
+        self.rebuild().await;
+        settle.send_replace(true);
+    }
+
+    /// Rebuilds the catalog from the reports and the overrides; tells clients when the tools
+    /// changed.
+    async fn rebuild(&self) {
+        let overrides = match load_overrides(&self.inner.options) {
+            Ok(overrides) => overrides,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the overrides; the tools stay as they were");
+                return;
+            }
+        };
+        let reports = self.inner.reports.lock().await.clone();
+        let catalog = build_catalog(&reports, &overrides, self.inner.options.passthrough).await;
+        let before = self.list_fingerprint();
+        *self
+            .inner
+            .catalog
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
+        if self.list_fingerprint() != before {
+            tracing::info!("the tools changed; telling clients");
+            let _ = self.inner.changed.send(ListChanged::Tools);
+        }
+    }
+
+    /// What clients see of the tool list, to tell whether it changed.
+    fn list_fingerprint(&self) -> u64 {
+        let catalog = self.catalog();
+        let text = if self.inner.sparse {
+            json!(sparse::tools(&catalog)).to_string()
+        } else {
+            json!(catalog
+                .tools()
+                .iter()
+                .map(|t| &t.definition)
+                .collect::<Vec<_>>())
+            .to_string()
+        };
+        tool_catalog::fnv1a(text.as_bytes())
+    }
+
+    /// Rebuilds when `overrides.json` changes (`tool deny` in another terminal, the TUI).
+    async fn watch_overrides(self) {
+        let path = self
+            .inner
+            .options
+            .project_dir
+            .join(crate::catalog::OVERRIDES_FILE);
+        let mut seen = modified(&path);
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(500)) => {}
+                () = self.inner.shutdown.cancelled() => return,
+            }
+            let now = modified(&path);
+            if now != seen {
+                seen = now;
+                tracing::info!(path = %path.display(), "the overrides changed");
+                self.rebuild().await;
+            }
+        }
+    }
+
+    /// Follows upstream list changes: a server's own `list_changed` re-lists its tools (and
+    /// records them in the tool index); resources and prompts changes are passed on.
+    async fn watch_upstreams(self) {
+        items::watch_upstreams(self).await;
+    }
+
+    /// Re-lists `server`'s tools live and rebuilds the catalog when they differ.
+    async fn refresh_server(&self, server: &str) {
+        let Some(i) = self
+            .inner
+            .entries
+            .iter()
+            .position(|e| e.qualified == server)
+        else {
+            return;
+        };
+        let Ok(upstream) = self.inner.pool.upstream(server) else {
+            return;
+        };
+        let timeout = self.inner.options.connect.list_timeout;
+        let (info, list) = match upstream.list_tools(timeout).await {
+            Ok(listed) => listed,
+            Err(e) => {
+                tracing::warn!(server, error = %e, "cannot re-list the tools");
+                return;
+            }
+        };
+        let report = tool_catalog::record_live(&self.inner.entries[i], &info, list).await;
+        self.inner.reports.lock().await[i] = report;
+        self.rebuild().await;
+    }
+
+    /// Stops every upstream (their process groups) and the gateway's tasks.
+    pub async fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        self.inner.pool.shutdown().await;
+    }
+}
+
+/// Where a call's progress goes: the client's token and a sink for
+/// `notifications/progress` params.
+pub struct Progress {
+    /// The client's `progressToken`.
+    pub token: Value,
+    /// Sends one progress notification's params to the client.
+    pub send: Box<dyn Fn(Value) + Send + Sync>,
+}
+
+impl Progress {
+    /// Passes on the upstream's progress for `ours` under the client's token until aborted.
+    async fn relay(self, mut notices: broadcast::Receiver<crate::mcp::Notice>, ours: String) {
+        loop {
+            let notice = match notices.recv().await {
+                Ok(notice) => notice,
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            if notice.method != "notifications/progress" {
+                continue;
+            }
+            let Some(mut params) = notice.params else {
+                continue;
+            };
+            if params.get("progressToken").and_then(Value::as_str) != Some(ours.as_str()) {
+                continue;
+            }
+            params["progressToken"] = self.token.clone();
+            (self.send)(params);
+        }
+    }
+}
+
+fn load_overrides(options: &GatewayOptions) -> Result<Overrides, GatewayError> {
+    Overrides::load(&options.project_dir).map_err(|e| GatewayError::BadInput {
+        help: crate::error::Actionable::help(&e),
+        message: e.to_string(),
+    })
+}
+
+async fn build_catalog(
+    reports: &[ServerReport],
+    overrides: &Overrides,
+    passthrough: bool,
+) -> Catalog {
+    let exposed = tool_catalog::expose(reports, overrides).await;
+    Catalog::build(reports, &exposed, passthrough)
+}
+
+/// Sparse unless the mode is full, or auto and the catalog fits the budget (said on stderr).
+fn choose_mode(options: &GatewayOptions, catalog: &Catalog) -> bool {
+    let (tools, tokens) = (catalog.tools().len(), catalog.tokens());
+    let fits = tools <= options.budget.tools && tokens <= options.budget.tokens;
+    let sparse = match options.mode {
+        Mode::Full => false,
+        Mode::Sparse => true,
+        Mode::Auto => !fits,
+    };
+    if options.mode == Mode::Auto {
+        let chosen = if sparse { "sparse" } else { "full" };
+        tracing::info!(tools, tokens, chosen, "auto mode");
+        eprintln!(
+            "mcp-launch serve: {chosen} mode ({tools} tools, ~{tokens} tokens; full up to {} tools and {} tokens)",
+            options.budget.tools, options.budget.tokens
+        );
+    }
+    sparse
+}
+
+fn is_always_on(names: &[String], entry: &ServerEntry) -> bool {
+    names
+        .iter()
+        .any(|n| *n == entry.name || *n == entry.qualified)
+}
+
+fn modified(path: &std::path::Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}

@@ -1,0 +1,261 @@
+//! Sparse mode: a fixed handful of meta-tools instead of every tool. The list never varies
+//! (the 2026-07-28 revision forbids a tool list that changes per connection or as a side
+//! effect of other requests); what is behind it is said in `search_tools`' description and
+//! in the server's instructions, so a model knows when searching is worth it.
+//!
+//! - `search_tools(query, limit?, server?)`: names, one-line descriptions, required
+//!   parameters and scores, from the `search` engine;
+//! - `describe_tool(name)`: the full definition;
+//! - `call_tool(name, arguments)`: arguments checked against the input schema first (the
+//!   violations and the expected shape come back as a tool error the model can fix);
+//! - `discover(jsonpath)`: a JSONPath (RFC 9535) query over `{servers, tools}`.
+
+use serde_json::{json, Value};
+
+use crate::catalog::{self, tool};
+use crate::search::{Method, Query};
+
+use super::catalog::Catalog;
+use super::error::GatewayError;
+
+/// The meta-tools' names.
+pub const SEARCH: &str = "search_tools";
+/// See the module documentation.
+pub const DESCRIBE: &str = "describe_tool";
+/// See the module documentation.
+pub const CALL: &str = "call_tool";
+/// See the module documentation.
+pub const DISCOVER: &str = "discover";
+
+/// Servers named in `search_tools`' description at most (the rest are counted).
+const SERVERS_NAMED: usize = 40;
+
+/// Results `search_tools` gives by default, and at most.
+const DEFAULT_LIMIT: usize = 5;
+const MAX_LIMIT: usize = 25;
+
+/// The meta-tools, described with what `catalog` holds.
+pub fn tools(catalog: &Catalog) -> Vec<Value> {
+    vec![
+        json!({
+            "name": SEARCH,
+            "description": format!(
+                "Search {} tools by what you want done; then call_tool. Servers: {}.",
+                catalog.tools().len(),
+                server_line(catalog)
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "task or keywords"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                    "server": {"type": "string"}
+                },
+                "required": ["query"]
+            },
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": DESCRIBE,
+            "description": "Full definition and input schema of a tool.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            },
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": CALL,
+            "description": "Call a tool found by search_tools with its arguments.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "arguments": {"type": "object"}
+                },
+                "required": ["name"]
+            }
+        }),
+        json!({
+            "name": DISCOVER,
+            "description": "JSONPath query over {servers, tools}, e.g. $.tools[?@.server=='git'].name",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"jsonpath": {"type": "string"}},
+                "required": ["jsonpath"]
+            },
+            "annotations": {"readOnlyHint": true}
+        }),
+    ]
+}
+
+/// The server's `instructions` in sparse mode: every server with its tool count and a hint.
+pub fn instructions(catalog: &Catalog) -> String {
+    let mut text = format!(
+        "mcp-launch fronts {} tools on {} servers. Find a tool with search_tools (or discover), \
+         read it with describe_tool, run it with call_tool.\n",
+        catalog.tools().len(),
+        catalog.servers().len()
+    );
+    for server in catalog.servers() {
+        text.push_str(&format!(
+            "- {} ({} tools): {}\n",
+            server.name, server.tools, server.summary
+        ));
+    }
+    text
+}
+
+/// `git (12), github (40), …`: every server with tools, most first are not reordered.
+fn server_line(catalog: &Catalog) -> String {
+    let servers: Vec<String> = catalog
+        .servers()
+        .iter()
+        .filter(|s| s.tools > 0)
+        .take(SERVERS_NAMED)
+        .map(|s| format!("{} ({})", s.name, s.tools))
+        .collect();
+    let named = servers.len();
+    let with_tools = catalog.servers().iter().filter(|s| s.tools > 0).count();
+    let mut line = servers.join(", ");
+    if with_tools > named {
+        line.push_str(&format!(" and {} more", with_tools - named));
+    }
+    line
+}
+
+/// Whether `name` is one of the meta-tools.
+pub fn is_meta(name: &str) -> bool {
+    matches!(name, SEARCH | DESCRIBE | DISCOVER)
+}
+
+/// Runs `search_tools`, `describe_tool` or `discover` (not `call_tool`: the gateway calls).
+pub fn run(catalog: &Catalog, name: &str, arguments: &Value) -> Result<Value, GatewayError> {
+    match name {
+        SEARCH => search(catalog, arguments),
+        DESCRIBE => describe(catalog, arguments),
+        _ => discover(catalog, arguments),
+    }
+}
+
+fn search(catalog: &Catalog, arguments: &Value) -> Result<Value, GatewayError> {
+    let text = string_arg(arguments, "query", "search_tools")?;
+    let limit = arguments
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
+    let server = arguments.get("server").and_then(Value::as_str);
+    let query = Query {
+        text,
+        method: Method::Bm25,
+        limit,
+        server,
+    };
+    let hits = catalog
+        .search_index()
+        .search(&query)
+        .map_err(|e| bad_input(e.to_string(), "use plain words"))?;
+    let docs: Vec<_> = hits
+        .iter()
+        .filter_map(|hit| Some((hit.score, catalog.search_index().doc(hit.doc)?.into_owned())))
+        .collect();
+    let results: Vec<Value> = docs
+        .iter()
+        .filter_map(|(score, doc)| {
+            let found = catalog.find(&doc.server, &doc.tool)?;
+            Some(json!({
+                "name": found.name,
+                "description": first_line(tool::description(&found.definition)),
+                "required": doc.required,
+                "score": (score * 100.0).round() / 100.0,
+            }))
+        })
+        .collect();
+    let hint = if results.is_empty() {
+        "no tool fits; try other words, or discover to browse"
+    } else {
+        "describe_tool for the schema, or call_tool directly"
+    };
+    Ok(text_result(&json!({"results": results, "next": hint})))
+}
+
+fn describe(catalog: &Catalog, arguments: &Value) -> Result<Value, GatewayError> {
+    let name = string_arg(arguments, "name", "describe_tool")?;
+    let found = catalog.get(name).ok_or_else(|| unknown(catalog, name))?;
+    Ok(text_result(&found.definition))
+}
+
+fn discover(catalog: &Catalog, arguments: &Value) -> Result<Value, GatewayError> {
+    let path = string_arg(arguments, "jsonpath", "discover")?;
+    let parsed = serde_json_path::JsonPath::parse(path).map_err(|e| {
+        bad_input(
+            format!("not a JSONPath: {e}"),
+            "e.g. $.servers[*].name or $.tools[?@.server=='git'].name",
+        )
+    })?;
+    let document = catalog.document();
+    let found: Vec<&Value> = parsed.query(&document).all();
+    Ok(text_result(&json!(found)))
+}
+
+/// Checks `arguments` against the tool's input schema: `Err` lists the violations.
+pub fn validate(catalog: &Catalog, name: &str, arguments: &Value) -> Result<(), GatewayError> {
+    let found = catalog.get(name).ok_or_else(|| unknown(catalog, name))?;
+    let invalid = |violations| GatewayError::InvalidArguments {
+        name: name.to_string(),
+        violations,
+        expected: catalog::expected_shape(&found.definition),
+    };
+    if !arguments.is_object() {
+        return Err(invalid(vec!["arguments must be a JSON object".into()]));
+    }
+    let violations = catalog::argument_validator(&found.definition)
+        .map(|validator| catalog::violations(&validator, arguments))
+        .unwrap_or_default();
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(violations))
+    }
+}
+
+/// The error for a name nothing is exposed under (or that the overrides deny).
+pub fn unknown(catalog: &Catalog, name: &str) -> GatewayError {
+    match catalog.denied(name) {
+        Some((server, tool)) => GatewayError::Denied {
+            server: server.clone(),
+            tool: tool.clone(),
+        },
+        None => GatewayError::UnknownTool {
+            name: name.to_string(),
+            suggestions: catalog.similar(name),
+        },
+    }
+}
+
+fn string_arg<'a>(arguments: &'a Value, key: &str, tool: &str) -> Result<&'a str, GatewayError> {
+    match arguments.get(key).and_then(Value::as_str) {
+        Some(value) if !value.trim().is_empty() => Ok(value),
+        _ => Err(bad_input(
+            format!("{tool} needs `{key}` (a non-empty string)"),
+            &format!("call {tool} with {{\"{key}\": \"…\"}}"),
+        )),
+    }
+}
+
+fn bad_input(message: String, help: &str) -> GatewayError {
+    GatewayError::BadInput {
+        message,
+        help: help.to_string(),
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("").trim()
+}
+
+/// A `CallToolResult` with `value` as compact JSON text.
+fn text_result(value: &Value) -> Value {
+    json!({"content": [{"type": "text", "text": value.to_string()}]})
+}

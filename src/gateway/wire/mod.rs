@@ -1,0 +1,361 @@
+//! The MCP server side, on rmcp (pinned exactly; this is the only module that names it):
+//! both protocol eras (`initialize` with 2024-11-05 … 2025-11-25, and the stateless
+//! 2026-07-28 revision), stdio and Streamable HTTP.
+//!
+//! rmcp's typed `Tool` and `CallToolResult` drop fields they do not know (`execution`, new
+//! content kinds, `_meta` members), so tool lists and call results do not pass through them:
+//! the handler keeps the raw answer per request id, rmcp's blanket handler does the protocol
+//! work (negotiation, per-request metadata) on a typed placeholder, and [`Wire`] sends the
+//! placeholder's fields overlaid with the raw answer's.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CompleteRequestParams,
+    CompleteResult, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
+    Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, ServerResult,
+    SubscriptionFilter,
+};
+use rmcp::service::{
+    NotificationContext, RequestContext, RoleServer, Service, ServiceRole, SubscriptionContext,
+};
+use rmcp::ErrorData;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use crate::error::Actionable;
+
+use super::error::GatewayError;
+use super::items::{object, Kind};
+use super::{Gateway, ListChanged, Progress};
+
+mod http;
+pub use http::{serve_http, HttpOptions};
+
+/// Serves the gateway over stdin/stdout until the client closes stdin (or `stop` fires).
+pub async fn serve_stdio(
+    gateway: Gateway,
+    stop: tokio_util::sync::CancellationToken,
+) -> Result<(), std::io::Error> {
+    use rmcp::ServiceExt;
+    let running = Wire::new(gateway)
+        .serve_with_ct(rmcp::transport::stdio(), stop)
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}
+
+/// The handler rmcp drives, and the raw answers it keeps for [`Wire`].
+#[derive(Clone)]
+pub struct Handler {
+    gateway: Gateway,
+    /// Whether a [`Wire`] takes the raw answers (else none are kept).
+    keep_raw: bool,
+    raw: Arc<Mutex<HashMap<RequestId, Value>>>,
+}
+
+/// The service: rmcp's protocol handling around [`Handler`], with raw tool lists and results.
+pub struct Wire(Handler);
+
+impl Wire {
+    /// A service for one client connection (or one stateless request).
+    pub fn new(gateway: Gateway) -> Wire {
+        Wire(Handler::new(gateway, true))
+    }
+}
+
+impl Handler {
+    /// A handler over `gateway`; with `keep_raw`, for a [`Wire`].
+    pub fn new(gateway: Gateway, keep_raw: bool) -> Handler {
+        Handler {
+            gateway,
+            keep_raw,
+            raw: Arc::default(),
+        }
+    }
+
+    fn keep(&self, id: &RequestId, raw: Value) {
+        if !self.keep_raw {
+            return;
+        }
+        self.raw
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), raw);
+    }
+
+    fn take(&self, id: &RequestId) -> Option<Value> {
+        self.raw
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id)
+    }
+}
+
+impl Service<RoleServer> for Wire {
+    async fn handle_request(
+        &self,
+        request: <RoleServer as ServiceRole>::PeerReq,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let raw_answer = matches!(
+            request,
+            ClientRequest::ListToolsRequest(_) | ClientRequest::CallToolRequest(_)
+        );
+        let id = context.id.clone();
+        let result = Service::handle_request(&self.0, request, context).await;
+        let raw = self.0.take(&id);
+        match (raw_answer, result, raw) {
+            (true, Ok(typed), Some(raw)) => Ok(ServerResult::CustomResult(CustomResult(overlay(
+                &typed, raw,
+            )))),
+            (_, result, _) => result,
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: <RoleServer as ServiceRole>::PeerNot,
+        context: NotificationContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Service::handle_notification(&self.0, notification, context).await
+    }
+
+    fn get_info(&self) -> <RoleServer as ServiceRole>::Info {
+        ServerHandler::get_info(&self.0)
+    }
+}
+
+/// The typed result's JSON with every member of `raw` put over it.
+fn overlay(typed: &ServerResult, raw: Value) -> Value {
+    let mut merged = serde_json::to_value(typed).unwrap_or_else(|_| json!({}));
+    match (merged.as_object_mut(), raw) {
+        (Some(fields), Value::Object(raw)) => {
+            for (key, value) in raw {
+                fields.insert(key, value);
+            }
+            merged
+        }
+        (_, raw) => raw,
+    }
+}
+
+/// `value` as an rmcp type (they are `non_exhaustive`: built from JSON, as they travel).
+fn typed<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+/// A gateway error as the client gets it: a JSON-RPC error for protocol errors, else a tool
+/// result with `isError: true` whose text says what happened and what to do.
+fn tool_error(error: &GatewayError) -> Result<Value, ErrorData> {
+    if error.is_protocol_error() {
+        return Err(rpc_error(error));
+    }
+    let text = format!("{error}\nhelp: {}", error.help());
+    Ok(json!({"content": [{"type": "text", "text": text}], "isError": true}))
+}
+
+fn rpc_error(error: &GatewayError) -> ErrorData {
+    match error {
+        GatewayError::Rpc { error, .. } => ErrorData::new(
+            ErrorCode(error.code as i32),
+            error.message.clone(),
+            error.data.clone(),
+        ),
+        other => ErrorData::new(
+            ErrorCode(super::error::INVALID_PARAMS as i32),
+            other.to_string(),
+            Some(json!({"type": other.kind(), "help": other.help()})),
+        ),
+    }
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities: ServerCapabilities = serde_json::from_value(json!({
+            "tools": {"listChanged": true},
+            "resources": {"listChanged": true},
+            "prompts": {"listChanged": true},
+            "completions": {},
+        }))
+        .unwrap_or_default();
+        let mut info =
+            InitializeResult::new(capabilities).with_instructions(self.gateway.instructions());
+        info.server_info = Implementation::new("mcp-launch", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        {
+            let tools = json!({"tools": self.gateway.list_tools().await});
+            if !self.keep_raw {
+                return typed(tools);
+            }
+            self.keep(&context.id, tools);
+            // The placeholder only carries what rmcp adds; the raw list replaces its tools.
+            typed(json!({"tools": []}))
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        {
+            let progress = context.meta.get_progress_token().map(|token| {
+                let peer = context.peer.clone();
+                Progress {
+                    token: serde_json::to_value(&token).unwrap_or(Value::Null),
+                    send: Box::new(move |params: Value| {
+                        let peer = peer.clone();
+                        tokio::spawn(async move {
+                            if let Ok(params) = serde_json::from_value(params) {
+                                let _ = peer.notify_progress(params).await;
+                            }
+                        });
+                    }),
+                }
+            });
+            let arguments = object(request.arguments);
+            let outcome = self
+                .gateway
+                .call_tool(&request.name, arguments, progress, context.ct.clone())
+                .await;
+            let raw = match outcome {
+                Ok(raw) => raw,
+                Err(error) => tool_error(&error)?,
+            };
+            if !self.keep_raw {
+                return typed(raw).map(CallToolResponse::Complete);
+            }
+            self.keep(&context.id, raw);
+            Ok(CallToolResponse::Complete(CallToolResult::success(
+                Vec::new(),
+            )))
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let items = self.gateway.list_items(Kind::Resources).await;
+        typed(json!({"resources": items}))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let items = self.gateway.list_items(Kind::Templates).await;
+        typed(json!({"resourceTemplates": items}))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match self.gateway.read_resource(&request.uri).await {
+            Ok(result) => typed(result).map(ReadResourceResponse::Complete),
+            Err(error) => Err(rpc_error(&error)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let items = self.gateway.list_items(Kind::Prompts).await;
+        typed(json!({"prompts": items}))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let arguments = request
+            .arguments
+            .map(|a| serde_json::to_value(a).unwrap_or_default());
+        match self.gateway.get_prompt(&request.name, arguments).await {
+            Ok(result) => typed(result).map(GetPromptResponse::Complete),
+            Err(error) => Err(rpc_error(&error)),
+        }
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let params = serde_json::to_value(&request).unwrap_or_default();
+        match self.gateway.complete(params).await {
+            Ok(result) => typed(result),
+            Err(error) => Err(rpc_error(&error)),
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A session client (2025 era) hears of list changes on its session.
+        let mut changes = self.gateway.subscribe();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            loop {
+                let sent = match changes.recv().await {
+                    Ok(ListChanged::Tools) => peer.notify_tool_list_changed().await,
+                    Ok(ListChanged::Resources) => peer.notify_resource_list_changed().await,
+                    Ok(ListChanged::Prompts) => peer.notify_prompt_list_changed().await,
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // A 2026-era client hears of list changes on its `subscriptions/listen` stream.
+        let mut changes = self.gateway.subscribe();
+        loop {
+            let change = tokio::select! {
+                change = changes.recv() => change,
+                () = context.cancelled() => return Ok(()),
+            };
+            let sink = context.sink();
+            let sent = match change {
+                Ok(ListChanged::Tools) => sink.notify_tool_list_changed().await,
+                Ok(ListChanged::Resources) => sink.notify_resource_list_changed().await,
+                Ok(ListChanged::Prompts) => sink.notify_prompt_list_changed().await,
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return Ok(()),
+            };
+            if sent.is_err() {
+                return Ok(());
+            }
+        }
+    }
+}
