@@ -32,6 +32,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -181,6 +182,7 @@ def run_requirements(url: str, plan: Plan, work: Path, label: str) -> dict[str, 
     out_dir = work / f"{label}-{plan.revision}"
     log = work / f"{label}-{plan.revision}.log"
     print(f"[conformance] {label}: requirements {plan.revision} against {url}", file=sys.stderr)
+    shutil.rmtree(out_dir, ignore_errors=True)  # a reused --keep DIR must not lend old results
     args = ("server", "--url", url, "--requirements", plan.revision, "-o", str(out_dir))
     with log.open("w") as sink:
         try:
@@ -188,7 +190,9 @@ def run_requirements(url: str, plan: Plan, work: Path, label: str) -> dict[str, 
                 suite_command(*args), stdout=sink, stderr=subprocess.STDOUT, env=suite_env(), timeout=SUITE_TIMEOUT_S
             )
         except subprocess.TimeoutExpired:
-            print(f"[conformance] the suite ran over {SUITE_TIMEOUT_S} s; see {log}", file=sys.stderr)
+            print(
+                f"[conformance] the suite ran over {SUITE_TIMEOUT_S} s (--keep DIR keeps {log.name})", file=sys.stderr
+            )
     return read_results(out_dir, plan)
 
 
@@ -214,7 +218,11 @@ class Process:
             self.proc = subprocess.Popen(
                 self.argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self.wait_listening()
+        try:
+            self.wait_listening()
+        except BaseException:
+            self.stop()  # `with` does not call __exit__ when __enter__ raises
+            raise
         return self
 
     def wait_listening(self) -> None:
@@ -238,20 +246,23 @@ class Process:
         return "\n".join(text.splitlines()[-lines:])
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is not None:
+        if self.proc is not None and self.proc.poll() is not None:
             print(
                 f"[conformance] {self.name} had exited (status {self.proc.returncode}):\n{self.tail()}", file=sys.stderr
             )
+        self.stop()
+
+    def stop(self) -> None:
+        """SIGTERM to the whole process group, SIGKILL after 5 s; the group may outlive its leader."""
+        if self.proc is None:
             return
-        for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(self.proc.pid, sig)
             except ProcessLookupError:
                 return
             try:
-                self.proc.wait(timeout=grace)
+                self.proc.wait(timeout=5)
                 return
             except subprocess.TimeoutExpired:
                 continue
@@ -314,7 +325,7 @@ def print_failures(plans: list[Plan], runs: Runs) -> None:
     for label, by_revision in runs.items():
         for plan in plans:
             for scenario, outcome in by_revision[plan.revision].items():
-                if outcome.status != "pass" and plan.categories[scenario] == "required":
+                if outcome.status != "pass" and plan.categories.get(scenario) == "required":
                     detail = "; ".join(outcome.errors)[:400] or "no result file"
                     print(f"  {label} {plan.revision} {scenario}: {detail}")
 
