@@ -85,13 +85,15 @@ marker_ok() {
   done
 }
 
-# npm_prefix_install NAME PKGS_VAR BINS_VAR : npm-install the packages of array PKGS_VAR into
-# .deps/NAME/ (a prefix of its own) unless its marker matches and every bin of array BINS_VAR exists.
+# npm_prefix_install NAME PKG... -- BIN... : npm-install the PKGs into .deps/NAME/ (a prefix of its
+# own) unless its marker holds exactly those PKGs and every BIN exists in its node_modules/.bin.
 npm_prefix_install() {
-  local name="$1"
-  local -n pkgs="$2" bins="$3"
-  local dir="$DEPS/$name" spec="${pkgs[*]}" bin_paths=() b
-  for b in "${bins[@]}"; do bin_paths+=("$dir/node_modules/.bin/$b"); done
+  local name="$1" dir="$DEPS/$1" pkgs=() bin_paths=()
+  shift
+  while (($#)) && [[ "$1" != "--" ]]; do pkgs+=("$1"); shift; done
+  (($#)) && shift
+  local b spec="${pkgs[*]}"
+  for b in "$@"; do bin_paths+=("$dir/node_modules/.bin/$b"); done
   if marker_ok "$dir" "$spec" "${bin_paths[@]}"; then
     skipped+=("$name")
     return 0
@@ -112,10 +114,10 @@ npm_prefix_install() {
 }
 
 # --- npm servers ---------------------------------------------------------------------------
-npm_prefix_install npm NPM_PKGS NPM_BINS
+npm_prefix_install npm "${NPM_PKGS[@]}" -- "${NPM_BINS[@]}"
 
 # --- Node 22, the MCP conformance suite and the Inspector ------------------------------------
-npm_prefix_install conformance CONFORMANCE_PKGS CONFORMANCE_BINS
+npm_prefix_install conformance "${CONFORMANCE_PKGS[@]}" -- "${CONFORMANCE_BINS[@]}"
 node_major="$("$DEPS/conformance/node_modules/.bin/node" -p 'process.versions.node.split(".")[0]')"
 [[ "$node_major" == 22 ]] || { log "expected Node 22 in .deps/conformance, got $node_major"; exit 1; }
 
