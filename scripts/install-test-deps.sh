@@ -16,6 +16,10 @@
 #                                                        scripts/mcpo-constraints.txt)
 #   .deps/venv-openapi/bin/openapi-spec-validator       (validates the merged OpenAPI 3.1)
 #   .deps/venv-schemathesis/bin/st                      (fuzzes a native stack against its spec)
+#   .deps/conformance/node_modules/.bin/node            (Node 22, which the two below need)
+#   .deps/conformance/node_modules/.bin/conformance     (the official MCP conformance suite;
+#                                                        run by scripts/conformance.py)
+#   .deps/conformance/node_modules/.bin/mcp-inspector   (the MCP Inspector; `--cli` mode)
 #
 # Usage: scripts/install-test-deps.sh [--verify]
 #   --verify   afterwards, start each stdio server and do a real MCP handshake
@@ -44,6 +48,14 @@ NPM_PKGS=(
   "@modelcontextprotocol/server-memory@2026.8.31"
 )
 NPM_BINS=(mcp-server-everything mcp-server-filesystem mcp-server-memory)
+# The conformance suite and the Inspector need Node >= 22; the `node` package of that version
+# brings its own binary, so they live in a prefix of their own and run with it first on PATH.
+CONFORMANCE_PKGS=(
+  "node@22.23.3"
+  "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+  "@modelcontextprotocol/inspector@2.12.0"
+)
+CONFORMANCE_BINS=(node conformance mcp-inspector)
 TIME_SPEC="mcp-server-time==2026.10.19"
 TIKTOKEN_SPEC="tiktoken==0.14.0"
 GIT_SPEC="mcp-server-git==2026.10.19"
@@ -73,28 +85,41 @@ marker_ok() {
   done
 }
 
-# --- npm servers ---------------------------------------------------------------------------
-npm_dir="$DEPS/npm"
-npm_spec="${NPM_PKGS[*]}"
-npm_bin_paths=()
-for b in "${NPM_BINS[@]}"; do npm_bin_paths+=("$npm_dir/node_modules/.bin/$b"); done
-if marker_ok "$npm_dir" "$npm_spec" "${npm_bin_paths[@]}"; then
-  skipped+=("npm")
-else
+# npm_prefix_install NAME PKG... -- BIN... : npm-install the PKGs into .deps/NAME/ (a prefix of its
+# own) unless its marker holds exactly those PKGs and every BIN exists in its node_modules/.bin.
+npm_prefix_install() {
+  local name="$1" dir="$DEPS/$1" pkgs=() bin_paths=()
+  shift
+  while (($#)) && [[ "$1" != "--" ]]; do pkgs+=("$1"); shift; done
+  (($#)) && shift
+  local b spec="${pkgs[*]}"
+  for b in "$@"; do bin_paths+=("$dir/node_modules/.bin/$b"); done
+  if marker_ok "$dir" "$spec" "${bin_paths[@]}"; then
+    skipped+=("$name")
+    return 0
+  fi
   command -v npm >/dev/null || { log "npm not found: install Node.js (>= 18)"; exit 1; }
-  log "npm install ${NPM_PKGS[*]}"
-  mkdir -p "$npm_dir"
-  rm -f "$npm_dir/.installed"
+  log "npm install ${pkgs[*]}"
+  mkdir -p "$dir"
+  rm -f "$dir/.installed"
   # A package.json of our own keeps npm from walking up to the repo and keeps the prefix self-contained.
-  [[ -f "$npm_dir/package.json" ]] || printf '{"name":"mcp-launch-test-deps","private":true}\n' >"$npm_dir/package.json"
-  npm install --prefix "$npm_dir" --no-audit --no-fund --no-update-notifier --loglevel=error \
-    --save-exact "${NPM_PKGS[@]}" >&2
-  for b in "${npm_bin_paths[@]}"; do
+  [[ -f "$dir/package.json" ]] || printf '{"name":"mcp-launch-test-deps-%s","private":true}\n' "$name" >"$dir/package.json"
+  npm install --prefix "$dir" --no-audit --no-fund --no-update-notifier --loglevel=error \
+    --save-exact "${pkgs[@]}" >&2
+  for b in "${bin_paths[@]}"; do
     [[ -x "$b" ]] || { log "expected executable missing after npm install: $b"; exit 1; }
   done
-  printf '%s' "$npm_spec" >"$npm_dir/.installed"
-  installed+=("npm(${#NPM_PKGS[@]} pkgs)")
-fi
+  printf '%s' "$spec" >"$dir/.installed"
+  installed+=("$name(${#pkgs[@]} pkgs)")
+}
+
+# --- npm servers ---------------------------------------------------------------------------
+npm_prefix_install npm "${NPM_PKGS[@]}" -- "${NPM_BINS[@]}"
+
+# --- Node 22, the MCP conformance suite and the Inspector ------------------------------------
+npm_prefix_install conformance "${CONFORMANCE_PKGS[@]}" -- "${CONFORMANCE_BINS[@]}"
+node_major="$("$DEPS/conformance/node_modules/.bin/node" -p 'process.versions.node.split(".")[0]')"
+[[ "$node_major" == 22 ]] || { log "expected Node 22 in .deps/conformance, got $node_major"; exit 1; }
 
 # --- tmux (the TUI's end-to-end test drives it) -----------------------------------------------
 if command -v tmux >/dev/null; then
