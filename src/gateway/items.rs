@@ -16,7 +16,7 @@ use crate::pool::Upstream;
 
 use super::error::GatewayError;
 use super::names::SEPARATOR;
-use super::{Gateway, ListChanged};
+use super::{Event, Gateway};
 
 /// Pages of one list followed per server at most.
 const MAX_PAGES: usize = 20;
@@ -198,6 +198,37 @@ impl Gateway {
             .map_err(GatewayError::from_pool)
     }
 
+    /// `logging/setLevel`: kept for servers that start later, and passed to every running
+    /// server that logs.
+    pub async fn set_log_level(&self, level: Value) {
+        *self.inner.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(level.clone());
+        let timeout = self.inner.options.connect.list_timeout;
+        for upstream in self.inner.pool.servers() {
+            let Some(session) = upstream.current_session() else { continue };
+            if session.info().capabilities.get("logging").is_none() {
+                continue;
+            }
+            let params = json!({"level": level});
+            if let Err(e) = upstream.request_on(&session, "logging/setLevel", params, timeout).await {
+                tracing::debug!(server = upstream.name(), error = %e, "logging/setLevel refused");
+            }
+        }
+    }
+
+    fn log_level(&self) -> Option<Value> {
+        self.inner.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// `resources/subscribe` or `resources/unsubscribe` of an exposed URI, on its server.
+    pub async fn subscription(&self, method: &str, uri: &str) -> Result<(), GatewayError> {
+        let (upstream, own) = self.route_uri(uri)?;
+        upstream
+            .request(method, json!({"uri": own}), self.inner.options.call_timeout)
+            .await
+            .map(drop)
+            .map_err(GatewayError::from_pool)
+    }
+
     /// The server and own name behind an exposed prompt name.
     fn route_name(
         &self,
@@ -294,14 +325,23 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
     }
 }
 
-/// Tells clients that a new session's resources and prompts are now listed.
-fn announce(gateway: &Gateway, session: &Session) {
+/// Tells clients that a new session's resources and prompts are now listed, and passes it
+/// the log level a client chose.
+fn announce(gateway: &Gateway, session: &Arc<Session>) {
     let capabilities = &session.info().capabilities;
+    let level = gateway.log_level();
+    if let (Some(level), Some(_)) = (level, capabilities.get("logging")) {
+        let session = Arc::clone(session);
+        let timeout = gateway.inner.options.connect.list_timeout;
+        tokio::spawn(async move {
+            let _ = session.request("logging/setLevel", Some(json!({"level": level})), timeout).await;
+        });
+    }
     if capabilities.get("resources").is_some() {
-        let _ = gateway.inner.changed.send(ListChanged::Resources);
+        let _ = gateway.inner.changed.send(Event::Resources);
     }
     if capabilities.get("prompts").is_some() {
-        let _ = gateway.inner.changed.send(ListChanged::Prompts);
+        let _ = gateway.inner.changed.send(Event::Prompts);
     }
 }
 
@@ -323,10 +363,18 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>) {
         match notice.method.as_str() {
             "notifications/tools/list_changed" => gateway.refresh_server(&server).await,
             "notifications/resources/list_changed" => {
-                let _ = gateway.inner.changed.send(ListChanged::Resources);
+                let _ = gateway.inner.changed.send(Event::Resources);
             }
             "notifications/prompts/list_changed" => {
-                let _ = gateway.inner.changed.send(ListChanged::Prompts);
+                let _ = gateway.inner.changed.send(Event::Prompts);
+            }
+            "notifications/message" => {
+                let _ = gateway.inner.changed.send(Event::Log(notice.params.unwrap_or_default()));
+            }
+            "notifications/resources/updated" => {
+                let mut params = notice.params.unwrap_or_default();
+                gateway.rename(&server, Kind::Resources, &mut params);
+                let _ = gateway.inner.changed.send(Event::ResourceUpdated(params));
             }
             _ => {}
         }

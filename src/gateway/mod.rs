@@ -87,15 +87,19 @@ pub struct GatewayOptions {
     pub project_dir: PathBuf,
 }
 
-/// What changed, for clients that listen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListChanged {
-    /// The tools.
+/// What clients hear of: list changes, and what upstreams send every client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The tool list changed.
     Tools,
-    /// The resources.
+    /// The resource list changed.
     Resources,
-    /// The prompts.
+    /// The prompt list changed.
     Prompts,
+    /// A log message from a server (`notifications/message` params).
+    Log(Value),
+    /// A subscribed resource changed (`notifications/resources/updated` params, URI renamed).
+    ResourceUpdated(Value),
 }
 
 /// The gateway. Cheap to clone: clones share everything.
@@ -115,9 +119,11 @@ struct Inner {
     reports: tokio::sync::Mutex<Vec<ServerReport>>,
     /// True once every server without a fresh index entry has been checked.
     settled: watch::Receiver<bool>,
-    changed: broadcast::Sender<ListChanged>,
+    changed: broadcast::Sender<Event>,
     /// Our progress tokens towards upstreams.
     next_token: AtomicU64,
+    /// The log level a client asked for, passed to every server that starts.
+    log_level: std::sync::Mutex<Option<Value>>,
     shutdown: CancellationToken,
 }
 
@@ -162,6 +168,7 @@ impl Gateway {
                 settled,
                 changed: broadcast::channel(64).0,
                 next_token: AtomicU64::new(1),
+                log_level: std::sync::Mutex::new(None),
                 shutdown: CancellationToken::new(),
                 options,
             }),
@@ -195,8 +202,8 @@ impl Gateway {
         )
     }
 
-    /// List changes from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<ListChanged> {
+    /// Events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.changed.subscribe()
     }
 
@@ -343,7 +350,7 @@ impl Gateway {
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
         if self.list_fingerprint() != before {
             tracing::info!("the tools changed; telling clients");
-            let _ = self.inner.changed.send(ListChanged::Tools);
+            let _ = self.inner.changed.send(Event::Tools);
         }
     }
 

@@ -7,6 +7,10 @@
 //! the handler keeps the raw answer per request id, rmcp's blanket handler does the protocol
 //! work (negotiation, per-request metadata) on a typed placeholder, and [`Wire`] sends the
 //! placeholder's fields overlaid with the raw answer's.
+//!
+//! Logging and `resources/subscribe` are deprecated in the 2026 revision (SEP-2577) but live
+//! in the 2025 era, which clients still speak: they are passed on.
+#![allow(deprecated)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,7 +22,7 @@ use rmcp::model::{
     Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, ServerResult,
-    SubscriptionFilter,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, Service, ServiceRole, SubscriptionContext,
@@ -32,7 +36,7 @@ use crate::error::Actionable;
 
 use super::error::GatewayError;
 use super::items::{object, Kind};
-use super::{Gateway, ListChanged, Progress};
+use super::{Event, Gateway, Progress};
 
 mod http;
 pub use http::{serve_http, HttpOptions};
@@ -146,8 +150,13 @@ fn overlay(typed: &ServerResult, raw: Value) -> Value {
     }
 }
 
-/// `value` as an rmcp type (they are `non_exhaustive`: built from JSON, as they travel).
-fn typed<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+/// A result as an rmcp type (they are `non_exhaustive`: built from JSON, as they travel).
+/// Upstreams speak the 2025 era, whose results have no `resultType`; a finished result is
+/// `complete` (rmcp strips it again for clients of the 2025 era).
+fn typed<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
+    if let Some(fields) = value.as_object_mut() {
+        fields.entry("resultType").or_insert_with(|| json!("complete"));
+    }
     serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
@@ -180,9 +189,10 @@ impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         let capabilities: ServerCapabilities = serde_json::from_value(json!({
             "tools": {"listChanged": true},
-            "resources": {"listChanged": true},
+            "resources": {"listChanged": true, "subscribe": true},
             "prompts": {"listChanged": true},
             "completions": {},
+            "logging": {},
         }))
         .unwrap_or_default();
         let mut info =
@@ -310,16 +320,54 @@ impl ServerHandler for Handler {
         }
     }
 
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(request.level).unwrap_or(Value::Null);
+        self.gateway.set_log_level(level).await;
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let outcome = self.gateway.subscription("resources/subscribe", &request.uri).await;
+        outcome.map_err(|e| rpc_error(&e))
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let outcome = self.gateway.subscription("resources/unsubscribe", &request.uri).await;
+        outcome.map_err(|e| rpc_error(&e))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // A session client (2025 era) hears of list changes on its session.
-        let mut changes = self.gateway.subscribe();
+        let mut events = self.gateway.subscribe();
         let peer = context.peer;
         tokio::spawn(async move {
             loop {
-                let sent = match changes.recv().await {
-                    Ok(ListChanged::Tools) => peer.notify_tool_list_changed().await,
-                    Ok(ListChanged::Resources) => peer.notify_resource_list_changed().await,
-                    Ok(ListChanged::Prompts) => peer.notify_prompt_list_changed().await,
+                let sent = match events.recv().await {
+                    Ok(Event::Tools) => peer.notify_tool_list_changed().await,
+                    Ok(Event::Resources) => peer.notify_resource_list_changed().await,
+                    Ok(Event::Prompts) => peer.notify_prompt_list_changed().await,
+                    Ok(Event::Log(params)) => match serde_json::from_value(params) {
+                        Ok(params) => peer.notify_logging_message(params).await,
+                        Err(_) => continue,
+                    },
+                    Ok(Event::ResourceUpdated(params)) => match serde_json::from_value(params) {
+                        Ok(params) => peer.notify_resource_updated(params).await,
+                        Err(_) => continue,
+                    },
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
@@ -347,9 +395,11 @@ impl ServerHandler for Handler {
             };
             let sink = context.sink();
             let sent = match change {
-                Ok(ListChanged::Tools) => sink.notify_tool_list_changed().await,
-                Ok(ListChanged::Resources) => sink.notify_resource_list_changed().await,
-                Ok(ListChanged::Prompts) => sink.notify_prompt_list_changed().await,
+                Ok(Event::Tools) => sink.notify_tool_list_changed().await,
+                Ok(Event::Resources) => sink.notify_resource_list_changed().await,
+                Ok(Event::Prompts) => sink.notify_prompt_list_changed().await,
+                // Log messages reach a 2026-era client on its request's stream only.
+                Ok(Event::Log(_) | Event::ResourceUpdated(_)) => continue,
                 Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return Ok(()),
             };
