@@ -201,22 +201,35 @@ impl Gateway {
     /// `logging/setLevel`: kept for servers that start later, and passed to every running
     /// server that logs.
     pub async fn set_log_level(&self, level: Value) {
-        *self.inner.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(level.clone());
+        *self
+            .inner
+            .log_level
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(level.clone());
         let timeout = self.inner.options.connect.list_timeout;
         for upstream in self.inner.pool.servers() {
-            let Some(session) = upstream.current_session() else { continue };
+            let Some(session) = upstream.current_session() else {
+                continue;
+            };
             if session.info().capabilities.get("logging").is_none() {
                 continue;
             }
             let params = json!({"level": level});
-            if let Err(e) = upstream.request_on(&session, "logging/setLevel", params, timeout).await {
+            if let Err(e) = upstream
+                .request_on(&session, "logging/setLevel", params, timeout)
+                .await
+            {
                 tracing::debug!(server = upstream.name(), error = %e, "logging/setLevel refused");
             }
         }
     }
 
     fn log_level(&self) -> Option<Value> {
-        self.inner.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.inner
+            .log_level
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// `resources/subscribe` or `resources/unsubscribe` of an exposed URI, on its server.
@@ -334,7 +347,9 @@ fn announce(gateway: &Gateway, session: &Arc<Session>) {
         let session = Arc::clone(session);
         let timeout = gateway.inner.options.connect.list_timeout;
         tokio::spawn(async move {
-            let _ = session.request("logging/setLevel", Some(json!({"level": level})), timeout).await;
+            let _ = session
+                .request("logging/setLevel", Some(json!({"level": level})), timeout)
+                .await;
         });
     }
     if capabilities.get("resources").is_some() {
@@ -369,7 +384,10 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>) {
                 let _ = gateway.inner.changed.send(Event::Prompts);
             }
             "notifications/message" => {
-                let _ = gateway.inner.changed.send(Event::Log(notice.params.unwrap_or_default()));
+                let _ = gateway
+                    .inner
+                    .changed
+                    .send(Event::Log(notice.params.unwrap_or_default()));
             }
             "notifications/resources/updated" => {
                 let mut params = notice.params.unwrap_or_default();

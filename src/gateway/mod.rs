@@ -8,6 +8,7 @@
 //! on rmcp, and its transports), `clients` (client config snippets). This module holds the
 //! state they share and routes calls.
 
+mod callers;
 pub mod catalog;
 pub mod clients;
 pub mod error;
@@ -30,6 +31,8 @@ use crate::config::ServerEntry;
 use crate::mcp::ConnectOptions;
 use crate::pool::{Pool, PoolConfig, PoolServer};
 
+use self::callers::Callers;
+pub use self::callers::ClientLink;
 use self::catalog::Catalog;
 use self::error::GatewayError;
 
@@ -122,6 +125,8 @@ struct Inner {
     changed: broadcast::Sender<Event>,
     /// Our progress tokens towards upstreams.
     next_token: AtomicU64,
+    /// Clients with calls under way, who answer their servers' requests.
+    callers: Arc<Callers>,
     /// The log level a client asked for, passed to every server that starts.
     log_level: std::sync::Mutex<Option<Value>>,
     shutdown: CancellationToken,
@@ -143,6 +148,7 @@ impl Gateway {
         let (reports, unknown) = tool_catalog::from_index(&entries);
         let catalog = build_catalog(&reports, &overrides, options.passthrough).await;
         let sparse = choose_mode(&options, &catalog);
+        let callers = Arc::new(Callers::default());
         let pool = Pool::new(
             entries
                 .iter()
@@ -152,8 +158,12 @@ impl Gateway {
                 })
                 .collect(),
             PoolConfig {
-                connect: options.connect,
+                connect: ConnectOptions {
+                    forwards_client_requests: true,
+                    ..options.connect
+                },
                 idle: options.idle,
+                on_session: Some(callers.hook()),
             },
         );
         pool.start_keepers();
@@ -169,6 +179,7 @@ impl Gateway {
                 changed: broadcast::channel(64).0,
                 next_token: AtomicU64::new(1),
                 log_level: std::sync::Mutex::new(None),
+                callers,
                 shutdown: CancellationToken::new(),
                 options,
             }),
@@ -255,8 +266,7 @@ impl Gateway {
         &self,
         name: &str,
         arguments: Value,
-        progress: Option<Progress>,
-        cancel: CancellationToken,
+        caller: Caller,
     ) -> Result<Value, GatewayError> {
         let pinned = self.inner.options.pins.iter().any(|p| p == name);
         if self.inner.sparse && !pinned {
@@ -267,14 +277,14 @@ impl Gateway {
                     .cloned()
                     .unwrap_or_else(|| json!({}));
                 sparse::validate(&self.catalog(), target, &inner_args)?;
-                return self.forward(target, inner_args, progress, cancel).await;
+                return self.forward(target, inner_args, caller).await;
             }
             if sparse::is_meta(name) {
                 return sparse::run(&self.catalog(), name, &arguments);
             }
             return Err(sparse::unknown(&self.catalog(), name));
         }
-        self.forward(name, arguments, progress, cancel).await
+        self.forward(name, arguments, caller).await
     }
 
     /// Calls the tool exposed as `name` on its server.
@@ -282,8 +292,7 @@ impl Gateway {
         &self,
         name: &str,
         arguments: Value,
-        progress: Option<Progress>,
-        cancel: CancellationToken,
+        caller: Caller,
     ) -> Result<Value, GatewayError> {
         let catalog = self.catalog();
         let found = catalog
@@ -291,8 +300,11 @@ impl Gateway {
             .ok_or_else(|| sparse::unknown(&catalog, name))?;
         let upstream = self.inner.pool.upstream(&found.server)?;
         let session = upstream.session().await.map_err(GatewayError::from_pool)?;
+        let _calling = caller
+            .link
+            .map(|link| self.inner.callers.enter(&found.server, link));
         let mut params = json!({"name": found.tool, "arguments": arguments});
-        let relay = progress.map(|progress| {
+        let relay = caller.progress.map(|progress| {
             let ours = format!(
                 "mcpl-{}",
                 self.inner.next_token.fetch_add(1, Ordering::Relaxed)
@@ -303,7 +315,7 @@ impl Gateway {
         let timeout = self.inner.options.call_timeout;
         let outcome = tokio::select! {
             outcome = upstream.request_on(&session, "tools/call", params, timeout) => outcome,
-            () = cancel.cancelled() => Err(crate::pool::PoolError::ShuttingDown),
+            () = caller.cancel.cancelled() => Err(crate::pool::PoolError::ShuttingDown),
         };
         if let Some(relay) = relay {
             relay.abort();
@@ -429,6 +441,17 @@ impl Gateway {
         self.inner.shutdown.cancel();
         self.inner.pool.shutdown().await;
     }
+}
+
+/// Who makes a call: where its progress goes, who answers its server's requests, and the
+/// token the client cancels it with.
+pub struct Caller {
+    /// The client's progress token and sink, when it asked for progress.
+    pub progress: Option<Progress>,
+    /// The client, for the server's own requests.
+    pub link: Option<Arc<dyn ClientLink>>,
+    /// Cancelled when the client cancels the call (or goes away).
+    pub cancel: CancellationToken,
 }
 
 /// Where a call's progress goes: the client's token and a sink for

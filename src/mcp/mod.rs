@@ -21,7 +21,7 @@ mod stdio;
 pub use error::McpError;
 pub use limits::{Limits, MAX_TOOL_PAGES};
 pub use message::RpcError;
-pub use peer::Notice;
+pub use peer::{Notice, ServerRequestHandler};
 pub use session::{
     ConnectOptions, Endpoint, ServerInfo, Session, ToolList, INIT_FAST_WINDOW, INIT_SLOW_WINDOW,
     INIT_TIMEOUT, INIT_TIMEOUT_ENV,

@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::error::McpError;
-use super::message::{self, Incoming, METHOD_NOT_FOUND};
+use super::message::{self, Incoming, RpcError, METHOD_NOT_FOUND};
 
 type Reply = oneshot::Sender<Result<Value, McpError>>;
 
@@ -66,7 +66,19 @@ pub(crate) struct Peer {
     notices: broadcast::Sender<Notice>,
     /// Cancelled once the connection closed (see [`Peer::close`]).
     closed: CancellationToken,
+    /// Answers the server's requests, when someone (the gateway) passes them on.
+    server_requests: std::sync::RwLock<Option<ServerRequestHandler>>,
 }
+
+/// Answers a server's request (`method`, `params`): the result, or the JSON-RPC error.
+pub type ServerRequestHandler = std::sync::Arc<
+    dyn Fn(
+            String,
+            Option<Value>,
+        ) -> futures_util::future::BoxFuture<'static, Result<Value, RpcError>>
+        + Send
+        + Sync,
+>;
 
 /// A notification from the server.
 #[derive(Debug, Clone)]
@@ -96,6 +108,7 @@ impl Peer {
             notifications: AtomicU64::new(0),
             notices: broadcast::channel(NOTICE_BACKLOG).0,
             closed: CancellationToken::new(),
+            server_requests: std::sync::RwLock::new(None),
         }
     }
 
@@ -198,8 +211,14 @@ impl Peer {
                     None => tracing::debug!(%id, "← response to no pending request, ignored"),
                 }
             }
-            Some(Incoming::Request { id, method, .. }) => {
+            Some(Incoming::Request { id, method, params }) => {
                 tracing::debug!(%id, %method, "← server request");
+                if method != "ping" {
+                    if let Some(handler) = self.server_request_handler() {
+                        self.pass_on(handler, id, method, params);
+                        return;
+                    }
+                }
                 let answer = match method.as_str() {
                     "ping" => message::response(id, json!({})),
                     // We declare no roots capability; a server that asks anyway gets none.
@@ -243,6 +262,40 @@ impl Peer {
     /// Why the connection closed, if it did.
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
         self.lock().closed.clone()
+    }
+
+    pub(crate) fn set_server_request_handler(&self, handler: ServerRequestHandler) {
+        *self
+            .server_requests
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(handler);
+    }
+
+    fn server_request_handler(&self) -> Option<ServerRequestHandler> {
+        self.server_requests
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Answers a server request through `handler`, in its own task (the reader never waits).
+    fn pass_on(
+        &self,
+        handler: ServerRequestHandler,
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    ) {
+        let outbox = self.outbox.clone();
+        tokio::spawn(async move {
+            let answer = match handler(method.clone(), params).await {
+                Ok(result) => message::response(id, result),
+                Err(error) => message::error_response(id, error.code, &error.message),
+            };
+            if outbox.send(answer).await.is_err() {
+                tracing::debug!(%method, "the server closed before our answer to its request");
+            }
+        });
     }
 
     /// A token cancelled once the connection closes.

@@ -66,6 +66,9 @@ pub struct ConnectOptions {
     pub list_timeout: Duration,
     /// Message size, queue length and page count bounds.
     pub limits: Limits,
+    /// Declare the client capabilities a gateway passes on to its own clients (sampling,
+    /// elicitation, roots); the session's [`Session::on_server_request`] handler answers them.
+    pub forwards_client_requests: bool,
 }
 
 impl Default for ConnectOptions {
@@ -75,6 +78,7 @@ impl Default for ConnectOptions {
             slow_window: INIT_SLOW_WINDOW,
             list_timeout: INIT_SLOW_WINDOW,
             limits: Limits::default(),
+            forwards_client_requests: false,
         }
     }
 }
@@ -196,9 +200,14 @@ impl Session {
         opts: &ConnectOptions,
         started: Instant,
     ) -> Result<(), McpError> {
+        let capabilities = if opts.forwards_client_requests {
+            json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": true}})
+        } else {
+            json!({})
+        };
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
+            "capabilities": capabilities,
             "clientInfo": {"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")},
         });
         let deadline = tokio::time::Instant::now() + opts.fast_window + opts.slow_window;
@@ -434,6 +443,12 @@ impl Session {
     /// Why the connection closed, as the error a request would get now.
     pub fn close_error(&self) -> McpError {
         self.closed_error("its session")
+    }
+
+    /// Answers the server's own requests (sampling, elicitation, roots) with `handler` from
+    /// now on, instead of refusing them (`ping` is always answered).
+    pub fn on_server_request(&self, handler: super::peer::ServerRequestHandler) {
+        self.peer.set_server_request_handler(handler);
     }
 
     /// The server's notifications from now on (progress, list changes, log messages).

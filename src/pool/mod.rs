@@ -63,13 +63,18 @@ impl PoolServer {
     }
 }
 
+/// Called with each new session (and its server's name) before anyone uses it.
+pub type SessionHook = Arc<dyn Fn(&str, &Session) + Send + Sync>;
+
 /// How the pool runs its servers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct PoolConfig {
     /// Handshake timeouts for every (re)connect.
     pub connect: ConnectOptions,
     /// Stop a server after this long without requests (`None`: never).
     pub idle: Option<Duration>,
+    /// Set up each new session (the gateway passes the server's own requests on).
+    pub on_session: Option<SessionHook>,
 }
 
 /// A server's health, for `status`.
@@ -153,6 +158,7 @@ impl Pool {
             let upstream = Arc::new(Upstream::new(
                 server,
                 config.connect,
+                config.on_session.clone(),
                 closing.clone(),
                 Arc::clone(&changes),
             ));

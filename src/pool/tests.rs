@@ -28,7 +28,15 @@ fn starts(file: &Path) -> usize {
 
 fn pool(servers: Vec<PoolServer>, idle: Option<Duration>) -> Pool {
     let connect = ConnectOptions::default();
-    Pool::new(servers, PoolConfig { connect, idle })
+    let on_session = None;
+    Pool::new(
+        servers,
+        PoolConfig {
+            connect,
+            idle,
+            on_session,
+        },
+    )
 }
 
 struct Scratch {

@@ -27,6 +27,7 @@ pub struct Upstream {
     entry: ServerEntry,
     always_on: bool,
     connect: ConnectOptions,
+    on_session: Option<super::SessionHook>,
     slot: Mutex<Slot>,
     /// Held for the whole of a connect, so there is only one at a time.
     gate: Arc<tokio::sync::Mutex<()>>,
@@ -72,6 +73,7 @@ impl Upstream {
     pub(super) fn new(
         server: super::PoolServer,
         connect: ConnectOptions,
+        on_session: Option<super::SessionHook>,
         closing: CancellationToken,
         changes: Arc<watch::Sender<()>>,
     ) -> Upstream {
@@ -83,6 +85,7 @@ impl Upstream {
             entry: server.entry,
             always_on: server.always_on,
             connect,
+            on_session,
             slot: Mutex::new(Slot {
                 session: adopted,
                 connecting: false,
@@ -309,6 +312,9 @@ impl Upstream {
         slot.connecting = false;
         match outcome {
             Ok(session) => {
+                if let Some(hook) = &self.on_session {
+                    hook(&self.name, &session);
+                }
                 let session = Arc::new(session);
                 slot.session = Some(Arc::clone(&session));
                 slot.sessions += 1;

@@ -36,9 +36,10 @@ use crate::error::Actionable;
 
 use super::error::GatewayError;
 use super::items::{object, Kind};
-use super::{Event, Gateway, Progress};
+use super::{Caller, Event, Gateway, Progress};
 
 mod http;
+mod link;
 pub use http::{serve_http, HttpOptions};
 
 /// Serves the gateway over stdin/stdout until the client closes stdin (or `stop` fires).
@@ -155,7 +156,9 @@ fn overlay(typed: &ServerResult, raw: Value) -> Value {
 /// `complete` (rmcp strips it again for clients of the 2025 era).
 fn typed<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
     if let Some(fields) = value.as_object_mut() {
-        fields.entry("resultType").or_insert_with(|| json!("complete"));
+        fields
+            .entry("resultType")
+            .or_insert_with(|| json!("complete"));
     }
     serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
@@ -238,9 +241,14 @@ impl ServerHandler for Handler {
                 }
             });
             let arguments = object(request.arguments);
+            let caller = Caller {
+                progress,
+                link: Some(Arc::new(link::PeerLink(context.peer.clone()))),
+                cancel: context.ct.clone(),
+            };
             let outcome = self
                 .gateway
-                .call_tool(&request.name, arguments, progress, context.ct.clone())
+                .call_tool(&request.name, arguments, caller)
                 .await;
             let raw = match outcome {
                 Ok(raw) => raw,
@@ -336,7 +344,10 @@ impl ServerHandler for Handler {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let outcome = self.gateway.subscription("resources/subscribe", &request.uri).await;
+        let outcome = self
+            .gateway
+            .subscription("resources/subscribe", &request.uri)
+            .await;
         outcome.map_err(|e| rpc_error(&e))
     }
 
@@ -346,7 +357,10 @@ impl ServerHandler for Handler {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let outcome = self.gateway.subscription("resources/unsubscribe", &request.uri).await;
+        let outcome = self
+            .gateway
+            .subscription("resources/unsubscribe", &request.uri)
+            .await;
         outcome.map_err(|e| rpc_error(&e))
     }
 

@@ -184,6 +184,7 @@ impl Bridge {
             PoolConfig {
                 connect: config.connect,
                 idle: None,
+                on_session: None,
             },
         );
         let served: HashMap<String, Served> = pool
