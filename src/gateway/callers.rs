@@ -24,10 +24,13 @@ pub trait ClientLink: Send + Sync {
     ) -> BoxFuture<'static, Result<Value, RpcError>>;
 }
 
+/// The calls under way to one server: an id each, and its client.
+type Calls = Vec<(u64, Arc<dyn ClientLink>)>;
+
 /// The clients with a call under way, per server.
 #[derive(Default)]
 pub struct Callers {
-    by_server: Mutex<HashMap<String, Vec<(u64, Arc<dyn ClientLink>)>>>,
+    by_server: Mutex<HashMap<String, Calls>>,
     next: AtomicU64,
 }
 
