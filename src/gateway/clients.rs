@@ -1,1 +1,0 @@
-//! Client config snippets (being written on branch `clients`).
