@@ -21,6 +21,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("catalog", 3),
     ("launch", 4),
     ("tui", 5),
+    ("gateway", 5),
     ("cli", 6),
 ];
 
