@@ -59,6 +59,14 @@ pub enum ClientError {
         expected: &'static str,
     },
 
+    /// The client's file is also a config `mcp-launch serve` reads (`--config`, or discovery's
+    /// `./.mcp.json`): the gateway would front itself.
+    #[error("{} is also the config mcp-launch serve reads: the gateway would start itself", path.display())]
+    GatewayConfig {
+        /// The file.
+        path: PathBuf,
+    },
+
     /// The backup or the new file could not be written; the old file is unchanged.
     #[error("cannot write {}: {reason}", path.display())]
     Write {
@@ -78,6 +86,7 @@ impl ClientError {
             Self::Unreadable { .. } => "client_config_unreadable",
             Self::Invalid { .. } => "client_config_invalid",
             Self::WrongShape { .. } => "client_config_shape",
+            Self::GatewayConfig { .. } => "client_config_is_gateway_config",
             Self::Write { .. } => "client_config_write_failed",
         }
     }
@@ -108,6 +117,11 @@ impl ClientError {
             } => format!(
                 "make {key} {expected} in {}, or add the entry by hand from --print-config; \
                  nothing was changed",
+                path.display()
+            ),
+            Self::GatewayConfig { path } => format!(
+                "give serve a config of its own: move the servers from {} to another file \
+                 (e.g. mcp-launch.json) and pass --config with it, or write the user scope",
                 path.display()
             ),
             Self::Write { path, .. } => format!(

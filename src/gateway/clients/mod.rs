@@ -100,6 +100,8 @@ pub struct ServeCommand {
     pub program: PathBuf,
     /// `serve`, then `--config FILE` for each config, then the other flags as given.
     pub args: Vec<String>,
+    /// The `--config` files, absolute (also in `args`); empty when serve discovers its config.
+    pub configs: Vec<PathBuf>,
 }
 
 /// The printed entry: the text to paste, the file it belongs in, and a sentence saying so.
@@ -273,13 +275,27 @@ struct Edit {
 impl ServeCommand {
     /// `program serve --config ABS… FLAGS…`; relative config paths are taken from `cwd`.
     pub fn new(program: PathBuf, configs: &[PathBuf], flags: &[String], cwd: &Path) -> Self {
+        let configs: Vec<PathBuf> = configs.iter().map(|c| absolute(c, cwd)).collect();
         let mut args = vec!["serve".to_string()];
-        for config in configs {
+        for config in &configs {
             args.push("--config".into());
-            args.push(absolute(config, cwd).display().to_string());
+            args.push(config.display().to_string());
         }
         args.extend(flags.iter().cloned());
-        ServeCommand { program, args }
+        ServeCommand {
+            program,
+            args,
+            configs,
+        }
+    }
+
+    /// The files serve would read its servers from when the client starts it in `paths.cwd`.
+    fn sources(&self, paths: &ClientPaths) -> Vec<PathBuf> {
+        if self.configs.is_empty() {
+            crate::config::candidates(&paths.cwd, Some(&paths.home))
+        } else {
+            self.configs.clone()
+        }
     }
 
     fn program_text(&self) -> String {
@@ -310,6 +326,11 @@ pub fn print(
         "merge this into {} (or run: mcp-launch serve --print-config {client} --write)",
         file.display()
     );
+    if serve.configs.is_empty() {
+        how.push_str(
+            "; without --config, serve reads the config it finds where the client starts it",
+        );
+    }
     if client == Client::ClaudeCode {
         let json = serde_json::Value::Object(client.json_entry(serve)).to_string();
         how.push_str(&format!(
@@ -330,6 +351,14 @@ pub fn write(
     fronted: &[String],
 ) -> Result<WriteReport, ClientError> {
     let file = file::resolve(&client.config_file(scope, paths)?);
+    if serve
+        .sources(paths)
+        .iter()
+        .any(|s| file::resolve(s) == file)
+    {
+        // The gateway would start itself, and setting servers aside would empty its own list.
+        return Err(ClientError::GatewayConfig { path: file });
+    }
     let old = file::read(&file)?;
     let edit = add_entry(client, &file, old.as_deref().unwrap_or(""), serve, fronted)?;
     let undo = format!("mcp-launch serve --print-config {client} --unwrite");

@@ -346,6 +346,22 @@ fn fronted_json_servers_move_aside_and_come_back() {
 
     let undone = home.unwrite(Client::ClaudeDesktop).unwrap();
     assert_eq!(undone.restored, ["github", "time"]);
+    insta::assert_snapshot!(read(&file), @r#"
+    {
+      "mcpServers": {
+        "mine": {"command": "./mine"},
+        "github": {
+          "command": "npx",
+          "args": ["-y", "@modelcontextprotocol/server-github"]
+        },
+        "time": {
+          "command": "uvx",
+          "args": ["mcp-server-time"]
+        }
+      },
+      "theme": "dark"
+    }
+    "#);
     let back: serde_json::Value = serde_json::from_str(&read(&file)).unwrap();
     let before: serde_json::Value = serde_json::from_str(old).unwrap();
     assert_eq!(back, before);
@@ -411,6 +427,19 @@ fn fronted_toml_servers_become_comments_and_come_back() {
 
     let undone = home.unwrite(Client::Codex).unwrap();
     assert_eq!(undone.restored, ["github"]);
+    insta::assert_snapshot!(read(&file), @r#"
+    model = "o4-mini"
+
+    [mcp_servers.time]
+    command = "uvx"
+
+    [mcp_servers.github]
+    command = "npx"
+    args = ["-y", "@modelcontextprotocol/server-github"]
+
+    [mcp_servers.github.env]
+    GITHUB_TOKEN = "t"
+    "#);
     let back: toml_edit::DocumentMut = read(&file).parse().unwrap();
     let before: toml_edit::DocumentMut = old.parse().unwrap();
     assert_eq!(back.to_string().contains("mcp-launch"), false, "{back}");
@@ -496,4 +525,61 @@ fn unwriting_a_missing_file_changes_nothing() {
     let report = home.unwrite(Client::Codex).unwrap();
     assert!(!report.changed);
     assert!(!home.file(Client::Codex).exists());
+}
+
+#[test]
+fn the_gateways_own_config_is_never_written() {
+    let home = temp_home();
+    let paths = &home.paths;
+    let project = Client::ClaudeCode
+        .config_file(Scope::Project, paths)
+        .unwrap();
+    std::fs::write(&project, r#"{"mcpServers": {"time": {"command": "uvx"}}}"#).unwrap();
+    // No --config: serve discovers ./.mcp.json, the very file Claude Code's project scope is.
+    let discovering = ServeCommand::new("/opt/bin/mcp-launch".into(), &[], &[], &paths.cwd);
+    let err = write(Client::ClaudeCode, Scope::Project, paths, &discovering, &[]).unwrap_err();
+    assert_eq!(err.kind(), "client_config_is_gateway_config");
+    assert!(
+        err.to_string().starts_with(&project.display().to_string()),
+        "{err}"
+    );
+    // Named with --config (relative), the same.
+    let named = ServeCommand::new(
+        "/opt/bin/mcp-launch".into(),
+        &[".mcp.json".into()],
+        &[],
+        &paths.cwd,
+    );
+    let err = write(Client::ClaudeCode, Scope::Project, paths, &named, &[]).unwrap_err();
+    assert_eq!(err.kind(), "client_config_is_gateway_config");
+    assert_eq!(
+        read(&project),
+        r#"{"mcpServers": {"time": {"command": "uvx"}}}"#
+    );
+    // A config of its own is fine.
+    let own = ServeCommand::new(
+        "/opt/bin/mcp-launch".into(),
+        &["gw.json".into()],
+        &[],
+        &paths.cwd,
+    );
+    let report = write(
+        Client::ClaudeCode,
+        Scope::Project,
+        paths,
+        &own,
+        &["time".into()],
+    )
+    .unwrap();
+    assert_eq!(report.set_aside, ["time"]);
+}
+
+#[test]
+fn a_codex_file_of_fronted_servers_only_comes_back_without_blank_lines_around() {
+    let home = temp_home();
+    let old = "[mcp_servers.time]\ncommand = \"uvx\"\n";
+    let file = home.put(Client::Codex, old);
+    home.write(Client::Codex, &["time"]).unwrap();
+    home.unwrite(Client::Codex).unwrap();
+    assert_eq!(read(&file), old);
 }

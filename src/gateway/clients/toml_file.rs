@@ -46,17 +46,29 @@ pub(super) fn add(
 
 /// Removes `[mcp_servers.mcp-launch]` and uncomments the servers `add` commented out.
 pub(super) fn remove(text: &str, path: &Path) -> Result<Edit, ClientError> {
-    let (rest, blocks) = cut_blocks(text);
+    let (mut rest, blocks) = cut_blocks(text);
+    if !blocks.is_empty() {
+        // The blank line `add` put before the blocks goes with them.
+        rest.truncate(rest.trim_end().len());
+        if !rest.is_empty() {
+            rest.push('\n');
+        }
+    }
     let mut doc = parse(&rest, path)?;
     let mut edit = Edit::default();
     let mut kept = String::new();
     if let Some(servers) = doc.get_mut(SERVERS).and_then(Item::as_table_like_mut) {
         servers.remove(ENTRY);
     }
+    let mut blank_line_before = !doc.to_string().trim().is_empty();
     for block in blocks {
         let servers = servers_table(&mut doc, path)?;
         match uncomment(&block) {
-            Some(item) if !servers.contains_key(&block.name) => {
+            Some(mut item) if !servers.contains_key(&block.name) => {
+                if let (Some(table), true) = (item.as_table_mut(), blank_line_before) {
+                    table.decor_mut().set_prefix("\n");
+                }
+                blank_line_before = true;
                 servers.insert(&block.name, item);
                 edit.restored.push(block.name);
             }
