@@ -16,7 +16,14 @@
 //! line. Servers the gateway now fronts can be set aside so the client does not start them twice:
 //! TOML gets them as comments between `# >>> mcp-launch fronted: NAME` and `# <<< …` lines;
 //! JSON (which has no comments) gets them under the top-level key `"mcp-launch.fronted"`, which
-//! the clients ignore. [`unwrite`] removes our entry and puts them back.
+//! the clients ignore. [`unwrite`] removes our entry and puts them back. A file that is also a
+//! config serve reads (a `--config` file, or `./.mcp.json` found by discovery) is refused: the
+//! gateway would start itself.
+//!
+//! CLI wiring (in `cli/`): `--print-config CLIENT` → [`print`]; `--write` → [`write`] (with
+//! the fronted server names when asked to comment them out, else `&[]`); `--unwrite` →
+//! [`unwrite`]; a scope flag → [`Scope`], else [`Client::default_scope`]. Print the report
+//! (`Display`) and [`Snippet::how`] on stderr; errors are [`ClientError`] (`Actionable`).
 //!
 //! Only [`ClientPaths`] says where home and the working directory are: nothing here reads the
 //! environment, so tests write into a temporary home.
@@ -33,7 +40,7 @@
 //! );
 //! let client: Client = "codex".parse()?;
 //! let snippet = clients::print(client, client.default_scope(), &paths, &serve)?;
-//! print!("{snippet}"); // the entry, to paste
+//! print!("{}", snippet.text); // the entry, to paste
 //! eprintln!("{}", snippet.how); // where it goes
 //! let report = clients::write(client, client.default_scope(), &paths, &serve, &["github".into()])?;
 //! eprintln!("{report}"); // backup, what changed, how to undo

@@ -167,7 +167,10 @@ fn json_keeps_every_other_key_its_order_and_indentation() {
     let report = home.write(Client::ClaudeCode, &[]).unwrap();
     let backup = report.backup.clone().unwrap();
     assert_eq!(read(&backup), old);
-    assert_eq!(home.backups(Client::ClaudeCode), [backup.clone()]);
+    assert_eq!(
+        home.backups(Client::ClaudeCode),
+        std::slice::from_ref(&backup)
+    );
     let message = report.to_string();
     assert!(message.contains(&format!(
         "backed up {} to {}",
@@ -442,7 +445,7 @@ fn fronted_toml_servers_become_comments_and_come_back() {
     "#);
     let back: toml_edit::DocumentMut = read(&file).parse().unwrap();
     let before: toml_edit::DocumentMut = old.parse().unwrap();
-    assert_eq!(back.to_string().contains("mcp-launch"), false, "{back}");
+    assert!(!back.to_string().contains("mcp-launch"), "{back}");
     assert_eq!(
         toml_value(&back["mcp_servers"]["github"]),
         toml_value(&before["mcp_servers"]["github"])
