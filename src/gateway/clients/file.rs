@@ -34,9 +34,11 @@ pub(super) fn read(path: &Path) -> Result<Option<String>, ClientError> {
     }
 }
 
-/// True when no one but the owner may read the file: its backup and new version stay so.
-pub(super) fn is_private(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 == 0)
+/// Whether no one but the owner may read the file (its backup and new version stay so);
+/// `None` when it does not exist.
+pub(super) fn is_private(path: &Path) -> Option<bool> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some(meta.permissions().mode() & 0o077 == 0)
 }
 
 /// Copies the old text to `<file>.bak-<UTC time>` (`-2`, `-3`… when that name is taken); never

@@ -330,8 +330,9 @@ pub fn print(
     let file = client.config_file(scope, paths)?;
     let text = add_entry(client, &file, "", serve, &[])?.text;
     let mut how = format!(
-        "merge this into {} (or run: mcp-launch serve --print-config {client} --write)",
-        file.display()
+        "merge this into {} (or run: {})",
+        file.display(),
+        command_line(client, scope, "--write")
     );
     if serve.configs.is_empty() {
         how.push_str(
@@ -368,8 +369,8 @@ pub fn write(
     }
     let old = file::read(&file)?;
     let edit = add_entry(client, &file, old.as_deref().unwrap_or(""), serve, fronted)?;
-    let undo = format!("mcp-launch serve --print-config {client} --unwrite");
-    finish(file, old, edit, undo)
+    let undo = command_line(client, scope, "--unwrite");
+    finish(scope, file, old, edit, undo)
 }
 
 /// Removes our entry from the client's file and puts back the servers `write` set aside.
@@ -386,8 +387,8 @@ pub fn unwrite(
         Format::Json { servers_key, jsonc } => json_file::remove(&old, &file, servers_key, jsonc)?,
         Format::Toml => toml_file::remove(&old, &file)?,
     };
-    let undo = format!("mcp-launch serve --print-config {client} --write");
-    finish(file, Some(old), edit, undo)
+    let undo = command_line(client, scope, "--write");
+    finish(scope, file, Some(old), edit, undo)
 }
 
 fn add_entry(
@@ -408,6 +409,7 @@ fn add_entry(
 
 /// Backs up and writes when the text changed; says what happened either way.
 fn finish(
+    scope: Scope,
     file: PathBuf,
     old: Option<String>,
     edit: Edit,
@@ -416,7 +418,8 @@ fn finish(
     if old.as_deref() == Some(edit.text.as_str()) {
         return Ok(WriteReport::unchanged(file));
     }
-    let private = file::is_private(&file);
+    // A new file in the home directory starts private; a project's file is shared anyway.
+    let private = file::is_private(&file).unwrap_or(scope == Scope::User);
     let backup = match &old {
         Some(old) => Some(file::backup(&file, old.as_bytes(), private)?),
         None => None,
@@ -449,32 +452,42 @@ impl fmt::Display for WriteReport {
             return write!(f, "{file} is already up to date");
         }
         match &self.backup {
-            Some(backup) => write!(f, "backed up {file} to {}; ", backup.display())?,
-            None => write!(f, "created {file}; ")?,
+            Some(backup) => writeln!(f, "backed up {file} to {}", backup.display())?,
+            None => writeln!(f, "created {file}")?,
         }
         write!(f, "updated {file}")?;
         if !self.set_aside.is_empty() {
             write!(
                 f,
-                "; set aside the servers mcp-launch now fronts: {}",
+                "\nset aside the servers mcp-launch now fronts: {}",
                 self.set_aside.join(", ")
             )?;
         }
         if !self.restored.is_empty() {
-            write!(f, "; put back: {}", self.restored.join(", "))?;
+            write!(f, "\nput back: {}", self.restored.join(", "))?;
         }
         if !self.kept_aside.is_empty() {
             write!(
                 f,
-                "; left aside (the file has a server of that name again): {}",
+                "\nleft aside (the file has a server of that name again): {}",
                 self.kept_aside.join(", ")
             )?;
         }
         if let Some(undo) = &self.undo {
-            write!(f, "; undo: {undo}")?;
+            write!(f, "\nundo: {undo}")?;
         }
         Ok(())
     }
+}
+
+/// The `serve` command line that does `action` for this client and scope.
+fn command_line(client: Client, scope: Scope, action: &str) -> String {
+    let scope = if scope == client.default_scope() {
+        String::new()
+    } else {
+        format!(" --scope {}", scope.name())
+    };
+    format!("mcp-launch serve --print-config {client}{scope} {action}")
 }
 
 /// `text` as one POSIX shell word.

@@ -477,6 +477,9 @@ fn a_private_file_stays_private_and_so_does_its_backup() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&file), 0o600);
     assert_eq!(mode(&report.backup.unwrap()), 0o600);
+    // A new file in the home directory starts private.
+    home.write(Client::Cursor, &[]).unwrap();
+    assert_eq!(mode(&home.file(Client::Cursor)), 0o600);
 }
 
 #[test]
@@ -575,6 +578,11 @@ fn the_gateways_own_config_is_never_written() {
     )
     .unwrap();
     assert_eq!(report.set_aside, ["time"]);
+    let shown = report.to_string();
+    let undo = "\nundo: mcp-launch serve --print-config claude-code --scope project --unwrite";
+    assert!(shown.ends_with(undo), "{shown}");
+    let mode = std::fs::metadata(&project).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "a project's file stays readable");
 }
 
 #[test]
