@@ -20,9 +20,15 @@ pub(super) fn add(
     entry: &Map<String, Value>,
     fronted: &[String],
 ) -> Result<Edit, ClientError> {
-    let root = parse(text, path, jsonc)?;
+    // A file of blanks is a new file.
+    let root = parse(if text.trim().is_empty() { "" } else { text }, path, jsonc)?;
     let top = top_object(&root, path)?;
     let servers = object_at(&top, servers_key, path)?;
+    if servers.get(ENTRY).is_none() {
+        // `{"mcpServers": {}}` on one line would get our entry half on it.
+        top.ensure_multiline();
+        servers.ensure_multiline();
+    }
     set_entry(&servers, entry);
     let mut set_aside = Vec::new();
     for name in fronted.iter().filter(|n| n.as_str() != ENTRY) {

@@ -107,23 +107,6 @@ fn each_clients_snippet_runs_serve_with_absolute_paths() {
 }
 
 #[test]
-fn serve_command_puts_configs_first_and_passes_flags_through() {
-    let serve = serve(Path::new("/work/project"));
-    assert_eq!(
-        serve.args,
-        [
-            "serve",
-            "--config",
-            "/work/project/stacks/dev.json",
-            "--config",
-            "/etc/mcp.json",
-            "--mode",
-            "sparse"
-        ]
-    );
-}
-
-#[test]
 fn writing_a_new_file_gives_the_printed_snippet_then_nothing_more() {
     for client in Client::ALL {
         let home = temp_home();
@@ -593,4 +576,20 @@ fn a_codex_file_of_fronted_servers_only_comes_back_without_blank_lines_around() 
     home.write(Client::Codex, &["time"]).unwrap();
     home.unwrite(Client::Codex).unwrap();
     assert_eq!(read(&file), old);
+}
+
+#[test]
+fn one_line_and_blank_json_files_get_the_layout_of_a_new_file() {
+    let printed = |home: &Home| {
+        let serve = serve(&home.paths.cwd);
+        print(Client::Cursor, Scope::User, &home.paths, &serve)
+            .unwrap()
+            .text
+    };
+    for old in ["{\"mcpServers\": {}}", "{}", "  \n"] {
+        let home = temp_home();
+        let file = home.put(Client::Cursor, old);
+        home.write(Client::Cursor, &[]).unwrap();
+        assert_eq!(read(&file).trim_end(), printed(&home).trim_end(), "{old:?}");
+    }
 }
