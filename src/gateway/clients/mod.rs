@@ -242,7 +242,8 @@ impl fmt::Display for Client {
 }
 
 impl Scope {
-    fn name(self) -> &'static str {
+    /// `user` or `project`, as a `--scope` flag would take it.
+    pub fn name(self) -> &'static str {
         match self {
             Scope::User => "user",
             Scope::Project => "project",
