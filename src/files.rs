@@ -33,6 +33,11 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with(path, bytes, 0o644, Mode::CreateNew)
 }
 
+/// [`create_new`] for files that hold keys: owner-only (0600) from the start.
+pub fn create_new_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with(path, bytes, 0o600, Mode::CreateNew)
+}
+
 enum Mode {
     Replace,
     CreateNew,

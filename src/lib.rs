@@ -12,6 +12,7 @@
 //! - [`backoff`]: the one backoff (exponential delays between attempts).
 //! - [`duration`]: the one checked reader of durations from flags and environment variables.
 //! - [`files`]: the one atomic writer (temporary file, fsync, rename).
+//! - [`gateway`]: `mcp-launch serve`, one MCP server in front of every configured server.
 //! - [`launch`]: stacks — controllers, the front proxy, the merged OpenAPI, tunnels, state and
 //!   supervision.
 //! - [`project`]: the project's `.mcp-launch/` directory (created with a `.gitignore` that keeps

@@ -2,6 +2,7 @@
 //! config, ask `catalog`, hand results to `output` — and hold no logic of their own.
 
 mod call;
+mod client_config;
 mod doctor;
 mod down;
 mod init;
@@ -214,6 +215,9 @@ pub enum CliError {
     /// The project's overrides file could not be read or written.
     #[error(transparent)]
     Overrides(#[from] crate::catalog::OverridesError),
+    /// A client's config could not be printed, written or unwritten.
+    #[error(transparent)]
+    ClientConfig(Box<crate::gateway::clients::ClientError>),
     /// The gateway could not start or serve.
     #[error(transparent)]
     Gateway(Box<crate::gateway::error::GatewayError>),
@@ -295,6 +299,7 @@ impl Actionable for CliError {
             CliError::Launch(e) => e.kind(),
             CliError::Duration(e) => e.kind(),
             CliError::Gateway(e) => e.kind(),
+            CliError::ClientConfig(e) => e.kind(),
             CliError::Limit(e) => e.kind(),
         }
     }
@@ -333,6 +338,7 @@ impl Actionable for CliError {
             CliError::Launch(e) => e.help(),
             CliError::Duration(e) => e.help(),
             CliError::Gateway(e) => e.help(),
+            CliError::ClientConfig(e) => e.help(),
             CliError::Limit(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")

@@ -52,6 +52,9 @@ pub struct ServeArgs {
     /// Front one server with its own tool, prompt and resource names (no prefix).
     #[arg(long)]
     pub passthrough: bool,
+    /// Client-config flags (--print-config and friends).
+    #[command(flatten)]
+    pub client: super::client_config::ClientConfigArgs,
     /// How long a call may take.
     #[arg(long, value_name = "DURATION", default_value = "300", value_parser = |s: &str| CALL_TIMEOUT.parse(s))]
     pub call_timeout: Duration,
@@ -69,6 +72,9 @@ pub(super) async fn run(
     global: &GlobalArgs,
     shutdown: CancellationToken,
 ) -> Result<Outcome, CliError> {
+    if let Some(client) = &args.client.print_config {
+        return super::client_config::run(&args.client, client, &passed_on(&args), global);
+    }
     if let Some(addr) = args.http {
         refuse_open_without_key(addr, args.api_key.as_deref())?;
     }
@@ -91,6 +97,31 @@ pub(super) async fn run(
     gateway.shutdown().await;
     served.map_err(CliError::Output)?;
     Ok(Outcome::Success)
+}
+
+/// The serve flags a client's entry passes on (stdio: never --http or a key).
+fn passed_on(args: &ServeArgs) -> Vec<String> {
+    let mut flags = Vec::new();
+    if args.mode != Mode::Auto {
+        let mode = clap::ValueEnum::to_possible_value(&args.mode).map(|v| v.get_name().to_string());
+        flags.extend(["--mode".to_string(), mode.unwrap_or_default()]);
+    }
+    if args.idle != IDLE.default {
+        flags.extend([
+            "--idle".to_string(),
+            humantime::format_duration(args.idle).to_string(),
+        ]);
+    }
+    for server in &args.always_on {
+        flags.extend(["--always-on".to_string(), server.clone()]);
+    }
+    for pin in &args.pins {
+        flags.extend(["--pin".to_string(), pin.clone()]);
+    }
+    if args.passthrough {
+        flags.push("--passthrough".into());
+    }
+    flags
 }
 
 fn options(args: &ServeArgs) -> GatewayOptions {

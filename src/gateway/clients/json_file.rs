@@ -1,0 +1,233 @@
+//! Our entry in a JSON (or VS Code's JSONC) file, edited in place through jsonc-parser's concrete
+//! syntax tree: every other byte (keys, their order, indentation, comments) stays as it was.
+//! JSON has no comments, so servers set aside move under [`FRONTED_KEY`] instead.
+
+use std::path::Path;
+
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use jsonc_parser::ParseOptions;
+use serde_json::{Map, Value};
+
+use super::error::line_column;
+use super::{ClientError, Edit, ENTRY, FRONTED_KEY};
+
+/// Sets our entry under `servers_key` and moves the `fronted` servers under [`FRONTED_KEY`].
+pub(super) fn add(
+    text: &str,
+    path: &Path,
+    servers_key: &str,
+    jsonc: bool,
+    entry: &Map<String, Value>,
+    fronted: &[String],
+) -> Result<Edit, ClientError> {
+    // A file of blanks is a new file.
+    let root = parse(if text.trim().is_empty() { "" } else { text }, path, jsonc)?;
+    let top = top_object(&root, path)?;
+    let servers = object_at(&top, servers_key, path)?;
+    if servers.get(ENTRY).is_none() {
+        // `{"mcpServers": {}}` on one line would get our entry half on it.
+        top.ensure_multiline();
+        servers.ensure_multiline();
+    }
+    set_entry(&servers, entry);
+    let mut set_aside = Vec::new();
+    for name in fronted.iter().filter(|n| n.as_str() != ENTRY) {
+        let Some(prop) = servers.get(name) else {
+            continue;
+        };
+        let value = prop.value().and_then(|v| v.to_serde_value());
+        let stash = object_at(&top, FRONTED_KEY, path)?;
+        put(&stash, name, &value.unwrap_or(Value::Null));
+        prop.remove();
+        set_aside.push(name.clone());
+    }
+    Ok(Edit {
+        text: finished(&root, text),
+        set_aside,
+        ..Edit::default()
+    })
+}
+
+/// Removes our entry and moves the servers under [`FRONTED_KEY`] back under `servers_key`.
+pub(super) fn remove(
+    text: &str,
+    path: &Path,
+    servers_key: &str,
+    jsonc: bool,
+) -> Result<Edit, ClientError> {
+    let root = parse(text, path, jsonc)?;
+    let top = top_object(&root, path)?;
+    let mut edit = Edit::default();
+    if let Some(prop) = top
+        .get(servers_key)
+        .and_then(|s| s.object_value()?.get(ENTRY))
+    {
+        prop.remove();
+    }
+    if let Some(stash_prop) = top.get(FRONTED_KEY) {
+        let stash = object_value(&stash_prop, FRONTED_KEY, path)?;
+        let servers = object_at(&top, servers_key, path)?;
+        for prop in stash.properties() {
+            let Some(name) = prop.decoded_name() else {
+                continue;
+            };
+            if servers.get(&name).is_some() {
+                edit.kept_aside.push(name);
+                continue;
+            }
+            let value = prop.value().and_then(|v| v.to_serde_value());
+            put(&servers, &name, &value.unwrap_or(Value::Null));
+            prop.remove();
+            edit.restored.push(name);
+        }
+        if stash.properties().is_empty() {
+            stash_prop.remove();
+        }
+    }
+    edit.text = finished(&root, text);
+    Ok(edit)
+}
+
+/// The edited text, ending with a newline when we made the file (editors expect one).
+fn finished(root: &CstRootNode, old: &str) -> String {
+    let mut text = root.to_string();
+    if old.trim().is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+fn parse(text: &str, path: &Path, jsonc: bool) -> Result<CstRootNode, ClientError> {
+    if !jsonc && !text.trim().is_empty() {
+        strict(text, path)?;
+    }
+    let options = ParseOptions {
+        allow_comments: jsonc,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: jsonc,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    CstRootNode::parse(text, &options).map_err(|e| {
+        let (line, column) = line_column(text, e.range().start);
+        ClientError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            column,
+            format: if jsonc { "JSONC" } else { "JSON" },
+            message: e.kind().to_string(),
+        }
+    })
+}
+
+/// The files of Claude and Cursor are strict JSON: refuse what their clients would refuse
+/// (the syntax tree's parser lets comments through whatever its options say).
+fn strict(text: &str, path: &Path) -> Result<(), ClientError> {
+    let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) else {
+        return Ok(());
+    };
+    let message = e.to_string();
+    let message = message
+        .rsplit_once(" at line ")
+        .map_or(&*message, |(m, _)| m);
+    Err(ClientError::Invalid {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        format: "JSON",
+        message: message.to_string(),
+    })
+}
+
+/// The top-level object (made when the file is empty).
+fn top_object(root: &CstRootNode, path: &Path) -> Result<CstObject, ClientError> {
+    match root.value() {
+        None => Ok(root.object_value_or_set()),
+        Some(value) => value.as_object().ok_or_else(|| ClientError::WrongShape {
+            path: path.to_path_buf(),
+            key: "the top level".into(),
+            found: describe(value.to_serde_value().as_ref()),
+            expected: "an object",
+        }),
+    }
+}
+
+/// The object under `key` in `parent`, added (empty) when missing.
+fn object_at(parent: &CstObject, key: &str, path: &Path) -> Result<CstObject, ClientError> {
+    match parent.get(key) {
+        Some(prop) => object_value(&prop, key, path),
+        None => Ok(parent
+            .append(key, CstInputValue::Object(Vec::new()))
+            .object_value_or_set()),
+    }
+}
+
+fn object_value(
+    prop: &jsonc_parser::cst::CstObjectProp,
+    key: &str,
+    path: &Path,
+) -> Result<CstObject, ClientError> {
+    prop.object_value().ok_or_else(|| ClientError::WrongShape {
+        path: path.to_path_buf(),
+        key: format!("\"{key}\""),
+        found: describe(prop.value().and_then(|v| v.to_serde_value()).as_ref()),
+        expected: "an object",
+    })
+}
+
+/// Sets the keys we own (`type`, `command`, `args`) and keeps any the user added (`env`, …).
+fn set_entry(servers: &CstObject, entry: &Map<String, Value>) {
+    let Some(existing) = servers.get(ENTRY).and_then(|p| p.object_value()) else {
+        put(servers, ENTRY, &Value::Object(entry.clone()));
+        return;
+    };
+    for (key, value) in entry {
+        let current = existing.get(key);
+        let same = current
+            .as_ref()
+            .and_then(|p| p.value()?.to_serde_value())
+            .is_some_and(|v| &v == value);
+        if !same {
+            put(&existing, key, value);
+        }
+    }
+}
+
+/// Sets `key` to `value` in `object`, in place when the key exists, else appended.
+fn put(object: &CstObject, key: &str, value: &Value) {
+    match object.get(key) {
+        Some(prop) => prop.set_value(input(value)),
+        None => {
+            object.append(key, input(value));
+        }
+    }
+}
+
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
+        Value::Object(map) => {
+            CstInputValue::Object(map.iter().map(|(k, v)| (k.clone(), input(v))).collect())
+        }
+    }
+}
+
+fn describe(value: Option<&Value>) -> &'static str {
+    match value {
+        None | Some(Value::Null) => "null",
+        Some(Value::Bool(_)) => "a boolean",
+        Some(Value::Number(_)) => "a number",
+        Some(Value::String(_)) => "a string",
+        Some(Value::Array(_)) => "an array",
+        Some(Value::Object(_)) => "an object",
+    }
+}
