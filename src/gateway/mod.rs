@@ -304,21 +304,23 @@ impl Gateway {
             .link
             .map(|link| self.inner.callers.enter(&found.server, link));
         let mut params = json!({"name": found.tool, "arguments": arguments});
+        let done = CancellationToken::new();
         let relay = caller.progress.map(|progress| {
             let ours = format!(
                 "mcpl-{}",
                 self.inner.next_token.fetch_add(1, Ordering::Relaxed)
             );
             params["_meta"] = json!({"progressToken": ours});
-            tokio::spawn(progress.relay(session.notifications(), ours))
+            tokio::spawn(progress.relay(session.notifications(), ours, done.clone()))
         });
         let timeout = self.inner.options.call_timeout;
-        let outcome = tokio::select! {
-            outcome = upstream.request_on(&session, "tools/call", params, timeout) => outcome,
-            () = caller.cancel.cancelled() => Err(crate::pool::PoolError::ShuttingDown),
-        };
+        let outcome = upstream
+            .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
+            .await;
+        // Progress the server sent before its answer reaches the client before the answer.
+        done.cancel();
         if let Some(relay) = relay {
-            relay.abort();
+            let _ = relay.await;
         }
         outcome.map_err(GatewayError::from_pool)
     }
@@ -460,30 +462,47 @@ pub struct Progress {
     /// The client's `progressToken`.
     pub token: Value,
     /// Sends one progress notification's params to the client.
-    pub send: Box<dyn Fn(Value) + Send + Sync>,
+    pub send: Box<dyn Fn(Value) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>,
 }
 
 impl Progress {
-    /// Passes on the upstream's progress for `ours` under the client's token until aborted.
-    async fn relay(self, mut notices: broadcast::Receiver<crate::mcp::Notice>, ours: String) {
+    /// Passes on the upstream's progress for `ours` under the client's token, in order, until
+    /// `done` (then what is already received is passed on too).
+    async fn relay(
+        self,
+        mut notices: broadcast::Receiver<crate::mcp::Notice>,
+        ours: String,
+        done: CancellationToken,
+    ) {
         loop {
-            let notice = match notices.recv().await {
-                Ok(notice) => notice,
+            let received = tokio::select! {
+                biased;
+                notice = notices.recv() => notice,
+                () = done.cancelled() => break,
+            };
+            match received {
+                Ok(notice) => self.pass_on(notice, &ours).await,
                 Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return,
-            };
-            if notice.method != "notifications/progress" {
-                continue;
             }
-            let Some(mut params) = notice.params else {
-                continue;
-            };
-            if params.get("progressToken").and_then(Value::as_str) != Some(ours.as_str()) {
-                continue;
-            }
-            params["progressToken"] = self.token.clone();
-            (self.send)(params);
         }
+        while let Ok(notice) = notices.try_recv() {
+            self.pass_on(notice, &ours).await;
+        }
+    }
+
+    async fn pass_on(&self, notice: crate::mcp::Notice, ours: &str) {
+        if notice.method != "notifications/progress" {
+            return;
+        }
+        let Some(mut params) = notice.params else {
+            return;
+        };
+        if params.get("progressToken").and_then(Value::as_str) != Some(ours) {
+            return;
+        }
+        params["progressToken"] = self.token.clone();
+        (self.send)(params).await;
     }
 }
 

@@ -41,6 +41,12 @@ pub enum McpError {
         /// The limit that expired.
         after: Duration,
     },
+    /// Our caller cancelled the request (the server was told with `notifications/cancelled`).
+    #[error("{method} was cancelled")]
+    Cancelled {
+        /// The request.
+        method: String,
+    },
     /// The server answered with a JSON-RPC error.
     #[error("{method} failed: {error}")]
     Rpc {
@@ -129,6 +135,7 @@ impl McpError {
             McpError::Exited { .. } => "server_exited",
             McpError::InitTimeout { .. } => "init_timeout",
             McpError::Timeout { .. } => "timeout",
+            McpError::Cancelled { .. } => "cancelled",
             McpError::Rpc { .. } => "server_error",
             McpError::Protocol(_) => "protocol_error",
             McpError::Http { .. } => "http_error",
@@ -163,6 +170,7 @@ impl McpError {
             McpError::Timeout { .. } => {
                 "raise the limit with --timeout SECONDS, or check that the server is not stuck (-vv shows the traffic)".into()
             }
+            McpError::Cancelled { .. } => "the request was cancelled by its caller".into(),
             McpError::Rpc { .. } => {
                 "the server refused the request; check the arguments against `mcp-launch inspect SERVER TOOL`".into()
             }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::duration::Setting;
@@ -289,7 +290,22 @@ impl Session {
         timeout: Duration,
     ) -> Result<Value, McpError> {
         let span = self.span.clone();
-        self.request_in_span(method, params, timeout)
+        self.request_in_span(method, params, timeout, None)
+            .instrument(span)
+            .await
+    }
+
+    /// [`Session::request`] that also ends when `cancel` fires: the server is told with
+    /// `notifications/cancelled` and the answer, should one come, is ignored.
+    pub async fn request_cancellable(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Value, McpError> {
+        let span = self.span.clone();
+        self.request_in_span(method, params, timeout, Some(cancel))
             .instrument(span)
             .await
     }
@@ -299,6 +315,7 @@ impl Session {
         method: &str,
         params: Option<Value>,
         timeout: Duration,
+        cancel: Option<&CancellationToken>,
     ) -> Result<Value, McpError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let (id, reply) = match self.peer.send_request(method, params, deadline).await {
@@ -308,7 +325,24 @@ impl Session {
             Err(McpError::Closed { .. }) => return Err(self.settled_close_error(method).await),
             Err(e) => return Err(e),
         };
-        match tokio::time::timeout_at(deadline, reply).await {
+        let cancelled = async {
+            match cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let answer = tokio::select! {
+            answer = tokio::time::timeout_at(deadline, reply) => answer,
+            () = cancelled => {
+                self.peer.forget(id);
+                self.peer.notify(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": "cancelled by the client"})),
+                );
+                return Err(McpError::Cancelled { method: method.to_string() });
+            }
+        };
+        match answer {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(self.closed_error(method)),
             Err(_) => {

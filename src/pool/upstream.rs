@@ -177,12 +177,12 @@ impl Upstream {
         timeout: Duration,
     ) -> Result<Value, PoolError> {
         let session = self.session().await?;
-        match self.send(&session, method, params.clone(), timeout).await? {
+        match self.send(&session, method, params.clone(), timeout, None).await? {
             Err(McpError::Http { status: 404, .. }) => {
                 tracing::info!(server = %self.name, "the server forgot our session; starting a new one");
                 self.forget(&session);
                 let session = self.session().await?;
-                let outcome = self.send(&session, method, params, timeout).await?;
+                let outcome = self.send(&session, method, params, timeout, None).await?;
                 outcome.map_err(|error| self.failed(&session, method, error))
             }
             outcome => outcome.map_err(|error| self.failed(&session, method, error)),
@@ -198,7 +198,20 @@ impl Upstream {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, PoolError> {
-        let outcome = self.send(session, method, params, timeout).await?;
+        let outcome = self.send(session, method, params, timeout, None).await?;
+        outcome.map_err(|error| self.failed(session, method, error))
+    }
+
+    /// [`Upstream::request_on`] that ends when `cancel` fires, telling the server.
+    pub async fn request_cancellable(
+        &self,
+        session: &Arc<Session>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Value, PoolError> {
+        let outcome = self.send(session, method, params, timeout, Some(cancel)).await?;
         outcome.map_err(|error| self.failed(session, method, error))
     }
 
@@ -209,9 +222,12 @@ impl Upstream {
         method: &str,
         params: Value,
         timeout: Duration,
+        cancel: Option<&CancellationToken>,
     ) -> Result<Result<Value, McpError>, PoolError> {
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
         let outcome = tokio::select! {
-            outcome = session.request(method, Some(params), timeout) => outcome,
+            outcome = session.request_cancellable(method, Some(params), timeout, cancel) => outcome,
             () = self.closing.cancelled() => return Err(PoolError::ShuttingDown),
         };
         self.used();

@@ -232,11 +232,11 @@ impl ServerHandler for Handler {
                     token: serde_json::to_value(&token).unwrap_or(Value::Null),
                     send: Box::new(move |params: Value| {
                         let peer = peer.clone();
-                        tokio::spawn(async move {
+                        Box::pin(async move {
                             if let Ok(params) = serde_json::from_value(params) {
                                 let _ = peer.notify_progress(params).await;
                             }
-                        });
+                        })
                     }),
                 }
             });
