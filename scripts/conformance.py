@@ -3,7 +3,7 @@
 
 Python 3.11 standard library only. The suite (`@modelcontextprotocol/conformance`) and the
 Node 22 it needs come from `scripts/install-test-deps.sh` (`.deps/conformance/`); the fixture
-server (`tests/fixtures/conformance_server.py`) runs with `.deps/venv-git/bin/python`.
+server (`tests/fixtures/conformance_server.py`) runs with `.deps/venv-sdk/bin/python`.
 
 Modes:
   conformance.py --url http://127.0.0.1:PORT/mcp --requirements 2025-11-25 [--json OUT]
@@ -48,7 +48,7 @@ SUITE_DIR = DEPS / "conformance" / "node_modules"
 NODE = SUITE_DIR / ".bin" / "node"
 SUITE_JS = SUITE_DIR / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 FIXTURE = ROOT / "tests" / "fixtures" / "conformance_server.py"
-FIXTURE_PYTHON = DEPS / "venv-git" / "bin" / "python"
+FIXTURE_PYTHON = DEPS / "venv-sdk" / "bin" / "python"
 PREFERRED_REVISIONS = ("2025-11-25", "2026-07-28")
 SUITE_TIMEOUT_S = 900
 START_TIMEOUT_S = 30
@@ -271,7 +271,7 @@ class Process:
 def fixture_process(work: Path) -> Process:
     for path in (FIXTURE_PYTHON, FIXTURE):
         if not path.exists():
-            raise SetupError(f"{path} is missing (the fixture needs .deps/venv-git: scripts/install-test-deps.sh)")
+            raise SetupError(f"{path} is missing (the fixture needs .deps/venv-sdk: scripts/install-test-deps.sh)")
     port = free_port()
     return Process([str(FIXTURE_PYTHON), str(FIXTURE), "--http", str(port)], work / "fixture.log", port, "fixture")
 

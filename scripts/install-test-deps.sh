@@ -10,6 +10,7 @@
 #   .deps/npm/node_modules/.bin/mcp-server-memory
 #   .deps/venv-time/bin/mcp-server-time
 #   .deps/venv-git/bin/mcp-server-git                   [--repository DIR]
+#   .deps/venv-sdk/bin/python                            the Python MCP SDK (gateway tests, conformance fixture)
 #   .deps/venv-tiktoken/bin/python (tiktoken, with .deps/tiktoken-cache/ seeded offline)
 #   .deps/venv-tools/bin/uv, uvx                        (optional; failure is not fatal)
 #   .deps/venv-mcpo/bin/mcpo                            (mcpo==0.0.20 with the pins of
@@ -59,6 +60,8 @@ CONFORMANCE_BINS=(node conformance mcp-inspector)
 TIME_SPEC="mcp-server-time==2026.10.19"
 TIKTOKEN_SPEC="tiktoken==0.14.0"
 GIT_SPEC="mcp-server-git==2026.10.19"
+# The official Python SDK: the client the gateway tests drive, and the conformance fixture.
+SDK_SPEC="mcp==2.3.0"
 UV_SPEC="uv==0.13.9"
 # A plain `pip install mcpo` resolves to an MCP SDK and a FastAPI that mcpo 0.0.20 cannot run
 # with; its own lock's pins (scripts/mcpo-constraints.txt) make it work, in a venv of its own.
@@ -162,6 +165,7 @@ venv_install() {
 
 venv_install venv-time "$TIME_SPEC" mcp-server-time
 venv_install venv-git "$GIT_SPEC" mcp-server-git
+venv_install venv-sdk "$SDK_SPEC" python
 venv_install venv-tiktoken "$TIKTOKEN_SPEC" python
 venv_install venv-mcpo "$MCPO_SPEC" mcpo "$MCPO_CONSTRAINTS"
 venv_install venv-openapi "$OPENAPI_VALIDATOR_SPEC" openapi-spec-validator

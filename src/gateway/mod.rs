@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{self as tool_catalog, Overrides, ResolveOptions, ServerReport};
+use crate::catalog::{self as tool_catalog, Overrides, ServerReport};
 use crate::config::ServerEntry;
 use crate::mcp::ConnectOptions;
 use crate::pool::{Pool, PoolConfig, PoolServer};
@@ -116,7 +116,7 @@ struct Inner {
     entries: Vec<ServerEntry>,
     options: GatewayOptions,
     /// Full or sparse (auto is decided once, at start: the tool list must not change shape).
-    sparse: bool,
+    sparse: std::sync::atomic::AtomicBool,
     catalog: RwLock<Arc<Catalog>>,
     /// The reports the catalog was built from (replaced per server as checks arrive).
     reports: tokio::sync::Mutex<Vec<ServerReport>>,
@@ -133,9 +133,10 @@ struct Inner {
 }
 
 impl Gateway {
-    /// Builds the catalog from the tool index (nothing starts), chooses the mode, starts the
-    /// always-on servers, checks the servers the index does not know in the background, and
-    /// watches the overrides.
+    /// Builds the catalog from the tool index (nothing starts), starts the always-on servers,
+    /// checks the servers the index does not know (in parallel, through the pool, each stopped
+    /// after its check unless always-on), chooses the mode once what is known is in (or after
+    /// the list wait), and watches the overrides.
     pub async fn start(
         entries: Vec<ServerEntry>,
         options: GatewayOptions,
@@ -147,7 +148,6 @@ impl Gateway {
             .collect();
         let (reports, unknown) = tool_catalog::from_index(&entries);
         let catalog = build_catalog(&reports, &overrides, options.passthrough).await;
-        let sparse = choose_mode(&options, &catalog);
         let callers = Arc::new(Callers::default());
         let pool = Pool::new(
             entries
@@ -172,7 +172,7 @@ impl Gateway {
             inner: Arc::new(Inner {
                 pool,
                 entries,
-                sparse,
+                sparse: std::sync::atomic::AtomicBool::new(false),
                 catalog: RwLock::new(Arc::new(catalog)),
                 reports: tokio::sync::Mutex::new(reports),
                 settled,
@@ -187,14 +187,17 @@ impl Gateway {
         if !unknown.is_empty() {
             tokio::spawn(gateway.clone().check_unknown(unknown, settle));
         }
-        tokio::spawn(gateway.clone().watch_overrides());
         tokio::spawn(gateway.clone().watch_upstreams());
+        gateway.wait_settled().await;
+        let sparse = choose_mode(&gateway.inner.options, &gateway.catalog());
+        gateway.inner.sparse.store(sparse, Ordering::Relaxed);
+        tokio::spawn(gateway.clone().watch_overrides());
         Ok(gateway)
     }
 
     /// True in sparse mode.
     pub fn is_sparse(&self) -> bool {
-        self.inner.sparse
+        self.inner.sparse.load(Ordering::Relaxed)
     }
 
     /// The upstream pool (for `status` and shutdown).
@@ -221,7 +224,7 @@ impl Gateway {
     /// The server's `instructions` for `initialize`.
     pub fn instructions(&self) -> String {
         let catalog = self.catalog();
-        if self.inner.sparse {
+        if self.is_sparse() {
             sparse::instructions(&catalog)
         } else {
             format!(
@@ -237,7 +240,7 @@ impl Gateway {
     pub async fn list_tools(&self) -> Vec<Value> {
         self.wait_settled().await;
         let catalog = self.catalog();
-        if !self.inner.sparse {
+        if !self.is_sparse() {
             return catalog
                 .tools()
                 .iter()
@@ -269,7 +272,7 @@ impl Gateway {
         caller: Caller,
     ) -> Result<Value, GatewayError> {
         let pinned = self.inner.options.pins.iter().any(|p| p == name);
-        if self.inner.sparse && !pinned {
+        if self.is_sparse() && !pinned {
             if name == sparse::CALL {
                 let target = arguments.get("name").and_then(Value::as_str).unwrap_or("");
                 let inner_args = arguments
@@ -328,20 +331,30 @@ impl Gateway {
     /// Checks the servers the tool index does not know (in parallel, each stopped after its
     /// check), rebuilds the catalog, and tells clients.
     async fn check_unknown(self, unknown: Vec<usize>, settle: watch::Sender<bool>) {
-        let entries: Vec<ServerEntry> = unknown
-            .iter()
-            .map(|&i| self.inner.entries[i].clone())
-            .collect();
-        let opts = ResolveOptions::from_env(true).without_tokens();
-        let checked = tool_catalog::resolve(&entries, &opts).await;
-        {
-            let mut reports = self.inner.reports.lock().await;
-            for (&i, report) in unknown.iter().zip(checked) {
-                reports[i] = report;
-            }
-        }
+        let checks = unknown.iter().map(|&i| self.check(i));
+        futures_util::future::join_all(checks).await;
         self.rebuild().await;
         settle.send_replace(true);
+    }
+
+    /// Lists the tools of entry `i` live through the pool, records them in the tool index and
+    /// the reports, and stops the server again unless it is always on (or a call took it).
+    async fn check(&self, i: usize) {
+        let entry = &self.inner.entries[i];
+        let Ok(upstream) = self.inner.pool.upstream(&entry.qualified) else {
+            return;
+        };
+        let timeout = self.inner.options.connect.list_timeout;
+        match upstream.list_tools(timeout).await {
+            Ok((info, list)) => {
+                let report = tool_catalog::record_live(entry, &info, list).await;
+                self.inner.reports.lock().await[i] = report;
+            }
+            Err(e) => {
+                tracing::warn!(server = %entry.qualified, "cannot list its tools: {}", crate::pool::describe(&e));
+            }
+        }
+        upstream.stop_unless_used().await;
     }
 
     /// Rebuilds the catalog from the reports and the overrides; tells clients when the tools
@@ -371,7 +384,7 @@ impl Gateway {
     /// What clients see of the tool list, to tell whether it changed.
     fn list_fingerprint(&self) -> u64 {
         let catalog = self.catalog();
-        let text = if self.inner.sparse {
+        let text = if self.is_sparse() {
             json!(sparse::tools(&catalog)).to_string()
         } else {
             json!(catalog

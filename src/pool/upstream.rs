@@ -177,7 +177,10 @@ impl Upstream {
         timeout: Duration,
     ) -> Result<Value, PoolError> {
         let session = self.session().await?;
-        match self.send(&session, method, params.clone(), timeout, None).await? {
+        match self
+            .send(&session, method, params.clone(), timeout, None)
+            .await?
+        {
             Err(McpError::Http { status: 404, .. }) => {
                 tracing::info!(server = %self.name, "the server forgot our session; starting a new one");
                 self.forget(&session);
@@ -211,7 +214,9 @@ impl Upstream {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Value, PoolError> {
-        let outcome = self.send(session, method, params, timeout, Some(cancel)).await?;
+        let outcome = self
+            .send(session, method, params, timeout, Some(cancel))
+            .await?;
         outcome.map_err(|error| self.failed(session, method, error))
     }
 
@@ -424,6 +429,11 @@ impl Upstream {
             () = tokio::time::sleep(wait) => {}
             () = self.closing.cancelled() => {}
         }
+    }
+
+    /// Stops the server now unless it is always on or a request holds it (after a check).
+    pub async fn stop_unless_used(&self) -> bool {
+        self.stop_if_idle(Duration::ZERO).await
     }
 
     /// Ends the session when nothing used it for `idle` and no request holds it; true when it

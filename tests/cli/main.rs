@@ -25,6 +25,7 @@ mod remote;
 mod schemathesis;
 mod search;
 mod security;
+mod serve;
 mod session;
 mod tokens;
 mod tui;

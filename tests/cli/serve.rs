@@ -1,0 +1,403 @@
+//! `mcp-launch serve`, the gateway, driven by a real client (the official Python SDK, through
+//! `tests/fixtures/gateway_client.py`) over stdio and Streamable HTTP, in front of real servers
+//! (server-everything) and the fault server, which writes its pid to a file at every start.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+/// The Python SDK's interpreter.
+fn sdk_python() -> String {
+    let path = manifest_dir().join(".deps/venv-sdk/bin/python");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-test-deps.sh",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+fn driver() -> String {
+    manifest_dir()
+        .join("tests/fixtures/gateway_client.py")
+        .display()
+        .to_string()
+}
+
+/// A project whose config fronts server-everything and the fault server (counting its starts
+/// in `starts`, logging what it receives in `fault.log`).
+fn project() -> Cmd {
+    let cmd = Cmd::new();
+    let starts = cmd.path("starts").display().to_string();
+    let log = cmd.path("fault.log").display().to_string();
+    cmd.config_json(json!({"mcpServers": {
+        "everything": everything(),
+        "fault": fault(&["--starts", &starts, "--log", &log]),
+    }}))
+}
+
+/// Runs the driver in `dir` and returns what it observed.
+fn drive(dir: &Path, args: &[&str]) -> Value {
+    let output = Command::new(sdk_python())
+        .arg(driver())
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the client failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// The gateway's stdio command line for the driver's `--stdio`.
+fn stdio_gateway<'a>(dir: &Path, extra: &[&'a str]) -> Vec<String> {
+    let config = dir.join("config.json").display().to_string();
+    let mut argv = vec![
+        "--stdio".to_string(),
+        BIN.to_string(),
+        "serve".into(),
+        "--config".into(),
+        config,
+    ];
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    argv
+}
+
+fn deny_command(dir: &Path) -> String {
+    format!(
+        "{BIN} --config {} tool deny fault add",
+        dir.join("config.json").display()
+    )
+}
+
+fn pids(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !check() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {secs}s waiting until {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What every full-mode run must show, whatever the transport.
+fn check_full(seen: &Value, dir: &Path) {
+    assert_eq!(seen["server"], "mcp-launch");
+    let tools = strings(&seen["tools"]);
+    assert!(
+        tools.contains(&"fault__echo".to_string())
+            && tools.contains(&"everything__echo".to_string()),
+        "{tools:?}"
+    );
+    assert_eq!(seen["echo"], json!(["hi"]));
+    assert_eq!(
+        seen["progress"],
+        json!([1.0, 2.0, 3.0]),
+        "every progress step, in order"
+    );
+    assert_eq!(
+        seen["hang"], "MCPError",
+        "the client's timeout cancels the call"
+    );
+    assert_eq!(seen["after_cancel"], json!(["still here"]));
+    let log = std::fs::read_to_string(dir.join("fault.log")).unwrap_or_default();
+    assert!(
+        log.contains("notifications/cancelled"),
+        "the cancel reached the server:\n{log}"
+    );
+    let resources = strings(&seen["resources"]);
+    assert!(
+        !resources.is_empty() && resources.iter().all(|u| u.starts_with("everything+")),
+        "{resources:?}"
+    );
+    assert_eq!(seen["read_uri"], json!(resources[0]));
+    assert!(strings(&seen["prompts"])
+        .iter()
+        .all(|p| p.starts_with("everything__")));
+    assert!(seen["prompt_messages"].as_u64().unwrap_or(0) >= 1);
+    assert_eq!(seen["list_changed"], true, "tool deny sends list_changed");
+    assert!(!strings(&seen["tools_after_deny"]).contains(&"fault__add".to_string()));
+    assert_eq!(
+        seen["denied_call"]["is_error"], true,
+        "{}",
+        seen["denied_call"]
+    );
+    assert!(seen["denied_call"]["text"][0]
+        .as_str()
+        .unwrap_or("")
+        .contains("denied"));
+}
+
+#[test]
+fn full_mode_over_stdio_with_the_python_sdk() {
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    let deny = deny_command(&dir);
+    let mut args = vec!["full", "--deny-cmd", &deny];
+    let gateway = stdio_gateway(&dir, &["--mode", "full"]);
+    args.extend(gateway.iter().map(String::as_str));
+    let seen = drive(&dir, &args);
+    check_full(&seen, &dir);
+    // The client closed stdin: the gateway stopped every server it started.
+    for pid in pids(&dir.join("starts")) {
+        eventually(10, "the fault server is gone after stdin EOF", || {
+            pid_gone(pid)
+        });
+    }
+}
+
+#[test]
+fn full_mode_over_streamable_http_and_sigterm_stops_everything() {
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let running = cmd
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "serve",
+            "--mode",
+            "full",
+            "--http",
+            &addr,
+        ])
+        .stderr_any()
+        .spawn();
+    eventually(20, "the gateway listens", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    let url = format!("http://{addr}/mcp");
+    let deny = deny_command(&dir);
+    let seen = drive(&dir, &["full", "--http", &url, "--deny-cmd", &deny]);
+    check_full(&seen, &dir);
+    let started = pids(&dir.join("starts"));
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    running.wait();
+    for pid in started {
+        assert_pid_gone(pid, "the fault server after SIGTERM");
+    }
+}
+
+#[test]
+fn sparse_mode_search_describe_then_call_fixed_from_the_validation_message() {
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    let mut args = vec!["sparse"];
+    let gateway = stdio_gateway(&dir, &["--mode", "sparse"]);
+    args.extend(gateway.iter().map(String::as_str));
+    let seen = drive(&dir, &args);
+    assert_eq!(
+        seen["tools"],
+        json!(["search_tools", "describe_tool", "call_tool", "discover"])
+    );
+    assert!(
+        strings(&seen["search"]).contains(&"fault__add".to_string()),
+        "{}",
+        seen["search"]
+    );
+    assert_eq!(seen["described"], "fault__add");
+    assert_eq!(seen["wrong"]["is_error"], true);
+    let wrong = seen["wrong"]["text"][0].as_str().unwrap_or("");
+    assert!(
+        wrong.contains("\"b\" is a required property") && wrong.contains("expected"),
+        "{wrong}"
+    );
+    assert_eq!(seen["right"], json!(["3"]));
+    assert_eq!(seen["discover"], json!(["everything", "fault"]));
+}
+
+#[test]
+fn listing_starts_nothing_and_the_first_call_starts_exactly_one_server() {
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    // Fill the tool index, as any earlier `list` does (the fault server starts once).
+    cmd.cmd()
+        .args(["--config", "config.json", "list"])
+        .stderr_any()
+        .run();
+    let starts = dir.join("starts");
+    assert_eq!(pids(&starts).len(), 1);
+    let mut args = vec!["list"];
+    let gateway = stdio_gateway(&dir, &[]);
+    args.extend(gateway.iter().map(String::as_str));
+    let listed = drive(&dir, &args);
+    assert!(strings(&listed["tools"]).contains(&"fault__echo".to_string()));
+    assert_eq!(pids(&starts).len(), 1, "tools/list started nothing");
+    args[0] = "call";
+    drive(&dir, &args);
+    assert_eq!(
+        pids(&starts).len(),
+        2,
+        "the first call started the fault server, once"
+    );
+}
+
+#[test]
+fn idle_servers_stop_and_always_on_ones_start_at_once_and_come_back_after_a_kill() {
+    let cmd = Cmd::new();
+    let (lazy, kept) = (cmd.path("lazy-starts"), cmd.path("kept-starts"));
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "fault": fault(&["--starts", &lazy.display().to_string()]),
+        "kept": fault(&["--starts", &kept.display().to_string()]),
+    }}));
+    let dir = cmd.dir().to_path_buf();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let running = cmd
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "serve",
+            "--http",
+            &addr,
+            "--idle",
+            "1s",
+            "--always-on",
+            "kept",
+        ])
+        .stderr_any()
+        .spawn();
+    eventually(20, "the always-on server starts with no call", || {
+        pids(&kept).len() == 1
+    });
+    eventually(20, "the gateway listens", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    let url = format!("http://{addr}/mcp");
+    drive(&dir, &["call", "--http", &url]);
+    let lazy_pid = *pids(&lazy)
+        .last()
+        .expect("the call started the fault server");
+    eventually(15, "the idle server is stopped", || pid_gone(lazy_pid));
+    let kept_pid = pids(&kept)[0];
+    assert!(
+        pid_alive(kept_pid),
+        "always-on servers are never stopped for idleness"
+    );
+    kill(Pid::from_raw(kept_pid), Signal::SIGKILL).expect("kill the always-on server");
+    eventually(20, "the always-on server is restarted", || {
+        pids(&kept).len() == 2
+    });
+    let restarted = pids(&kept)[1];
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    running.wait();
+    assert_pid_gone(restarted, "the always-on server after SIGTERM");
+}
+
+#[test]
+fn a_crash_is_a_tool_error_then_a_backoff_then_a_restart() {
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    let mut args = vec!["crash"];
+    let gateway = stdio_gateway(&dir, &["--mode", "full"]);
+    args.extend(gateway.iter().map(String::as_str));
+    let seen = drive(&dir, &args);
+    assert_eq!(seen["crash"]["is_error"], true, "{seen}");
+    let during = &seen["during_backoff"];
+    assert_eq!(during["is_error"], true, "{during}");
+    let text = during["text"][0].as_str().unwrap_or("");
+    assert!(
+        text.contains("unavailable") && text.contains("UTC"),
+        "says when to retry: {text}"
+    );
+    assert!(
+        !text.contains("boom"),
+        "the server's stderr stays in the log: {text}"
+    );
+    assert_eq!(
+        seen["after_backoff"],
+        json!({"is_error": false, "text": ["back"]})
+    );
+}
+
+#[test]
+fn an_open_address_without_a_key_is_refused() {
+    Cmd::new()
+        .config_json(json!({"mcpServers": {"fault": fault(&[])}}))
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .status(2)
+        .stderr_has("no key is set")
+        .stderr_has("--api-key")
+        .run();
+}
+
+#[test]
+fn print_config_writes_a_client_entry_once() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let printed = cmd
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "serve",
+            "--print-config",
+            "codex",
+        ])
+        .stderr_any()
+        .run();
+    assert!(
+        printed.stdout.contains("[mcp_servers.mcp-launch]"),
+        "{}",
+        printed.stdout
+    );
+    let write = || {
+        cmd.cmd()
+            .args([
+                "--config",
+                "config.json",
+                "serve",
+                "--print-config",
+                "cursor",
+                "--write",
+            ])
+            .stderr_any()
+            .run()
+    };
+    write();
+    let file: PathBuf = cmd.path(".cursor/mcp.json");
+    let first = std::fs::read_to_string(&file).expect("the client file was written");
+    let entry: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(entry["mcpServers"]["mcp-launch"]["command"], BIN);
+    let again = write();
+    assert!(
+        again.stderr.contains("already up to date"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
+}
