@@ -10,6 +10,7 @@ mod util;
 
 mod call;
 mod config;
+mod conformance;
 mod doctor;
 mod durations;
 mod handshake;

@@ -63,7 +63,7 @@ fn drive(dir: &Path, args: &[&str]) -> Value {
 }
 
 /// The gateway's stdio command line for the driver's `--stdio`.
-fn stdio_gateway<'a>(dir: &Path, extra: &[&'a str]) -> Vec<String> {
+fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
     let config = dir.join("config.json").display().to_string();
     let mut argv = vec![
         "--stdio".to_string(),
