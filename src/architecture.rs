@@ -146,3 +146,23 @@ fn one_module_style_mod_rs_never_a_file_beside_its_directory() {
         "move each into its directory as mod.rs: {both:?}"
     );
 }
+
+#[test]
+fn rmcp_is_named_only_behind_the_gateway_wire() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let wire = src.join("gateway").join("wire");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let outside: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(&wire))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("read a source file");
+            // Spelled in two parts, so this file does not find itself.
+            let (path, import) = (concat!("rmcp", "::"), concat!("use ", "rmcp"));
+            text.contains(path) || text.contains(import)
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(outside.is_empty(), "rmcp outside gateway/wire: {outside:?}");
+}
