@@ -29,7 +29,15 @@ pub struct ExposedTool {
 /// lists. Definitions whose description is overridden are counted anew (through the token
 /// cache, off the async threads).
 pub async fn expose(reports: &[ServerReport], overrides: &Overrides) -> Vec<Vec<ExposedTool>> {
-    let mut exposed: Vec<Vec<ExposedTool>> = reports
+    let mut exposed = expose_uncounted(reports, overrides);
+    recount_overridden(&mut exposed).await;
+    exposed
+}
+
+/// [`expose`] without counting overridden descriptions anew (their `tokens_after` is `None`):
+/// for long-lived processes (the gateway) that must not load the tokenizer.
+pub fn expose_uncounted(reports: &[ServerReport], overrides: &Overrides) -> Vec<Vec<ExposedTool>> {
+    reports
         .iter()
         .map(|r| {
             overrides
@@ -52,7 +60,11 @@ pub async fn expose(reports: &[ServerReport], overrides: &Overrides) -> Vec<Vec<
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// Counts the overridden definitions (through the token cache, off the async threads).
+async fn recount_overridden(exposed: &mut [Vec<ExposedTool>]) {
     let recount: Vec<Value> = exposed
         .iter()
         .flatten()
@@ -60,7 +72,7 @@ pub async fn expose(reports: &[ServerReport], overrides: &Overrides) -> Vec<Vec<
         .map(|t| t.definition.clone())
         .collect();
     if recount.is_empty() {
-        return exposed;
+        return;
     }
     let counted = tokio::task::spawn_blocking(move || {
         let refs: Vec<&Value> = recount.iter().collect();
@@ -73,7 +85,6 @@ pub async fn expose(reports: &[ServerReport], overrides: &Overrides) -> Vec<Vec<
             tool.tokens_after = counts.next();
         }
     }
-    exposed
 }
 
 /// Sum of `tokens_before` over all tools, or `None` if any is unknown.

@@ -21,7 +21,7 @@ mod trim;
 pub use check::{
     argument_validator, argument_violations, expected_shape, similar_names, violations,
 };
-pub use expose::{expose, total_after, total_before, ExposedTool};
+pub use expose::{expose, expose_uncounted, total_after, total_before, ExposedTool};
 pub(crate) use fingerprint::fnv1a;
 pub use fingerprint::server_identity;
 pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL, TTL_ENV};

@@ -531,7 +531,9 @@ async fn build_catalog(
     overrides: &Overrides,
     passthrough: bool,
 ) -> Catalog {
-    let exposed = tool_catalog::expose(reports, overrides).await;
+    // Uncounted: a long-lived gateway must not load the tokenizer (~50 MB) for an overridden
+    // description; its cost is estimated from its size instead.
+    let exposed = tool_catalog::expose_uncounted(reports, overrides);
     Catalog::build(reports, &exposed, passthrough)
 }
 
