@@ -50,6 +50,7 @@ fn drive(dir: &Path, args: &[&str]) -> Value {
         .current_dir(dir)
         .env("HOME", dir)
         .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .env_remove("XDG_RUNTIME_DIR")
         .output()
         .expect("run the Python client");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -400,4 +401,93 @@ fn print_config_writes_a_client_entry_once() {
         again.stderr
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
+}
+
+/// The MCP Inspector's CLI (Node 22, installed beside the conformance suite).
+fn inspector(args: &[&str], dir: &Path) -> Value {
+    let bin = manifest_dir().join(".deps/conformance/node_modules/.bin");
+    assert!(
+        bin.join("mcp-inspector").exists(),
+        "run scripts/install-test-deps.sh"
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new(bin.join("mcp-inspector"))
+        .arg("--cli")
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("HOME", dir)
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .output()
+        .expect("run the Inspector CLI");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Inspector failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_and_calls_over_stdio_and_http() {
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    let config = dir.join("config.json").display().to_string();
+    let called = inspector(
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "fault__echo",
+            "--tool-arg",
+            "message=hello",
+            "--",
+            BIN,
+            "--config",
+            &config,
+            "serve",
+        ],
+        &dir,
+    );
+    assert_eq!(called["content"][0]["text"], "hello", "{called}");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let running = cmd
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "serve",
+            "--mode",
+            "sparse",
+            "--http",
+            &addr,
+        ])
+        .stderr_any()
+        .spawn();
+    eventually(20, "the gateway listens", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    let url = format!("http://{addr}/mcp");
+    let listed = inspector(
+        &[&url, "--transport", "http", "--method", "tools/list"],
+        &dir,
+    );
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["search_tools", "describe_tool", "call_tool", "discover"]
+    );
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    running.wait();
 }
