@@ -45,6 +45,15 @@ pub fn print_json(value: &Value) -> io::Result<()> {
     anstream::stdout().lock().write_all(&text)
 }
 
+/// Prints `value` as one compact line (a stream of results, one per line).
+pub fn print_json_line(value: &Value) -> io::Result<()> {
+    let mut text = serde_json::to_vec(value)?;
+    text.push(b'\n');
+    let mut out = anstream::stdout().lock();
+    out.write_all(&text)?;
+    out.flush()
+}
+
 /// Reports an error: the envelope on stdout with `--json`, else a styled message on stderr.
 pub fn print_error(err: &dyn Actionable, json: bool) -> io::Result<()> {
     if json {

@@ -12,6 +12,9 @@ use crate::duration::Setting;
 use crate::mcp::ConnectOptions;
 use crate::output::{self, style};
 
+use crate::gateway::daemon::CallRequest;
+
+use super::daemon::{self, DaemonUse};
 use super::server::load_overrides;
 use super::{find_server, find_tool, load_config, CliError, GlobalArgs, Outcome};
 
@@ -24,11 +27,11 @@ use super::{find_server, find_tool, load_config, CliError, GlobalArgs, Outcome};
 #[derive(Debug, Args)]
 pub struct CallArgs {
     /// The server (name, or stack/name).
-    #[arg(value_name = "SERVER")]
-    pub server: String,
+    #[arg(value_name = "SERVER", required_unless_present = "batch")]
+    pub server: Option<String>,
     /// The tool.
-    #[arg(value_name = "TOOL")]
-    pub tool: String,
+    #[arg(value_name = "TOOL", required_unless_present = "batch")]
+    pub tool: Option<String>,
     /// Arguments as one JSON object (default {}).
     #[arg(value_name = "JSON", conflicts_with = "stdin")]
     pub arguments: Option<String>,
@@ -38,62 +41,58 @@ pub struct CallArgs {
     /// How long to wait for the tool's answer: seconds (30, 2.5) or a duration (90s, 5m).
     #[arg(long, value_name = "DURATION", default_value = "30", value_parser = |s: &str| CALL_TIMEOUT.parse(s))]
     pub timeout: Duration,
+    /// Run many calls: one JSON object per line (`{"server", "tool", "arguments", "id"}`)
+    /// from FILE, or `-` for stdin; prints one JSON result per line as each finishes.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["server", "stdin"])]
+    pub batch: Option<std::path::PathBuf>,
+    /// With --batch: how many calls run at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub concurrency: u16,
+    /// Through the daemon of this config set (`mcp-launch serve --daemon`): `use` it when it
+    /// runs, `auto` starts one when none does, `off` never.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "HOW",
+        default_value = "use",
+        env = "MCP_LAUNCH_DAEMON"
+    )]
+    pub daemon: DaemonUse,
 }
 
 /// `--timeout`: one millisecond to one day.
 const CALL_TIMEOUT: Setting = Setting::timeout("--timeout", Duration::from_secs(30));
 
 pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    if let Some(file) = &args.batch {
+        return super::batch::run(file, &args, global).await;
+    }
+    let (server_arg, tool) = (
+        args.server.clone().unwrap_or_default(),
+        args.tool.clone().unwrap_or_default(),
+    );
     // Bad JSON is reported before any server starts.
     let arguments = parse_arguments(&read_argument_text(&args).await?)?;
     let loaded = load_config(global)?;
-    let entry = find_server(&loaded, &args.server)?;
+    let entry = find_server(&loaded, &server_arg)?;
     let server = entry.qualified.clone();
-    // The project's choices bind `call` too: a disabled server is not started and a denied
-    // tool is not called.
     let overrides = load_overrides()?;
-    if overrides.is_disabled(entry) {
-        return Err(CliError::Refused {
-            server,
-            tool: None,
-            help: format!("enable it with `mcp-launch server enable {}`", args.server),
-        });
-    }
-    let is_allowed = overrides
-        .for_server(&entry.stack, &entry.name)
-        .is_none_or(|o| o.is_allowed(&args.tool));
-    if !is_allowed {
-        return Err(CliError::Refused {
-            server,
-            tool: Some(args.tool.clone()),
-            help: format!(
-                "this project's overrides deny it; allow it with `mcp-launch tool allow {} {}`",
-                args.server, args.tool
-            ),
-        });
-    }
-    let connect = ConnectOptions::from_env();
-    let session = catalog::connect(entry, &connect)
-        .await
-        .map_err(|problem| CliError::server(&server, problem))?;
-    let outcome = call(&session, &server, &args, arguments, connect).await;
-    session.close().await;
-    let result = outcome?;
+    refuse_by_overrides(&overrides, entry, &server_arg, &tool)?;
+    let result = match daemon::client_for(&loaded, global, args.daemon).await? {
+        Some(mut client) => {
+            let request = CallRequest {
+                server: server.clone(),
+                tool: tool.clone(),
+                arguments,
+                timeout: args.timeout,
+            };
+            client.call(&request).await.map_err(daemon::daemon_error)?
+        }
+        None => call_directly(entry, &tool, arguments, args.timeout).await?,
+    };
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
     if global.json {
-        if is_error {
-            output::print_json(&json!({
-                "success": false,
-                "error": {
-                    "type": "tool_error",
-                    "message": format!("{server}/{} returned an error: {}", args.tool, result_text(&result)),
-                    "help": "the tool reported a failure; check the arguments and the message",
-                },
-                "result": result,
-            }))?;
-        } else {
-            output::print_json(&json!({"success": true, "result": result}))?;
-        }
+        output::print_json(&result_json(&server, &tool, result))?;
     } else {
         print_result(&result, is_error)?;
     }
@@ -104,11 +103,77 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
     })
 }
 
+/// The project's choices bind `call` too: a disabled server is not started and a denied tool
+/// is not called (`asked` is the server as the user named it, for the help).
+pub(super) fn refuse_by_overrides(
+    overrides: &crate::catalog::Overrides,
+    entry: &crate::config::ServerEntry,
+    asked: &str,
+    tool: &str,
+) -> Result<(), CliError> {
+    let server = entry.qualified.clone();
+    if overrides.is_disabled(entry) {
+        return Err(CliError::Refused {
+            server,
+            tool: None,
+            help: format!("enable it with `mcp-launch server enable {asked}`"),
+        });
+    }
+    let is_allowed = overrides
+        .for_server(&entry.stack, &entry.name)
+        .is_none_or(|o| o.is_allowed(tool));
+    if !is_allowed {
+        return Err(CliError::Refused {
+            server,
+            tool: Some(tool.to_string()),
+            help: format!(
+                "this project's overrides deny it; allow it with `mcp-launch tool allow {asked} {tool}`"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `{"success": true, "result"}`, or for a tool that said no `{"success": false, "error",
+/// "result"}`.
+pub(super) fn result_json(server: &str, tool: &str, result: Value) -> Value {
+    if result.get("isError").and_then(Value::as_bool) != Some(true) {
+        return json!({"success": true, "result": result});
+    }
+    json!({
+        "success": false,
+        "error": {
+            "type": "tool_error",
+            "message": format!("{server}/{tool} returned an error: {}", result_text(&result)),
+            "help": "the tool reported a failure; check the arguments and the message",
+        },
+        "result": result,
+    })
+}
+
+/// Starts the server for this one call.
+async fn call_directly(
+    entry: &crate::config::ServerEntry,
+    tool: &str,
+    arguments: Value,
+    timeout: Duration,
+) -> Result<Value, CliError> {
+    let server = &entry.qualified;
+    let connect = ConnectOptions::from_env();
+    let session = catalog::connect(entry, &connect)
+        .await
+        .map_err(|problem| CliError::server(server, problem))?;
+    let outcome = call(&session, server, tool, arguments, timeout, connect).await;
+    session.close().await;
+    outcome
+}
+
 async fn call(
     session: &crate::mcp::Session,
     server: &str,
-    args: &CallArgs,
+    tool: &str,
     arguments: Value,
+    timeout: Duration,
     connect: ConnectOptions,
 ) -> Result<Value, CliError> {
     let server_error = |e: crate::mcp::McpError| CliError::server(server, e);
@@ -116,18 +181,18 @@ async fn call(
         .list_tools(connect.list_timeout)
         .await
         .map_err(server_error)?;
-    let tool_def = find_tool(server, &tools.tools, &args.tool)?;
+    let tool_def = find_tool(server, &tools.tools, tool)?;
     let violations = catalog::argument_violations(tool_def, &arguments);
     if !violations.is_empty() {
         return Err(CliError::InvalidArguments {
             server: server.to_string(),
-            tool: args.tool.clone(),
+            tool: tool.to_string(),
             violations,
             expected: catalog::expected_shape(tool_def),
         });
     }
     session
-        .call_tool(&args.tool, arguments, args.timeout)
+        .call_tool(tool, arguments, timeout)
         .await
         .map_err(server_error)
 }
@@ -150,7 +215,7 @@ async fn read_argument_text(args: &CallArgs) -> Result<(String, &'static str), C
 }
 
 /// Parses the arguments: one JSON object (empty text means `{}`).
-fn parse_arguments((text, origin): &(String, &'static str)) -> Result<Value, CliError> {
+pub(super) fn parse_arguments((text, origin): &(String, &'static str)) -> Result<Value, CliError> {
     let origin = *origin;
     if text.trim().is_empty() {
         return Ok(json!({}));

@@ -1,8 +1,10 @@
 //! The command line: clap definitions, one file per command. Commands orchestrate — load the
 //! config, ask `catalog`, hand results to `output` — and hold no logic of their own.
 
+mod batch;
 mod call;
 mod client_config;
+mod daemon;
 mod doctor;
 mod down;
 mod init;
@@ -90,6 +92,7 @@ pub enum Command {
     Openapi(openapi::OpenapiArgs),
     Down(down::DownArgs),
     Serve(serve::ServeArgs),
+    Daemon(daemon::DaemonArgs),
 }
 
 impl Command {
@@ -221,6 +224,9 @@ pub enum CliError {
     /// The gateway could not start or serve.
     #[error(transparent)]
     Gateway(Box<crate::gateway::error::GatewayError>),
+    /// The daemon could not be reached, or answered with an error.
+    #[error(transparent)]
+    Daemon(Box<crate::gateway::daemon::DaemonError>),
     /// A flag or combination of flags that cannot work, with what to do instead.
     #[error("{message}")]
     Usage {
@@ -270,6 +276,7 @@ impl CliError {
             CliError::Stdin(_) | CliError::Output(_) => false,
             CliError::Tui(e) => matches!(e, crate::tui::TuiError::NoTerminal(_)),
             CliError::Launch(_) => false,
+            CliError::Daemon(e) => e.is_usage(),
             CliError::Overrides(_) => true,
             _ => true,
         }
@@ -299,6 +306,7 @@ impl Actionable for CliError {
             CliError::Launch(e) => e.kind(),
             CliError::Duration(e) => e.kind(),
             CliError::Gateway(e) => e.kind(),
+            CliError::Daemon(e) => e.kind(),
             CliError::ClientConfig(e) => e.kind(),
             CliError::Limit(e) => e.kind(),
         }
@@ -338,6 +346,7 @@ impl Actionable for CliError {
             CliError::Launch(e) => e.help(),
             CliError::Duration(e) => e.help(),
             CliError::Gateway(e) => e.help(),
+            CliError::Daemon(e) => e.help(),
             CliError::ClientConfig(e) => e.help(),
             CliError::Limit(e) => e.help(),
             CliError::FileExists { path } => {
@@ -391,6 +400,7 @@ pub async fn run(
         Command::Openapi(args) => openapi::run(args, &cli.global).await,
         Command::Down(args) => down::run(args, &cli.global).await,
         Command::Serve(args) => serve::run(args, &cli.global, shutdown).await,
+        Command::Daemon(args) => daemon::run(args, &cli.global).await,
     }
 }
 

@@ -8,6 +8,7 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use crate::duration::{Setting, DAY};
+use crate::gateway::daemon;
 use crate::gateway::wire::{self, HttpOptions};
 use crate::gateway::{Budget, Gateway, GatewayOptions, Mode};
 use crate::mcp::ConnectOptions;
@@ -52,6 +53,13 @@ pub struct ServeArgs {
     /// Front one server with its own tool, prompt and resource names (no prefix).
     #[arg(long)]
     pub passthrough: bool,
+    /// Serve the command line instead of a client: `call` goes through this gateway's warm
+    /// sessions (a 0600 unix socket in the runtime directory, one per config set).
+    #[arg(long, conflicts_with_all = ["http", "passthrough"])]
+    pub daemon: bool,
+    /// With --daemon: exit after this long without calls (0: never).
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = |s: &str| IDLE_EXIT.parse(s))]
+    pub idle_exit: Duration,
     /// Client-config flags (--print-config and friends).
     #[command(flatten)]
     pub client: super::client_config::ClientConfigArgs,
@@ -62,6 +70,13 @@ pub struct ServeArgs {
 
 /// `--idle`: zero (never) to a day.
 const IDLE: Setting = Setting::new("--idle", Duration::from_secs(600), Duration::ZERO, DAY);
+/// `--idle-exit`: zero (never) to a day.
+const IDLE_EXIT: Setting = Setting::new(
+    "--idle-exit",
+    Duration::from_secs(1800),
+    Duration::ZERO,
+    DAY,
+);
 /// `--call-timeout`.
 const CALL_TIMEOUT: Setting = Setting::timeout("--call-timeout", Duration::from_secs(300));
 /// How long `tools/list` waits for servers the tool index does not know.
@@ -89,14 +104,86 @@ pub(super) async fn run(
             help: "name a config with one server (--config FILE), or drop --passthrough".into(),
         });
     }
-    let gateway = Gateway::start(entries, options(&args)).await?;
-    let served = match args.http {
-        Some(addr) => serve_http(gateway.clone(), addr, args.api_key, shutdown.clone()).await,
-        None => wire::serve_stdio(gateway.clone(), shutdown.clone()).await,
+    let configs = loaded.stacks.iter().map(|s| s.path.clone()).collect();
+    // A daemon's socket is claimed before anything starts: a second one is refused at once.
+    let socket = match args.daemon {
+        true => Some(claim_daemon_socket(&loaded, global).await?),
+        false => None,
     };
+    let gateway = Gateway::start(entries, options(&args)).await?;
+    let stop = shutdown.child_token();
+    let control = control_socket(&gateway, &args, socket, configs, stop.clone()).await;
+    let served = match args.http {
+        _ if args.daemon => {
+            stop.cancelled().await;
+            Ok(())
+        }
+        Some(addr) => serve_http(gateway.clone(), addr, args.api_key, stop.clone()).await,
+        None => wire::serve_stdio(gateway.clone(), stop.clone()).await,
+    };
+    stop.cancel();
+    if let Some(control) = control {
+        let _ = control.await;
+    }
     gateway.shutdown().await;
     served.map_err(CliError::Output)?;
     Ok(Outcome::Success)
+}
+
+async fn claim_daemon_socket(
+    loaded: &crate::config::Loaded,
+    global: &GlobalArgs,
+) -> Result<(PathBuf, tokio::net::UnixListener), CliError> {
+    let socket = super::daemon::own_socket(loaded, global)?;
+    let listener = daemon::bind(&socket)
+        .await
+        .map_err(super::daemon::daemon_error)?;
+    Ok((socket, listener))
+}
+
+/// Listens on the gateway's socket (the daemon's, claimed already; else `g-<pid>.sock`, so
+/// `status` sees this gateway — without one it still serves its client).
+async fn control_socket(
+    gateway: &Gateway,
+    args: &ServeArgs,
+    claimed: Option<(PathBuf, tokio::net::UnixListener)>,
+    configs: Vec<PathBuf>,
+    stop: CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let (socket, listener) = match claimed {
+        Some(claimed) => claimed,
+        None => match gateway_listener().await {
+            Ok(bound) => bound,
+            Err(e) => {
+                tracing::warn!(error = %e, "no control socket: `status` will not list this gateway");
+                return None;
+            }
+        },
+    };
+    let kind = match (args.daemon, args.http) {
+        (true, _) => daemon::Kind::Daemon,
+        (false, Some(_)) => daemon::Kind::Http,
+        (false, None) => daemon::Kind::Stdio,
+    };
+    if args.daemon {
+        eprintln!("mcp-launch serve --daemon: {}", socket.display());
+    }
+    let info = daemon::Info {
+        kind,
+        address: args.http.map(|a| a.to_string()),
+        configs,
+        cwd: std::env::current_dir().unwrap_or_default(),
+        socket,
+    };
+    let idle_exit = (args.daemon && !args.idle_exit.is_zero()).then_some(args.idle_exit);
+    let listening = daemon::listen(gateway.clone(), listener, info, idle_exit, stop);
+    Some(tokio::spawn(listening))
+}
+
+async fn gateway_listener() -> Result<(PathBuf, tokio::net::UnixListener), daemon::DaemonError> {
+    let socket = daemon::gateway_socket(&daemon::runtime_dir()?);
+    let listener = daemon::bind(&socket).await?;
+    Ok((socket, listener))
 }
 
 /// The serve flags a client's entry passes on (stdio: never --http or a key).

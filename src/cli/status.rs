@@ -10,8 +10,8 @@ use crate::output::{self, style, Table};
 
 use super::{CliError, GlobalArgs, Outcome};
 
-/// Show each running stack: processes alive, /healthz, tunnel URL answering, ports, URLs,
-/// masked keys and counts.
+/// Show each running stack (processes alive, /healthz, tunnel URL answering, ports, URLs,
+/// masked keys and counts) and each running gateway (`serve`) with its upstreams.
 ///
 /// Reads ./.mcp-launch/state.json and checks every recorded process live. A stack whose
 /// `mcp-launch up` is gone is reported as stale (`mcp-launch down` cleans it up). Exit 1 when a
@@ -34,6 +34,7 @@ pub async fn run(args: StatusArgs, global: &GlobalArgs) -> Result<Outcome, CliEr
         futures_util::future::join_all(state.stacks.iter().map(|s| control::check(s, &client)))
             .await;
     let all_healthy = checks.iter().all(Health::is_healthy);
+    let gateways = super::daemon::gateways().await;
     if global.json {
         let stacks: Vec<_> = state
             .stacks
@@ -41,11 +42,17 @@ pub async fn run(args: StatusArgs, global: &GlobalArgs) -> Result<Outcome, CliEr
             .zip(&checks)
             .map(|(s, h)| stack_json(s, h, args.show_keys))
             .collect();
-        output::print_json(&json!({ "stacks": stacks }))?;
-    } else if state.stacks.is_empty() {
-        anstream::println!("no stacks running here (start one with `mcp-launch up`)");
+        output::print_json(&json!({ "stacks": stacks, "gateways": gateways }))?;
     } else {
-        print_table(&state.stacks, &checks, args.show_keys);
+        if state.stacks.is_empty() {
+            anstream::println!("no stacks running here (start one with `mcp-launch up`)");
+        } else {
+            print_table(&state.stacks, &checks, args.show_keys);
+        }
+        if !gateways.is_empty() {
+            anstream::println!();
+            super::daemon::print_gateways(&gateways);
+        }
     }
     Ok(if all_healthy {
         Outcome::Success

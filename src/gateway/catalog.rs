@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::catalog::{tool, ExposedTool, ServerReport};
 use crate::search::{SearchIndex, ToolDoc};
 
+use super::error::GatewayError;
 use super::names;
 
 /// One tool as the gateway exposes it.
@@ -152,6 +153,23 @@ impl Catalog {
         self.tools
             .iter()
             .find(|t| t.server == server && t.tool == tool)
+    }
+
+    /// Why `(server, tool)` cannot be called: denied by the overrides, or unknown (with the
+    /// server's close tool names).
+    pub fn refusal(&self, server: &str, tool: &str) -> GatewayError {
+        let denied = self.denied.values().any(|(s, t)| s == server && t == tool);
+        if denied {
+            return GatewayError::Denied {
+                server: server.to_string(),
+                tool: tool.to_string(),
+            };
+        }
+        let own = self.tools.iter().filter(|t| t.server == server);
+        GatewayError::UnknownTool {
+            name: format!("{server}/{tool}"),
+            suggestions: crate::catalog::similar_names(tool, own.map(|t| t.tool.as_str()), 3),
+        }
     }
 
     /// `{servers: [...], tools: [...]}` for `discover`.

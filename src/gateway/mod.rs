@@ -11,6 +11,7 @@
 mod callers;
 pub mod catalog;
 pub mod clients;
+pub mod daemon;
 pub mod error;
 mod items;
 pub mod names;
@@ -280,14 +281,45 @@ impl Gateway {
                     .cloned()
                     .unwrap_or_else(|| json!({}));
                 sparse::validate(&self.catalog(), target, &inner_args)?;
-                return self.forward(target, inner_args, caller).await;
+                return self.forward(target, inner_args, caller, None).await;
             }
             if sparse::is_meta(name) {
                 return sparse::run(&self.catalog(), name, &arguments);
             }
             return Err(sparse::unknown(&self.catalog(), name));
         }
-        self.forward(name, arguments, caller).await
+        self.forward(name, arguments, caller, None).await
+    }
+
+    /// A call by the server's (qualified) name and the tool's own name, as the command line
+    /// names them: refused when the overrides deny it, checked against the input schema, and
+    /// bounded by `timeout` (else the gateway's call timeout). Whatever the mode.
+    pub async fn call_server_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, GatewayError> {
+        let mut catalog = self.catalog();
+        if catalog.find(server, tool).is_none() && !*self.inner.settled.borrow() {
+            // Its server may still be being checked (a first run): wait for the checks.
+            let mut settled = self.inner.settled.clone();
+            let wait = timeout.unwrap_or(self.inner.options.call_timeout);
+            let _ = tokio::time::timeout(wait, settled.wait_for(|done| *done)).await;
+            catalog = self.catalog();
+        }
+        let Some(found) = catalog.find(server, tool) else {
+            return Err(catalog.refusal(server, tool));
+        };
+        let name = found.name.clone();
+        sparse::validate(&catalog, &name, &arguments)?;
+        let caller = Caller {
+            progress: None,
+            link: None,
+            cancel: CancellationToken::new(),
+        };
+        self.forward(&name, arguments, caller, timeout).await
     }
 
     /// Calls the tool exposed as `name` on its server.
@@ -296,6 +328,7 @@ impl Gateway {
         name: &str,
         arguments: Value,
         caller: Caller,
+        timeout: Option<Duration>,
     ) -> Result<Value, GatewayError> {
         let catalog = self.catalog();
         let found = catalog
@@ -316,7 +349,7 @@ impl Gateway {
             params["_meta"] = json!({"progressToken": ours});
             tokio::spawn(progress.relay(session.notifications(), ours, done.clone()))
         });
-        let timeout = self.inner.options.call_timeout;
+        let timeout = timeout.unwrap_or(self.inner.options.call_timeout);
         let outcome = upstream
             .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
             .await;

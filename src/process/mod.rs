@@ -11,6 +11,7 @@
 //! [`ProcessGuard::shutdown`] does it gracefully (TERM, a short grace, then KILL). This module
 //! knows nothing of MCP.
 
+mod detached;
 mod group;
 mod listener;
 mod mask;
@@ -32,6 +33,7 @@ use nix::unistd::Pid;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+pub use detached::spawn_detached;
 pub use group::{
     descendants, is_ours, is_running, live_members, start_time, stop_group, stop_recorded_group,
     wait_gone,

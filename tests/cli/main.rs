@@ -11,6 +11,7 @@ mod util;
 mod call;
 mod config;
 mod conformance;
+mod daemon;
 mod doctor;
 mod durations;
 mod handshake;

@@ -36,6 +36,11 @@ const SCRUBBED_ENV: &[&str] = &[
     "MCP_LAUNCH_MCPO",
     "MCP_LAUNCH_SHARED_HOST",
     "MCP_LAUNCH_CLOUDFLARED",
+    // A fresh HOME: gateways' sockets go under $HOME/.local/state, and `call` does not ride a
+    // daemon unless a test starts one.
+    "XDG_RUNTIME_DIR",
+    "XDG_STATE_HOME",
+    "MCP_LAUNCH_DAEMON",
 ];
 
 /// The crate root (fixtures and `.deps/` live there).

@@ -1,0 +1,283 @@
+//! `mcp-launch daemon status|stop`, and how `call` finds (or starts) the daemon of its config
+//! set (see `crate::gateway::daemon`).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{json, Value};
+
+use crate::config::Loaded;
+use crate::gateway::daemon::{self, Client, DaemonError};
+use crate::output::{self, style, Table};
+
+use super::{load_config, CliError, GlobalArgs, Outcome};
+
+/// See and stop the gateways running for this user: daemons (`serve --daemon`), which
+/// `call` goes through, and gateways serving clients.
+///
+/// Example: mcp-launch daemon status --json
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: DaemonCommand,
+}
+
+/// `daemon` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum DaemonCommand {
+    /// Every gateway of this user: kind, pid, configs, upstreams (state, calls, restarts,
+    /// idle time, last error).
+    Status,
+    /// Stop the daemon of this config set (its servers stop with it).
+    Stop {
+        /// Stop every daemon of this user.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+/// Whether `call` goes through a daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DaemonUse {
+    /// Through the daemon of this config set when one runs, else directly.
+    Use,
+    /// Start one (detached; it exits after 30 minutes without calls) when none runs.
+    Auto,
+    /// Never: start the server for this call.
+    Off,
+}
+
+/// How long `call --daemon auto` waits for the daemon it started.
+const START_WAIT: Duration = Duration::from_secs(30);
+
+pub(super) async fn run(args: DaemonArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    match args.command {
+        DaemonCommand::Status => status(global).await,
+        DaemonCommand::Stop { all } => stop(global, all).await,
+    }
+}
+
+async fn status(global: &GlobalArgs) -> Result<Outcome, CliError> {
+    let gateways = gateways().await;
+    if global.json {
+        output::print_json(&json!({ "gateways": gateways }))?;
+    } else if gateways.is_empty() {
+        anstream::println!("no gateway runs (start one with `mcp-launch serve --daemon`)");
+    } else {
+        print_gateways(&gateways);
+    }
+    Ok(Outcome::Success)
+}
+
+async fn stop(global: &GlobalArgs, all: bool) -> Result<Outcome, CliError> {
+    let sockets = if all {
+        let dir = daemon::runtime_dir().map_err(daemon_error)?;
+        daemon::sockets(&dir)
+            .into_iter()
+            .filter(|s| {
+                s.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("d-"))
+            })
+            .collect()
+    } else {
+        vec![own_socket(&load_config(global)?, global)?]
+    };
+    let mut stopped = Vec::new();
+    for socket in sockets {
+        if let Some(mut client) = Client::connect(&socket).await.map_err(daemon_error)? {
+            client.stop().await.map_err(daemon_error)?;
+            wait_gone(&socket).await;
+            stopped.push(socket);
+        }
+    }
+    if global.json {
+        output::print_json(&json!({ "stopped": stopped }))?;
+    } else if stopped.is_empty() {
+        anstream::println!("no daemon was running");
+    } else {
+        for socket in &stopped {
+            anstream::println!("stopped the daemon at {}", socket.display());
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+/// Every gateway's status, asked in parallel (sockets nobody answers on are cleaned away).
+pub(super) async fn gateways() -> Vec<Value> {
+    let Ok(dir) = daemon::runtime_dir() else {
+        return Vec::new();
+    };
+    let asks = daemon::sockets(&dir).into_iter().map(|socket| async move {
+        let mut client = Client::connect(&socket).await.ok()??;
+        client.status().await.ok()
+    });
+    futures_util::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Gateways as a table, then each one's upstreams.
+pub(super) fn print_gateways(gateways: &[Value]) {
+    let text = |g: &Value, key: &str| g.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut table = Table::new(vec!["GATEWAY", "PID", "MODE", "TOOLS", "CONFIGS"], &[1, 3]);
+    for g in gateways {
+        let configs: Vec<String> = g["configs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        let kind = match g.get("address").and_then(Value::as_str) {
+            Some(address) => format!("{} {address}", text(g, "kind")),
+            None => text(g, "kind"),
+        };
+        table.styled_row(vec![
+            (kind, style::HEAD),
+            (g["pid"].to_string(), Default::default()),
+            (text(g, "mode"), Default::default()),
+            (g["tools"].to_string(), Default::default()),
+            (configs.join(", "), Default::default()),
+        ]);
+    }
+    anstream::print!("{}", table.render());
+    for g in gateways {
+        print_upstreams(g);
+    }
+}
+
+fn print_upstreams(gateway: &Value) {
+    let upstreams = gateway["upstreams"].as_array().cloned().unwrap_or_default();
+    if upstreams.is_empty() {
+        return;
+    }
+    anstream::println!(
+        "\n{} {}:",
+        gateway["kind"].as_str().unwrap_or(""),
+        gateway["pid"]
+    );
+    let mut table = Table::new(
+        vec!["SERVER", "STATE", "CALLS", "RESTARTS", "IDLE", "LAST ERROR"],
+        &[2, 3],
+    );
+    for u in &upstreams {
+        let millis = |key: &str| {
+            u.get(key)
+                .and_then(Value::as_u64)
+                .map(Duration::from_millis)
+        };
+        let idle = match (millis("idle_for_ms"), millis("retry_in_ms")) {
+            (Some(idle), _) => format!("{}s", idle.as_secs()),
+            (None, Some(retry)) => format!("retry in {}s", retry.as_secs()),
+            _ => "-".into(),
+        };
+        let state = u["state"].as_str().unwrap_or("").to_string();
+        let state_style = match state.as_str() {
+            "up" => style::GOOD,
+            "restarting" => style::WARN,
+            _ => Default::default(),
+        };
+        table.styled_row(vec![
+            (u["name"].as_str().unwrap_or("").to_string(), style::HEAD),
+            (state, state_style),
+            (u["calls"].to_string(), Default::default()),
+            (u["restarts"].to_string(), Default::default()),
+            (idle, Default::default()),
+            (
+                u["last_error"].as_str().unwrap_or("").to_string(),
+                Default::default(),
+            ),
+        ]);
+    }
+    anstream::print!("{}", table.render());
+}
+
+/// The daemon socket of the loaded config set.
+pub(super) fn own_socket(loaded: &Loaded, global: &GlobalArgs) -> Result<PathBuf, CliError> {
+    let dir = daemon::runtime_dir().map_err(daemon_error)?;
+    let cwd = std::env::current_dir().map_err(CliError::Output)?;
+    let configs: Vec<PathBuf> = loaded.stacks.iter().map(|s| s.path.clone()).collect();
+    Ok(daemon::daemon_socket(
+        &dir,
+        &cwd,
+        &configs,
+        &global.env_files,
+    ))
+}
+
+/// The daemon to send `call` through: `None` for the direct path. `auto` starts one when
+/// none runs; `use` falls back quietly when the socket cannot be reached.
+pub(super) async fn client_for(
+    loaded: &Loaded,
+    global: &GlobalArgs,
+    how: DaemonUse,
+) -> Result<Option<Client>, CliError> {
+    if how == DaemonUse::Off {
+        return Ok(None);
+    }
+    let socket = match own_socket(loaded, global) {
+        Ok(socket) => socket,
+        Err(e) if how == DaemonUse::Use => {
+            tracing::debug!(error = %e, "no daemon socket; calling directly");
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    match Client::connect(&socket).await {
+        Ok(Some(client)) => return Ok(Some(client)),
+        Ok(None) if how == DaemonUse::Auto => {}
+        Ok(None) => return Ok(None),
+        Err(e) if how == DaemonUse::Use => {
+            tracing::warn!(error = %e, "the daemon cannot be reached; calling directly");
+            return Ok(None);
+        }
+        Err(e) => return Err(daemon_error(e)),
+    }
+    start(loaded, global, &socket).await.map(Some)
+}
+
+/// Starts `serve --daemon` for this config set, detached, and waits for its socket.
+async fn start(
+    loaded: &Loaded,
+    global: &GlobalArgs,
+    socket: &std::path::Path,
+) -> Result<Client, CliError> {
+    let program = std::env::current_exe().map_err(CliError::Output)?;
+    let mut args = vec!["serve".to_string(), "--daemon".to_string()];
+    for stack in &loaded.stacks {
+        args.extend(["--config".into(), stack.path.display().to_string()]);
+    }
+    for file in &global.env_files {
+        args.extend(["--env-file".into(), file.display().to_string()]);
+    }
+    let log = daemon::daemon_log(socket);
+    let pid = crate::process::spawn_detached(&program, &args, &log).map_err(CliError::Output)?;
+    tracing::info!(pid, socket = %socket.display(), "started a daemon");
+    let began = Instant::now();
+    while began.elapsed() < START_WAIT {
+        if let Some(client) = Client::connect(socket).await.map_err(daemon_error)? {
+            return Ok(client);
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Err(daemon_error(DaemonError::StartFailed {
+        seconds: START_WAIT.as_secs(),
+        log,
+    }))
+}
+
+async fn wait_gone(socket: &std::path::Path) {
+    let began = Instant::now();
+    while socket.exists() && began.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A daemon error as the command's error.
+pub(super) fn daemon_error(error: DaemonError) -> CliError {
+    CliError::Daemon(Box::new(error))
+}

@@ -1,0 +1,208 @@
+//! The command line's side of the socket.
+
+use std::collections::VecDeque;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixStream;
+use tokio_util::codec::{FramedRead, LinesCodec};
+
+use super::{DaemonError, MAX_LINE};
+
+/// How long a status or stop may take to answer.
+const ASK_TIMEOUT: Duration = Duration::from_secs(5);
+/// What a call's answer may take beyond the call's own timeout (the daemon bounds the call).
+const CALL_MARGIN: Duration = Duration::from_secs(5);
+
+/// One call: the server's qualified name, the tool's own name, its arguments.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The server (qualified name).
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// A JSON object.
+    pub arguments: Value,
+    /// How long the call may take.
+    pub timeout: Duration,
+}
+
+impl CallRequest {
+    fn line(&self, id: u64) -> String {
+        json!({
+            "id": id,
+            "op": "call",
+            "server": self.server,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "timeout_ms": self.timeout.as_millis() as u64,
+        })
+        .to_string()
+    }
+}
+
+/// A connection to a gateway's socket.
+pub struct Client {
+    socket: PathBuf,
+    lines: FramedRead<OwnedReadHalf, LinesCodec>,
+    write: OwnedWriteHalf,
+    next_id: u64,
+}
+
+impl Client {
+    /// Connects to `socket`; `None` when no gateway listens there (a file a dead gateway left
+    /// is removed).
+    pub async fn connect(socket: &Path) -> Result<Option<Client>, DaemonError> {
+        let stream = match UnixStream::connect(socket).await {
+            Ok(stream) => stream,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                let _ = std::fs::remove_file(socket);
+                return Ok(None);
+            }
+            Err(source) => {
+                return Err(DaemonError::Io {
+                    socket: socket.to_path_buf(),
+                    source,
+                })
+            }
+        };
+        let (read, write) = stream.into_split();
+        Ok(Some(Client {
+            socket: socket.to_path_buf(),
+            lines: FramedRead::new(read, LinesCodec::new_with_max_length(MAX_LINE)),
+            write,
+            next_id: 1,
+        }))
+    }
+
+    /// The socket this client talks to.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// One call, answered with the tool's `CallToolResult`.
+    pub async fn call(&mut self, call: &CallRequest) -> Result<Value, DaemonError> {
+        let id = self.send_call(call).await?;
+        let answer = self.receive(call.timeout + CALL_MARGIN).await?;
+        self.expect_id(&answer, id)?;
+        result_of(answer)
+    }
+
+    /// The gateway and its upstreams.
+    pub async fn status(&mut self) -> Result<Value, DaemonError> {
+        self.ask("status").await
+    }
+
+    /// Asks a daemon to stop.
+    pub async fn stop(&mut self) -> Result<(), DaemonError> {
+        self.ask("stop").await.map(drop)
+    }
+
+    /// Runs `calls` with up to `window` under way at once, reporting each as it finishes
+    /// (by its index in `calls`).
+    pub async fn batch(
+        &mut self,
+        calls: &[CallRequest],
+        window: usize,
+        mut each: impl FnMut(usize, Result<Value, DaemonError>),
+    ) -> Result<(), DaemonError> {
+        let mut pending: VecDeque<usize> = (0..calls.len()).collect();
+        let mut under_way = std::collections::HashMap::new();
+        let longest = calls.iter().map(|c| c.timeout).max().unwrap_or_default();
+        loop {
+            while under_way.len() < window.max(1) {
+                let Some(index) = pending.pop_front() else {
+                    break;
+                };
+                under_way.insert(self.send_call(&calls[index]).await?, index);
+            }
+            if under_way.is_empty() {
+                return Ok(());
+            }
+            let answer = self.receive(longest + CALL_MARGIN).await?;
+            let id = answer.get("id").and_then(Value::as_u64).unwrap_or_default();
+            let index = under_way
+                .remove(&id)
+                .ok_or_else(|| self.broken(format!("answered an unknown id {id}")))?;
+            each(index, result_of(answer));
+        }
+    }
+
+    async fn ask(&mut self, op: &str) -> Result<Value, DaemonError> {
+        let id = self.next();
+        self.send(json!({"id": id, "op": op}).to_string()).await?;
+        let answer = self.receive(ASK_TIMEOUT).await?;
+        self.expect_id(&answer, id)?;
+        result_of(answer)
+    }
+
+    async fn send_call(&mut self, call: &CallRequest) -> Result<u64, DaemonError> {
+        let id = self.next();
+        self.send(call.line(id)).await?;
+        Ok(id)
+    }
+
+    fn next(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    async fn send(&mut self, mut line: String) -> Result<(), DaemonError> {
+        line.push('\n');
+        self.write
+            .write_all(line.as_bytes())
+            .await
+            .map_err(|source| DaemonError::Io {
+                socket: self.socket.clone(),
+                source,
+            })
+    }
+
+    async fn receive(&mut self, limit: Duration) -> Result<Value, DaemonError> {
+        let line = match tokio::time::timeout(limit, self.lines.next()).await {
+            Err(_) => return Err(self.broken(format!("did not answer within {limit:?}"))),
+            Ok(None) => return Err(self.broken("closed the connection".into())),
+            Ok(Some(Err(e))) => return Err(self.broken(e.to_string())),
+            Ok(Some(Ok(line))) => line,
+        };
+        serde_json::from_str(&line).map_err(|e| self.broken(format!("sent bad JSON: {e}")))
+    }
+
+    fn expect_id(&self, answer: &Value, id: u64) -> Result<(), DaemonError> {
+        match answer.get("id").and_then(Value::as_u64) {
+            Some(got) if got == id => Ok(()),
+            _ => Err(self.broken(format!("answered another request than {id}"))),
+        }
+    }
+
+    fn broken(&self, problem: String) -> DaemonError {
+        DaemonError::Protocol {
+            socket: self.socket.clone(),
+            problem,
+        }
+    }
+}
+
+/// The answer's `result`, or its `error` as [`DaemonError::Remote`].
+fn result_of(mut answer: Value) -> Result<Value, DaemonError> {
+    if let Some(error) = answer.get("error") {
+        let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
+        return Err(DaemonError::Remote {
+            kind: text("type").to_string(),
+            message: text("message").to_string(),
+            help: text("help").to_string(),
+            usage: error.get("usage").and_then(Value::as_bool).unwrap_or(false),
+        });
+    }
+    Ok(answer
+        .get_mut("result")
+        .map(Value::take)
+        .unwrap_or(Value::Null))
+}

@@ -1,0 +1,46 @@
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use super::*;
+
+#[test]
+fn the_same_config_set_gives_the_same_socket_and_another_set_another() {
+    let dir = Path::new("/run/x");
+    let cwd = Path::new("/work/p");
+    let a = vec![PathBuf::from("/work/p/a.json")];
+    let b = vec![PathBuf::from("/work/p/b.json")];
+    let first = daemon_socket(dir, cwd, &a, &[]);
+    assert_eq!(first, daemon_socket(dir, cwd, &a, &[]));
+    assert_ne!(first, daemon_socket(dir, cwd, &b, &[]));
+    assert_ne!(first, daemon_socket(dir, Path::new("/elsewhere"), &a, &[]));
+    assert_ne!(
+        first,
+        daemon_socket(dir, cwd, &a, &[PathBuf::from("/work/p/.env")])
+    );
+    let name = first.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("d-") && name.ends_with(".sock"), "{name}");
+}
+
+#[test]
+fn kinds_from_the_wire_are_known_or_read_daemon_error() {
+    assert_eq!(remote_kind("tool_denied"), "tool_denied");
+    assert_eq!(remote_kind("made_up"), "daemon_error");
+}
+
+#[tokio::test]
+async fn a_live_socket_is_refused_and_a_dead_ones_file_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("d-test.sock");
+    let live = bind(&socket).await.unwrap();
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(matches!(
+        bind(&socket).await,
+        Err(DaemonError::AlreadyRunning { .. })
+    ));
+    drop(live);
+    // The file is left behind, as when a gateway is killed: the next bind takes its place.
+    assert!(socket.exists());
+    assert!(Client::connect(&socket).await.unwrap().is_none());
+    bind(&socket).await.unwrap();
+}

@@ -1,0 +1,322 @@
+//! Daemon mode: `serve --daemon` keeps warm sessions for the command line; `call` (and
+//! `call --batch`) ride it when it runs and take the direct path when none does; `status` and
+//! `daemon status` list every gateway with its upstreams; `daemon stop` ends it and its
+//! servers. Real servers: the fault server (counting its starts) and server-everything.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+/// A project of the fault server (its starts counted in `starts`) and server-everything, with
+/// the tool index filled by one `list` (so no check starts anything later).
+fn project() -> Cmd {
+    let cmd = Cmd::new();
+    let starts = cmd.path("starts").display().to_string();
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "fault": fault(&["--starts", &starts]),
+        "everything": everything(),
+    }}));
+    cmd.cmd()
+        .args(["--config", "config.json", "list"])
+        .stderr_any()
+        .run();
+    cmd
+}
+
+fn starts(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("starts"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `daemon status --json`'s gateways.
+fn gateways(cmd: &Cmd) -> Vec<Value> {
+    let out = cmd.cmd().args(["daemon", "status", "--json"]).run();
+    out.json()["gateways"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn call(cmd: &Cmd, tool: &str, arguments: &str) -> Output {
+    cmd.cmd()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "fault",
+            tool,
+            arguments,
+            "--json",
+        ])
+        .run()
+}
+
+/// The socket directory of a fresh HOME (no XDG_RUNTIME_DIR).
+fn state_run_dir(dir: &Path) -> PathBuf {
+    dir.join(".local/state/mcp-launch/run")
+}
+
+#[test]
+fn call_rides_the_daemon_over_one_warm_session_and_daemon_stop_ends_it_all() {
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    assert_eq!(starts(&dir), 1, "the list started the fault server once");
+    let daemon = cmd
+        .cmd()
+        .args(["--config", "config.json", "serve", "--daemon"])
+        .stderr_any()
+        .spawn();
+    eventually(20, "the daemon answers", || !gateways(&cmd).is_empty());
+
+    let run = state_run_dir(&dir);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&run), 0o700, "the socket directory is private");
+    let socket: PathBuf = gateways(&cmd)[0]["socket"].as_str().unwrap().into();
+    assert!(socket.starts_with(&run), "{}", socket.display());
+    assert_eq!(mode(&socket), 0o600, "the socket is private");
+
+    for i in 0..3 {
+        let out = call(&cmd, "echo", &format!(r#"{{"message": "m{i}"}}"#));
+        assert_eq!(out.json()["result"]["content"][0]["text"], format!("m{i}"));
+    }
+    assert_eq!(
+        starts(&dir),
+        2,
+        "three calls through the daemon started the server once"
+    );
+    // The direct path is still there, and starts its own server.
+    cmd.cmd()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "fault",
+            "echo",
+            r#"{"message": "d"}"#,
+        ])
+        .args(["--daemon", "off"])
+        .run();
+    assert_eq!(starts(&dir), 3);
+
+    // The daemon's answers keep the direct path's shape: a tool error, bad arguments.
+    let failed = cmd
+        .cmd()
+        .args(["--config", "config.json", "call", "fault", "fail", "--json"])
+        .status(1)
+        .run();
+    assert_eq!(failed.json()["error"]["type"], "tool_error");
+    assert_eq!(failed.json()["result"]["isError"], true);
+    let wrong = cmd
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "fault",
+            "add",
+            r#"{"a": 1}"#,
+            "--json",
+        ])
+        .status(2)
+        .run();
+    assert_eq!(wrong.json()["error"]["type"], "invalid_arguments");
+    assert!(wrong.json()["error"]["help"]
+        .as_str()
+        .unwrap()
+        .contains("b: integer"));
+
+    let status = cmd.cmd().args(["status", "--json"]).run().json();
+    let gateway = &status["gateways"][0];
+    assert_eq!(gateway["kind"], "daemon");
+    assert_eq!(gateway["pid"], json!(daemon.pid()));
+    let fault = gateway["upstreams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["name"] == "fault")
+        .cloned()
+        .unwrap();
+    assert_eq!(fault["state"], "up", "{fault}");
+    assert_eq!(fault["calls"], 4, "three echoes and a fail: {fault}");
+    let human = cmd.cmd().args(["status"]).run();
+    assert!(human.stdout.contains("daemon"), "{}", human.stdout);
+
+    let fault_pid: i32 = std::fs::read_to_string(dir.join("starts"))
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stopped = cmd
+        .cmd()
+        .args(["--config", "config.json", "daemon", "stop", "--json"])
+        .run();
+    assert_eq!(stopped.json()["stopped"].as_array().unwrap().len(), 1);
+    daemon.wait();
+    assert_pid_gone(fault_pid, "the daemon's server after `daemon stop`");
+    assert!(!socket.exists(), "the socket is removed");
+    assert!(gateways(&cmd).is_empty());
+}
+
+#[test]
+fn call_batch_runs_every_line_and_reports_each_with_or_without_a_daemon() {
+    let cmd = project();
+    cmd.cmd()
+        .args(["--config", "config.json", "tool", "deny", "fault", "crash"])
+        .stderr_any()
+        .run();
+    let batch = [
+        r#"{"server": "fault", "tool": "echo", "arguments": {"message": "one"}, "id": "a"}"#,
+        r#"{"server": "everything", "tool": "echo", "arguments": {"message": "two"}}"#,
+        r#"{"server": "fault", "tool": "slow", "arguments": {"ms": 300}}"#,
+        r#"{"server": "nope", "tool": "echo"}"#,
+        r#"not json"#,
+        r#"{"server": "fault", "tool": "add", "arguments": {"a": -1, "b": 2}}"#,
+        r#"{"server": "fault", "tool": "crash"}"#,
+        r#"{"server": "fault", "tool": "fail"}"#,
+    ]
+    .join("\n");
+    let check = |out: &Output| {
+        let answers: Vec<Value> = out
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect();
+        assert_eq!(answers.len(), 8, "{}", out.stdout);
+        let by_line = |n: u64| answers.iter().find(|a| a["line"] == n).cloned().unwrap();
+        assert_eq!(by_line(1)["result"]["content"][0]["text"], "one");
+        assert_eq!(by_line(1)["id"], "a");
+        assert_eq!(by_line(2)["result"]["content"][0]["text"], "Echo: two");
+        assert_eq!(by_line(3)["success"], true);
+        assert_eq!(by_line(4)["error"]["type"], "unknown_server");
+        assert_eq!(by_line(5)["error"]["type"], "invalid_json");
+        assert!(by_line(5)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("line 5"));
+        assert_eq!(by_line(6)["error"]["type"], "invalid_arguments");
+        assert_eq!(by_line(7)["error"]["type"], "tool_denied");
+        assert_eq!(by_line(8)["error"]["type"], "tool_error");
+    };
+    let direct = cmd
+        .cmd()
+        .args(["--config", "config.json", "call", "--batch", "-"])
+        .stdin(&batch)
+        .status(1)
+        .run();
+    check(&direct);
+
+    let daemon = cmd
+        .cmd()
+        .args(["--config", "config.json", "serve", "--daemon"])
+        .stderr_any()
+        .spawn();
+    eventually(20, "the daemon answers", || !gateways(&cmd).is_empty());
+    let file = cmd.path("batch.jsonl");
+    std::fs::write(&file, &batch).unwrap();
+    let ridden = cmd
+        .cmd()
+        .args(["--config", "config.json", "call", "--batch", "batch.jsonl"])
+        .status(1)
+        .run();
+    check(&ridden);
+    let calls = gateways(&cmd)[0]["upstreams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["calls"].as_u64().unwrap())
+        .sum::<u64>();
+    assert!(
+        calls >= 5,
+        "the batch went through the daemon ({calls} calls)"
+    );
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
+    daemon.wait();
+}
+
+#[test]
+fn auto_starts_one_daemon_a_second_is_refused_and_a_killed_ones_socket_is_taken_over() {
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    // XDG_RUNTIME_DIR, when set, is where the sockets go.
+    let runtime = dir.join("rt");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let rt = runtime.display().to_string();
+    let with_rt = || cmd.cmd().env("XDG_RUNTIME_DIR", &rt);
+    with_rt()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "fault",
+            "echo",
+            r#"{"message": "x"}"#,
+        ])
+        .args(["--daemon", "auto"])
+        .run();
+    let listed = with_rt().args(["daemon", "status", "--json"]).run().json();
+    let daemon = listed["gateways"][0].clone();
+    assert_eq!(daemon["kind"], "daemon", "{listed}");
+    let pid = daemon["pid"].as_i64().unwrap() as i32;
+    assert!(daemon["socket"].as_str().unwrap().starts_with(&rt));
+    // One per config set.
+    let second = with_rt()
+        .args(["--config", "config.json", "serve", "--daemon", "--json"])
+        .status(2)
+        .run();
+    assert_eq!(second.error()["type"], "daemon_running");
+    // A daemon killed outright leaves its socket file: `call` takes the direct path, and a
+    // new daemon takes the socket over.
+    kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+    eventually(10, "the daemon is gone", || pid_gone(pid));
+    with_rt()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "fault",
+            "echo",
+            r#"{"message": "y"}"#,
+        ])
+        .run();
+    with_rt()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "fault",
+            "echo",
+            r#"{"message": "z"}"#,
+        ])
+        .args(["--daemon", "auto"])
+        .run();
+    let again = with_rt().args(["daemon", "status", "--json"]).run().json();
+    let new_pid = again["gateways"][0]["pid"].as_i64().unwrap() as i32;
+    assert_ne!(new_pid, pid);
+    with_rt().args(["daemon", "stop", "--all"]).run();
+    eventually(10, "the new daemon stops", || pid_gone(new_pid));
+    // Its server was in the killed daemon's process group of its own: end it here.
+    for line in std::fs::read_to_string(dir.join("starts")).unwrap().lines() {
+        if let Ok(server) = line.trim().parse::<i32>() {
+            let _ = kill(Pid::from_raw(server), Signal::SIGKILL);
+        }
+    }
+}
