@@ -13,6 +13,9 @@ Run with the tiktoken venv (it counts o200k tokens):
    directly, and through the gateway (stdio), p50/p99 at concurrency 1 and 16, and throughput.
 4. First call to a lazy server through the gateway vs that server's own start-to-answer time
    (spawn, initialize, first call) measured directly.
+5. `mcp-launch call` as a whole process through the daemon (`serve --daemon`) vs the direct
+   path (`--daemon off`, which starts the server for the call), p50/p99; and `call --batch` of
+   N lines through the daemon vs in one process without it.
 """
 
 from __future__ import annotations
@@ -213,6 +216,44 @@ async def first_call_figures(bin_path: str, tmp: str, env: dict, rounds: int) ->
             "added_ms": statistics.median(lazy_ms) - statistics.median(direct_ms)}
 
 
+async def run_timed(argv: list[str], tmp: str, env: dict, stdin: bytes | None = None) -> float:
+    t0 = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=tmp, env=env, stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    await proc.communicate(stdin)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}")
+    return (time.perf_counter() - t0) * 1000
+
+
+async def daemon_figures(bin_path: str, tmp: str, env: dict, rounds: int, lines: int) -> dict:
+    config = os.path.join(tmp, "one.json")
+    call = [bin_path, "--config", config, "call", "fault", "echo", '{"message": "hi"}']
+    direct = [await run_timed(call + ["--daemon", "off"], tmp, env) for _ in range(rounds)]
+    daemon = await asyncio.create_subprocess_exec(
+        bin_path, "--config", config, "serve", "--daemon", cwd=tmp, env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    batch = "\n".join(json.dumps({"server": "fault", "tool": "echo", "arguments": {"message": str(i)}})
+                      for i in range(lines)).encode()
+    batch_argv = [bin_path, "--config", config, "call", "--batch", "-"]
+    alone_ms = await run_timed(batch_argv + ["--daemon", "off"], tmp, env, batch)
+    for _ in range(100):  # until the daemon answers
+        try:
+            await run_timed(call, tmp, env)
+            break
+        except SystemExit:
+            await asyncio.sleep(0.1)
+    ridden = [await run_timed(call, tmp, env) for _ in range(rounds * 5)]
+    ridden_batch_ms = await run_timed(batch_argv, tmp, env, batch)
+    daemon.terminate()
+    await daemon.wait()
+    return {"direct_p50_ms": statistics.median(direct), "direct_p99_ms": pct(direct, 0.99),
+            "daemon_p50_ms": statistics.median(ridden), "daemon_p99_ms": pct(ridden, 0.99),
+            "batch_lines": lines, "batch_without_daemon_ms": alone_ms,
+            "batch_through_daemon_ms": ridden_batch_ms}
+
+
 def report(r: dict) -> str:
     c = r["catalog"]
     lines = [
@@ -231,6 +272,11 @@ def report(r: dict) -> str:
     f = r["first_call"]
     lines.append(f"first call: server's own start-to-answer {f['server_own_start_to_answer_ms']:.1f} ms; "
                  f"through the gateway {f['gateway_first_call_ms']:.1f} ms (added {f['added_ms']:+.1f} ms)")
+    d = r["daemon"]
+    lines.append(f"`call` whole process: direct p50 {d['direct_p50_ms']:.1f} / p99 {d['direct_p99_ms']:.1f} ms; "
+                 f"through the daemon p50 {d['daemon_p50_ms']:.1f} / p99 {d['daemon_p99_ms']:.1f} ms; "
+                 f"`call --batch` of {d['batch_lines']}: {d['batch_without_daemon_ms']:.0f} ms without a daemon, "
+                 f"{d['batch_through_daemon_ms']:.0f} ms through it")
     return "\n".join(lines)
 
 
@@ -244,6 +290,8 @@ async def main() -> None:
     args.bin = os.path.abspath(args.bin)
     tmp = tempfile.mkdtemp(prefix="bench-gateway-")
     env = dict(os.environ, NO_COLOR="1", HOME=tmp, XDG_CACHE_HOME=os.path.join(tmp, "cache"))
+    for key in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "MCP_LAUNCH_DAEMON"):
+        env.pop(key, None)
     env.setdefault("TIKTOKEN_CACHE_DIR", os.path.join(ROOT, ".deps", "tiktoken-cache"))
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", env["TIKTOKEN_CACHE_DIR"])
     log("catalog figures")
@@ -252,7 +300,10 @@ async def main() -> None:
     latency = await latency_figures(args.bin, tmp, env, args.calls)
     log("first-call figures")
     first = await first_call_figures(args.bin, tmp, env, args.rounds)
-    result = {"catalog": catalog, "latency": latency, "first_call": first, "bin": args.bin}
+    log("daemon figures")
+    daemon = await daemon_figures(args.bin, tmp, env, args.rounds, 1000)
+    result = {"catalog": catalog, "latency": latency, "first_call": first, "daemon": daemon,
+              "bin": args.bin}
     print(json.dumps(result, indent=1) if args.json else report(result))
 
 

@@ -3,7 +3,7 @@
 use clap::Args;
 use serde_json::json;
 
-use crate::launch::openapi::API_KEY_HEADER;
+use crate::launch::spec::API_KEY_HEADER;
 use crate::launch::state::StateFile;
 use crate::output::{self, style};
 

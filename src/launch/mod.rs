@@ -4,9 +4,10 @@
 //! - [`exposure`]: what a stack's front lets through (enabled servers, allowed tools,
 //!   description overrides) — the gate and the published spec read the same value.
 //! - [`mask`]: secrets out of every log line.
-//! - [`mcpo`]: the mcpo controller (its config, start-up, per-server documents).
-//! - [`native`]: the native controller, mcp-launch's own MCP→OpenAPI bridge (no Python).
-//! - [`openapi`]: merges the controller's per-server OpenAPI documents into one.
+//! - [`controller`]: one `Controller`: mcpo (its config, start-up, per-server documents) or
+//!   native, mcp-launch's own MCP→OpenAPI bridge (no Python).
+//! - [`spec`]: the published spec: merges the controller's per-server OpenAPI documents into one
+//!   (refs, shared responses, warnings) and assembles what a stack publishes.
 //! - [`front`]: the front proxy (key enforcement, deny/disable enforcement, `/healthz`,
 //!   `/openapi.json`, streaming reverse proxy to the controller).
 //! - [`plan`]: keys and ports, before anything starts.
@@ -22,9 +23,9 @@ pub mod exposure;
 pub mod front;
 pub mod launcher;
 pub mod mask;
-pub mod openapi;
 pub mod plan;
 pub mod serve;
+pub mod spec;
 pub mod stack;
 pub mod state;
 pub mod tunnel;

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{CliError, GlobalArgs};
 use crate::launch::events::{Events, StackEvent};
-use crate::launch::stack::{self, RunningStack};
+use crate::launch::stack::RunningStack;
 use crate::output::{self, style};
 
 /// Lets the printer show what is queued, then ends it (stacks that failed to start may still
@@ -58,7 +58,7 @@ pub(super) fn print_summary(
             .iter()
             .map(|s| {
                 let record = s.record();
-                let mut v = stack::summary_json(&record);
+                let mut v = crate::launch::spec::publish::summary_json(&record);
                 v["api_key"] = json!(record.api_key);
                 v["local_url"] = json!(record.local_url());
                 v["tunnel"] = json!(record.tunnel);

@@ -31,7 +31,6 @@ mod start;
 mod supervise;
 
 pub use error::StackError;
-pub use spec::summary_json;
 pub use start::start;
 
 /// How long mcpo and cloudflared get between SIGTERM and SIGKILL when a stack stops: mcpo

@@ -210,11 +210,11 @@ fn render_header(frame: &mut Frame, area: Rect, app: &Ctx) {
                 t.warn,
             ));
         }
-        if s.allowed > crate::launch::openapi::CHATGPT_OPERATION_LIMIT {
+        if s.allowed > crate::launch::spec::CHATGPT_OPERATION_LIMIT {
             spans.push(Span::styled(
                 format!(
                     " · over {} operations",
-                    crate::launch::openapi::CHATGPT_OPERATION_LIMIT
+                    crate::launch::spec::CHATGPT_OPERATION_LIMIT
                 ),
                 t.warn,
             ));

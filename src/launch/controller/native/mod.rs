@@ -3,7 +3,7 @@
 //! sessions inside the `up` process, so a stack needs no Python.
 //!
 //! - [`openapi`]: each server's OpenAPI document, generated from its tools' definitions in
-//!   mcpo's outer shape, so [`crate::launch::openapi::merge`] takes it unchanged.
+//!   mcpo's outer shape, so [`crate::launch::spec::merge`] takes it unchanged.
 //! - [`bridge`]: the HTTP service over long-lived, shared, self-restarting upstream sessions.
 
 pub mod bridge;

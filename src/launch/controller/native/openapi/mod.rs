@@ -1,7 +1,7 @@
 //! One server's OpenAPI 3.1 document, generated from its MCP tool definitions (the entries of
 //! `tools/list`): what the native controller serves at `/<server>/openapi.json`.
 //!
-//! The outer shape is mcpo's, so [`merge`](crate::launch::openapi::merge) takes the document
+//! The outer shape is mcpo's, so [`merge`](crate::launch::spec::merge) takes the document
 //! unchanged: `servers: [{"url": "/<server>"}]`, one `POST /<tool>` per tool (the name
 //! verbatim, see [`check_tool_name`]), request body and responses as `$ref`s into
 //! `components.schemas` (the merge prunes and renames by those references). Unlike mcpo's,
@@ -30,8 +30,8 @@ use std::collections::HashSet;
 use serde_json::{json, Map, Value};
 
 use crate::catalog::tool::required_params;
-use crate::launch::openapi::responses::{self, BRIDGE_STATUSES};
-use crate::launch::openapi::ServerDocument;
+use crate::launch::spec::responses::{self, BRIDGE_STATUSES};
+use crate::launch::spec::ServerDocument;
 
 mod names;
 mod schema;

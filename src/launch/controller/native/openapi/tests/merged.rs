@@ -5,8 +5,8 @@ use serde_json::json;
 
 use super::{assert_refs_resolve, captured, crafted_tool};
 use crate::launch::controller::native::openapi::{server_document, GeneratedDocument};
-use crate::launch::openapi::validator::validate;
-use crate::launch::openapi::{merge, MergeOptions, MergeWarning};
+use crate::launch::spec::validator::validate;
+use crate::launch::spec::{merge, MergeOptions, MergeWarning};
 use crate::launch::{Exposure, ServerExposure, ToolRule};
 
 /// An exposure allowing every tool of every document.
@@ -82,7 +82,7 @@ fn the_error_components_are_kept_once_for_every_server() {
         &MergeOptions::for_stack("all", "http://x"),
     );
     let components = &spec.document["components"];
-    let shared = crate::launch::openapi::responses::schemas();
+    let shared = crate::launch::spec::responses::schemas();
     for (name, schema) in &shared {
         assert_eq!(&components["schemas"][name], schema);
     }

@@ -206,7 +206,7 @@ fn every_error_answer_of_the_bridge_is_documented_with_the_shared_components() {
         assert!(response["description"].is_string(), "{code}: {response}");
         deref(document, &response["content"]["application/json"]["schema"]).clone()
     };
-    let shared = crate::launch::openapi::responses::schemas();
+    let shared = crate::launch::spec::responses::schemas();
     assert_eq!(body_schema("422"), shared["ValidationError"]);
     assert_eq!(body_schema("500"), shared["ToolError"]);
     for code in ["400", "404", "413", "502", "503", "504"] {

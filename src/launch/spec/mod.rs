@@ -1,3 +1,8 @@
+//! The spec a stack publishes: [`publish`] assembles it (documents + overrides → the merged
+//! document, the gate, the counts), [`merge`] below does the merging, `refs` renames and
+//! copies components, [`responses`] holds the shared error answers, `warning` what a merge
+//! left out.
+//!
 //! Merges mcpo's per-server OpenAPI documents into the one OpenAPI 3.1 document a stack
 //! publishes (a ChatGPT action takes exactly one).
 //!
@@ -30,6 +35,7 @@ use serde_json::{json, Map, Value};
 use super::exposure::{Exposure, ServerExposure, ToolRule};
 use crate::catalog::{trim_description, CHATGPT_DESCRIPTION_LIMIT};
 
+pub mod publish;
 mod refs;
 pub mod responses;
 #[cfg(test)]

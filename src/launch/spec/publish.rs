@@ -1,0 +1,142 @@
+//! What a stack publishes: the merged document and the gate the front enforces (one
+//! [`Exposure`], so the two never disagree), assembled from the controller's per-server
+//! documents and the project's overrides, with the counts and warnings its record keeps.
+
+use std::fmt::Display;
+
+use serde_json::{json, Value};
+
+use super::{merge, MergeOptions, ServerDocument};
+use crate::catalog::Overrides;
+use crate::config::ServerEntry;
+use crate::launch::state::{ServerCount, StackState};
+use crate::launch::{Exposure, ServerExposure};
+
+/// What the spec is built from, besides the documents.
+pub struct Sources<'a> {
+    /// The stack's name.
+    pub stack: &'a str,
+    /// The servers the controller serves, in order (parallel to the documents).
+    pub served: &'a [ServerEntry],
+    /// Servers disabled at launch (never started).
+    pub disabled: &'a [String],
+    /// The project's overrides, as they are now.
+    pub overrides: &'a Overrides,
+    /// The URL the spec names.
+    pub url: &'a str,
+}
+
+/// The spec to publish and what the stack's record says about it.
+pub struct Published {
+    /// The merged OpenAPI document.
+    pub document: Value,
+    /// The gate the front enforces.
+    pub exposure: Exposure,
+    /// Operations in the document.
+    pub operations: usize,
+    /// Operations per server.
+    pub servers: Vec<ServerCount>,
+    /// Servers whose document could not be had, and what the merge left out.
+    pub warnings: Vec<String>,
+}
+
+/// Builds the spec from one document (or the reason there is none) per served server. A
+/// server disabled since the launch keeps running; the gate refuses it.
+pub fn assemble<E: Display>(sources: &Sources<'_>, documents: Vec<Result<Value, E>>) -> Published {
+    let mut warnings = Vec::new();
+    let mut kept = Vec::new();
+    let mut exposure = Exposure::new();
+    for (entry, result) in sources.served.iter().zip(documents) {
+        let document = match result {
+            Ok(document) => document,
+            Err(e) => {
+                warnings.push(e.to_string());
+                continue;
+            }
+        };
+        let server = &entry.name;
+        let enabled = !sources.overrides.is_disabled(entry);
+        let tools = tool_names(&document);
+        exposure.insert(
+            server.clone(),
+            Exposure::server_from_overrides(
+                sources.overrides,
+                sources.stack,
+                server,
+                enabled,
+                tools.iter().map(String::as_str),
+            ),
+        );
+        if enabled {
+            kept.push((server.clone(), document));
+        }
+    }
+    for server in sources.disabled {
+        let never_started = ServerExposure {
+            enabled: false,
+            started: false,
+            tools: Default::default(),
+        };
+        exposure.insert(server.clone(), never_started);
+    }
+    let inputs: Vec<ServerDocument<'_>> = kept
+        .iter()
+        .map(|(server, document)| ServerDocument { server, document })
+        .collect();
+    let options = MergeOptions::for_stack(sources.stack, sources.url.to_string());
+    let merged = merge(&inputs, &exposure, &options);
+    warnings.extend(merged.warnings.iter().map(ToString::to_string));
+    let servers = merged
+        .per_server
+        .iter()
+        .map(|(name, operations)| ServerCount {
+            name: name.clone(),
+            operations: *operations,
+        })
+        .collect();
+    Published {
+        document: merged.document,
+        exposure,
+        operations: merged.operations,
+        servers,
+        warnings,
+    }
+}
+
+/// The JSON the admin route answers and `openapi --json` prints for a stack.
+pub fn summary_json(record: &StackState) -> Value {
+    json!({
+        "stack": record.name,
+        "openapi_url": format!("{}/openapi.json", record.public_url),
+        "public_url": record.public_url,
+        "operations": record.operations,
+        "servers": record.servers.iter().map(|s| json!({"name": s.name, "operations": s.operations})).collect::<Vec<_>>(),
+        "warnings": record.warnings,
+    })
+}
+
+/// The tool names of a per-server document: its paths without the leading slash.
+fn tool_names(document: &Value) -> Vec<String> {
+    document
+        .get("paths")
+        .and_then(Value::as_object)
+        .map(|paths| {
+            paths
+                .keys()
+                .map(|p| p.trim_start_matches('/').to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_come_from_paths() {
+        let doc = json!({"paths": {"/echo": {}, "/get-sum": {}}});
+        assert_eq!(tool_names(&doc), ["echo", "get-sum"]);
+        assert!(tool_names(&json!({})).is_empty());
+    }
+}
