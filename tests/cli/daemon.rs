@@ -261,17 +261,18 @@ fn auto_starts_one_daemon_a_second_is_refused_and_a_killed_ones_socket_is_taken_
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
     let rt = runtime.display().to_string();
     let with_rt = || cmd.cmd().env("XDG_RUNTIME_DIR", &rt);
-    with_rt()
-        .args([
+    let echo = |message: &str| {
+        let arguments = format!(r#"{{"message": "{message}"}}"#);
+        with_rt().args([
             "--config",
             "config.json",
             "call",
             "fault",
             "echo",
-            r#"{"message": "x"}"#,
+            &arguments,
         ])
-        .args(["--daemon", "auto"])
-        .run();
+    };
+    echo("x").args(["--daemon", "auto"]).run();
     let listed = with_rt().args(["daemon", "status", "--json"]).run().json();
     let daemon = listed["gateways"][0].clone();
     assert_eq!(daemon["kind"], "daemon", "{listed}");
@@ -287,27 +288,8 @@ fn auto_starts_one_daemon_a_second_is_refused_and_a_killed_ones_socket_is_taken_
     // new daemon takes the socket over.
     kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
     eventually(10, "the daemon is gone", || pid_gone(pid));
-    with_rt()
-        .args([
-            "--config",
-            "config.json",
-            "call",
-            "fault",
-            "echo",
-            r#"{"message": "y"}"#,
-        ])
-        .run();
-    with_rt()
-        .args([
-            "--config",
-            "config.json",
-            "call",
-            "fault",
-            "echo",
-            r#"{"message": "z"}"#,
-        ])
-        .args(["--daemon", "auto"])
-        .run();
+    echo("y").run();
+    echo("z").args(["--daemon", "auto"]).run();
     let again = with_rt().args(["daemon", "status", "--json"]).run().json();
     let new_pid = again["gateways"][0]["pid"].as_i64().unwrap() as i32;
     assert_ne!(new_pid, pid);
