@@ -77,6 +77,21 @@ fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
     argv
 }
 
+/// `serve --http` on a free loopback port, once it listens: the process and its `/mcp` URL.
+fn http_gateway(cmd: &Cmd, extra: &[&str]) -> (Running, String) {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let running = cmd
+        .cmd()
+        .args(["--config", "config.json", "serve", "--http", &addr])
+        .args(extra)
+        .stderr_any()
+        .spawn();
+    eventually(20, "the gateway listens", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    (running, format!("http://{addr}/mcp"))
+}
+
 fn deny_command(dir: &Path) -> String {
     format!(
         "{BIN} --config {} tool deny fault add",
@@ -184,25 +199,7 @@ fn full_mode_over_stdio_with_the_python_sdk() {
 fn full_mode_over_streamable_http_and_sigterm_stops_everything() {
     let cmd = project();
     let dir = cmd.dir().to_path_buf();
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let running = cmd
-        .cmd()
-        .args([
-            "--config",
-            "config.json",
-            "serve",
-            "--mode",
-            "full",
-            "--http",
-            &addr,
-        ])
-        .stderr_any()
-        .spawn();
-    eventually(20, "the gateway listens", || {
-        std::net::TcpStream::connect(&addr).is_ok()
-    });
-    let url = format!("http://{addr}/mcp");
+    let (running, url) = http_gateway(&cmd, &["--mode", "full"]);
     let deny = deny_command(&dir);
     let seen = drive(&dir, &["full", "--http", &url, "--deny-cmd", &deny]);
     check_full(&seen, &dir);
@@ -488,6 +485,84 @@ fn the_mcp_inspector_cli_lists_and_calls_over_stdio_and_http() {
         names,
         ["search_tools", "describe_tool", "call_tool", "discover"]
     );
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    running.wait();
+}
+
+/// What a raw client (no SDK types) sees of `tool`, over `--http URL` or stdio.
+fn raw_client(dir: &Path, tool: &str, transport: &[&str]) -> Value {
+    let script = manifest_dir().join("tests/fixtures/raw_client.py");
+    let output = Command::new(sdk_python())
+        .arg(script)
+        .args(["--tool", tool])
+        .args(transport)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .expect("run the raw client");
+    assert!(
+        output.status.success(),
+        "the raw client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the raw client prints JSON")
+}
+
+#[test]
+fn every_field_of_upstream_tools_and_results_passes_over_http_and_stdio() {
+    let cmd = Cmd::new().file(
+        "tools.json",
+        &json!([{
+            "name": "future",
+            "description": "A tool from a later revision.",
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "optional"},
+            "x-later": {"a": 1},
+            "_meta": {"vendor/key": "v"},
+            "x-result": {
+                "content": [{"type": "text", "text": "t"}, {"type": "hologram", "depth": 3}],
+                "x-extra": true,
+            },
+        }])
+        .to_string(),
+    );
+    let tools = cmd.path("tools.json").display().to_string();
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "up": fault(&["--only-file-tools", "--tools-file", &tools]),
+    }}));
+    let dir = cmd.dir().to_path_buf();
+    let check = |seen: &Value, how: &str| {
+        let tool = &seen["tools"][0];
+        assert_eq!(tool["name"], "up__future", "{how}: {seen}");
+        assert_eq!(
+            tool["execution"],
+            json!({"taskSupport": "optional"}),
+            "{how}: {tool}"
+        );
+        assert_eq!(tool["x-later"], json!({"a": 1}), "{how}: {tool}");
+        assert_eq!(tool["_meta"], json!({"vendor/key": "v"}), "{how}: {tool}");
+        let result = &seen["result"];
+        assert_eq!(
+            result["content"][1],
+            json!({"type": "hologram", "depth": 3}),
+            "{how}: {result}"
+        );
+        assert_eq!(result["x-extra"], true, "{how}: {result}");
+        assert!(
+            !seen.to_string().contains("mcp-launch/raw"),
+            "{how}: {seen}"
+        );
+    };
+    let gateway = stdio_gateway(&dir, &["--mode", "full"]);
+    let mut stdio = vec!["--"];
+    // Its command line, without the driver's `--stdio` flag.
+    stdio.extend(gateway[1..].iter().map(String::as_str));
+    check(&raw_client(&dir, "up__future", &stdio), "stdio");
+
+    let (running, url) = http_gateway(&cmd, &["--mode", "full"]);
+    check(&raw_client(&dir, "up__future", &["--http", &url]), "http");
     kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
     running.wait();
 }

@@ -3,9 +3,8 @@
 //! here, `Origin` (DNS-rebinding protection); it handles `Mcp-Session-Id`, SSE responses,
 //! the GET stream and DELETE.
 //!
-//! Known gap: rmcp's HTTP service takes a `ServerHandler`, so tool lists and results travel
-//! through its typed structs here and lose fields they do not know (`execution`, new content
-//! kinds); stdio keeps them (see the parent module).
+//! rmcp's HTTP service takes a `ServerHandler`, so tool lists and results travel through its
+//! typed structs carried under a private key, and `raw::restore` puts them back whole.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,6 +65,7 @@ pub async fn serve_http(
     let key = Arc::new(options.api_key.unwrap_or_default());
     let app = Router::new()
         .nest_service("/mcp", service)
+        .layer(middleware::from_fn(super::raw::restore))
         .layer(middleware::from_fn_with_state(key, require_key));
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { stop.cancelled().await })

@@ -6,7 +6,9 @@
 //! content kinds, `_meta` members), so tool lists and call results do not pass through them:
 //! the handler keeps the raw answer per request id, rmcp's blanket handler does the protocol
 //! work (negotiation, per-request metadata) on a typed placeholder, and [`Wire`] sends the
-//! placeholder's fields overlaid with the raw answer's.
+//! placeholder's fields overlaid with the raw answer's. Over HTTP, where rmcp takes the
+//! handler itself, the placeholder carries the raw answer and a response layer puts it back
+//! (`raw`).
 //!
 //! Logging and `resources/subscribe` are deprecated in the 2026 revision (SEP-2577) but live
 //! in the 2025 era, which clients still speak: they are passed on.
@@ -40,6 +42,7 @@ use super::{Caller, Event, Gateway, Progress};
 
 mod http;
 mod link;
+mod raw;
 pub use http::{serve_http, HttpOptions};
 
 /// Serves the gateway over stdin/stdout until the client closes stdin (or `stop` fires).
@@ -210,11 +213,11 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         {
-            let tools = json!({"tools": self.gateway.list_tools().await});
+            let tools = self.gateway.list_tools().await;
             if !self.keep_raw {
-                return typed(tools);
+                return typed(raw::carry_tools(tools));
             }
-            self.keep(&context.id, tools);
+            self.keep(&context.id, json!({ "tools": tools }));
             // The placeholder only carries what rmcp adds; the raw list replaces its tools.
             typed(json!({"tools": []}))
         }
@@ -255,7 +258,7 @@ impl ServerHandler for Handler {
                 Err(error) => tool_error(&error)?,
             };
             if !self.keep_raw {
-                return typed(raw).map(CallToolResponse::Complete);
+                return typed(raw::carry_result(raw)).map(CallToolResponse::Complete);
             }
             self.keep(&context.id, raw);
             Ok(CallToolResponse::Complete(CallToolResult::success(
