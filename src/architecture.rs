@@ -12,6 +12,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("duration", 0),
     ("files", 0),
     ("backoff", 0),
+    ("memory", 0),
     ("output", 1),
     ("process", 1),
     ("config", 1),

@@ -12,6 +12,7 @@
 //! - [`backoff`]: the one backoff (exponential delays between attempts).
 //! - [`duration`]: the one checked reader of durations from flags and environment variables.
 //! - [`files`]: the one atomic writer (temporary file, fsync, rename).
+//! - [`memory`]: freed heap pages given back to the system (long-lived processes).
 //! - [`gateway`]: `mcp-launch serve`, one MCP server in front of every configured server.
 //! - [`launch`]: stacks — controllers, the front proxy, the merged OpenAPI, tunnels, state and
 //!   supervision.
@@ -36,6 +37,7 @@ pub mod files;
 pub mod gateway;
 pub mod launch;
 pub mod mcp;
+pub mod memory;
 pub mod output;
 pub mod pool;
 pub mod process;

@@ -130,6 +130,8 @@ struct Inner {
     callers: Arc<Callers>,
     /// The log level a client asked for, passed to every server that starts.
     log_level: std::sync::Mutex<Option<Value>>,
+    /// A release of freed memory is scheduled.
+    releasing: std::sync::atomic::AtomicBool,
     shutdown: CancellationToken,
 }
 
@@ -180,6 +182,7 @@ impl Gateway {
                 changed: broadcast::channel(64).0,
                 next_token: AtomicU64::new(1),
                 log_level: std::sync::Mutex::new(None),
+                releasing: std::sync::atomic::AtomicBool::new(false),
                 callers,
                 shutdown: CancellationToken::new(),
                 options,
@@ -192,6 +195,8 @@ impl Gateway {
         gateway.wait_settled().await;
         let sparse = choose_mode(&gateway.inner.options, &gateway.catalog());
         gateway.inner.sparse.store(sparse, Ordering::Relaxed);
+        // What loading the index and building the catalog freed is not ours to keep.
+        crate::memory::release_freed();
         tokio::spawn(gateway.clone().watch_overrides());
         Ok(gateway)
     }
@@ -242,6 +247,7 @@ impl Gateway {
         self.wait_settled().await;
         let catalog = self.catalog();
         if !self.is_sparse() {
+            self.release_after_answer();
             return catalog
                 .tools()
                 .iter()
@@ -255,6 +261,20 @@ impl Gateway {
             }
         }
         tools
+    }
+
+    /// Once the answer under way has been sent (a full list is copied and serialised on its
+    /// way out), gives the freed pages back: an idle gateway stays small. One at a time.
+    fn release_after_answer(&self) {
+        if self.inner.releasing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let gateway = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            gateway.inner.releasing.store(false, Ordering::Release);
+            tokio::task::spawn_blocking(crate::memory::release_freed).await.ok();
+        });
     }
 
     async fn wait_settled(&self) {
@@ -412,6 +432,8 @@ impl Gateway {
             tracing::info!("the tools changed; telling clients");
             let _ = self.inner.changed.send(Event::Tools);
         }
+        // The catalog it replaced is freed once the requests holding it end.
+        self.release_after_answer();
     }
 
     /// What clients see of the tool list, to tell whether it changed.
