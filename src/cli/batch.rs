@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 
 use crate::config::Loaded;
-use crate::gateway::daemon::CallRequest;
+use crate::gateway::daemon::{CallRequest, Client};
 use crate::gateway::{Budget, Gateway, GatewayOptions, Mode};
 use crate::mcp::ConnectOptions;
 use crate::output;
@@ -41,72 +41,114 @@ pub(super) async fn run(
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| plan(i + 1, l, &loaded, &overrides, args.timeout))
         .collect();
-    let mut all_ok = true;
-    let mut emit = |line: &Line, mut answer: Value| {
-        all_ok &= answer["success"] == json!(true);
+    let mut printer = Printer { all_ok: true };
+    let (ready, refused): (Vec<&Line>, Vec<&Line>) = lines.iter().partition(|l| l.call.is_ok());
+    for line in refused {
+        if let Err(e) = &line.call {
+            printer.emit(line, output::error_envelope(e))?;
+        }
+    }
+    let window = usize::from(args.concurrency);
+    match daemon::client_for(&loaded, global, args.daemon).await? {
+        Some(mut client) => through_daemon(&mut client, &ready, window, &mut printer).await?,
+        None => in_process(&loaded, args.timeout, &ready, window, &mut printer).await?,
+    }
+    Ok(if printer.all_ok {
+        Outcome::Success
+    } else {
+        Outcome::Failed
+    })
+}
+
+/// Prints one answer per line, and remembers whether all succeeded.
+struct Printer {
+    all_ok: bool,
+}
+
+impl Printer {
+    fn emit(&mut self, line: &Line, mut answer: Value) -> std::io::Result<()> {
+        self.all_ok &= answer["success"] == json!(true);
         answer["line"] = json!(line.number);
         if !line.id.is_null() {
             answer["id"] = line.id.clone();
         }
         output::print_json_line(&answer)
-    };
-    let answer = |line: &Line, outcome: Result<Value, CliError>| match (outcome, &line.call) {
-        (Ok(result), Ok(call)) => result_json(&call.server, &call.tool, result),
-        (Ok(result), Err(_)) => json!({"success": true, "result": result}),
-        (Err(e), _) => output::error_envelope(&e),
-    };
-    let (ready, refused): (Vec<&Line>, Vec<&Line>) = lines.iter().partition(|l| l.call.is_ok());
-    for line in refused {
-        if let Err(e) = &line.call {
-            emit(line, output::error_envelope(e))?;
-        }
     }
-    let calls: Vec<CallRequest> = ready
+
+    fn answer(&mut self, line: &Line, outcome: Result<Value, CliError>) -> std::io::Result<()> {
+        let answer = match (outcome, &line.call) {
+            (Ok(result), Ok(call)) => result_json(&call.server, &call.tool, result),
+            (Ok(result), Err(_)) => json!({"success": true, "result": result}),
+            (Err(e), _) => output::error_envelope(&e),
+        };
+        self.emit(line, answer)
+    }
+}
+
+fn calls(ready: &[&Line]) -> Vec<CallRequest> {
+    ready
         .iter()
         .filter_map(|l| l.call.as_ref().ok().cloned())
-        .collect();
-    let window = usize::from(args.concurrency);
-    match daemon::client_for(&loaded, global, args.daemon).await? {
-        Some(mut client) => {
-            let mut failed = None;
-            client
-                .batch(&calls, window, |i, outcome| {
-                    let line = ready[i];
-                    if let Err(e) = emit(line, answer(line, outcome.map_err(daemon_error))) {
-                        failed.get_or_insert(e);
-                    }
-                })
-                .await
-                .map_err(daemon_error)?;
-            if let Some(e) = failed {
-                return Err(CliError::Output(e));
+        .collect()
+}
+
+async fn through_daemon(
+    client: &mut Client,
+    ready: &[&Line],
+    window: usize,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let mut failed = None;
+    client
+        .batch(&calls(ready), window, |i, outcome| {
+            if let Err(e) = printer.answer(ready[i], outcome.map_err(daemon_error)) {
+                failed.get_or_insert(e);
             }
-        }
-        None => {
-            let gateway = in_process(&loaded, args.timeout).await?;
-            let mut answers = futures_util::stream::iter(calls.into_iter().enumerate())
-                .map(|(i, c)| {
-                    let gateway = gateway.clone();
-                    async move {
-                        let outcome = gateway
-                            .call_server_tool(&c.server, &c.tool, c.arguments, Some(c.timeout))
-                            .await;
-                        (i, outcome.map_err(CliError::from))
-                    }
-                })
-                .buffer_unordered(window);
-            while let Some((i, outcome)) = answers.next().await {
-                emit(ready[i], answer(ready[i], outcome))?;
+        })
+        .await
+        .map_err(daemon_error)?;
+    failed.map_or(Ok(()), |e| Err(CliError::Output(e)))
+}
+
+/// Without a daemon: a gateway in this process, every configured server started on first use.
+async fn in_process(
+    loaded: &Loaded,
+    call_timeout: Duration,
+    ready: &[&Line],
+    window: usize,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let options = GatewayOptions {
+        mode: Mode::Full,
+        idle: None,
+        always_on: Vec::new(),
+        pins: Vec::new(),
+        passthrough: false,
+        list_wait: Duration::ZERO,
+        call_timeout,
+        connect: ConnectOptions::from_env(),
+        budget: Budget::default(),
+        project_dir: ".".into(),
+    };
+    let gateway = Gateway::start(loaded.servers().cloned().collect(), options).await?;
+    let mut answers = futures_util::stream::iter(calls(ready).into_iter().enumerate())
+        .map(|(i, c)| {
+            let gateway = gateway.clone();
+            async move {
+                let outcome = gateway
+                    .call_server_tool(&c.server, &c.tool, c.arguments, Some(c.timeout))
+                    .await;
+                (i, outcome.map_err(CliError::from))
             }
-            drop(answers);
-            gateway.shutdown().await;
-        }
+        })
+        .buffer_unordered(window);
+    let mut printed = Ok(());
+    while let Some((i, outcome)) = answers.next().await {
+        printed = printed.and(printer.answer(ready[i], outcome));
     }
-    Ok(if all_ok {
-        Outcome::Success
-    } else {
-        Outcome::Failed
-    })
+    drop(answers);
+    gateway.shutdown().await;
+    printed.map_err(CliError::Output)
 }
 
 async fn read(file: &Path) -> Result<String, CliError> {
@@ -179,21 +221,4 @@ fn plan(
         })
     });
     Line { number, id, call }
-}
-
-/// A gateway in this process: every configured server, started on first use.
-async fn in_process(loaded: &Loaded, call_timeout: Duration) -> Result<Gateway, CliError> {
-    let options = GatewayOptions {
-        mode: Mode::Full,
-        idle: None,
-        always_on: Vec::new(),
-        pins: Vec::new(),
-        passthrough: false,
-        list_wait: Duration::ZERO,
-        call_timeout,
-        connect: ConnectOptions::from_env(),
-        budget: Budget::default(),
-        project_dir: ".".into(),
-    };
-    Ok(Gateway::start(loaded.servers().cloned().collect(), options).await?)
 }

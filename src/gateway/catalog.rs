@@ -51,6 +51,8 @@ pub struct Catalog {
     denied: HashMap<String, (String, String)>,
     servers: Vec<ServerSummary>,
     search: SearchIndex,
+    /// The definitions, serialised once: full mode's `tools/list` answer is spliced from it.
+    tools_json: std::sync::Arc<str>,
 }
 
 impl Catalog {
@@ -76,6 +78,7 @@ impl Catalog {
             denied: HashMap::new(),
             servers: Vec::new(),
             search: SearchIndex::build(Vec::new()),
+            tools_json: std::sync::Arc::from("[]"),
         };
         for (report, tools) in reports.iter().zip(exposed) {
             let mut allowed = 0;
@@ -110,7 +113,16 @@ impl Catalog {
             .map(|t| ToolDoc::from_definition(&t.server, &with_name(&t.definition, &t.tool)))
             .collect();
         catalog.search = SearchIndex::build(docs);
+        let definitions: Vec<&Value> = catalog.tools.iter().map(|t| &t.definition).collect();
+        catalog.tools_json = serde_json::to_string(&definitions)
+            .unwrap_or_else(|_| "[]".into())
+            .into();
         catalog
+    }
+
+    /// Every definition as one serialised JSON array.
+    pub fn tools_json(&self) -> std::sync::Arc<str> {
+        std::sync::Arc::clone(&self.tools_json)
     }
 
     /// Every tool, in order.

@@ -245,9 +245,32 @@ impl Gateway {
     /// (a bounded time) for servers still being checked.
     pub async fn list_tools(&self) -> Vec<Value> {
         self.wait_settled().await;
-        let catalog = self.catalog();
+        self.tools_now()
+    }
+
+    /// Readies a `tools/list` answer whose tools the wire splices in from
+    /// [`Gateway::tools_json_now`] on its way out (a large list is not copied per request): waits
+    /// (a bounded time) for servers still being checked.
+    pub async fn prepare_list(&self) {
+        self.wait_settled().await;
         if !self.is_sparse() {
             self.release_after_answer();
+        }
+    }
+
+    /// The tools as they are now, serialised: in full mode the catalog's own copy.
+    pub fn tools_json_now(&self) -> Arc<str> {
+        if !self.is_sparse() {
+            return self.catalog().tools_json();
+        }
+        serde_json::to_string(&self.tools_now())
+            .unwrap_or_else(|_| "[]".into())
+            .into()
+    }
+
+    fn tools_now(&self) -> Vec<Value> {
+        let catalog = self.catalog();
+        if !self.is_sparse() {
             return catalog
                 .tools()
                 .iter()
@@ -273,7 +296,9 @@ impl Gateway {
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(250)).await;
             gateway.inner.releasing.store(false, Ordering::Release);
-            tokio::task::spawn_blocking(crate::memory::release_freed).await.ok();
+            tokio::task::spawn_blocking(crate::memory::release_freed)
+                .await
+                .ok();
         });
     }
 
@@ -438,18 +463,7 @@ impl Gateway {
 
     /// What clients see of the tool list, to tell whether it changed.
     fn list_fingerprint(&self) -> u64 {
-        let catalog = self.catalog();
-        let text = if self.is_sparse() {
-            json!(sparse::tools(&catalog)).to_string()
-        } else {
-            json!(catalog
-                .tools()
-                .iter()
-                .map(|t| &t.definition)
-                .collect::<Vec<_>>())
-            .to_string()
-        };
-        tool_catalog::fnv1a(text.as_bytes())
+        tool_catalog::fnv1a(self.tools_json_now().as_bytes())
     }
 
     /// Rebuilds when `overrides.json` changes (`tool deny` in another terminal, the TUI).
@@ -496,6 +510,8 @@ impl Gateway {
         let timeout = self.inner.options.connect.list_timeout;
         let (info, list) = match upstream.list_tools(timeout).await {
             Ok(listed) => listed,
+            // Stopping: nothing to re-list for.
+            Err(_) if self.inner.pool.is_closing() => return,
             Err(e) => {
                 tracing::warn!(server, error = %e, "cannot re-list the tools");
                 return;

@@ -40,7 +40,7 @@ pub(crate) async fn start(
     url: &str,
     headers: &[(String, String)],
     peer: Arc<Peer>,
-    mut outbox: mpsc::Receiver<Value>,
+    outbox: mpsc::Receiver<Value>,
     opts: &ConnectOptions,
 ) -> Result<Handle, McpError> {
     let headers = header_map(url, headers)?;
@@ -61,81 +61,107 @@ pub(crate) async fn start(
     }
     let mut events = cap_events(resp.bytes_stream(), url, opts.limits.message_bytes).eventsource();
     let wait = opts.fast_window + opts.slow_window;
-    let endpoint = tokio::time::timeout(wait, async {
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(event) if event.event == "endpoint" => return Ok(event.data),
-                Ok(_) => continue,
-                Err(e) => return Err(connect_error(format!("SSE stream broke: {e}"))),
-            }
-        }
-        Err(connect_error(
-            "SSE stream ended before the endpoint event".into(),
-        ))
-    })
-    .await
-    .map_err(|_| connect_error(format!("no endpoint event within {}s", wait.as_secs())))??;
+    let endpoint = tokio::time::timeout(wait, endpoint_event(&mut events, url))
+        .await
+        .map_err(|_| connect_error(format!("no endpoint event within {}s", wait.as_secs())))??;
     let base = reqwest::Url::parse(url).map_err(|e| connect_error(e.to_string()))?;
     let post_url = base
         .join(endpoint.trim())
         .map_err(|e| connect_error(format!("bad endpoint {endpoint:?}: {e}")))?;
     tracing::debug!(post_url = %super::redact::url(post_url.as_str()), "legacy SSE endpoint");
-
-    let reader = {
-        let peer = Arc::clone(&peer);
-        let url = url.to_string();
-        tokio::spawn(async move {
-            while let Some(event) = events.next().await {
-                match event {
-                    Ok(event) if event.event == "message" || event.event.is_empty() => {
-                        match serde_json::from_str::<Value>(&event.data) {
-                            Ok(value) => peer.handle(value),
-                            Err(_) => {
-                                tracing::debug!(data = %event.data, "skipped non-JSON SSE event")
-                            }
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::debug!(error = %e, "SSE stream broke");
-                        break;
-                    }
-                }
-            }
-            peer.close(CloseReason::Disconnected {
-                url,
-                message: "the SSE stream ended".into(),
-            });
-        }
-        .in_current_span())
+    let reader =
+        tokio::spawn(read_messages(events, Arc::clone(&peer), url.to_string()).in_current_span());
+    let posts = Posts {
+        client,
+        url: post_url,
+        headers,
     };
-    let writer = tokio::spawn(
-        async move {
-            while let Some(msg) = outbox.recv().await {
-                let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
-                let sent = client
-                    .post(post_url.clone())
-                    .headers(headers.clone())
-                    .json(&msg)
-                    .send()
-                    .await;
-                let error = match sent {
-                    Ok(resp) if resp.status().is_success() => continue,
-                    Ok(resp) => http_error(post_url.as_str(), resp).await,
-                    Err(e) => McpError::Connect {
-                        url: post_url.to_string(),
-                        message: error_chain(&e.without_url()),
-                    },
-                };
-                match request_id {
-                    Some(id) => peer.fail(id, error),
-                    None => tracing::debug!(%error, "SSE POST failed"),
-                }
-            }
-        }
-        .in_current_span(),
-    );
+    let writer = tokio::spawn(posts.send_all(outbox, peer).in_current_span());
     Ok(Handle {
         tasks: vec![reader, writer],
     })
+}
+
+/// The first `endpoint` event's data: where messages are POSTed.
+async fn endpoint_event<S, E>(events: &mut S, url: &str) -> Result<String, McpError>
+where
+    S: futures_util::Stream<Item = Result<eventsource_stream::Event, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    let connect_error = |message: String| McpError::Connect {
+        url: url.to_string(),
+        message,
+    };
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) if event.event == "endpoint" => return Ok(event.data),
+            Ok(_) => continue,
+            Err(e) => return Err(connect_error(format!("SSE stream broke: {e}"))),
+        }
+    }
+    Err(connect_error(
+        "SSE stream ended before the endpoint event".into(),
+    ))
+}
+
+/// Hands each `message` event to `peer` until the stream ends, then closes the peer.
+async fn read_messages<S, E>(mut events: S, peer: Arc<Peer>, url: String)
+where
+    S: futures_util::Stream<Item = Result<eventsource_stream::Event, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) if event.event == "message" || event.event.is_empty() => {
+                match serde_json::from_str::<Value>(&event.data) {
+                    Ok(value) => peer.handle(value),
+                    Err(_) => tracing::debug!(data = %event.data, "skipped non-JSON SSE event"),
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "SSE stream broke");
+                break;
+            }
+        }
+    }
+    peer.close(CloseReason::Disconnected {
+        url,
+        message: "the SSE stream ended".into(),
+    });
+}
+
+/// Where and how messages are POSTed.
+struct Posts {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    headers: reqwest::header::HeaderMap,
+}
+
+impl Posts {
+    /// POSTs each message of `outbox`; a request whose POST fails fails at once.
+    async fn send_all(self, mut outbox: mpsc::Receiver<Value>, peer: Arc<Peer>) {
+        while let Some(msg) = outbox.recv().await {
+            let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
+            let sent = self
+                .client
+                .post(self.url.clone())
+                .headers(self.headers.clone())
+                .json(&msg)
+                .send()
+                .await;
+            let error = match sent {
+                Ok(resp) if resp.status().is_success() => continue,
+                Ok(resp) => http_error(self.url.as_str(), resp).await,
+                Err(e) => McpError::Connect {
+                    url: self.url.to_string(),
+                    message: error_chain(&e.without_url()),
+                },
+            };
+            match request_id {
+                Some(id) => peer.fail(id, error),
+                None => tracing::debug!(%error, "SSE POST failed"),
+            }
+        }
+    }
 }

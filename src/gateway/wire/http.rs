@@ -57,6 +57,7 @@ pub async fn serve_http(
         let host = options.addr.ip().to_string();
         config = config.with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), host]);
     }
+    let spliced = gateway.clone();
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
         Arc::new(LocalSessionManager::default()),
@@ -65,7 +66,7 @@ pub async fn serve_http(
     let key = Arc::new(options.api_key.unwrap_or_default());
     let app = Router::new()
         .nest_service("/mcp", service)
-        .layer(middleware::from_fn(super::raw::restore))
+        .layer(middleware::from_fn_with_state(spliced, super::raw::restore))
         .layer(middleware::from_fn_with_state(key, require_key));
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { stop.cancelled().await })

@@ -51,8 +51,9 @@ pub async fn serve_stdio(
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), std::io::Error> {
     use rmcp::ServiceExt;
+    let stdout = raw::SplicingWriter::new(tokio::io::stdout(), gateway.clone());
     let running = Wire::new(gateway)
-        .serve_with_ct(rmcp::transport::stdio(), stop)
+        .serve_with_ct((tokio::io::stdin(), stdout), stop)
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     running.waiting().await.map_err(std::io::Error::other)?;
@@ -112,10 +113,7 @@ impl Service<RoleServer> for Wire {
         request: <RoleServer as ServiceRole>::PeerReq,
         context: RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
-        let raw_answer = matches!(
-            request,
-            ClientRequest::ListToolsRequest(_) | ClientRequest::CallToolRequest(_)
-        );
+        let raw_answer = matches!(request, ClientRequest::CallToolRequest(_));
         let id = context.id.clone();
         let result = Service::handle_request(&self.0, request, context).await;
         let raw = self.0.take(&id);
@@ -210,17 +208,11 @@ impl ServerHandler for Handler {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        {
-            let tools = self.gateway.list_tools().await;
-            if !self.keep_raw {
-                return typed(raw::carry_tools(tools));
-            }
-            self.keep(&context.id, json!({ "tools": tools }));
-            // The placeholder only carries what rmcp adds; the raw list replaces its tools.
-            typed(json!({"tools": []}))
-        }
+        // The tools are spliced in on the way out (`raw`): no copy of the catalog per request.
+        self.gateway.prepare_list().await;
+        typed(raw::list_placeholder())
     }
 
     async fn call_tool(

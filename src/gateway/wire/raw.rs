@@ -1,145 +1,88 @@
-//! Raw tool lists and results over HTTP. rmcp's HTTP service takes a `ServerHandler`, whose
-//! typed `Tool` and `CallToolResult` drop what they do not know (`execution`, new content
-//! kinds). So over HTTP the handler answers with a typed placeholder that carries the raw
-//! answer under a private `_meta` key ([`carry_tools`], [`carry_result`]), and a layer on the
-//! response ([`restore`]) puts the raw answer back — in JSON bodies and in each SSE event —
-//! before the bytes leave. The private key never reaches a client.
+//! Tool lists and results as the upstreams sent them, without copying large lists per
+//! request. rmcp serialises typed results, whose `Tool` and `CallToolResult` drop what they do
+//! not know (`execution`, new content kinds), and a `Value` answer would be a deep copy of the
+//! whole catalog per `tools/list`. So the handler answers with small placeholders, and the
+//! bytes on their way out are spliced ([`splice`]):
+//! - a `tools/list` answer is marked ([`list_placeholder`]) and gets the catalog's serialised
+//!   tools put in (the catalog keeps one serialised copy);
+//! - a call result over HTTP carries the raw result under a private `_meta` key
+//!   ([`carry_result`]) and gets it back whole.
+//!
+//! The splice runs per message: on stdio in [`SplicingWriter`] (each message is one line), on
+//! HTTP in the [`restore`] layer (a JSON body, or each SSE `data:` line). The private keys never
+//! reach a client.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::middleware::Next;
 use axum::response::Response;
 use futures_util::StreamExt;
+use memchr::memmem;
 use serde_json::{json, Map, Value};
+use tokio::io::AsyncWrite;
 
-/// The private `_meta` key the raw answer travels under.
-const MARK: &str = "io.github.mcp-launch/raw";
+use crate::gateway::Gateway;
 
-/// The largest JSON body rewritten (larger ones cannot carry a mark: tool results are capped
-/// below this by the message limit).
+/// The private `_meta` key a carried raw answer travels under.
+const CARRIED: &str = "io.github.mcp-launch/raw";
+/// The private `_meta` key that marks a `tools/list` answer to splice the tools into.
+const LIST: &str = "io.github.mcp-launch/tools";
+/// Stands for the tools array while the answer is serialised (JSON escapes the NULs).
+const SLOT: &str = "\u{0}tools\u{0}";
+
+/// The largest JSON body rewritten.
 const MAX_JSON_BODY: usize = 256 * 1024 * 1024;
+/// Output held back while the reader is slow, before writes wait.
+const MAX_BUFFERED: usize = 1024 * 1024;
 
-/// `{"tools": [...]}` of placeholders, each carrying its raw tool.
-pub fn carry_tools(tools: Vec<Value>) -> Value {
-    let placeholders: Vec<Value> = tools
-        .into_iter()
-        .map(|tool| {
-            let name = tool.get("name").cloned().unwrap_or(Value::Null);
-            json!({"name": name, "inputSchema": {"type": "object"}, "_meta": {MARK: tool}})
-        })
-        .collect();
-    json!({ "tools": placeholders })
+/// A `tools/list` placeholder: no tools, the mark.
+pub fn list_placeholder() -> Value {
+    json!({"tools": [], "_meta": {LIST: true}})
 }
 
 /// A call result's placeholder, carrying the raw result.
 pub fn carry_result(result: Value) -> Value {
-    json!({"content": [], "_meta": {MARK: result}})
+    json!({"content": [], "_meta": {CARRIED: result}})
 }
 
-/// The layer: the response with every carried answer restored.
-pub async fn restore(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
-    let kind = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let (parts, body) = response.into_parts();
-    let body = if kind.starts_with("application/json") {
-        match axum::body::to_bytes(body, MAX_JSON_BODY).await {
-            Ok(bytes) => Body::from(restore_json(bytes)),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read a response body");
-                Body::empty()
-            }
-        }
-    } else if kind.starts_with("text/event-stream") {
-        restore_events(body)
-    } else {
-        body
-    };
-    let mut response = Response::from_parts(parts, body);
-    response
-        .headers_mut()
-        .remove(axum::http::header::CONTENT_LENGTH);
-    response
-}
+/// The serialised tools a list answer gets.
+type Tools<'a> = &'a dyn Fn() -> std::sync::Arc<str>;
 
-fn restore_json(bytes: Bytes) -> Bytes {
-    if !contains_mark(&bytes) {
-        return bytes;
+/// One outgoing message, spliced: `None` when there is nothing to do.
+fn splice(message: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
+    let listed = memmem::find(message, LIST.as_bytes()).is_some();
+    let carried = memmem::find(message, CARRIED.as_bytes()).is_some();
+    if !listed && !carried {
+        return None;
     }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(mut message) => {
-            restore_message(&mut message);
-            Bytes::from(message.to_string())
-        }
-        Err(_) => bytes,
+    let mut value: Value = serde_json::from_slice(message).ok()?;
+    let result = value.get_mut("result")?;
+    if carried {
+        put_back_carried(result);
     }
-}
-
-/// An SSE body with each `data:` line's message restored, line by line as it streams.
-fn restore_events(body: Body) -> Body {
-    let mut pending: Vec<u8> = Vec::new();
-    let lines = body.into_data_stream().map(move |chunk| {
-        let chunk = chunk?;
-        pending.extend_from_slice(&chunk);
-        let Some(end) = pending.iter().rposition(|b| *b == b'\n') else {
-            return Ok::<_, axum::Error>(Bytes::new());
-        };
-        let complete: Vec<u8> = pending.drain(..=end).collect();
-        Ok(Bytes::from(restore_lines(&complete)))
-    });
-    Body::from_stream(lines)
-}
-
-/// Complete lines (ending in `\n`), each `data:` line with a mark restored.
-fn restore_lines(text: &[u8]) -> Vec<u8> {
-    if !contains_mark(text) {
-        return text.to_vec();
+    if !listed || take_mark(result, LIST).is_none() {
+        return Some(value.to_string().into_bytes());
     }
-    let mut out = Vec::with_capacity(text.len());
-    for line in text.split_inclusive(|b| *b == b'\n') {
-        let restored = line
-            .strip_prefix(b"data:")
-            .filter(|data| contains_mark(data))
-            .and_then(|data| serde_json::from_slice::<Value>(data.trim_ascii()).ok())
-            .map(|mut message| {
-                restore_message(&mut message);
-                format!("data: {message}\n").into_bytes()
-            });
-        out.extend_from_slice(restored.as_deref().unwrap_or(line));
-    }
-    out
+    result["tools"] = Value::String(SLOT.into());
+    let text = value.to_string();
+    Some(
+        text.replacen(r#""\u0000tools\u0000""#, &tools(), 1)
+            .into_bytes(),
+    )
 }
 
-fn contains_mark(bytes: &[u8]) -> bool {
-    bytes.windows(MARK.len()).any(|w| w == MARK.as_bytes())
-}
-
-/// A JSON-RPC message with its result's carried answers put back.
-fn restore_message(message: &mut Value) {
-    let Some(result) = message.get_mut("result") else {
-        return;
-    };
-    if let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) {
-        tools.iter_mut().for_each(restore_one);
-    }
-    restore_one(result);
-}
-
-/// The placeholder's fields (what rmcp added: `resultType` for clients of the 2026 era) with
-/// the raw answer's put over them.
-fn restore_one(value: &mut Value) {
-    let Some(fields) = value.as_object_mut() else {
-        return;
-    };
-    let raw = fields
+/// Removes `key` from `value._meta` (and `_meta` when left empty).
+fn take_mark(value: &mut Value, key: &str) -> Option<Value> {
+    let fields = value.as_object_mut()?;
+    let taken = fields
         .get_mut("_meta")
         .and_then(Value::as_object_mut)
-        .and_then(|meta| meta.remove(MARK));
+        .and_then(|meta| meta.remove(key));
     if fields
         .get("_meta")
         .and_then(Value::as_object)
@@ -147,40 +90,193 @@ fn restore_one(value: &mut Value) {
     {
         fields.remove("_meta");
     }
-    if let Some(Value::Object(raw)) = raw {
-        for (key, field) in raw {
-            fields.insert(key, field);
+    taken
+}
+
+/// The placeholder's fields (what rmcp added: `resultType` for clients of the 2026 era) with
+/// the carried answer's put over them.
+fn put_back_carried(result: &mut Value) {
+    if let Some(Value::Object(raw)) = take_mark(result, CARRIED) {
+        if let Some(fields) = result.as_object_mut() {
+            for (key, field) in raw {
+                fields.insert(key, field);
+            }
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The HTTP layer: the response with every placeholder spliced.
+pub async fn restore(State(gateway): State<Gateway>, request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let kind = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let (mut parts, body) = response.into_parts();
+    let body = if kind.starts_with("application/json") {
+        match axum::body::to_bytes(body, MAX_JSON_BODY).await {
+            Ok(bytes) => {
+                let tools = || gateway.tools_json_now();
+                Body::from(splice(&bytes, &tools).map_or(bytes, Bytes::from))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read a response body");
+                Body::empty()
+            }
+        }
+    } else if kind.starts_with("text/event-stream") {
+        splice_events(body, gateway)
+    } else {
+        return Response::from_parts(parts, body);
+    };
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, body)
+}
 
-    #[test]
-    fn a_carried_tool_comes_back_whole_and_the_mark_never_leaves() {
-        let tool = json!({"name": "t", "inputSchema": {"type": "object"},
-            "execution": {"taskSupport": "optional"}, "x-new": 1, "_meta": {"k": "v"}});
-        let mut message =
-            json!({"jsonrpc": "2.0", "id": 1, "result": carry_tools(vec![tool.clone()])});
-        message["result"]["resultType"] = json!("complete");
-        let text = restore_json(Bytes::from(message.to_string()));
-        let back: Value = serde_json::from_slice(&text).unwrap();
-        assert_eq!(back["result"]["tools"][0], tool);
-        assert_eq!(back["result"]["resultType"], "complete");
-        assert!(!String::from_utf8_lossy(&text).contains(MARK));
+/// An SSE body with each `data:` line spliced, line by line as it streams.
+fn splice_events(body: Body, gateway: Gateway) -> Body {
+    let mut lines = Lines::default();
+    let stream = body.into_data_stream().map(move |chunk| {
+        let chunk = chunk?;
+        let mut out = Vec::with_capacity(chunk.len());
+        let tools = || gateway.tools_json_now();
+        lines.push(&chunk, &mut out, |line| {
+            let data = line.strip_prefix(b"data:")?;
+            let mut spliced = b"data: ".to_vec();
+            spliced.extend(splice(data.trim_ascii(), &tools)?);
+            spliced.push(b'\n');
+            Some(spliced)
+        });
+        Ok::<_, axum::Error>(Bytes::from(out))
+    });
+    Body::from_stream(stream)
+}
+
+/// Bytes cut into complete lines, each passed to a splice.
+#[derive(Default)]
+struct Lines {
+    partial: Vec<u8>,
+}
+
+impl Lines {
+    /// Appends `bytes`; each complete line (with its `\n`) goes to `out`, spliced when `edit`
+    /// returns a replacement.
+    fn push(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+        mut edit: impl FnMut(&[u8]) -> Option<Vec<u8>>,
+    ) {
+        self.partial.extend_from_slice(bytes);
+        let Some(end) = memchr::memrchr(b'\n', &self.partial) else {
+            return;
+        };
+        let complete: Vec<u8> = self.partial.drain(..=end).collect();
+        for line in complete.split_inclusive(|b| *b == b'\n') {
+            match edit(line) {
+                Some(spliced) => out.extend_from_slice(&spliced),
+                None => out.extend_from_slice(line),
+            }
+        }
     }
 
-    #[test]
-    fn sse_events_are_restored_line_by_line() {
-        let result = json!({"content": [{"type": "new-kind", "x": 1}], "isError": false});
-        let message = json!({"jsonrpc": "2.0", "id": 2, "result": carry_result(result.clone())});
-        let stream = format!("id: 0\nevent: message\ndata: {message}\n\n");
-        let out = String::from_utf8(restore_lines(stream.as_bytes())).unwrap();
-        let data = out.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
-        let back: Value = serde_json::from_str(data).unwrap();
-        assert_eq!(back["result"], result);
-        assert!(out.starts_with("id: 0\nevent: message\n") && out.ends_with("\n\n"));
+    /// What is left (a line without its `\n`), taken.
+    fn rest(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.partial)
     }
 }
+
+/// stdout for stdio: each message (one line) spliced before it is written.
+pub struct SplicingWriter<W> {
+    inner: W,
+    gateway: Gateway,
+    lines: Lines,
+    out: Vec<u8>,
+    sent: usize,
+}
+
+impl<W> SplicingWriter<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W, gateway: Gateway) -> Self {
+        SplicingWriter {
+            inner,
+            gateway,
+            lines: Lines::default(),
+            out: Vec::new(),
+            sent: 0,
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin> SplicingWriter<W> {
+    /// Writes what is buffered; `Pending` when the reader is slow.
+    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.sent < self.out.len() {
+            match Pin::new(&mut self.inner).poll_write(cx, &self.out[self.sent..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => self.sent += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        self.out.clear();
+        self.sent = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for SplicingWriter<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if let Poll::Ready(Err(e)) = this.drain(cx) {
+            return Poll::Ready(Err(e));
+        }
+        if this.out.len() - this.sent > MAX_BUFFERED {
+            // `drain` was Pending: the waker is registered.
+            return Poll::Pending;
+        }
+        let gateway = this.gateway.clone();
+        let tools = || gateway.tools_json_now();
+        this.lines
+            .push(buf, &mut this.out, |line| splice_line(line, &tools));
+        if let Poll::Ready(Err(e)) = this.drain(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let rest = this.lines.rest();
+        this.out.extend_from_slice(&rest);
+        match this.drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_flush(cx),
+            other => other,
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match Pin::new(&mut *this).poll_flush(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_shutdown(cx),
+            other => other,
+        }
+    }
+}
+
+/// A stdio line (a message and its `\n`), spliced.
+fn splice_line(line: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
+    let message = line.strip_suffix(b"\n").unwrap_or(line);
+    let mut spliced = splice(message, tools)?;
+    spliced.push(b'\n');
+    Some(spliced)
+}
+
+#[cfg(test)]
+mod tests;

@@ -15,7 +15,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::controller::mcpo::{self, ControllerError, McpoLaunch};
-use super::controller::native::bridge::Bridge;
+use super::controller::Controller;
 use super::events::Events;
 use super::front::Front;
 use super::mask::Masker;
@@ -103,37 +103,6 @@ pub struct StackPlan {
 #[derive(Clone)]
 pub struct RunningStack {
     inner: Arc<Inner>,
-}
-
-/// The stack's controller: one of the two, never both or neither.
-enum Controller {
-    /// mcpo, a process of its own that the supervisor restarts.
-    Mcpo {
-        /// How to (re)start it.
-        launch: McpoLaunch,
-        /// Its process; `None` while it is being restarted and once stopped.
-        process: Mutex<Option<ProcessGuard>>,
-    },
-    /// The native bridge, in this process.
-    Native(Bridge),
-}
-
-impl Controller {
-    /// The native bridge, when it is the controller.
-    fn bridge(&self) -> Option<&Bridge> {
-        match self {
-            Controller::Native(bridge) => Some(bridge),
-            Controller::Mcpo { .. } => None,
-        }
-    }
-
-    /// mcpo's process slot, when mcpo is the controller.
-    fn process(&self) -> Option<&Mutex<Option<ProcessGuard>>> {
-        match self {
-            Controller::Mcpo { process, .. } => Some(process),
-            Controller::Native(_) => None,
-        }
-    }
 }
 
 struct Inner {
@@ -239,29 +208,12 @@ impl RunningStack {
         inner.shutdown.cancel();
         let mut survivors = Vec::new();
         let tunnel = inner.tunnel.lock().await.take();
-        let controller = match inner.controller.process() {
-            Some(process) => process.lock().await.take(),
-            None => None,
-        };
-        for (what, guard) in [
-            ("cloudflared", tunnel.map(|t| t.guard)),
-            ("mcpo", controller),
-        ] {
-            // stop_group also ends what left the group: mcpo runs each server in a session of
-            // its own. The guard, dropped afterwards, finds nothing left to kill.
-            if let Some(pgid) = guard.as_ref().and_then(ProcessGuard::pgid) {
-                if !crate::process::stop_group(pgid, STOP_GRACE).await {
-                    survivors.push(format!("{what} (process group {pgid})"));
-                }
+        if let Some(pgid) = tunnel.as_ref().and_then(|t| t.guard.pgid()) {
+            if !crate::process::stop_group(pgid, STOP_GRACE).await {
+                survivors.push(format!("cloudflared (process group {pgid})"));
             }
         }
-        match &inner.controller {
-            Controller::Native(bridge) => bridge.shutdown().await,
-            // mcpo's config holds the servers' resolved secrets: it lives only while mcpo does.
-            Controller::Mcpo { launch, .. } => {
-                let _ = std::fs::remove_file(&launch.config);
-            }
-        }
+        survivors.extend(inner.controller.stop(STOP_GRACE).await);
         let name = inner.name.clone();
         let me = std::process::id() as i32;
         if let Err(e) = inner.state.update(|state| {

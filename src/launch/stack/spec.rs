@@ -9,7 +9,6 @@ use futures_util::FutureExt;
 
 use super::{lock, RunningStack, StackError};
 use crate::catalog::Overrides;
-use crate::launch::controller::mcpo;
 use crate::launch::front::{ReloadError, ReloadHandler};
 use crate::launch::spec::publish::{self, summary_json, Sources};
 use crate::launch::state::StackState;
@@ -20,24 +19,11 @@ impl RunningStack {
     pub async fn refresh_spec(&self, public_url: Option<String>) -> Result<StackState, StackError> {
         let inner = &self.inner;
         let names: Vec<String> = inner.served.iter().map(|e| e.name.clone()).collect();
-        let results = match inner.controller.bridge() {
-            // In this process: its documents as they are, no request to ourselves.
-            Some(bridge) => names
-                .iter()
-                .map(|name| {
-                    bridge
-                        .document(name)
-                        .ok_or_else(|| mcpo::ControllerError::Fetch {
-                            server: name.clone(),
-                            message: "not served by the native bridge".into(),
-                        })
-                })
-                .collect(),
-            None => {
-                let (base, key) = &inner.upstream;
-                mcpo::fetch_documents(&inner.client, base, key, &names).await
-            }
-        };
+        let (base, key) = &inner.upstream;
+        let results = inner
+            .controller
+            .documents(&inner.client, (base, key), &names)
+            .await;
         let overrides = Overrides::load(&inner.project_dir)?;
         let url = match public_url {
             Some(url) => url.trim_end_matches('/').to_string(),

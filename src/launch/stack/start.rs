@@ -9,13 +9,14 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    local_url, native, start_controller, start_tunnel, Controller, ControllerPlan, Inner,
-    RunningStack, StackError, StackPlan,
+    local_url, native, start_controller, start_tunnel, ControllerPlan, Inner, RunningStack,
+    StackError, StackPlan,
 };
 use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
 use crate::launch::controller::mcpo::{self, McpoLaunch};
 use crate::launch::controller::native::bridge::Bridge;
+use crate::launch::controller::Controller;
 use crate::launch::events::Events;
 use crate::launch::front::{Front, FrontConfig};
 use crate::launch::mask::Masker;
@@ -53,15 +54,7 @@ pub async fn start(
         return Err(no_servers(name, &failures));
     }
     let (controller_port, upstream) = register_secrets(&plan, &masker);
-    let front = Front::new(FrontConfig {
-        stack: name.clone(),
-        api_key: plan.api_key.clone(),
-        upstream: upstream.0.clone(),
-        upstream_key: upstream.1.clone(),
-        protect_spec: plan.protect_spec,
-        admin_token: plan.admin_token.clone(),
-        forward: crate::launch::front::ForwardLimits::from_env(),
-    })?;
+    let front = new_front(&plan, &upstream)?;
     let port = plan
         .front
         .local_addr()
@@ -88,8 +81,7 @@ pub async fn start(
     let (controller, unverified, pgid) = match controller {
         Started::Mcpo(guard, launch) => {
             let pgid = guard.pgid();
-            let process = Mutex::new(Some(guard));
-            (Controller::Mcpo { launch, process }, Vec::new(), pgid)
+            (Controller::mcpo(guard, launch), Vec::new(), pgid)
         }
         Started::Native(bridge, unverified) => {
             // In the same process: the front calls its routes directly, not over loopback.
@@ -98,23 +90,14 @@ pub async fn start(
         }
     };
     let bridge = controller.bridge().cloned();
-    record.controller_process = pgid.map(ProcessRecord::of);
-    record.tunnel_process = tunnel
-        .as_ref()
-        .and_then(|t| t.guard.pgid())
-        .map(ProcessRecord::of);
-    if let Some(url) = plan
-        .public_url
-        .clone()
-        .or_else(|| tunnel.as_ref().and_then(|t| t.url.clone()))
-    {
-        record.public_url = url;
-    }
-    record.started_at = now_rfc3339();
-    record.bridge_servers = bridge
-        .as_ref()
-        .map(native::server_states)
-        .unwrap_or_default();
+    let public_url = plan.public_url.as_deref();
+    record_started(
+        &mut record,
+        public_url,
+        pgid,
+        tunnel.as_ref(),
+        bridge.as_ref(),
+    );
     let stack = RunningStack {
         inner: Arc::new(Inner {
             name,
@@ -140,6 +123,37 @@ pub async fn start(
         native::follow_up(&stack, bridge, unverified);
     }
     Ok(stack)
+}
+
+/// The stack's front, keyed and limited as planned, forwarding to `upstream`.
+fn new_front(plan: &StackPlan, upstream: &(String, String)) -> Result<Front, StackError> {
+    Ok(Front::new(FrontConfig {
+        stack: plan.name.clone(),
+        api_key: plan.api_key.clone(),
+        upstream: upstream.0.clone(),
+        upstream_key: upstream.1.clone(),
+        protect_spec: plan.protect_spec,
+        admin_token: plan.admin_token.clone(),
+        forward: crate::launch::front::ForwardLimits::from_env(),
+    })?)
+}
+
+/// What the record learns once the controller and the tunnel run: their process groups, the
+/// public URL, the start time, the bridge's servers.
+fn record_started(
+    record: &mut StackState,
+    public_url: Option<&str>,
+    controller_pgid: Option<i32>,
+    tunnel: Option<&Tunnel>,
+    bridge: Option<&Bridge>,
+) {
+    record.controller_process = controller_pgid.map(ProcessRecord::of);
+    record.tunnel_process = tunnel.and_then(|t| t.guard.pgid()).map(ProcessRecord::of);
+    if let Some(url) = public_url.or_else(|| tunnel.and_then(|t| t.url.as_deref())) {
+        record.public_url = url.to_string();
+    }
+    record.started_at = now_rfc3339();
+    record.bridge_servers = bridge.map(native::server_states).unwrap_or_default();
 }
 
 /// What starting the controller and the tunnel share.

@@ -1,0 +1,66 @@
+use std::sync::Arc;
+
+use super::*;
+
+fn catalog() -> Arc<str> {
+    Arc::from(
+        r#"[{"name":"t","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"},"x-new":1}]"#,
+    )
+}
+
+#[test]
+fn a_list_answer_gets_the_serialised_tools_and_loses_its_mark() {
+    let mut message = json!({"jsonrpc": "2.0", "id": 1, "result": list_placeholder()});
+    message["result"]["resultType"] = json!("complete");
+    let text = splice(message.to_string().as_bytes(), &catalog).expect("spliced");
+    let back: Value = serde_json::from_slice(&text).unwrap();
+    let tools: Value = serde_json::from_str(&catalog()).unwrap();
+    assert_eq!(back["result"]["tools"], tools);
+    assert_eq!(back["result"]["resultType"], "complete");
+    assert!(back["result"].get("_meta").is_none(), "{back}");
+}
+
+#[test]
+fn a_carried_result_comes_back_whole_and_its_own_meta_stays() {
+    let result = json!({"content": [{"type": "hologram", "depth": 3}], "x-extra": true,
+        "_meta": {"vendor/key": "v"}});
+    let message = json!({"jsonrpc": "2.0", "id": 2, "result": carry_result(result.clone())});
+    let text = splice(message.to_string().as_bytes(), &catalog).expect("spliced");
+    let back: Value = serde_json::from_slice(&text).unwrap();
+    assert_eq!(back["result"], result);
+    assert!(!String::from_utf8_lossy(&text).contains(CARRIED));
+}
+
+#[test]
+fn other_messages_pass_untouched() {
+    let message = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
+    assert!(splice(message, &catalog).is_none());
+}
+
+#[test]
+fn lines_are_spliced_whole_even_when_they_arrive_in_pieces() {
+    let message = json!({"jsonrpc": "2.0", "id": 1, "result": list_placeholder()}).to_string();
+    let stream = format!("id: 0\ndata: {message}\n\n");
+    let (a, b) = stream.as_bytes().split_at(stream.len() / 2);
+    let mut lines = Lines::default();
+    let mut out = Vec::new();
+    let edit = |line: &[u8]| {
+        let data = line.strip_prefix(b"data:")?;
+        let mut spliced = b"data: ".to_vec();
+        spliced.extend(splice(data.trim_ascii(), &catalog)?);
+        spliced.push(b'\n');
+        Some(spliced)
+    };
+    lines.push(a, &mut out, edit);
+    lines.push(b, &mut out, edit);
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.starts_with("id: 0\ndata: ") && out.ends_with("\n\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#""execution":{"taskSupport":"optional"}"#),
+        "{out}"
+    );
+    assert!(lines.rest().is_empty());
+}
