@@ -325,7 +325,7 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
                 continue;
             }
             announce(&gateway, &session);
-            tokio::spawn(follow(
+            gateway.spawn(follow(
                 gateway.clone(),
                 upstream.name().to_string(),
                 session,
@@ -346,7 +346,7 @@ fn announce(gateway: &Gateway, session: &Arc<Session>) {
     if let (Some(level), Some(_)) = (level, capabilities.get("logging")) {
         let session = Arc::clone(session);
         let timeout = gateway.inner.options.connect.list_timeout;
-        tokio::spawn(async move {
+        gateway.spawn(async move {
             let _ = session
                 .request("logging/setLevel", Some(json!({"level": level})), timeout)
                 .await;

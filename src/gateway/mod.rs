@@ -26,6 +26,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::catalog::{self as tool_catalog, Overrides, ServerReport};
 use crate::config::ServerEntry;
@@ -36,6 +37,9 @@ use self::callers::Callers;
 pub use self::callers::ClientLink;
 use self::catalog::Catalog;
 use self::error::GatewayError;
+
+/// How long shutdown waits for the gateway's own tasks to end.
+const TASKS_GRACE: Duration = Duration::from_secs(2);
 
 /// How the tools are offered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -133,6 +137,8 @@ struct Inner {
     /// A release of freed memory is scheduled.
     releasing: std::sync::atomic::AtomicBool,
     shutdown: CancellationToken,
+    /// Every task the gateway starts (joined, a bounded time, on shutdown).
+    tasks: TaskTracker,
 }
 
 impl Gateway {
@@ -183,21 +189,22 @@ impl Gateway {
                 next_token: AtomicU64::new(1),
                 log_level: std::sync::Mutex::new(None),
                 releasing: std::sync::atomic::AtomicBool::new(false),
+                tasks: TaskTracker::new(),
                 callers,
                 shutdown: CancellationToken::new(),
                 options,
             }),
         };
         if !unknown.is_empty() {
-            tokio::spawn(gateway.clone().check_unknown(unknown, settle));
+            gateway.spawn(gateway.clone().check_unknown(unknown, settle));
         }
-        tokio::spawn(gateway.clone().watch_upstreams());
+        gateway.spawn(gateway.clone().watch_upstreams());
         gateway.wait_settled().await;
         let sparse = choose_mode(&gateway.inner.options, &gateway.catalog());
         gateway.inner.sparse.store(sparse, Ordering::Relaxed);
         // What loading the index and building the catalog freed is not ours to keep.
         crate::memory::release_freed();
-        tokio::spawn(gateway.clone().watch_overrides());
+        gateway.spawn(gateway.clone().watch_overrides());
         Ok(gateway)
     }
 
@@ -293,7 +300,7 @@ impl Gateway {
             return;
         }
         let gateway = self.clone();
-        tokio::spawn(async move {
+        self.spawn(async move {
             tokio::time::sleep(Duration::from_millis(250)).await;
             gateway.inner.releasing.store(false, Ordering::Release);
             tokio::task::spawn_blocking(crate::memory::release_freed)
@@ -392,7 +399,7 @@ impl Gateway {
                 self.inner.next_token.fetch_add(1, Ordering::Relaxed)
             );
             params["_meta"] = json!({"progressToken": ours});
-            tokio::spawn(progress.relay(session.notifications(), ours, done.clone()))
+            self.spawn(progress.relay(session.notifications(), ours, done.clone()))
         });
         let timeout = timeout.unwrap_or(self.inner.options.call_timeout);
         let outcome = upstream
@@ -526,6 +533,25 @@ impl Gateway {
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
         self.inner.pool.shutdown().await;
+        self.inner.tasks.close();
+        let joined = tokio::time::timeout(TASKS_GRACE, self.inner.tasks.wait()).await;
+        if joined.is_err() {
+            tracing::debug!(left = self.inner.tasks.len(), "tasks still running at shutdown");
+        }
+    }
+
+    /// Starts `task` as one of the gateway's own (tracked, joined on shutdown).
+    pub fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.inner.tasks.spawn(task)
+    }
+
+    /// Completes once the gateway begins to stop.
+    pub fn stopping(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.inner.shutdown.cancelled()
     }
 }
 

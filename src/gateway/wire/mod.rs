@@ -363,9 +363,14 @@ impl ServerHandler for Handler {
         // A session client (2025 era) hears of list changes on its session.
         let mut events = self.gateway.subscribe();
         let peer = context.peer;
-        tokio::spawn(async move {
+        let gateway = self.gateway.clone();
+        self.gateway.spawn(async move {
             loop {
-                let sent = match events.recv().await {
+                let event = tokio::select! {
+                    event = events.recv() => event,
+                    () = gateway.stopping() => return,
+                };
+                let sent = match event {
                     Ok(Event::Tools) => peer.notify_tool_list_changed().await,
                     Ok(Event::Resources) => peer.notify_resource_list_changed().await,
                     Ok(Event::Prompts) => peer.notify_prompt_list_changed().await,
