@@ -125,6 +125,8 @@ struct Inner {
     record: StdMutex<StackState>,
     tunnel: Mutex<Option<Tunnel>>,
     shutdown: CancellationToken,
+    /// The stack's own tasks (front, health, checks), joined a bounded time on stop.
+    tasks: tokio_util::task::TaskTracker,
 }
 
 fn local_url(host: IpAddr, port: u16) -> String {
@@ -214,6 +216,10 @@ impl RunningStack {
             }
         }
         survivors.extend(inner.controller.stop(STOP_GRACE).await);
+        inner.tasks.close();
+        if tokio::time::timeout(STOP_GRACE, inner.tasks.wait()).await.is_err() {
+            tracing::debug!(stack = %inner.name, "tasks still running after stop");
+        }
         let name = inner.name.clone();
         let me = std::process::id() as i32;
         if let Err(e) = inner.state.update(|state| {

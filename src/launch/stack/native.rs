@@ -100,9 +100,10 @@ pub(super) fn server_states(bridge: &Bridge) -> Vec<BridgeServerState> {
 /// Runs in the background once the stack is up: keeps the record's server states current
 /// until the stack stops, and starts and checks the servers answered from the tool index.
 pub(super) fn follow_up(stack: &RunningStack, bridge: Bridge, unverified: Vec<Unverified>) {
-    tokio::spawn(record_health(stack.clone(), bridge.clone()));
+    let tasks = &stack.inner.tasks;
+    tasks.spawn(record_health(stack.clone(), bridge.clone()));
     for server in unverified {
-        tokio::spawn(verify(stack.clone(), bridge.clone(), server));
+        tasks.spawn(verify(stack.clone(), bridge.clone(), server));
     }
 }
 

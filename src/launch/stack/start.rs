@@ -116,6 +116,7 @@ pub async fn start(
             record: StdMutex::new(record),
             tunnel: Mutex::new(tunnel),
             shutdown: CancellationToken::new(),
+            tasks: tokio_util::task::TaskTracker::new(),
         }),
     };
     open_front(&stack, front, plan.front).await?;
@@ -325,7 +326,10 @@ async fn open_front(
             what: "front",
             source,
         })?;
-    tokio::spawn(front.serve(listener, stack.inner.shutdown.clone()));
+    stack
+        .inner
+        .tasks
+        .spawn(front.serve(listener, stack.inner.shutdown.clone()));
     stack.save_record()?;
     Ok(())
 }
