@@ -21,6 +21,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("doctor", 2),
     ("catalog", 3),
     ("pool", 4),
+    ("outputs", 4),
     ("launch", 5),
     ("gateway", 5),
     ("tui", 6),

@@ -21,6 +21,7 @@
 //!   buffer, kill-the-group on drop).
 //! - [`search`]: BM25, regex and exact search over tool definitions, with a persisted index.
 //! - [`tui`]: the ratatui application of `up --tui` (pure state and update, screens, runtime).
+//! - [`outputs`]: budgeted results: cut at clean boundaries, the envelope, persisted handles.
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
 #![warn(missing_docs)]
 
@@ -37,6 +38,7 @@ pub mod gateway;
 pub mod launch;
 pub mod mcp;
 pub mod output;
+pub mod outputs;
 pub mod pool;
 pub mod process;
 pub mod project;
