@@ -9,6 +9,7 @@ mod init;
 mod inspect;
 mod list;
 mod openapi;
+mod output;
 mod search;
 mod serve;
 mod server;
@@ -90,6 +91,7 @@ pub enum Command {
     Openapi(openapi::OpenapiArgs),
     Down(down::DownArgs),
     Serve(serve::ServeArgs),
+    Output(output::OutputArgs),
 }
 
 impl Command {
@@ -250,6 +252,9 @@ pub enum CliError {
     /// A size or count in an environment variable is unreadable or out of range.
     #[error(transparent)]
     Limit(#[from] crate::mcp::cap::CapError),
+    /// A handle could not be read (unknown, expired, a bad request, the store).
+    #[error(transparent)]
+    Outputs(#[from] crate::outputs::OutputsError),
 }
 
 impl CliError {
@@ -271,6 +276,7 @@ impl CliError {
             CliError::Tui(e) => matches!(e, crate::tui::TuiError::NoTerminal(_)),
             CliError::Launch(_) => false,
             CliError::Overrides(_) => true,
+            CliError::Outputs(e) => !matches!(e, crate::outputs::OutputsError::Store { .. }),
             _ => true,
         }
     }
@@ -301,6 +307,7 @@ impl Actionable for CliError {
             CliError::Gateway(e) => e.kind(),
             CliError::ClientConfig(e) => e.kind(),
             CliError::Limit(e) => e.kind(),
+            CliError::Outputs(e) => e.kind(),
         }
     }
 
@@ -340,6 +347,7 @@ impl Actionable for CliError {
             CliError::Gateway(e) => e.help(),
             CliError::ClientConfig(e) => e.help(),
             CliError::Limit(e) => e.help(),
+            CliError::Outputs(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
             }
@@ -391,6 +399,7 @@ pub async fn run(
         Command::Openapi(args) => openapi::run(args, &cli.global).await,
         Command::Down(args) => down::run(args, &cli.global).await,
         Command::Serve(args) => serve::run(args, &cli.global, shutdown).await,
+        Command::Output(args) => output::run(args, &cli.global).await,
     }
 }
 

@@ -234,14 +234,15 @@ fn read_grep(
         }
         number += 1;
         let piece = String::from_utf8_lossy(&line);
-        if !regex.is_match(&piece) {
+        let piece = piece.trim_end_matches(['\n', '\r']);
+        if !regex.is_match(piece) {
             continue;
         }
         matches += 1;
         if matches <= skip || is_full || shown >= wanted {
             continue;
         }
-        let mut entry = format!("{number}:{}", piece.trim_end_matches(['\n', '\r']));
+        let mut entry = format!("{number}:{piece}");
         entry.push('\n');
         match cost_within(&entry, limit - used) {
             Some(cost) => {

@@ -21,6 +21,7 @@ mod launch;
 mod list;
 mod native;
 mod native_startup;
+mod output;
 mod overrides;
 mod remote;
 mod schemathesis;
