@@ -17,6 +17,7 @@ mod share;
 mod status;
 mod tokens;
 mod tool;
+mod tools;
 mod trust;
 mod up;
 
@@ -92,6 +93,7 @@ pub enum Command {
     Down(down::DownArgs),
     Serve(serve::ServeArgs),
     Output(output::OutputArgs),
+    Tools(tools::ToolsArgs),
 }
 
 impl Command {
@@ -400,6 +402,7 @@ pub async fn run(
         Command::Down(args) => down::run(args, &cli.global).await,
         Command::Serve(args) => serve::run(args, &cli.global, shutdown).await,
         Command::Output(args) => output::run(args, &cli.global).await,
+        Command::Tools(args) => tools::run(args, &cli.global, shutdown).await,
     }
 }
 
