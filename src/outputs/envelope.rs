@@ -389,11 +389,17 @@ fn envelope_text(cuts: &[Cut], budget: Budget, store: &Store) -> String {
         text.push_str(&cut.line);
         text.push('.');
     }
-    text.push_str(&format!(
-        " Handles last {}.]",
-        humantime::format_duration(store.ttl())
-    ));
+    text.push_str(&format!(" Handles last {}.]", human_duration(store.ttl())));
     text
+}
+
+/// `24 h`, `30 min`, `45 s`.
+pub(crate) fn human_duration(duration: std::time::Duration) -> String {
+    match duration.as_secs() {
+        s if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
 }
 
 /// `812 B`, `12.3 KB`, `2.1 MB`.

@@ -220,7 +220,7 @@ impl Store {
             let _ = std::fs::remove_file(&path);
             return Err(OutputsError::Expired {
                 handle: handle.to_string(),
-                ttl: humantime::format_duration(self.ttl).to_string(),
+                ttl: super::envelope::human_duration(self.ttl),
             });
         }
         touch(&path);
@@ -360,7 +360,7 @@ mod tests {
         let handle = store.put_at(&me, Kind::Text, b"old", old).unwrap();
         let err = read_all(&store, &handle, &me).unwrap_err();
         assert!(matches!(err, OutputsError::Expired { .. }), "{err}");
-        assert!(err.to_string().contains("1h"), "{err}");
+        assert!(err.to_string().contains("1 h"), "{err}");
         assert!(!dir.path().join(&handle).exists());
         // Expired handles are swept when others are written.
         let stale = store.put_at(&me, Kind::Text, b"stale", old).unwrap();

@@ -238,12 +238,12 @@ pub(crate) fn grep(tools: &Tools, args: GrepArgs) -> Result<Answer, ToolError> {
     Ok(render(tools, &roots, &files, &bounds, &args))
 }
 
-fn block(roots: &super::roots::Roots, hits: &FileHits) -> String {
+fn block(roots: &super::roots::Roots, hits: &FileHits, has_context: bool) -> String {
     let mut text = roots.display(&hits.path);
     text.push('\n');
     let mut last = 0u64;
     for line in &hits.lines {
-        if last != 0 && line.number > last + 1 {
+        if has_context && last != 0 && line.number > last + 1 {
             text.push_str("--\n");
         }
         last = line.number;
@@ -271,7 +271,10 @@ fn render(
         notes.push(format!("# no match for {:?}", args.pattern));
         return Answer::text(notes.join("\n") + "\n");
     }
-    let blocks: Vec<String> = files.iter().map(|f| block(roots, f)).collect();
+    let blocks: Vec<String> = files
+        .iter()
+        .map(|f| block(roots, f, args.context > 0))
+        .collect();
     let limit = if tools.budget.is_off() {
         usize::MAX / 64
     } else {

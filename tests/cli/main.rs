@@ -30,4 +30,5 @@ mod security;
 mod serve;
 mod session;
 mod tokens;
+mod tools;
 mod tui;
