@@ -20,6 +20,7 @@ mod tool;
 mod tools;
 mod trust;
 mod up;
+mod usage;
 
 use std::path::PathBuf;
 
@@ -94,6 +95,7 @@ pub enum Command {
     Serve(serve::ServeArgs),
     Output(output::OutputArgs),
     Tools(tools::ToolsArgs),
+    Usage(usage::UsageArgs),
 }
 
 impl Command {
@@ -403,6 +405,7 @@ pub async fn run(
         Command::Serve(args) => serve::run(args, &cli.global, shutdown).await,
         Command::Output(args) => output::run(args, &cli.global).await,
         Command::Tools(args) => tools::run(args, &cli.global, shutdown).await,
+        Command::Usage(args) => usage::run(args, &cli.global).await,
     }
 }
 

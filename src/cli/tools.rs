@@ -61,7 +61,8 @@ pub async fn run(
     };
     let roots = Roots::new(&dirs).map_err(usage)?;
     let store = Store::open_default()?;
-    let tools = Tools::new(roots, is_pinned, store, Budget::new(args.max_output_tokens));
+    let tools = Tools::new(roots, is_pinned, store, Budget::new(args.max_output_tokens))
+        .with_usage(outputs::UsageLog::open_default());
     crate::tools::serve_stdio(tools, shutdown)
         .await
         .map_err(CliError::Output)?;

@@ -403,7 +403,7 @@ pub(crate) fn human_duration(duration: std::time::Duration) -> String {
 }
 
 /// `812 B`, `12.3 KB`, `2.1 MB`.
-pub(crate) fn human_bytes(bytes: usize) -> String {
+pub fn human_bytes(bytes: usize) -> String {
     match bytes {
         b if b < 1000 => format!("{b} B"),
         b if b < 1_000_000 => format!("{:.1} KB", b as f64 / 1e3),

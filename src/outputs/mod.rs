@@ -36,15 +36,17 @@ mod error;
 mod measure;
 mod read;
 mod store;
+mod usage;
 
 pub use cut::{cut_json, cut_text, JsonCut, JsonCutAt, TextCut};
-pub(crate) use envelope::human_bytes;
+pub use envelope::human_bytes;
 pub use envelope::{budget_result, Budgeted, Stats};
 pub use error::OutputsError;
 pub(crate) use measure::cost_within;
 pub use measure::{is_tokenizer_loaded, tokens, Total};
 pub use read::{ReadOutput, ReadRequest};
 pub use store::{is_handle, ClientScope, Kind, Store, DEFAULT_MAX_BYTES, DEFAULT_TTL};
+pub use usage::{totals, UsageLog, UsageRecord, UsageTotal, ROTATE_BYTES};
 
 use serde_json::{json, Value};
 

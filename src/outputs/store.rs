@@ -43,6 +43,11 @@ impl ClientScope {
         ClientScope(hex(&hash.finalize()[..16]))
     }
 
+    /// The scope's hash (what the store and the usage record keep).
+    pub fn hash(&self) -> &str {
+        &self.0
+    }
+
     /// The local user: the CLI (`call`, `output`), stdio gateways and the lean tools server.
     pub fn local() -> ClientScope {
         ClientScope::new("local")

@@ -38,6 +38,8 @@ pub struct Tools {
     scope: ClientScope,
     budget: Budget,
     limits: Limits,
+    /// Where each call is recorded (none in tests that do not ask).
+    usage: Option<outputs::UsageLog>,
 }
 
 /// A tool's answer before its budget.
@@ -62,7 +64,14 @@ impl Tools {
             scope: ClientScope::local(),
             budget,
             limits: Limits::default(),
+            usage: None,
         }
+    }
+
+    /// The same tools recording each call in `usage`.
+    pub fn with_usage(mut self, usage: outputs::UsageLog) -> Tools {
+        self.usage = Some(usage);
+        self
     }
 
     /// The same tools with other bounds.
@@ -115,9 +124,32 @@ impl Tools {
         ]})
     }
 
-    /// Runs tool `name` and returns its `CallToolResult`, budgeted. Blocking (file system
-    /// walks, the tokenizer): call it from a blocking task.
+    /// Runs tool `name` and returns its `CallToolResult`, budgeted, and records the call.
+    /// Blocking (file system walks, the tokenizer): call it from a blocking task.
     pub fn call(&self, name: &str, arguments: &Value) -> Value {
+        let started = std::time::Instant::now();
+        let (result, stats) = self.answer(name, arguments);
+        if let Some(usage) = &self.usage {
+            let stats = stats.unwrap_or_else(|| {
+                let bytes = result.to_string().len();
+                outputs::Stats {
+                    bytes_sent: bytes,
+                    bytes_total: bytes,
+                    tokens_sent: None,
+                    is_cut: false,
+                    handles: Vec::new(),
+                }
+            });
+            let record =
+                outputs::UsageRecord::new("tools", name, &self.scope, &stats, started.elapsed());
+            if let Err(e) = usage.append(&record) {
+                tracing::warn!(error = %e, "could not record usage");
+            }
+        }
+        result
+    }
+
+    fn answer(&self, name: &str, arguments: &Value) -> (Value, Option<outputs::Stats>) {
         let answer = match name {
             "grep" => grep::GrepArgs::from(arguments).and_then(|args| grep::grep(self, args)),
             "cat" => files::cat(self, arguments),
@@ -125,7 +157,7 @@ impl Tools {
             "tail" => files::tail(self, arguments),
             "ls" => files::ls(self, arguments),
             "find" => files::find(self, arguments),
-            outputs::READ_OUTPUT => return self.read_output(arguments),
+            outputs::READ_OUTPUT => return (self.read_output(arguments), None),
             other => Err(ToolError::UnknownTool {
                 name: other.to_string(),
             }),
@@ -135,11 +167,11 @@ impl Tools {
                 let result = json!({"content": [{"type": "text", "text": answer.text}]});
                 match outputs::budget_result(result.clone(), self.budget, &self.store, &self.scope)
                 {
-                    Ok(budgeted) => budgeted.result,
-                    Err(_) => result,
+                    Ok(budgeted) => (budgeted.result, Some(budgeted.stats)),
+                    Err(_) => (result, None),
                 }
             }
-            Err(error) => error_result(&error),
+            Err(error) => (error_result(&error), None),
         }
     }
 

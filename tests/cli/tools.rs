@@ -126,6 +126,25 @@ fn a_real_client_lists_greps_cats_and_reads_on_under_root() {
         .stderr_any()
         .run();
     assert_eq!(out.stdout, "row 20000 of the big file\n");
+
+    // Each call left a line in the usage record, without its arguments.
+    let usage = cmd.cmd().args(["usage", "--json"]).run().json();
+    assert_eq!(usage["calls"], 5, "{usage}");
+    let cat = usage["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "cat")
+        .unwrap();
+    assert_eq!(cat["calls"], 2);
+    assert_eq!(cat["cut"], 1);
+    let record = std::fs::read_to_string(cmd.path(".local/state/mcp-launch/usage.jsonl")).unwrap();
+    assert!(
+        !record.contains("needle") && !record.contains("big.txt"),
+        "{record}"
+    );
+    let table = cmd.cmd().args(["usage"]).run();
+    assert!(table.stdout.contains("read_output"), "{table}");
 }
 
 #[test]
