@@ -98,11 +98,11 @@ pub fn budget_result(
         }
     }
 
-    let mut counted = false;
+    // Tokens of what was kept, when counted (else the tokenizer stays unloaded).
+    let mut counted = None;
     if let Some(Value::Array(blocks)) = fields.remove("content") {
         let sizes: usize = blocks.iter().map(|b| b.to_string().len()).sum();
         let is_counting = sizes > limit;
-        counted = is_counting;
         let mut remaining = limit;
         let mut kept = Vec::with_capacity(blocks.len());
         let mut spill: Option<Spill> = None;
@@ -179,6 +179,9 @@ pub fn budget_result(
                 total: json!({"bytes": size}),
             });
         }
+        if is_counting {
+            counted = Some(limit - remaining);
+        }
         if let Some(spill) = spill {
             cuts.push(spill.finish(store, scope));
         }
@@ -187,7 +190,7 @@ pub fn budget_result(
 
     if cuts.is_empty() {
         let result = Value::Object(fields);
-        return Ok(untouched(result, counted.then_some(limit)));
+        return Ok(untouched(result, counted));
     }
     let envelope = envelope_text(&cuts, budget, store);
     let mut content = match fields.remove("content") {

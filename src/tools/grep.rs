@@ -10,7 +10,9 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkFinish, SinkMatch,
+};
 use ignore::{WalkBuilder, WalkState};
 
 use super::walk::{walker, Bounds};
@@ -120,6 +122,12 @@ impl Sink for Collect<'_> {
         self.keep(context.line_number(), context.bytes(), false);
         Ok(true)
     }
+
+    fn finish(&mut self, _: &Searcher, finish: &SinkFinish) -> Result<(), io::Error> {
+        // The bytes searched: the file's size for density, without a stat of every file.
+        self.hits.bytes = finish.byte_count();
+        Ok(())
+    }
 }
 
 fn is_definition(matcher: &RegexMatcher, line: &[u8]) -> bool {
@@ -172,7 +180,7 @@ pub(crate) fn grep(tools: &Tools, args: GrepArgs) -> Result<Answer, ToolError> {
     let bounds = Bounds::new(tools.limits);
     let found: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
     let kept = AtomicUsize::new(0);
-    let search_file = |searcher: &mut Searcher, path: &Path, bytes: u64| {
+    let search_file = |searcher: &mut Searcher, path: &Path| {
         let mut sink = Collect {
             matcher: &matcher,
             hits: FileHits {
@@ -180,7 +188,7 @@ pub(crate) fn grep(tools: &Tools, args: GrepArgs) -> Result<Answer, ToolError> {
                 lines: Vec::new(),
                 matches: 0,
                 definitions: 0,
-                bytes,
+                bytes: 0,
             },
             kept: &kept,
         };
@@ -198,7 +206,7 @@ pub(crate) fn grep(tools: &Tools, args: GrepArgs) -> Result<Answer, ToolError> {
     })?;
     if meta.is_file() {
         super::files::check_regular(&start, &args.path)?;
-        search_file(&mut searcher.clone(), &start, meta.len());
+        search_file(&mut searcher.clone(), &start);
     } else {
         let mut builder: WalkBuilder = walker(&start);
         if let Some(glob) = &args.glob {
@@ -226,8 +234,7 @@ pub(crate) fn grep(tools: &Tools, args: GrepArgs) -> Result<Answer, ToolError> {
                     return WalkState::Quit;
                 }
                 if entry.file_type().is_some_and(|t| t.is_file()) {
-                    let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
-                    search_file(&mut searcher, entry.path(), bytes);
+                    search_file(&mut searcher, entry.path());
                 }
                 WalkState::Continue
             })
