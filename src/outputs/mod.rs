@@ -20,6 +20,8 @@
 //! let (handle, request) = ReadRequest::from_arguments(&arguments)?;
 //! let answer = store.read(&handle, &scope, &request, Budget::default())?;
 //! let _result = answer.to_result(); // a CallToolResult
+//! // Or the whole tool at once (errors become `isError` results):
+//! let _result = outputs::read_output(&store, &scope, &arguments, Budget::default());
 //! # Ok(()) }
 //! ```
 //!
@@ -44,7 +46,7 @@ pub use envelope::{budget_result, Budgeted, Stats};
 pub use error::OutputsError;
 pub(crate) use measure::cost_within;
 pub use measure::{is_tokenizer_loaded, tokens, Total};
-pub use read::{ReadOutput, ReadRequest};
+pub use read::{read_output, ReadOutput, ReadRequest};
 pub use store::{is_handle, ClientScope, Kind, Store, DEFAULT_MAX_BYTES, DEFAULT_TTL};
 pub use usage::{totals, UsageLog, UsageRecord, UsageTotal, ROTATE_BYTES};
 

@@ -90,6 +90,21 @@ impl ReadOutput {
     }
 }
 
+/// The whole `read_output` tool: its arguments in, a `CallToolResult` out — the answer, or
+/// `isError: true` with what went wrong and what to do. Blocking.
+pub fn read_output(store: &Store, scope: &ClientScope, arguments: &Value, budget: Budget) -> Value {
+    use crate::error::Actionable;
+    let read = ReadRequest::from_arguments(arguments)
+        .and_then(|(handle, request)| store.read(&handle, scope, &request, budget));
+    match read {
+        Ok(read) => read.to_result(),
+        Err(error) => json!({
+            "content": [{"type": "text", "text": format!("{error}\nhelp: {}", error.help())}],
+            "isError": true,
+        }),
+    }
+}
+
 impl Store {
     /// Reads `handle` for `scope`, within `budget` (0 reads what was asked, unbounded).
     pub fn read(

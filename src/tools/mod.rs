@@ -22,7 +22,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use serde_json::{json, Value};
 
 use crate::error::Actionable;
-use crate::outputs::{self, Budget, ClientScope, ReadRequest, Store};
+use crate::outputs::{self, Budget, ClientScope, Store};
 
 pub use error::ToolError;
 pub use roots::Roots;
@@ -176,13 +176,7 @@ impl Tools {
     }
 
     fn read_output(&self, arguments: &Value) -> Value {
-        let read = ReadRequest::from_arguments(arguments).and_then(|(handle, request)| {
-            self.store.read(&handle, &self.scope, &request, self.budget)
-        });
-        match read {
-            Ok(read) => read.to_result(),
-            Err(error) => error_result(&ToolError::Output(error)),
-        }
+        outputs::read_output(&self.store, &self.scope, arguments, self.budget)
     }
 }
 
