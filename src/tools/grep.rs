@@ -28,8 +28,9 @@ const LINE_SHOWN_BYTES: usize = 300;
 /// Lines kept for the answer and its handle; matches past it are counted, not kept.
 const LINES_KEPT: usize = 200_000;
 
-/// Tokens kept back for the breadcrumbs line.
-const BREADCRUMB_TOKENS: usize = 60;
+/// Tokens kept back for the breadcrumbs line (checked after: the answer is fitted again
+/// when they take more).
+const BREADCRUMB_TOKENS: usize = 100;
 
 /// A line that declares the name the match starts in: `fn x`, `def x`, `class X`…
 static DEFINITION: LazyLock<regex::Regex> = LazyLock::new(|| {
@@ -282,20 +283,61 @@ fn render(
         .iter()
         .map(|f| block(roots, f, args.context > 0))
         .collect();
-    let limit = if tools.budget.is_off() {
-        usize::MAX / 64
-    } else {
-        tools
-            .budget
-            .max_tokens
-            .saturating_sub(outputs::ENVELOPE_TOKENS + BREADCRUMB_TOKENS)
-            .max(1)
-    };
+    let summary = format!(
+        "{} matches in {} files",
+        crate::output::thousands(total),
+        crate::output::thousands(files.len())
+    );
+    if tools.budget.is_off() {
+        notes.push(format!("# {summary}"));
+        return Answer::text(format!("{}{}\n", blocks.concat(), notes.join("\n")));
+    }
+    // The answer with its breadcrumbs must fit what the envelope leaves: fit the files, then
+    // check the whole, and fit again with less room should the crumbs have pushed it over.
+    let total_limit = tools
+        .budget
+        .max_tokens
+        .saturating_sub(outputs::ENVELOPE_TOKENS)
+        .max(1);
+    let mut limit = total_limit.saturating_sub(BREADCRUMB_TOKENS).max(1);
+    let mut handle: Option<Option<String>> = None;
+    loop {
+        let (shown, omitted) = fit(roots, files, &blocks, limit);
+        let mut lines = notes.clone();
+        if omitted.is_empty() {
+            lines.push(format!("# {summary}"));
+        } else {
+            let handle = handle.get_or_insert_with(|| {
+                let full: String = blocks.concat();
+                tools
+                    .store
+                    .put(&tools.scope, Kind::Text, full.as_bytes())
+                    .ok()
+            });
+            lines.push(breadcrumbs(omitted, &summary, handle.as_deref()));
+        }
+        let answer = format!("{shown}{}\n", lines.join("\n"));
+        let cost = outputs::tokens(&answer);
+        if cost <= total_limit || limit <= 1 {
+            return Answer::text(answer);
+        }
+        limit = limit.saturating_sub(cost - total_limit + 8).max(1);
+    }
+}
+
+/// The blocks that fit `limit` in rank order (the first cut inside when it alone is over),
+/// and the matches left out, by area.
+fn fit(
+    roots: &super::roots::Roots,
+    files: &[FileHits],
+    blocks: &[String],
+    limit: usize,
+) -> (String, BTreeMap<String, usize>) {
     let mut shown = String::new();
     let mut used = 0;
     let mut is_full = false;
     let mut omitted: BTreeMap<String, usize> = BTreeMap::new();
-    for (hits, text) in files.iter().zip(&blocks) {
+    for (hits, text) in files.iter().zip(blocks) {
         if !is_full {
             if let Some(cost) = outputs::cost_within(text, limit - used) {
                 used += cost;
@@ -322,20 +364,11 @@ fn render(
         }
         *omitted.entry(area(roots, &hits.path)).or_default() += hits.matches;
     }
-    let summary = format!(
-        "# {} matches in {} files",
-        crate::output::thousands(total),
-        crate::output::thousands(files.len())
-    );
-    if omitted.is_empty() {
-        notes.push(summary);
-        return Answer::text(format!("{shown}{}\n", notes.join("\n")));
-    }
-    let full: String = blocks.concat();
-    let handle = tools
-        .store
-        .put(&tools.scope, Kind::Text, full.as_bytes())
-        .ok();
+    (shown, omitted)
+}
+
+/// `# 612 more in src/rag/, 235 elsewhere (2,031 matches in 42 files); all: read_output …`.
+fn breadcrumbs(omitted: BTreeMap<String, usize>, summary: &str, handle: Option<&str>) -> String {
     let mut areas: Vec<(String, usize)> = omitted.into_iter().collect();
     areas.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let named: Vec<String> = areas
@@ -355,15 +388,11 @@ fn render(
             crate::output::thousands(elsewhere)
         ));
     }
-    crumb.push_str(&format!(
-        " ({summary_tail})",
-        summary_tail = summary.trim_start_matches("# ")
-    ));
+    crumb.push_str(&format!(" ({summary})"));
     if let Some(handle) = handle {
         crumb.push_str(&format!("; all: read_output {{\"handle\": \"{handle}\"}}"));
     }
-    notes.push(crumb);
-    Answer::text(format!("{shown}{}\n", notes.join("\n")))
+    crumb
 }
 
 /// `12:text` (a match), not `12-text` (context) nor a file name.

@@ -172,7 +172,14 @@ fn grep_ranks_definitions_first_and_leaves_breadcrumbs() {
     );
     assert!(last.contains("2,031 matches in 42 files"), "{last}");
     assert!(last.contains("read_output"), "{last}");
-    assert!(outputs::tokens(&shown) <= 1500);
+    assert!(
+        outputs::tokens(&shown) <= 1500 - outputs::ENVELOPE_TOKENS,
+        "fits without a cut"
+    );
+    assert!(
+        !shown.contains("mcp-launch: this result"),
+        "the budget did not cut it"
+    );
     // The handle holds every match.
     let handle = last.split('"').nth(3).unwrap();
     let read = tools.call(
