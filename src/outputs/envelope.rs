@@ -91,7 +91,12 @@ pub fn budget_result(
     if let Some(structured) = fields.get("structuredContent") {
         if let Some(cut) = cut_json(structured, limit) {
             let full = structured.to_string();
-            let handle = keep(store, scope, Kind::Json, full.as_bytes());
+            let handle = keep(
+                store,
+                scope,
+                Kind::Json,
+                readable_json(structured).as_bytes(),
+            );
             cuts.push(json_cut("structuredContent", handle, &cut, &full));
             mirror = Some((structured.clone(), cut.value.to_string()));
             fields.insert("structuredContent".into(), cut.value);
@@ -248,11 +253,13 @@ enum Kept {
 impl Spill {
     fn finish(self, store: &Store, scope: &ClientScope) -> Cut {
         let is_json = self.blocks == 1 && matches!(self.note, Kept::Json(_));
-        let kind = if is_json { Kind::Json } else { Kind::Text };
-        let handle = keep(store, scope, kind, self.body.as_bytes());
         if let (true, Kept::Json(cut)) = (is_json, &self.note) {
+            let readable = parse_json_text(&self.body).map(|v| readable_json(&v));
+            let body = readable.as_deref().unwrap_or(&self.body);
+            let handle = keep(store, scope, Kind::Json, body.as_bytes());
             return json_cut("content", handle, cut, &self.body);
         }
+        let handle = keep(store, scope, Kind::Text, self.body.as_bytes());
         let total_lines = count_lines(self.body.as_bytes());
         let total = Total::of(&self.body);
         let (kept, next) = match self.note {
@@ -348,6 +355,12 @@ fn json_cut(part: &str, handle: Option<String>, cut: &super::cut::JsonCut, full:
         kept: json!({"json": cut.cuts}),
         total: json!({"bytes": full.len(), "tokens": total.tokens, "tokensEstimated": total.is_estimate}),
     }
+}
+
+/// JSON as a handle keeps it: pretty-printed, so reading by lines and grep work on JSON that
+/// came on one line.
+fn readable_json(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
 /// Keeps `body`; on failure the cut still happens and the envelope says it was not kept.

@@ -165,6 +165,13 @@ fn json_text_is_cut_into_valid_json_and_read_by_jsonpath() {
     let nodes: Value = serde_json::from_str(&tail.text).unwrap();
     assert_eq!(nodes.as_array().unwrap().len(), 10);
     assert_eq!(nodes[9]["id"], 2999);
+    // Kept pretty-printed: grep finds a member on its own line.
+    let grep = ReadRequest {
+        grep: Some(r#""title": "row 2999""#.into()),
+        ..Default::default()
+    };
+    let found = store.read(handle, &me, &grep, budget).unwrap();
+    assert_eq!(found.text.lines().count(), 1, "{}", found.text);
 }
 
 #[test]
@@ -239,6 +246,14 @@ fn structured_content_is_cut_and_its_text_mirror_follows() {
     let mirror: Value = serde_json::from_str(texts(&budgeted.result)[0].as_str()).unwrap();
     assert_eq!(&mirror, cut, "the text mirrors the cut structured content");
     assert_eq!(budgeted.stats.handles.len(), 1, "one handle for both");
+    let me = ClientScope::local();
+    let handle = &budgeted.stats.handles[0];
+    let request = ReadRequest {
+        jsonpath: Some("$.items[1999]".into()),
+        ..Default::default()
+    };
+    let last = store.read(handle, &me, &request, Budget::new(300)).unwrap();
+    assert_eq!(last.text, r#"[{"n":1999}]"#);
 }
 
 #[test]
