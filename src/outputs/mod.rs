@@ -44,7 +44,7 @@ pub use cut::{cut_json, cut_text, JsonCut, JsonCutAt, TextCut};
 pub use envelope::human_bytes;
 pub use envelope::{budget_result, Budgeted, Stats};
 pub use error::OutputsError;
-pub(crate) use measure::cost_within;
+pub(crate) use measure::{cost_within, floor_char_boundary};
 pub use measure::{is_tokenizer_loaded, tokens, Total};
 pub use read::{read_output, ReadOutput, ReadRequest};
 pub use store::{is_handle, ClientScope, Kind, Store, DEFAULT_MAX_BYTES, DEFAULT_TTL};

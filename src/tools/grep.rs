@@ -77,7 +77,7 @@ impl Collect<'_> {
         }
         let line = trim_newline(bytes);
         let text = String::from_utf8_lossy(line);
-        let end = outputs_floor(&text, LINE_SHOWN_BYTES);
+        let end = outputs::floor_char_boundary(&text, LINE_SHOWN_BYTES);
         let mut shown = text[..end].to_string();
         if end < text.len() {
             shown.push('…');
@@ -88,17 +88,6 @@ impl Collect<'_> {
             is_match,
         });
     }
-}
-
-fn outputs_floor(text: &str, max: usize) -> usize {
-    if max >= text.len() {
-        return text.len();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    end
 }
 
 fn trim_newline(bytes: &[u8]) -> &[u8] {
