@@ -351,3 +351,60 @@ mod tests {
         assert_eq!(cut.cuts[1].path, "$[0]");
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Any JSON value up to a few levels deep, with non-ASCII strings.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            "[a-zé日🙂 ,\n]{0,40}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 200, 12, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..12).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z]{1,6}", inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever the text and budget: a prefix, on a character boundary, within the
+        /// budget, after a whole line unless the first line alone is over.
+        #[test]
+        fn text_cuts_are_clean_prefixes(text in "[a-zé日🙂 \n]{0,3000}", limit in 1usize..200) {
+            if let Some(cut) = cut_text(&text, limit) {
+                prop_assert!(text.is_char_boundary(cut.end));
+                prop_assert!(tokens(&text[..cut.end]) <= limit);
+                if cut.is_mid_line {
+                    prop_assert!(!text[..cut.end].contains('\n'));
+                } else {
+                    prop_assert!(text[..cut.end].ends_with('\n'));
+                    prop_assert_eq!(count_lines(&text.as_bytes()[..cut.end]), cut.kept_lines);
+                }
+            } else {
+                prop_assert!(tokens(&text) <= limit || text.split_inclusive('\n').count() > 1);
+            }
+        }
+
+        /// Whatever the value and budget: what is kept is valid JSON within the budget.
+        #[test]
+        fn json_cuts_stay_valid_and_within(value in any_json(), limit in 8usize..300) {
+            if let Some(cut) = cut_json(&value, limit) {
+                let text = cut.value.to_string();
+                prop_assert!(serde_json::from_str::<Value>(&text).is_ok());
+                prop_assert!(tokens(&text) <= limit, "{} > {limit}: {text}", tokens(&text));
+            } else {
+                prop_assert!(tokens(&value.to_string()) <= limit);
+            }
+        }
+    }
+}
