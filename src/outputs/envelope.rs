@@ -61,7 +61,7 @@ pub fn budget_result(
     store: &Store,
     scope: &ClientScope,
 ) -> Result<Budgeted, OutputsError> {
-    let bytes_total = result.to_string().len();
+    let bytes_total = json_len(&result);
     let untouched = |result: Value, tokens_sent| Budgeted {
         result,
         stats: Stats {
@@ -106,7 +106,13 @@ pub fn budget_result(
     // Tokens of what was kept, when counted (else the tokenizer stays unloaded).
     let mut counted = None;
     if let Some(Value::Array(blocks)) = fields.remove("content") {
-        let sizes: usize = blocks.iter().map(|b| b.to_string().len()).sum();
+        let sizes: usize = blocks
+            .iter()
+            .map(|b| match b.get("text").and_then(Value::as_str) {
+                Some(text) => text.len(),
+                None => json_len(b),
+            })
+            .sum();
         let is_counting = sizes > limit;
         let mut remaining = limit;
         let mut kept = Vec::with_capacity(blocks.len());
@@ -162,7 +168,7 @@ pub fn budget_result(
                 remaining = 0;
                 continue;
             }
-            let size = block.to_string().len();
+            let size = json_len(&block);
             let is_binary = matches!(kind.as_str(), "image" | "audio" | "resource");
             if !is_binary || size <= remaining {
                 remaining = remaining.saturating_sub(size);
@@ -224,7 +230,7 @@ pub fn budget_result(
         .join("\n");
     Ok(Budgeted {
         stats: Stats {
-            bytes_sent: result.to_string().len(),
+            bytes_sent: json_len(&result),
             bytes_total,
             tokens_sent: Some(tokens(&sent_text)),
             is_cut: true,
@@ -355,6 +361,24 @@ fn json_cut(part: &str, handle: Option<String>, cut: &super::cut::JsonCut, full:
         kept: json!({"json": cut.cuts}),
         total: json!({"bytes": full.len(), "tokens": total.tokens, "tokensEstimated": total.is_estimate}),
     }
+}
+
+/// The length of `value` as compact JSON, without building the text (results can be
+/// hundreds of MB).
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// JSON as a handle keeps it: pretty-printed, so reading by lines and grep work on JSON that

@@ -235,3 +235,20 @@ fn find_and_ls() {
     let unknown = tools.call("nope", &json!({}));
     assert!(is_error(&unknown));
 }
+
+#[test]
+fn walks_stop_at_their_bounds_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..50 {
+        std::fs::write(dir.path().join(format!("f{i}.txt")), "x\n").unwrap();
+    }
+    let (_state, tools) = tools_in(dir.path(), 6000);
+    let tools = tools.with_limits(Limits {
+        deadline: std::time::Duration::from_secs(20),
+        max_entries: 10,
+    });
+    let found = text(&tools.call("find", &json!({"pattern": "*.txt"})));
+    assert!(found.contains("stopped early (after 10 files)"), "{found}");
+    let grep = text(&tools.call("grep", &json!({"pattern": "x"})));
+    assert!(grep.contains("# stopped early (after 10 files)"), "{grep}");
+}
