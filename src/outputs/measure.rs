@@ -114,6 +114,32 @@ pub(crate) fn floor_char_boundary(text: &str, max: usize) -> usize {
     end
 }
 
+/// `line` shortened to about `width` bytes around the match at `start..end`: the whole line
+/// when short, else `…before MATCH after…` (on character boundaries), so a match deep in a
+/// minified line is seen rather than the line's start.
+pub fn window(line: &str, start: usize, end: usize, width: usize) -> String {
+    if line.len() <= width {
+        return line.to_string();
+    }
+    let start = floor_char_boundary(line, start.min(line.len()));
+    let end = floor_char_boundary(line, end.max(start).min(line.len()));
+    let side = width.saturating_sub(end - start) / 2;
+    let from = floor_char_boundary(line, start.saturating_sub(side));
+    let mut to = (end + side).min(line.len());
+    while !line.is_char_boundary(to) {
+        to += 1;
+    }
+    let mut shown = String::new();
+    if from > 0 {
+        shown.push('…');
+    }
+    shown.push_str(&line[from..to]);
+    if to < line.len() {
+        shown.push('…');
+    }
+    shown
+}
+
 /// The longest prefix of `text` (a byte length on a char boundary, preferring to end after
 /// whitespace or punctuation) costing at most `limit` tokens. Binary search over the bytes:
 /// never splits a UTF-8 character.
@@ -157,6 +183,12 @@ mod tests {
             assert!(end > 0);
         }
         assert_eq!(floor_char_boundary("aé", 2), 1);
+        let line = format!("{}NEEDLE{}", "é".repeat(500), "x".repeat(500));
+        let at = line.find("NEEDLE").unwrap();
+        let shown = window(&line, at, at + 6, 40);
+        assert!(shown.starts_with('…') && shown.ends_with('…') && shown.contains("NEEDLE"));
+        assert!(shown.len() < 60, "{shown}");
+        assert_eq!(window("short", 0, 1, 40), "short");
     }
 
     #[test]

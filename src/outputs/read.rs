@@ -6,9 +6,12 @@ use std::io::{BufRead, Read};
 use serde_json::{json, Value};
 
 use super::cut::{cut_json, parse_json_text};
-use super::measure::{cost_within, prefix_within};
+use super::measure::{cost_within, prefix_within, window};
 use super::store::{ClientScope, Kind, Store};
 use super::{Budget, OutputsError};
+
+/// A matching line longer than this is shown as a window around its match.
+const LINE_SHOWN_BYTES: usize = 400;
 
 /// Patterns and paths longer than this are refused (they come from a model).
 const PATTERN_MAX_BYTES: usize = 4096;
@@ -257,7 +260,11 @@ fn read_grep(
         if matches <= skip || is_full || shown >= wanted {
             continue;
         }
-        let mut entry = format!("{number}:{piece}");
+        let found = regex.find(piece).map_or((0, 0), |m| (m.start(), m.end()));
+        let mut entry = format!(
+            "{number}:{}",
+            window(piece, found.0, found.1, LINE_SHOWN_BYTES)
+        );
         entry.push('\n');
         match cost_within(&entry, limit - used) {
             Some(cost) => {

@@ -77,11 +77,16 @@ impl Collect<'_> {
         }
         let line = trim_newline(bytes);
         let text = String::from_utf8_lossy(line);
-        let end = outputs::floor_char_boundary(&text, LINE_SHOWN_BYTES);
-        let mut shown = text[..end].to_string();
-        if end < text.len() {
-            shown.push('…');
-        }
+        let shown = if text.len() <= LINE_SHOWN_BYTES {
+            text.into_owned()
+        } else {
+            // A long (minified) line: the part around the match, not its start.
+            let found = match self.matcher.find(text.as_bytes()) {
+                Ok(Some(m)) if is_match => (m.start(), m.end()),
+                _ => (0, 0),
+            };
+            outputs::window(&text, found.0, found.1, LINE_SHOWN_BYTES)
+        };
         self.hits.lines.push(HitLine {
             number: number.unwrap_or(0),
             text: shown,
@@ -272,10 +277,17 @@ fn render(
         .iter()
         .map(|f| block(roots, f, args.context > 0))
         .collect();
+    let plural = |n: usize, one: &str, many: &str| {
+        format!(
+            "{} {}",
+            crate::output::thousands(n),
+            if n == 1 { one } else { many }
+        )
+    };
     let summary = format!(
-        "{} matches in {} files",
-        crate::output::thousands(total),
-        crate::output::thousands(files.len())
+        "{} in {}",
+        plural(total, "match", "matches"),
+        plural(files.len(), "file", "files")
     );
     if tools.budget.is_off() {
         notes.push(format!("# {summary}"));

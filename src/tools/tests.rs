@@ -133,6 +133,27 @@ fn cat_head_and_tail_read_lines_without_loading_huge_files() {
     );
     let tail = tools.call("tail", &json!({"path": "min.js", "n": 1}));
     assert!(outputs::tokens(&text(&tail)) <= 6000);
+
+    // A match deep in a minified line is shown with its surroundings, not the line's start;
+    // and so is a grep of the handle that keeps such a line.
+    let mut minified = "var a=1;".repeat(20_000);
+    minified.insert_str(100_000, "function NEEDLE(){}");
+    std::fs::write(dir.path().join("app.min.js"), &minified).unwrap();
+    let found = text(&tools.call("grep", &json!({"pattern": "NEEDLE"})));
+    assert!(found.contains("\n1:…"), "{found}");
+    assert!(found.contains("# 1 match in 1 file\n"), "{found}");
+    assert!(found.contains("function NEEDLE(){}var a=1;"), "{found}");
+    assert!(found.len() < 1000, "{found}");
+    let cut = tools.call("cat", &json!({"path": "app.min.js"}));
+    let handle = cut["_meta"][outputs::META_KEY]["cuts"][0]["handle"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let read = text(&tools.call("read_output", &json!({"handle": handle, "grep": "NEEDLE"})));
+    assert!(
+        read.starts_with("1:…") && read.contains("function NEEDLE(){}"),
+        "{read}"
+    );
 }
 
 #[test]
