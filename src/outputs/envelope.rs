@@ -286,13 +286,19 @@ impl Spill {
         } else {
             String::new()
         };
+        let shown_handle = handle.as_deref().unwrap_or("(not kept)");
+        // Within one long line, offsets cannot go on: grep shows the part around a match.
+        let more = if offset == 0 {
+            format!("read_output {{\"handle\": \"{shown_handle}\", \"grep\": \"REGEX\"}} shows the part of the line around a match")
+        } else {
+            format!("read_output {{\"handle\": \"{shown_handle}\", \"offset\": {offset}}}, or grep")
+        };
         Cut {
             line: format!(
-                "kept {kept} of {} lines{more_blocks} ({}, {} tokens). More: read_output {{\"handle\": \"{}\", \"offset\": {offset}}}, or grep",
+                "kept {kept} of {} lines{more_blocks} ({}, {} tokens). More: {more}",
                 crate::output::thousands(total_lines),
                 human_bytes(self.body.len()),
                 total.display(),
-                handle.as_deref().unwrap_or("(not kept)"),
             ),
             handle,
             part: "content".into(),
