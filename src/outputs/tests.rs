@@ -276,3 +276,30 @@ fn read_output_arguments_and_tool_definition() {
     assert_eq!(budget_for("0"), Some(Budget::new(0)));
     assert_eq!(budget_for("x"), None);
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Whatever the text blocks and the budget, the result as sent (envelope included)
+        /// stays within the budget, and what is kept of the first cut block is its start.
+        #[test]
+        fn results_with_their_envelope_fit_the_budget(
+            blocks in prop::collection::vec("[a-zé日 ,{}\\[\\]\"0-9\n]{0,4000}", 1..5),
+            max_tokens in 200usize..3000,
+        ) {
+            let (_dir, store) = store();
+            let content: Vec<Value> = blocks.iter().map(|t| json!({"type": "text", "text": t})).collect();
+            let result = json!({"content": content});
+            let budgeted = budget_result(result, Budget::new(max_tokens), &store, &ClientScope::local()).unwrap();
+            let sent = result_tokens(&budgeted.result);
+            prop_assert!(sent <= max_tokens, "{sent} > {max_tokens}");
+            if budgeted.stats.is_cut {
+                prop_assert_eq!(budgeted.stats.handles.len(), 1);
+            }
+        }
+    }
+}
