@@ -105,7 +105,12 @@ pub fn budget_result(
 
     // Tokens of what was kept, when counted (else the tokenizer stays unloaded).
     let mut counted = None;
-    if let Some(Value::Array(blocks)) = fields.remove("content") {
+    // Taken out in place (not removed), so the members keep their order.
+    let content = match fields.get_mut("content") {
+        Some(content @ Value::Array(_)) => Some(std::mem::take(content)),
+        _ => None,
+    };
+    if let Some(Value::Array(blocks)) = content {
         let sizes: usize = blocks
             .iter()
             .map(|b| match b.get("text").and_then(Value::as_str) {
@@ -204,12 +209,13 @@ pub fn budget_result(
         return Ok(untouched(result, counted));
     }
     let envelope = envelope_text(&cuts, budget, store);
-    let mut content = match fields.remove("content") {
-        Some(Value::Array(content)) => content,
-        _ => Vec::new(),
-    };
-    content.push(json!({"type": "text", "text": envelope}));
-    fields.insert("content".into(), Value::Array(content));
+    let envelope = json!({"type": "text", "text": envelope});
+    match fields.get_mut("content") {
+        Some(Value::Array(content)) => content.push(envelope),
+        _ => {
+            fields.insert("content".into(), Value::Array(vec![envelope]));
+        }
+    }
     let meta = fields
         .entry("_meta")
         .or_insert_with(|| Value::Object(Map::new()));

@@ -61,6 +61,12 @@ fn text_is_cut_on_lines_and_read_on_from_the_handle() {
     let budgeted = budget_result(text_result(&text), budget, &store, &me).unwrap();
     let shown = texts(&budgeted.result);
     assert_eq!(shown.len(), 2, "the kept text and the envelope");
+    let members: Vec<&String> = budgeted.result.as_object().unwrap().keys().collect();
+    assert_eq!(
+        members,
+        ["content", "isError", "_meta"],
+        "members keep their order"
+    );
     assert!(shown[0].starts_with("log line 1: ") && shown[0].ends_with('\n'));
     assert!(
         result_tokens(&budgeted.result) <= 500,
