@@ -21,7 +21,9 @@
 //! - [`process`]: the one way we spawn and end child processes (own process group, stderr ring
 //!   buffer, kill-the-group on drop).
 //! - [`search`]: BM25, regex and exact search over tool definitions, with a persisted index.
+//! - [`tools`]: the lean tools server (grep, cat, find, ls, head, tail, read_output).
 //! - [`tui`]: the ratatui application of `up --tui` (pure state and update, screens, runtime).
+//! - [`outputs`]: budgeted results: cut at clean boundaries, the envelope, persisted handles.
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
 #![warn(missing_docs)]
 
@@ -39,10 +41,12 @@ pub mod launch;
 pub mod mcp;
 pub mod memory;
 pub mod output;
+pub mod outputs;
 pub mod pool;
 pub mod process;
 pub mod project;
 pub mod search;
+pub mod tools;
 pub mod tui;
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod init;
 mod inspect;
 mod list;
 mod openapi;
+mod output;
 mod search;
 mod serve;
 mod server;
@@ -18,8 +19,10 @@ mod share;
 mod status;
 mod tokens;
 mod tool;
+mod tools;
 mod trust;
 mod up;
+mod usage;
 
 use std::path::PathBuf;
 
@@ -93,6 +96,9 @@ pub enum Command {
     Down(down::DownArgs),
     Serve(serve::ServeArgs),
     Daemon(daemon::DaemonArgs),
+    Output(output::OutputArgs),
+    Tools(tools::ToolsArgs),
+    Usage(usage::UsageArgs),
 }
 
 impl Command {
@@ -256,6 +262,9 @@ pub enum CliError {
     /// A size or count in an environment variable is unreadable or out of range.
     #[error(transparent)]
     Limit(#[from] crate::mcp::cap::CapError),
+    /// A handle could not be read (unknown, expired, a bad request, the store).
+    #[error(transparent)]
+    Outputs(#[from] crate::outputs::OutputsError),
 }
 
 impl CliError {
@@ -278,6 +287,7 @@ impl CliError {
             CliError::Launch(_) => false,
             CliError::Daemon(e) => e.is_usage(),
             CliError::Overrides(_) => true,
+            CliError::Outputs(e) => !matches!(e, crate::outputs::OutputsError::Store { .. }),
             _ => true,
         }
     }
@@ -309,6 +319,7 @@ impl Actionable for CliError {
             CliError::Daemon(e) => e.kind(),
             CliError::ClientConfig(e) => e.kind(),
             CliError::Limit(e) => e.kind(),
+            CliError::Outputs(e) => e.kind(),
         }
     }
 
@@ -349,6 +360,7 @@ impl Actionable for CliError {
             CliError::Daemon(e) => e.help(),
             CliError::ClientConfig(e) => e.help(),
             CliError::Limit(e) => e.help(),
+            CliError::Outputs(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
             }
@@ -401,6 +413,9 @@ pub async fn run(
         Command::Down(args) => down::run(args, &cli.global).await,
         Command::Serve(args) => serve::run(args, &cli.global, shutdown).await,
         Command::Daemon(args) => daemon::run(args, &cli.global).await,
+        Command::Output(args) => output::run(args, &cli.global).await,
+        Command::Tools(args) => tools::run(args, &cli.global, shutdown).await,
+        Command::Usage(args) => usage::run(args, &cli.global).await,
     }
 }
 

@@ -1,0 +1,344 @@
+//! Reading a handle: a range of lines, the lines matching a regex, or the nodes a JSONPath
+//! selects, each answer within the reader's budget and saying where to go on.
+
+use std::io::{BufRead, Read};
+
+use serde_json::{json, Value};
+
+use super::cut::{cut_json, parse_json_text};
+use super::measure::{cost_within, prefix_within, window};
+use super::store::{ClientScope, Kind, Store};
+use super::{Budget, OutputsError};
+
+/// A matching line longer than this is shown as a window around its match.
+const LINE_SHOWN_BYTES: usize = 400;
+
+/// Patterns and paths longer than this are refused (they come from a model).
+const PATTERN_MAX_BYTES: usize = 4096;
+
+/// What to read of a handle. Without `grep` or `jsonpath`: lines `offset..offset+limit`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadRequest {
+    /// The first line (0-based) or, with `grep`, the first match to show.
+    pub offset: Option<usize>,
+    /// At most this many lines (or matches); as many as fit the budget when absent.
+    pub limit: Option<usize>,
+    /// Only the lines matching this regex, numbered.
+    pub grep: Option<String>,
+    /// The nodes this JSONPath selects (JSON outputs), as a JSON array.
+    pub jsonpath: Option<String>,
+}
+
+impl ReadRequest {
+    /// The handle and request from `read_output`'s arguments.
+    pub fn from_arguments(arguments: &Value) -> Result<(String, ReadRequest), OutputsError> {
+        let handle = arguments
+            .get("handle")
+            .and_then(Value::as_str)
+            .ok_or_else(|| OutputsError::invalid("`handle` (a string like h_…) is required"))?;
+        let count = |name: &str| -> Result<Option<usize>, OutputsError> {
+            match arguments.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| {
+                    OutputsError::invalid(format!("`{name}` must be a whole number ≥ 0"))
+                }),
+            }
+        };
+        let text = |name: &str| -> Result<Option<String>, OutputsError> {
+            match arguments.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(OutputsError::invalid(format!("`{name}` must be a string"))),
+            }
+        };
+        Ok((
+            handle.to_string(),
+            ReadRequest {
+                offset: count("offset")?,
+                limit: count("limit")?,
+                grep: text("grep")?,
+                jsonpath: text("jsonpath")?,
+            },
+        ))
+    }
+}
+
+/// What a read found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadOutput {
+    /// The lines, matches or JSON read.
+    pub text: String,
+    /// One line saying what this is and where to go on (`[lines 1-200 of 48,113; …]`).
+    pub note: String,
+    /// Where the next read starts (an `offset`), when there is more.
+    pub next_offset: Option<usize>,
+    /// The content block itself, for an image, audio or embedded resource handle.
+    pub block: Option<Value>,
+}
+
+impl ReadOutput {
+    /// As a `CallToolResult`: the block, or the text followed by the note.
+    pub fn to_result(&self) -> Value {
+        match &self.block {
+            Some(block) => json!({"content": [block]}),
+            None => {
+                let mut text = self.text.clone();
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&self.note);
+                json!({"content": [{"type": "text", "text": text}]})
+            }
+        }
+    }
+}
+
+/// The whole `read_output` tool: its arguments in, a `CallToolResult` out — the answer, or
+/// `isError: true` with what went wrong and what to do. Blocking.
+pub fn read_output(store: &Store, scope: &ClientScope, arguments: &Value, budget: Budget) -> Value {
+    use crate::error::Actionable;
+    let read = ReadRequest::from_arguments(arguments)
+        .and_then(|(handle, request)| store.read(&handle, scope, &request, budget));
+    match read {
+        Ok(read) => read.to_result(),
+        Err(error) => json!({
+            "content": [{"type": "text", "text": format!("{error}\nhelp: {}", error.help())}],
+            "isError": true,
+        }),
+    }
+}
+
+impl Store {
+    /// Reads `handle` for `scope`, within `budget` (0 reads what was asked, unbounded).
+    pub fn read(
+        &self,
+        handle: &str,
+        scope: &ClientScope,
+        request: &ReadRequest,
+        budget: Budget,
+    ) -> Result<ReadOutput, OutputsError> {
+        let mut opened = self.open_handle(handle, scope)?;
+        let limit = if budget.is_off() {
+            usize::MAX / 64
+        } else {
+            budget
+                .max_tokens
+                .saturating_sub(super::ENVELOPE_TOKENS)
+                .max(1)
+        };
+        let store_error = |e| OutputsError::store(self.dir().join(handle), e);
+        if opened.header.kind == Kind::Blob {
+            let mut body = Vec::new();
+            opened.body.read_to_end(&mut body).map_err(store_error)?;
+            let block =
+                serde_json::from_slice(&body).map_err(|e| OutputsError::invalid(e.to_string()))?;
+            return Ok(ReadOutput {
+                text: String::new(),
+                note: String::new(),
+                next_offset: None,
+                block: Some(block),
+            });
+        }
+        if let Some(path) = &request.jsonpath {
+            let mut body = String::new();
+            opened.body.read_to_string(&mut body).map_err(store_error)?;
+            return read_jsonpath(&body, path, limit);
+        }
+        let total = opened.header.lines as usize;
+        match &request.grep {
+            Some(pattern) => read_grep(opened.body, pattern, request, limit),
+            None => read_lines(opened.body, total, request, limit),
+        }
+    }
+}
+
+fn read_lines(
+    mut body: impl BufRead,
+    total: usize,
+    request: &ReadRequest,
+    limit: usize,
+) -> Result<ReadOutput, OutputsError> {
+    let offset = request.offset.unwrap_or(0);
+    if offset > total {
+        return Err(OutputsError::invalid(format!(
+            "offset {offset} is past the end ({total} lines)"
+        )));
+    }
+    let io = |e: std::io::Error| OutputsError::invalid(e.to_string());
+    for _ in 0..offset {
+        body.skip_until(b'\n').map_err(io)?;
+    }
+    let wanted = request.limit.unwrap_or(usize::MAX);
+    let (mut text, mut used, mut shown) = (String::new(), 0usize, 0usize);
+    let mut line = Vec::new();
+    let mut mid_line = None;
+    while shown < wanted {
+        line.clear();
+        if body.read_until(b'\n', &mut line).map_err(io)? == 0 {
+            break;
+        }
+        let piece = String::from_utf8_lossy(&line);
+        match cost_within(&piece, limit - used) {
+            Some(cost) => {
+                used += cost;
+                text.push_str(&piece);
+                shown += 1;
+            }
+            None if shown == 0 => {
+                let end = prefix_within(&piece, limit);
+                text.push_str(&piece[..end]);
+                mid_line = Some((end, piece.len()));
+                shown = 1;
+                break;
+            }
+            None => break,
+        }
+    }
+    let end = offset + shown;
+    let next_offset = (end < total).then_some(end);
+    let mut note = if shown == 0 {
+        format!("[no lines from offset {offset}; the output has {total}]")
+    } else {
+        format!(
+            "[lines {}-{end} of {}",
+            offset + 1,
+            crate::output::thousands(total)
+        )
+    };
+    if let Some((kept, of)) = mid_line {
+        note.push_str(&format!(
+            "; line {end} is long: its first {kept} of {} bytes shown, use grep to find more in it",
+            crate::output::thousands(of)
+        ));
+    }
+    if shown > 0 {
+        match next_offset {
+            Some(next) => note.push_str(&format!("; more: offset {next}]")),
+            None => note.push_str("; the end]"),
+        }
+    }
+    Ok(ReadOutput {
+        text,
+        note,
+        next_offset,
+        block: None,
+    })
+}
+
+fn read_grep(
+    mut body: impl BufRead,
+    pattern: &str,
+    request: &ReadRequest,
+    limit: usize,
+) -> Result<ReadOutput, OutputsError> {
+    if pattern.len() > PATTERN_MAX_BYTES {
+        return Err(OutputsError::invalid("the grep pattern is too long"));
+    }
+    let regex = regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 22)
+        .build()
+        .map_err(|e| OutputsError::invalid(format!("grep: {e}")))?;
+    let skip = request.offset.unwrap_or(0);
+    let wanted = request.limit.unwrap_or(usize::MAX);
+    let io = |e: std::io::Error| OutputsError::invalid(e.to_string());
+    let (mut text, mut used, mut shown, mut matches) = (String::new(), 0usize, 0usize, 0usize);
+    let mut is_full = false;
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    loop {
+        line.clear();
+        if body.read_until(b'\n', &mut line).map_err(io)? == 0 {
+            break;
+        }
+        number += 1;
+        let piece = String::from_utf8_lossy(&line);
+        let piece = piece.trim_end_matches(['\n', '\r']);
+        if !regex.is_match(piece) {
+            continue;
+        }
+        matches += 1;
+        if matches <= skip || is_full || shown >= wanted {
+            continue;
+        }
+        let found = regex.find(piece).map_or((0, 0), |m| (m.start(), m.end()));
+        let mut entry = format!(
+            "{number}:{}",
+            window(piece, found.0, found.1, LINE_SHOWN_BYTES)
+        );
+        entry.push('\n');
+        match cost_within(&entry, limit - used) {
+            Some(cost) => {
+                used += cost;
+                text.push_str(&entry);
+                shown += 1;
+            }
+            None if shown == 0 => {
+                let end = prefix_within(&entry, limit.saturating_sub(1));
+                text.push_str(&entry[..end]);
+                text.push_str("…\n");
+                shown = 1;
+                is_full = true;
+            }
+            None => is_full = true,
+        }
+    }
+    let end = skip + shown;
+    let next_offset = (end < matches).then_some(end);
+    let note = match next_offset {
+        _ if matches == 0 => format!("[no line matches {pattern:?}]"),
+        Some(next) => format!(
+            "[matches {}-{end} of {}; more: grep with offset {next}]",
+            skip + 1,
+            crate::output::thousands(matches)
+        ),
+        None => format!(
+            "[matches {}-{end} of {}]",
+            (skip + 1).min(matches),
+            crate::output::thousands(matches)
+        ),
+    };
+    Ok(ReadOutput {
+        text,
+        note,
+        next_offset,
+        block: None,
+    })
+}
+
+fn read_jsonpath(body: &str, path: &str, limit: usize) -> Result<ReadOutput, OutputsError> {
+    if path.len() > PATTERN_MAX_BYTES {
+        return Err(OutputsError::invalid("the JSONPath is too long"));
+    }
+    let query = serde_json_path::JsonPath::parse(path)
+        .map_err(|e| OutputsError::invalid(format!("jsonpath: {e}")))?;
+    let value = parse_json_text(body).ok_or_else(|| {
+        OutputsError::invalid("this output is not JSON: read it by lines or grep")
+    })?;
+    let nodes: Vec<Value> = query.query(&value).all().into_iter().cloned().collect();
+    let count = nodes.len();
+    let nodes = Value::Array(nodes);
+    let (text, note) = match cut_json(&nodes, limit) {
+        None => (
+            nodes.to_string(),
+            format!(
+                "[{count} node{} at {path}]",
+                if count == 1 { "" } else { "s" }
+            ),
+        ),
+        Some(cut) => {
+            let shown = cut.value.as_array().map_or(0, Vec::len);
+            (
+                cut.value.to_string(),
+                format!(
+                    "[{count} nodes at {path}, the first {shown} shown (the last may be cut inside); narrow the path, e.g. a slice [{shown}:]]"
+                ),
+            )
+        }
+    };
+    Ok(ReadOutput {
+        text,
+        note,
+        next_offset: None,
+        block: None,
+    })
+}

@@ -1,0 +1,311 @@
+//! Budgeting whole results: the envelope, the handles, and reading on.
+
+use serde_json::{json, Value};
+
+use super::measure::counted_on_this_thread;
+use super::*;
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("outputs")).unwrap();
+    (dir, store)
+}
+
+fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": false})
+}
+
+fn texts(result: &Value) -> Vec<String> {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn result_tokens(result: &Value) -> usize {
+    tokens(&texts(result).join("\n"))
+}
+
+#[test]
+fn a_small_result_passes_untouched_without_the_tokenizer() {
+    let (_dir, store) = store();
+    let result = text_result("hello");
+    let before = counted_on_this_thread();
+    let budgeted = budget_result(
+        result.clone(),
+        Budget::default(),
+        &store,
+        &ClientScope::local(),
+    )
+    .unwrap();
+    assert_eq!(budgeted.result, result);
+    assert!(!budgeted.stats.is_cut);
+    assert_eq!(budgeted.stats.tokens_sent, None);
+    assert_eq!(counted_on_this_thread(), before, "nothing was counted");
+    // Budget 0 is off.
+    let big = text_result(&"word ".repeat(50_000));
+    let off = budget_result(big.clone(), Budget::new(0), &store, &ClientScope::local()).unwrap();
+    assert_eq!(off.result, big);
+}
+
+#[test]
+fn text_is_cut_on_lines_and_read_on_from_the_handle() {
+    let (_dir, store) = store();
+    let me = ClientScope::local();
+    let text: String = (1..=20_000)
+        .map(|i| format!("log line {i}: something happened\n"))
+        .collect();
+    let budget = Budget::new(500);
+    let budgeted = budget_result(text_result(&text), budget, &store, &me).unwrap();
+    let shown = texts(&budgeted.result);
+    assert_eq!(shown.len(), 2, "the kept text and the envelope");
+    let members: Vec<&String> = budgeted.result.as_object().unwrap().keys().collect();
+    assert_eq!(
+        members,
+        ["content", "isError", "_meta"],
+        "members keep their order"
+    );
+    assert!(shown[0].starts_with("log line 1: ") && shown[0].ends_with('\n'));
+    assert!(
+        result_tokens(&budgeted.result) <= 500,
+        "{}",
+        result_tokens(&budgeted.result)
+    );
+    let kept_lines = shown[0].lines().count();
+    let envelope = &shown[1];
+    assert!(
+        envelope.contains(&format!("kept lines 1-{kept_lines} of 20,000")),
+        "{envelope}"
+    );
+    assert!(budgeted.stats.is_cut);
+    assert_eq!(budgeted.result["isError"], false);
+    let handle = &budgeted.stats.handles[0];
+    assert!(envelope.contains(handle.as_str()));
+    let meta = &budgeted.result["_meta"][META_KEY]["cuts"][0];
+    assert_eq!(meta["total"]["lines"], 20_000);
+    assert_eq!(meta["kept"]["lines"], kept_lines);
+
+    // Reading on from where the cut was, within the budget, to the end.
+    let request = ReadRequest {
+        offset: Some(kept_lines),
+        ..Default::default()
+    };
+    let next = store.read(handle, &me, &request, budget).unwrap();
+    assert!(next
+        .text
+        .starts_with(&format!("log line {}: ", kept_lines + 1)));
+    assert!(tokens(&next.text) <= 500);
+    assert!(next.note.contains("of 20,000"), "{}", next.note);
+    let last = store
+        .read(
+            handle,
+            &me,
+            &ReadRequest {
+                offset: Some(19_990),
+                ..Default::default()
+            },
+            budget,
+        )
+        .unwrap();
+    assert_eq!(last.text.lines().count(), 10);
+    assert_eq!(last.next_offset, None);
+
+    // grep and a limit.
+    let grep = ReadRequest {
+        grep: Some(r"line 1234\d:".into()),
+        limit: Some(3),
+        ..Default::default()
+    };
+    let found = store.read(handle, &me, &grep, budget).unwrap();
+    assert_eq!(
+        found.text.lines().next().unwrap(),
+        "12340:log line 12340: something happened"
+    );
+    assert_eq!(found.text.lines().count(), 3);
+    assert!(found.note.contains("of 10"), "{}", found.note);
+    let bad = ReadRequest {
+        grep: Some("(".into()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        store.read(handle, &me, &bad, budget),
+        Err(OutputsError::InvalidRequest { .. })
+    ));
+}
+
+#[test]
+fn json_text_is_cut_into_valid_json_and_read_by_jsonpath() {
+    let (_dir, store) = store();
+    let me = ClientScope::local();
+    let rows: Vec<Value> = (0..3000)
+        .map(|i| json!({"id": i, "title": format!("row {i}")}))
+        .collect();
+    let body = serde_json::to_string_pretty(&json!({"total": 3000, "rows": rows})).unwrap();
+    let budget = Budget::new(400);
+    let budgeted = budget_result(text_result(&body), budget, &store, &me).unwrap();
+    let shown = texts(&budgeted.result);
+    let kept: Value = serde_json::from_str(&shown[0]).expect("the kept part is valid JSON");
+    assert_eq!(kept["total"], 3000);
+    let n = kept["rows"].as_array().unwrap().len();
+    assert!(n > 3 && n < 3000, "{n}");
+    assert!(
+        shown[1].contains(&format!("kept {n} of 3,000 items at $.rows")),
+        "{}",
+        shown[1]
+    );
+    assert!(
+        shown[1].contains(&format!("\"jsonpath\": \"$.rows[{n}:]\"")),
+        "{}",
+        shown[1]
+    );
+    assert!(result_tokens(&budgeted.result) <= 400);
+
+    let handle = &budgeted.stats.handles[0];
+    let request = ReadRequest {
+        jsonpath: Some("$.rows[2990:]".into()),
+        ..Default::default()
+    };
+    let tail = store.read(handle, &me, &request, budget).unwrap();
+    let nodes: Value = serde_json::from_str(&tail.text).unwrap();
+    assert_eq!(nodes.as_array().unwrap().len(), 10);
+    assert_eq!(nodes[9]["id"], 2999);
+    // Kept pretty-printed: grep finds a member on its own line.
+    let grep = ReadRequest {
+        grep: Some(r#""title": "row 2999""#.into()),
+        ..Default::default()
+    };
+    let found = store.read(handle, &me, &grep, budget).unwrap();
+    assert_eq!(found.text.lines().count(), 1, "{}", found.text);
+}
+
+#[test]
+fn utf8_is_never_split() {
+    let (_dir, store) = store();
+    let line = "ß日本語🙂".repeat(20_000);
+    for budget in [50, 161, 333] {
+        let budgeted = budget_result(
+            text_result(&line),
+            Budget::new(budget + ENVELOPE_TOKENS),
+            &store,
+            &ClientScope::local(),
+        )
+        .unwrap();
+        let shown = &texts(&budgeted.result)[0];
+        assert!(!shown.is_empty() && line.starts_with(shown.as_str()));
+        assert!(
+            texts(&budgeted.result)[1].contains("the first"),
+            "mid-line cut says so"
+        );
+    }
+}
+
+#[test]
+fn images_over_the_budget_become_links_to_their_handle() {
+    let (_dir, store) = store();
+    let me = ClientScope::local();
+    let data = "iVBORw0KGgo".repeat(10_000);
+    let result = json!({"content": [
+        {"type": "text", "text": "a chart"},
+        {"type": "image", "data": data, "mimeType": "image/png"}
+    ]});
+    let budgeted = budget_result(result.clone(), Budget::default(), &store, &me).unwrap();
+    let blocks = budgeted.result["content"].as_array().unwrap();
+    assert_eq!(blocks[0]["text"], "a chart");
+    assert_eq!(blocks[1]["type"], "resource_link");
+    assert_eq!(blocks[1]["mimeType"], "image/png");
+    let handle = blocks[1]["name"].as_str().unwrap();
+    assert_eq!(blocks[1]["uri"], format!("mcp-launch://outputs/{handle}"));
+    let read = store
+        .read(handle, &me, &ReadRequest::default(), Budget::default())
+        .unwrap();
+    assert_eq!(
+        read.to_result()["content"][0],
+        result["content"][1],
+        "the image, whole"
+    );
+    // A small image stays.
+    let small =
+        json!({"content": [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]});
+    assert_eq!(
+        budget_result(small.clone(), Budget::default(), &store, &me)
+            .unwrap()
+            .result,
+        small
+    );
+}
+
+#[test]
+fn structured_content_is_cut_and_its_text_mirror_follows() {
+    let (_dir, store) = store();
+    let items: Vec<Value> = (0..2000).map(|i| json!({"n": i})).collect();
+    let structured = json!({"items": items});
+    let result = json!({
+        "content": [{"type": "text", "text": structured.to_string()}],
+        "structuredContent": structured,
+    });
+    let budgeted = budget_result(result, Budget::new(300), &store, &ClientScope::local()).unwrap();
+    let cut = &budgeted.result["structuredContent"];
+    let n = cut["items"].as_array().unwrap().len();
+    assert!(n > 0 && n < 2000);
+    let mirror: Value = serde_json::from_str(texts(&budgeted.result)[0].as_str()).unwrap();
+    assert_eq!(&mirror, cut, "the text mirrors the cut structured content");
+    assert_eq!(budgeted.stats.handles.len(), 1, "one handle for both");
+    let me = ClientScope::local();
+    let handle = &budgeted.stats.handles[0];
+    let request = ReadRequest {
+        jsonpath: Some("$.items[1999]".into()),
+        ..Default::default()
+    };
+    let last = store.read(handle, &me, &request, Budget::new(300)).unwrap();
+    assert_eq!(last.text, r#"[{"n":1999}]"#);
+}
+
+#[test]
+fn read_output_arguments_and_tool_definition() {
+    let (handle, request) =
+        ReadRequest::from_arguments(&json!({"handle": "h_x", "offset": 3, "grep": "a"})).unwrap();
+    assert_eq!(handle, "h_x");
+    assert_eq!(request.offset, Some(3));
+    assert_eq!(request.grep.as_deref(), Some("a"));
+    assert!(ReadRequest::from_arguments(&json!({"offset": 3})).is_err());
+    assert!(ReadRequest::from_arguments(&json!({"handle": "h", "offset": -1})).is_err());
+    let tool = read_output_tool();
+    assert_eq!(tool["inputSchema"]["required"], json!(["handle"]));
+    assert!(
+        tokens(&tool.to_string()) <= 90,
+        "{}",
+        tokens(&tool.to_string())
+    );
+    assert_eq!(budget_for("6k"), Some(Budget::new(6000)));
+    assert_eq!(budget_for("0"), Some(Budget::new(0)));
+    assert_eq!(budget_for("x"), None);
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Whatever the text blocks and the budget, the result as sent (envelope included)
+        /// stays within the budget, and what is kept of the first cut block is its start.
+        #[test]
+        fn results_with_their_envelope_fit_the_budget(
+            blocks in prop::collection::vec("[a-zé日 ,{}\\[\\]\"0-9\n]{0,4000}", 1..5),
+            max_tokens in 200usize..3000,
+        ) {
+            let (_dir, store) = store();
+            let content: Vec<Value> = blocks.iter().map(|t| json!({"type": "text", "text": t})).collect();
+            let result = json!({"content": content});
+            let budgeted = budget_result(result, Budget::new(max_tokens), &store, &ClientScope::local()).unwrap();
+            let sent = result_tokens(&budgeted.result);
+            prop_assert!(sent <= max_tokens, "{sent} > {max_tokens}");
+            if budgeted.stats.is_cut {
+                prop_assert_eq!(budgeted.stats.handles.len(), 1);
+            }
+        }
+    }
+}
