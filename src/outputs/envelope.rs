@@ -119,7 +119,13 @@ pub fn budget_result(
             })
             .sum();
         let is_counting = sizes > limit;
-        let mut remaining = limit;
+        // A binary larger than the whole budget will become a link, with a line in the
+        // envelope: room for both is set aside before the text takes it.
+        let sure_links = blocks
+            .iter()
+            .filter(|b| is_binary(b) && json_len(b) > limit)
+            .count();
+        let mut remaining = limit.saturating_sub(sure_links * LINK_TOKENS);
         let mut kept = Vec::with_capacity(blocks.len());
         let mut spill: Option<Spill> = None;
         for mut block in blocks {
@@ -174,8 +180,7 @@ pub fn budget_result(
                 continue;
             }
             let size = json_len(&block);
-            let is_binary = matches!(kind.as_str(), "image" | "audio" | "resource");
-            if !is_binary || size <= remaining {
+            if !is_binary(&block) || size <= remaining {
                 remaining = remaining.saturating_sub(size);
                 kept.push(block);
                 continue;
@@ -225,7 +230,12 @@ pub fn budget_result(
             json!({"budget": budget.max_tokens, "cuts": cuts}),
         );
     }
-    let handles = cuts.iter().filter_map(|c| c.handle.clone()).collect();
+    let mut handles: Vec<String> = Vec::new();
+    for handle in cuts.iter().filter_map(|c| c.handle.clone()) {
+        if !handles.contains(&handle) {
+            handles.push(handle);
+        }
+    }
     let result = Value::Object(fields);
     let sent_text: String = result["content"]
         .as_array()
@@ -373,6 +383,17 @@ fn json_cut(part: &str, handle: Option<String>, cut: &super::cut::JsonCut, full:
         kept: json!({"json": cut.cuts}),
         total: json!({"bytes": full.len(), "tokens": total.tokens, "tokensEstimated": total.is_estimate}),
     }
+}
+
+/// Tokens a `resource_link` and its envelope line cost at most.
+const LINK_TOKENS: usize = 120;
+
+/// Images, audio and embedded resources: replaced by a link when over the budget.
+fn is_binary(block: &Value) -> bool {
+    matches!(
+        block.get("type").and_then(Value::as_str),
+        Some("image" | "audio" | "resource")
+    )
 }
 
 /// The length of `value` as compact JSON, without building the text (results can be

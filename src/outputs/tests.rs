@@ -225,6 +225,20 @@ fn images_over_the_budget_become_links_to_their_handle() {
         result["content"][1],
         "the image, whole"
     );
+    // Many images over the budget beside a long text: the links and their lines fit too.
+    let mut content = vec![json!({"type": "text", "text": "word ".repeat(20_000)})];
+    for _ in 0..6 {
+        content.push(json!({"type": "image", "data": data, "mimeType": "image/png"}));
+    }
+    let budgeted =
+        budget_result(json!({"content": content}), Budget::new(2000), &store, &me).unwrap();
+    let sent = tokens(&budgeted.result["content"].to_string());
+    assert!(sent <= 2000, "{sent}");
+    assert_eq!(
+        budgeted.stats.handles.len(),
+        2,
+        "the image is kept once (content-addressed) + the text"
+    );
     // A small image stays.
     let small =
         json!({"content": [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]});
