@@ -10,10 +10,12 @@ use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 
 use crate::config::Loaded;
+use crate::gateway::budget::Outputs;
 use crate::gateway::daemon::{CallRequest, Client};
 use crate::gateway::{Budget, Gateway, GatewayOptions, Mode};
 use crate::mcp::ConnectOptions;
 use crate::output;
+use crate::outputs::ClientScope;
 
 use super::call::{parse_arguments, refuse_by_overrides, result_json, CallArgs};
 use super::daemon::{self, daemon_error};
@@ -41,7 +43,10 @@ pub(super) async fn run(
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| plan(i + 1, l, &loaded, &overrides, args.timeout))
         .collect();
-    let mut printer = Printer { all_ok: true };
+    let mut printer = Printer {
+        all_ok: true,
+        outputs: Outputs::new(args.max_output_tokens),
+    };
     let (ready, refused): (Vec<&Line>, Vec<&Line>) = lines.iter().partition(|l| l.call.is_ok());
     for line in refused {
         if let Err(e) = &line.call {
@@ -60,9 +65,11 @@ pub(super) async fn run(
     })
 }
 
-/// Prints one answer per line, and remembers whether all succeeded.
+/// Prints one answer per line (each result within the output budget), and remembers whether
+/// all succeeded.
 struct Printer {
     all_ok: bool,
+    outputs: Outputs,
 }
 
 impl Printer {
@@ -77,7 +84,17 @@ impl Printer {
 
     fn answer(&mut self, line: &Line, outcome: Result<Value, CliError>) -> std::io::Result<()> {
         let answer = match (outcome, &line.call) {
-            (Ok(result), Ok(call)) => result_json(&call.server, &call.tool, result),
+            (Ok(result), Ok(call)) => {
+                let named = (call.server.as_str(), call.tool.as_str());
+                // Calls overlap: no per-line time is recorded.
+                let result = self.outputs.apply_blocking(
+                    named,
+                    result,
+                    &ClientScope::local(),
+                    Duration::ZERO,
+                );
+                result_json(&call.server, &call.tool, result)
+            }
             (Ok(result), Err(_)) => json!({"success": true, "result": result}),
             (Err(e), _) => output::error_envelope(&e),
         };
@@ -129,6 +146,8 @@ async fn in_process(
         connect: ConnectOptions::from_env(),
         budget: Budget::default(),
         project_dir: ".".into(),
+        // The command line budgets what it prints itself.
+        max_output: crate::outputs::Budget::new(0),
     };
     let gateway = Gateway::start(loaded.servers().cloned().collect(), options).await?;
     let mut answers = futures_util::stream::iter(calls(ready).into_iter().enumerate())

@@ -12,7 +12,9 @@ use crate::duration::Setting;
 use crate::mcp::ConnectOptions;
 use crate::output::{self, style};
 
+use crate::gateway::budget::Outputs;
 use crate::gateway::daemon::CallRequest;
+use crate::outputs::ClientScope;
 
 use super::daemon::{self, DaemonUse};
 use super::server::load_overrides;
@@ -48,6 +50,10 @@ pub struct CallArgs {
     /// With --batch: how many calls run at once.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub concurrency: u16,
+    /// The most o200k tokens the result may cost; over it, it is cut at a clean boundary and
+    /// the rest kept behind a handle (`mcp-launch output HANDLE`). 0: never cut.
+    #[arg(long, value_name = "TOKENS", default_value = "6000", value_parser = super::serve::parse_budget)]
+    pub max_output_tokens: crate::outputs::Budget,
     /// Through the daemon of this config set (`mcp-launch serve --daemon`): `use` it when it
     /// runs, `auto` starts one when none does, `off` never.
     #[arg(
@@ -78,6 +84,7 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
     let server = entry.qualified.clone();
     let overrides = load_overrides()?;
     refuse_by_overrides(&overrides, entry, &server_arg, &tool)?;
+    let started = std::time::Instant::now();
     let result = match daemon::client_for(&loaded, global, args.daemon).await? {
         Some(mut client) => {
             let request = CallRequest {
@@ -90,6 +97,14 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
         }
         None => call_directly(entry, &tool, arguments, args.timeout).await?,
     };
+    let result = Outputs::new(args.max_output_tokens)
+        .apply(
+            (&server, &tool),
+            result,
+            ClientScope::local(),
+            started.elapsed(),
+        )
+        .await;
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
     if global.json {
         output::print_json(&result_json(&server, &tool, result))?;

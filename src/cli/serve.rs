@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// Client-config flags (--print-config and friends).
     #[command(flatten)]
     pub client: super::client_config::ClientConfigArgs,
+    /// The most o200k tokens a tool result may cost; over it, the result is cut at a clean
+    /// boundary and the rest kept behind a handle `read_output` reads (0: never cut).
+    #[arg(long, value_name = "TOKENS", default_value = "6000", value_parser = parse_budget)]
+    pub max_output_tokens: crate::outputs::Budget,
     /// How long a call may take.
     #[arg(long, value_name = "DURATION", default_value = "300", value_parser = |s: &str| CALL_TIMEOUT.parse(s))]
     pub call_timeout: Duration,
@@ -223,7 +227,14 @@ fn options(args: &ServeArgs) -> GatewayOptions {
         connect: ConnectOptions::from_env(),
         budget: Budget::default(),
         project_dir: PathBuf::from("."),
+        max_output: args.max_output_tokens,
     }
+}
+
+/// `--max-output-tokens`: a count (`6000`, `6k`), 0 for off.
+pub(super) fn parse_budget(text: &str) -> Result<crate::outputs::Budget, String> {
+    crate::outputs::budget_for(text)
+        .ok_or_else(|| format!("{text:?} is not a token count: give one like 6000 or 6k (0: off)"))
 }
 
 async fn serve_http(

@@ -57,10 +57,13 @@ pub struct Catalog {
 
 impl Catalog {
     /// The catalog of `reports` as `exposed` (from `catalog::expose`, parallel to `reports`).
+    /// `extra` are the gateway's own tools a full list ends with (`read_output`): listed, not
+    /// routed to a server.
     pub fn build(
         reports: &[ServerReport],
         exposed: &[Vec<ExposedTool>],
         passthrough: bool,
+        extra: &[Value],
     ) -> Catalog {
         let pairs: Vec<(&str, &str)> = reports
             .iter()
@@ -113,7 +116,12 @@ impl Catalog {
             .map(|t| ToolDoc::from_definition(&t.server, &with_name(&t.definition, &t.tool)))
             .collect();
         catalog.search = SearchIndex::build(docs);
-        let definitions: Vec<&Value> = catalog.tools.iter().map(|t| &t.definition).collect();
+        let definitions: Vec<&Value> = catalog
+            .tools
+            .iter()
+            .map(|t| &t.definition)
+            .chain(extra)
+            .collect();
         catalog.tools_json = serde_json::to_string(&definitions)
             .unwrap_or_else(|_| "[]".into())
             .into();

@@ -8,6 +8,7 @@
 //! on rmcp, and its transports), `clients` (client config snippets). This module holds the
 //! state they share and routes calls.
 
+pub mod budget;
 mod callers;
 pub mod catalog;
 pub mod clients;
@@ -33,6 +34,7 @@ use crate::config::ServerEntry;
 use crate::mcp::ConnectOptions;
 use crate::pool::{Pool, PoolConfig, PoolServer};
 
+use self::budget::Outputs;
 use self::callers::Callers;
 pub use self::callers::ClientLink;
 use self::catalog::Catalog;
@@ -93,6 +95,8 @@ pub struct GatewayOptions {
     pub budget: Budget,
     /// Where `overrides.json` lives (the project directory).
     pub project_dir: PathBuf,
+    /// The most tokens a tool result may cost before it is cut (0: never cut).
+    pub max_output: crate::outputs::Budget,
 }
 
 /// What clients hear of: list changes, and what upstreams send every client.
@@ -139,6 +143,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// Every task the gateway starts (joined, a bounded time, on shutdown).
     tasks: TaskTracker,
+    /// Results within their budget, handles, usage.
+    outputs: Outputs,
 }
 
 impl Gateway {
@@ -156,7 +162,9 @@ impl Gateway {
             .filter(|e| !e.disabled && !overrides.is_disabled(e))
             .collect();
         let (reports, unknown) = tool_catalog::from_index(&entries);
-        let catalog = build_catalog(&reports, &overrides, options.passthrough).await;
+        let outputs = Outputs::new(options.max_output);
+        let extra: Vec<Value> = outputs.tool().into_iter().collect();
+        let catalog = build_catalog(&reports, &overrides, options.passthrough, &extra).await;
         let callers = Arc::new(Callers::default());
         let pool = Pool::new(
             entries
@@ -190,6 +198,7 @@ impl Gateway {
                 log_level: std::sync::Mutex::new(None),
                 releasing: std::sync::atomic::AtomicBool::new(false),
                 tasks: TaskTracker::new(),
+                outputs,
                 callers,
                 shutdown: CancellationToken::new(),
                 options,
@@ -285,6 +294,7 @@ impl Gateway {
                 .collect();
         }
         let mut tools = sparse::tools(&catalog);
+        tools.extend(self.inner.outputs.tool());
         for pin in &self.inner.options.pins {
             if let Some(found) = catalog.get(pin) {
                 tools.push(found.definition.clone());
@@ -316,9 +326,45 @@ impl Gateway {
         let _ = tokio::time::timeout(self.inner.options.list_wait, wait).await;
     }
 
-    /// A `tools/call`: a meta-tool in sparse mode, else the exposed tool on its server.
-    /// `progress` (the client's token and where to send) relays the server's progress.
+    /// A `tools/call`: `read_output`, a meta-tool in sparse mode, else the exposed tool on its
+    /// server; the answer within the output budget (a cut result keeps the rest behind a handle
+    /// for this caller). `progress` (the client's token and where to send) relays the server's
+    /// progress.
     pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Caller,
+    ) -> Result<Value, GatewayError> {
+        let scope = caller.scope.clone();
+        let outputs = &self.inner.outputs;
+        let is_read = name == crate::outputs::READ_OUTPUT && self.catalog().get(name).is_none();
+        if is_read && outputs.tool().is_some() {
+            return Ok(outputs.read(arguments, scope).await.unwrap_or_default());
+        }
+        let started = std::time::Instant::now();
+        let (server, tool) = self.served_by(name, &arguments);
+        let result = self.route(name, arguments, caller).await?;
+        Ok(outputs
+            .apply((&server, &tool), result, scope, started.elapsed())
+            .await)
+    }
+
+    /// The server and tool a call reaches (the gateway itself for its meta-tools), for the
+    /// usage record.
+    fn served_by(&self, name: &str, arguments: &Value) -> (String, String) {
+        let catalog = self.catalog();
+        let target = match (self.is_sparse(), name == sparse::CALL) {
+            (true, true) => arguments.get("name").and_then(Value::as_str).unwrap_or(""),
+            _ => name,
+        };
+        match catalog.get(target) {
+            Some(found) => (found.server.clone(), found.tool.clone()),
+            None => ("mcp-launch".into(), name.to_string()),
+        }
+    }
+
+    async fn route(
         &self,
         name: &str,
         arguments: Value,
@@ -370,6 +416,7 @@ impl Gateway {
             progress: None,
             link: None,
             cancel: CancellationToken::new(),
+            scope: crate::outputs::ClientScope::local(),
         };
         self.forward(&name, arguments, caller, timeout).await
     }
@@ -453,7 +500,9 @@ impl Gateway {
             }
         };
         let reports = self.inner.reports.lock().await.clone();
-        let catalog = build_catalog(&reports, &overrides, self.inner.options.passthrough).await;
+        let extra: Vec<Value> = self.inner.outputs.tool().into_iter().collect();
+        let passthrough = self.inner.options.passthrough;
+        let catalog = build_catalog(&reports, &overrides, passthrough, &extra).await;
         let before = self.list_fingerprint();
         *self
             .inner
@@ -536,7 +585,10 @@ impl Gateway {
         self.inner.tasks.close();
         let joined = tokio::time::timeout(TASKS_GRACE, self.inner.tasks.wait()).await;
         if joined.is_err() {
-            tracing::debug!(left = self.inner.tasks.len(), "tasks still running at shutdown");
+            tracing::debug!(
+                left = self.inner.tasks.len(),
+                "tasks still running at shutdown"
+            );
         }
     }
 
@@ -564,6 +616,8 @@ pub struct Caller {
     pub link: Option<Arc<dyn ClientLink>>,
     /// Cancelled when the client cancels the call (or goes away).
     pub cancel: CancellationToken,
+    /// Whose outputs a cut result's handle belongs to (and who may read them).
+    pub scope: crate::outputs::ClientScope,
 }
 
 /// Where a call's progress goes: the client's token and a sink for
@@ -627,11 +681,12 @@ async fn build_catalog(
     reports: &[ServerReport],
     overrides: &Overrides,
     passthrough: bool,
+    extra: &[Value],
 ) -> Catalog {
     // Uncounted: a long-lived gateway must not load the tokenizer (~50 MB) for an overridden
     // description; its cost is estimated from its size instead.
     let exposed = tool_catalog::expose_uncounted(reports, overrides);
-    Catalog::build(reports, &exposed, passthrough)
+    Catalog::build(reports, &exposed, passthrough, extra)
 }
 
 /// Sparse unless the mode is full, or auto and the catalog fits the budget (said on stderr).

@@ -70,3 +70,52 @@ fn unknown_handles_and_bad_requests_are_usage_errors() {
         .run();
     assert_eq!(out.error()["type"], "usage");
 }
+
+#[test]
+fn call_cuts_a_result_over_its_budget_and_output_reads_on_and_usage_counts_it() {
+    let cmd = Cmd::new().config_json(serde_json::json!({"mcpServers": {
+        "fault": fault(&[]),
+    }}));
+    let call = |extra: &[&str]| {
+        cmd.cmd()
+            .args(["--config", "config.json", "call", "fault", "huge"])
+            .args([r#"{"bytes": 200000}"#, "--json"])
+            .args(extra)
+            .run()
+            .json()
+    };
+    let cut = call(&[]);
+    let result = &cut["result"];
+    let sent = result.to_string().len();
+    assert!(sent < 60_000, "{sent} bytes of 200,000 sent");
+    let handle = result["_meta"]["mcp-launch/outputs"]["cuts"][0]["handle"]
+        .as_str()
+        .expect("a handle")
+        .to_string();
+    let envelope = result["content"].as_array().unwrap().last().unwrap()["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        envelope.contains(&handle) && envelope.contains("200.0 KB"),
+        "{envelope}"
+    );
+    // The rest is there: the whole line, read back with no budget.
+    let whole = cmd
+        .cmd()
+        .args(["output", &handle, "--max-output-tokens", "0"])
+        .stderr_any()
+        .run();
+    assert_eq!(whole.stdout.trim_end().len(), 200_000);
+
+    let uncut = call(&["--max-output-tokens", "0"]);
+    assert_eq!(
+        uncut["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .len(),
+        200_000
+    );
+    let usage = cmd.cmd().args(["usage", "--json"]).run().json();
+    let text = usage.to_string();
+    assert!(text.contains("huge"), "{usage}");
+}

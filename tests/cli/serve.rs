@@ -500,6 +500,7 @@ fn raw_client(dir: &Path, tool: &str, transport: &[&str]) -> Value {
         .env("HOME", dir)
         .env("XDG_CACHE_HOME", dir.join(".cache"))
         .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("XDG_STATE_HOME")
         .output()
         .expect("run the raw client");
     assert!(
@@ -563,6 +564,77 @@ fn every_field_of_upstream_tools_and_results_passes_over_http_and_stdio() {
 
     let (running, url) = http_gateway(&cmd, &["--mode", "full"]);
     check(&raw_client(&dir, "up__future", &["--http", &url]), "http");
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    running.wait();
+}
+
+#[test]
+fn a_result_over_the_budget_is_cut_and_read_on_by_its_handle_by_its_client_only() {
+    let log: String = (1..=6000)
+        .map(|n| format!("line {n} of the log\n"))
+        .collect();
+    let cmd = Cmd::new().file(
+        "tools.json",
+        &json!([{
+            "name": "log",
+            "description": "A long log.",
+            "inputSchema": {"type": "object"},
+            "x-result": {"content": [{"type": "text", "text": log}]},
+        }])
+        .to_string(),
+    );
+    let tools = cmd.path("tools.json").display().to_string();
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "up": fault(&["--only-file-tools", "--tools-file", &tools]),
+    }}));
+    let dir = cmd.dir().to_path_buf();
+    let read = r#"{"offset": 3000, "limit": 2}"#;
+    let check = |seen: &Value, how: &str| {
+        let names = strings(&json!(seen["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].clone())
+            .collect::<Vec<_>>()));
+        assert!(
+            names.contains(&"read_output".to_string()),
+            "{how}: {names:?}"
+        );
+        let result = &seen["result"];
+        let sent = result.to_string().len();
+        assert!(
+            sent < log.len() / 2,
+            "{how}: {sent} bytes sent of {}",
+            log.len()
+        );
+        let handle = result["_meta"]["mcp-launch/outputs"]["cuts"][0]["handle"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(handle.starts_with("h_"), "{how}: {result}");
+        let text = seen["read"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            text.contains("line 3001 of the log") && !text.contains("line 2999 of"),
+            "{how}: {}",
+            seen["read"]
+        );
+        handle.to_string()
+    };
+    let gateway = stdio_gateway(&dir, &["--mode", "full"]);
+    let mut stdio = vec!["--read", read, "--"];
+    stdio.extend(gateway[1..].iter().map(String::as_str));
+    check(&raw_client(&dir, "up__log", &stdio), "stdio");
+
+    let (running, url) = http_gateway(&cmd, &["--mode", "full"]);
+    let handle = check(
+        &raw_client(&dir, "up__log", &["--read", read, "--http", &url]),
+        "http",
+    );
+    // Another session may not read it.
+    let other = format!(r#"{{"handle": "{handle}"}}"#);
+    let seen = raw_client(&dir, "up__log", &["--read", &other, "--http", &url]);
+    assert_eq!(seen["read"]["isError"], true, "{}", seen["read"]);
     kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
     running.wait();
 }

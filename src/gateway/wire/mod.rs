@@ -164,6 +164,20 @@ fn typed<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
     serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
+/// Whose outputs a call's cut result belongs to: over HTTP the client's session (or, without
+/// one, its key); over stdio the one client, as the local user (`mcp-launch output` reads it).
+fn scope_of(context: &RequestContext<RoleServer>) -> crate::outputs::ClientScope {
+    let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+        return crate::outputs::ClientScope::local();
+    };
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let id = header("mcp-session-id")
+        .map(|session| format!("session:{session}"))
+        .or_else(|| header("authorization").map(|key| format!("key:{key}")))
+        .unwrap_or_else(|| "http".into());
+    crate::outputs::ClientScope::new(&id)
+}
+
 /// A gateway error as the client gets it: a JSON-RPC error for protocol errors, else a tool
 /// result with `isError: true` whose text says what happened and what to do.
 fn tool_error(error: &GatewayError) -> Result<Value, ErrorData> {
@@ -240,6 +254,7 @@ impl ServerHandler for Handler {
                 progress,
                 link: Some(Arc::new(link::PeerLink(context.peer.clone()))),
                 cancel: context.ct.clone(),
+                scope: scope_of(&context),
             };
             let outcome = self
                 .gateway

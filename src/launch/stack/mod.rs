@@ -217,7 +217,10 @@ impl RunningStack {
         }
         survivors.extend(inner.controller.stop(STOP_GRACE).await);
         inner.tasks.close();
-        if tokio::time::timeout(STOP_GRACE, inner.tasks.wait()).await.is_err() {
+        if tokio::time::timeout(STOP_GRACE, inner.tasks.wait())
+            .await
+            .is_err()
+        {
             tracing::debug!(stack = %inner.name, "tasks still running after stop");
         }
         let name = inner.name.clone();
