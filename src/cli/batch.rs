@@ -45,7 +45,7 @@ pub(super) async fn run(
         .collect();
     let mut printer = Printer {
         all_ok: true,
-        outputs: Outputs::new(args.max_output_tokens),
+        outputs: Outputs::new(args.max_output_tokens.unwrap_or_default()),
     };
     let (ready, refused): (Vec<&Line>, Vec<&Line>) = lines.iter().partition(|l| l.call.is_ok());
     for line in refused {

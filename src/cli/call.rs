@@ -51,9 +51,10 @@ pub struct CallArgs {
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub concurrency: u16,
     /// The most o200k tokens the result may cost; over it, it is cut at a clean boundary and
-    /// the rest kept behind a handle (`mcp-launch output HANDLE`). 0: never cut.
-    #[arg(long, value_name = "TOKENS", default_value = "6000", value_parser = super::serve::parse_budget)]
-    pub max_output_tokens: crate::outputs::Budget,
+    /// the rest kept behind a handle (`mcp-launch output HANDLE`). 0: never cut. Default: the
+    /// tool's budget in the project's overrides, else 6000.
+    #[arg(long, value_name = "TOKENS", value_parser = super::serve::parse_budget)]
+    pub max_output_tokens: Option<crate::outputs::Budget>,
     /// Through the daemon of this config set (`mcp-launch serve --daemon`): `use` it when it
     /// runs, `auto` starts one when none does, `off` never.
     #[arg(
@@ -97,11 +98,18 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
         }
         None => call_directly(entry, &tool, arguments, args.timeout).await?,
     };
-    let result = Outputs::new(args.max_output_tokens)
+    let project = overrides
+        .for_server(&entry.stack, &entry.name)
+        .and_then(|o| o.output_budget(&tool))
+        .map(crate::outputs::Budget::new);
+    let budget = args.max_output_tokens.or(project).unwrap_or_default();
+    let called = (server.as_str(), tool.as_str());
+    let result = Outputs::new(budget)
         .apply(
-            (&server, &tool),
+            called,
             result,
             ClientScope::local(),
+            None,
             started.elapsed(),
         )
         .await;

@@ -19,17 +19,14 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// Outputs within `budget` (0: off), kept in the user's store.
+    /// Outputs within `budget` (0: off, unless a tool's own budget says otherwise), kept in
+    /// the user's store.
     pub fn new(budget: Budget) -> Outputs {
-        let store = if budget.is_off() {
-            None
-        } else {
-            match Store::open_default() {
-                Ok(store) => Some(Arc::new(store)),
-                Err(e) => {
-                    tracing::warn!(error = %e, "no output store: results pass uncut");
-                    None
-                }
+        let store = match Store::open_default() {
+            Ok(store) => Some(Arc::new(store)),
+            Err(e) => {
+                tracing::warn!(error = %e, "no output store: results pass uncut");
+                None
             }
         };
         Outputs {
@@ -41,7 +38,8 @@ impl Outputs {
 
     /// The `read_output` tool, when results are budgeted.
     pub fn tool(&self) -> Option<Value> {
-        self.store.as_ref().map(|_| outputs::read_output_tool())
+        let budgeted = self.store.is_some() && !self.budget.is_off();
+        budgeted.then(outputs::read_output_tool)
     }
 
     /// `read_output` for `scope`; `None` when results are not budgeted (no such tool).
@@ -54,19 +52,25 @@ impl Outputs {
         read.await.ok()
     }
 
-    /// `result` of `server`'s `tool`, within the budget, and the call recorded.
+    /// `result` of `server`'s `tool`, within `budget` (the tool's own) or the default, and
+    /// the call recorded.
     pub async fn apply(
         &self,
         (server, tool): (&str, &str),
         result: Value,
         scope: ClientScope,
+        budget: Option<Budget>,
         took: Duration,
     ) -> Value {
-        let Some(store) = self.store.clone() else {
-            self.record_uncut((server, tool), &result, &scope, took);
-            return result;
+        let budget = budget.unwrap_or(self.budget);
+        let store = match &self.store {
+            Some(store) if !budget.is_off() => Arc::clone(store),
+            _ => {
+                self.record_uncut((server, tool), &result, &scope, took);
+                return result;
+            }
         };
-        let (budget, usage) = (self.budget, self.usage.clone());
+        let usage = self.usage.clone();
         let call = (server.to_string(), tool.to_string());
         let budgeted = tokio::task::spawn_blocking(move || {
             within_budget(&store, budget, &usage, &call, result, &scope, took)
@@ -85,9 +89,12 @@ impl Outputs {
         scope: &ClientScope,
         took: Duration,
     ) -> Value {
-        let Some(store) = &self.store else {
-            self.record_uncut((server, tool), &result, scope, took);
-            return result;
+        let store = match &self.store {
+            Some(store) if !self.budget.is_off() => store,
+            _ => {
+                self.record_uncut((server, tool), &result, scope, took);
+                return result;
+            }
         };
         let call = (server.to_string(), tool.to_string());
         within_budget(store, self.budget, &self.usage, &call, result, scope, took)

@@ -53,6 +53,8 @@ pub struct Catalog {
     search: SearchIndex,
     /// The definitions, serialised once: full mode's `tools/list` answer is spliced from it.
     tools_json: std::sync::Arc<str>,
+    /// Output budgets the project set, by exposed name.
+    budgets: HashMap<String, usize>,
 }
 
 impl Catalog {
@@ -82,6 +84,7 @@ impl Catalog {
             servers: Vec::new(),
             search: SearchIndex::build(Vec::new()),
             tools_json: std::sync::Arc::from("[]"),
+            budgets: HashMap::new(),
         };
         for (report, tools) in reports.iter().zip(exposed) {
             let mut allowed = 0;
@@ -126,6 +129,21 @@ impl Catalog {
             .unwrap_or_else(|_| "[]".into())
             .into();
         catalog
+    }
+
+    /// With the output budgets `budget_of(server, tool)` gives (from the project's overrides).
+    pub fn with_budgets(mut self, budget_of: impl Fn(&str, &str) -> Option<usize>) -> Catalog {
+        self.budgets = self
+            .tools
+            .iter()
+            .filter_map(|t| budget_of(&t.server, &t.tool).map(|b| (t.name.clone(), b)))
+            .collect();
+        self
+    }
+
+    /// The output budget the project set for the tool exposed as `name`.
+    pub fn budget_of(&self, name: &str) -> Option<usize> {
+        self.budgets.get(name).copied()
     }
 
     /// Every definition as one serialised JSON array.

@@ -343,24 +343,30 @@ impl Gateway {
             return Ok(outputs.read(arguments, scope).await.unwrap_or_default());
         }
         let started = std::time::Instant::now();
-        let (server, tool) = self.served_by(name, &arguments);
+        let (server, tool, budget) = self.served_by(name, &arguments);
         let result = self.route(name, arguments, caller).await?;
+        let called = (server.as_str(), tool.as_str());
         Ok(outputs
-            .apply((&server, &tool), result, scope, started.elapsed())
+            .apply(called, result, scope, budget, started.elapsed())
             .await)
     }
 
     /// The server and tool a call reaches (the gateway itself for its meta-tools), for the
-    /// usage record.
-    fn served_by(&self, name: &str, arguments: &Value) -> (String, String) {
+    /// usage record, and the output budget the project set for it.
+    fn served_by(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> (String, String, Option<crate::outputs::Budget>) {
         let catalog = self.catalog();
         let target = match (self.is_sparse(), name == sparse::CALL) {
             (true, true) => arguments.get("name").and_then(Value::as_str).unwrap_or(""),
             _ => name,
         };
+        let budget = catalog.budget_of(target).map(crate::outputs::Budget::new);
         match catalog.get(target) {
-            Some(found) => (found.server.clone(), found.tool.clone()),
-            None => ("mcp-launch".into(), name.to_string()),
+            Some(found) => (found.server.clone(), found.tool.clone(), budget),
+            None => ("mcp-launch".into(), name.to_string(), None),
         }
     }
 
@@ -686,7 +692,12 @@ async fn build_catalog(
     // Uncounted: a long-lived gateway must not load the tokenizer (~50 MB) for an overridden
     // description; its cost is estimated from its size instead.
     let exposed = tool_catalog::expose_uncounted(reports, overrides);
-    Catalog::build(reports, &exposed, passthrough, extra)
+    Catalog::build(reports, &exposed, passthrough, extra).with_budgets(|server, tool| {
+        let report = reports.iter().find(|r| r.name == server)?;
+        overrides
+            .for_server(&report.stack, &report.config_name)?
+            .output_budget(tool)
+    })
 }
 
 /// Sparse unless the mode is full, or auto and the catalog fits the budget (said on stderr).

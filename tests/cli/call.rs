@@ -333,6 +333,8 @@ fn a_huge_result_arrives_intact() {
     let out = Cmd::new()
         .config_json(json!({"mcpServers": {"f": fault(&[])}}))
         .args(["call", "f", "huge", r#"{"bytes": 5000000}"#, "--json"])
+        // Whole: not cut to an output budget.
+        .args(["--max-output-tokens", "0"])
         .run();
     let json = out.json();
     assert_eq!(json["success"], true, "{out}");

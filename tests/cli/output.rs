@@ -119,3 +119,29 @@ fn call_cuts_a_result_over_its_budget_and_output_reads_on_and_usage_counts_it() 
     let text = usage.to_string();
     assert!(text.contains("huge"), "{usage}");
 }
+
+#[test]
+fn a_tools_budget_in_the_overrides_binds_call_unless_the_flag_says_otherwise() {
+    let cmd = Cmd::new()
+        .config_json(serde_json::json!({"mcpServers": {"fault": fault(&[])}}))
+        .file(
+            ".mcp-launch/overrides.json",
+            r#"{"version": 1, "stacks": {"config": {"fault": {"max_output_tokens": {"huge": 500}}}}}"#,
+        );
+    let sent = |extra: &[&str]| {
+        let out = cmd
+            .cmd()
+            .args(["--config", "config.json", "call", "fault", "huge"])
+            .args([r#"{"bytes": 20000}"#, "--json"])
+            .args(extra)
+            .run();
+        out.json()["result"].to_string().len()
+    };
+    let by_project = sent(&[]);
+    assert!(
+        by_project < 5_000,
+        "the project's 500 tokens: {by_project} bytes"
+    );
+    let by_flag = sent(&["--max-output-tokens", "0"]);
+    assert!(by_flag > 20_000, "the flag wins: {by_flag} bytes");
+}

@@ -221,7 +221,13 @@ fn sparse_mode_search_describe_then_call_fixed_from_the_validation_message() {
     let seen = drive(&dir, &args);
     assert_eq!(
         seen["tools"],
-        json!(["search_tools", "describe_tool", "call_tool", "discover"])
+        json!([
+            "search_tools",
+            "describe_tool",
+            "call_tool",
+            "discover",
+            "read_output"
+        ])
     );
     assert!(
         strings(&seen["search"]).contains(&"fault__add".to_string()),
@@ -483,7 +489,13 @@ fn the_mcp_inspector_cli_lists_and_calls_over_stdio_and_http() {
         .collect();
     assert_eq!(
         names,
-        ["search_tools", "describe_tool", "call_tool", "discover"]
+        [
+            "search_tools",
+            "describe_tool",
+            "call_tool",
+            "discover",
+            "read_output"
+        ]
     );
     kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
     running.wait();

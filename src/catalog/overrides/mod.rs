@@ -60,6 +60,10 @@ pub struct ServerOverrides {
     /// Description overrides: tool name → the text clients see instead of the server's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub descriptions: BTreeMap<String, String>,
+    /// Output budgets in o200k tokens: tool name → budget, `"*"` for the server's other tools
+    /// (0: never cut). Over it, a result is cut and the rest kept behind a handle.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub max_output_tokens: BTreeMap<String, usize>,
 }
 
 /// The entry of a server nobody chose anything for.
@@ -68,6 +72,7 @@ static NO_OVERRIDES: ServerOverrides = ServerOverrides {
     allow: None,
     deny: BTreeSet::new(),
     descriptions: BTreeMap::new(),
+    max_output_tokens: BTreeMap::new(),
 };
 
 /// What a mutation did to one tool (or, with `tool: None`, to the server).
@@ -157,6 +162,12 @@ impl ServerOverrides {
     /// True when nothing is chosen (such entries are not written).
     pub fn is_empty(&self) -> bool {
         self == &NO_OVERRIDES
+    }
+
+    /// The output budget the project set for `tool` (its own, else the server's `"*"`).
+    pub fn output_budget(&self, tool: &str) -> Option<usize> {
+        let budgets = &self.max_output_tokens;
+        budgets.get(tool).or_else(|| budgets.get("*")).copied()
     }
 
     /// True unless the tool is denied or missing from an allow list.

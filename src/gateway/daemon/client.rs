@@ -14,6 +14,8 @@ use tokio_util::codec::{FramedRead, LinesCodec};
 
 use super::{DaemonError, MAX_LINE};
 
+/// How long a gateway may take to greet a new connection.
+const GREETING_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a status or stop may take to answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 /// What a call's answer may take beyond the call's own timeout (the daemon bounds the call).
@@ -73,12 +75,22 @@ impl Client {
             }
         };
         let (read, write) = stream.into_split();
-        Ok(Some(Client {
+        let mut client = Client {
             socket: socket.to_path_buf(),
             lines: FramedRead::new(read, LinesCodec::new_with_max_length(MAX_LINE)),
             write,
             next_id: 1,
-        }))
+        };
+        // A gateway greets first; a socket that takes the connection and then drops it (its
+        // gateway dying) is as good as none, and nothing was sent to it.
+        match client.receive(GREETING_TIMEOUT).await {
+            Ok(greeting) if greeting.get("mcp-launch").is_some() => Ok(Some(client)),
+            Ok(_) => Err(client.broken("did not greet as a gateway".into())),
+            Err(e) => {
+                tracing::debug!(error = %e, "the socket did not greet: no gateway there");
+                Ok(None)
+            }
+        }
     }
 
     /// The socket this client talks to.

@@ -139,6 +139,9 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
     let (read, mut write) = stream.into_split();
     let mut lines = FramedRead::new(read, LinesCodec::new_with_max_length(MAX_LINE));
     let (answers, mut outbox) = mpsc::unbounded_channel::<String>();
+    // The greeting: a client knows a live gateway answers before it sends anything.
+    let _ = answers
+        .send(json!({"mcp-launch": "gateway", "version": env!("CARGO_PKG_VERSION")}).to_string());
     let writer = tokio::spawn(async move {
         while let Some(mut line) = outbox.recv().await {
             line.push('\n');
