@@ -35,6 +35,29 @@ pub struct Stats {
     pub handles: Vec<String>,
 }
 
+/// The tokens of `content` when it and `structuredContent` (each on its own: a client shows
+/// one or the other) fit within `budget`; `None` when either does not.
+fn fits_whole(fields: &serde_json::Map<String, Value>, budget: usize) -> Option<usize> {
+    if let Some(structured) = fields.get("structuredContent") {
+        super::cost_within(&structured.to_string(), budget)?;
+    }
+    let mut spent = 0usize;
+    for block in fields
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let remaining = budget.checked_sub(spent)?;
+        spent += match block.get("text").and_then(Value::as_str) {
+            Some(text) => super::cost_within(text, remaining)?,
+            // Tokens never outnumber bytes.
+            None => Some(json_len(block)).filter(|n| *n <= remaining)?,
+        };
+    }
+    (spent <= budget).then_some(spent)
+}
+
 /// One cut, as the envelope's `_meta` tells it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -79,6 +102,11 @@ pub fn budget_result(
     let Value::Object(mut fields) = result else {
         return Ok(untouched(result, None));
     };
+    // Room for an envelope is set aside only once something must be cut: a result within the
+    // whole budget (one an inner mcp-launch already cut, say) passes as it is.
+    if let Some(tokens) = fits_whole(&fields, budget.max_tokens) {
+        return Ok(untouched(Value::Object(fields), Some(tokens)));
+    }
     let limit = budget
         .max_tokens
         .saturating_sub(ENVELOPE_TOKENS)

@@ -323,3 +323,21 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_result_within_the_whole_budget_passes_even_without_room_for_an_envelope() {
+    // Between the budget less the envelope's room and the budget: nothing to cut, so no room
+    // is needed (a result an inner mcp-launch already cut to the budget arrives like this).
+    let (_dir, store) = store();
+    let budget = Budget::new(600);
+    let text = "hello ".repeat(590);
+    let tokens = crate::outputs::tokens(&text);
+    assert!(
+        tokens > 600 - ENVELOPE_TOKENS && tokens <= 600,
+        "{tokens} tokens"
+    );
+    let result = text_result(&text);
+    let budgeted = budget_result(result.clone(), budget, &store, &ClientScope::local()).unwrap();
+    assert_eq!(budgeted.result, result);
+    assert!(!budgeted.stats.is_cut);
+}
