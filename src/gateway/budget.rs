@@ -1,21 +1,27 @@
-//! Tool results through the gateway, within their budget (`crate::outputs`): what is over it is
-//! cut at a clean boundary and kept behind a handle that `read_output` (offered in both modes)
-//! reads on, for the client that made the call only. Every call is recorded in the usage log
-//! (sizes and time, never arguments or content).
+//! Tool results through the gateway (and `call`), within their budget (`crate::outputs`): what
+//! is over it is cut at a clean boundary and kept behind a handle that `read_output` (offered
+//! in both modes) reads on, for the client that made the call only. Every call is recorded in
+//! the usage log (sizes and time, never arguments or content) by a writer thread of its own, so
+//! a call waits on no file.
+//!
+//! A result smaller in bytes than the budget in tokens fits without counting (tokens never
+//! outnumber bytes): it is measured and passed on in place; only larger ones go to a blocking
+//! task (the tokenizer, the handle's file).
 
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::outputs::{self, Budget, ClientScope, Store, UsageLog, UsageRecord};
+use crate::outputs::{self, Budget, ClientScope, Stats, Store, UsageLog, UsageRecord};
 
-/// The budget, the handle store and the usage log of one gateway.
+/// The budget, the handle store and the usage log of one gateway or command.
 pub struct Outputs {
     budget: Budget,
-    /// `None` when budgeting is off or the store cannot be opened (results then pass whole).
+    /// `None` when the store cannot be opened (results then pass whole).
     store: Option<Arc<Store>>,
-    usage: UsageLog,
+    usage: UsageWriter,
 }
 
 impl Outputs {
@@ -32,7 +38,7 @@ impl Outputs {
         Outputs {
             budget,
             store,
-            usage: UsageLog::open_default(),
+            usage: UsageWriter::start(UsageLog::open_default()),
         }
     }
 
@@ -56,7 +62,7 @@ impl Outputs {
     /// the call recorded.
     pub async fn apply(
         &self,
-        (server, tool): (&str, &str),
+        called: (&str, &str),
         result: Value,
         scope: ClientScope,
         budget: Option<Budget>,
@@ -65,86 +71,135 @@ impl Outputs {
         let budget = budget.unwrap_or(self.budget);
         let store = match &self.store {
             Some(store) if !budget.is_off() => Arc::clone(store),
-            _ => {
-                self.record_uncut((server, tool), &result, &scope, took);
-                return result;
-            }
+            _ => return self.passed_whole(called, result, &scope, took),
         };
-        let usage = self.usage.clone();
-        let call = (server.to_string(), tool.to_string());
-        let budgeted = tokio::task::spawn_blocking(move || {
-            within_budget(&store, budget, &usage, &call, result, &scope, took)
+        let bytes = json_len(&result);
+        if bytes <= budget.max_tokens {
+            return self.passed_whole(called, result, &scope, took);
+        }
+        let cut = tokio::task::spawn_blocking(move || {
+            let budgeted = outputs::budget_result(result, budget, &store, &scope);
+            (budgeted.map_err(|e| e.to_string()), scope)
         })
-        .await
-        .unwrap_or_else(|e| Err(e.to_string()));
-        budgeted.unwrap_or_else(|message| unbudgeted(&message))
+        .await;
+        match cut {
+            Ok((Ok(budgeted), scope)) => {
+                self.usage.record(called, &scope, &budgeted.stats, took);
+                budgeted.result
+            }
+            Ok((Err(message), _)) => unbudgeted(&message),
+            Err(e) => unbudgeted(&e.to_string()),
+        }
     }
 
     /// [`Outputs::apply`] on this thread (blocking: file writes, maybe the tokenizer), for a
     /// caller that is not in a hurry (`call --batch` printing a result).
     pub fn apply_blocking(
         &self,
-        (server, tool): (&str, &str),
+        called: (&str, &str),
         result: Value,
         scope: &ClientScope,
         took: Duration,
     ) -> Value {
         let store = match &self.store {
             Some(store) if !self.budget.is_off() => store,
-            _ => {
-                self.record_uncut((server, tool), &result, scope, took);
-                return result;
-            }
+            _ => return self.passed_whole(called, result, scope, took),
         };
-        let call = (server.to_string(), tool.to_string());
-        within_budget(store, self.budget, &self.usage, &call, result, scope, took)
-            .unwrap_or_else(|message| unbudgeted(&message))
+        match outputs::budget_result(result, self.budget, store, scope) {
+            Ok(budgeted) => {
+                self.usage.record(called, scope, &budgeted.stats, took);
+                budgeted.result
+            }
+            Err(e) => unbudgeted(&e.to_string()),
+        }
     }
-}
 
-impl Outputs {
-    /// Records a call whose result passes whole (budgeting off).
-    fn record_uncut(
+    /// Records a call whose result passes whole, and passes it.
+    fn passed_whole(
         &self,
-        (server, tool): (&str, &str),
-        result: &Value,
+        called: (&str, &str),
+        result: Value,
         scope: &ClientScope,
         took: Duration,
-    ) {
-        let bytes = serde_json::to_vec(result).map_or(0, |b| b.len());
-        let stats = outputs::Stats {
+    ) -> Value {
+        let bytes = json_len(&result);
+        let stats = Stats {
             bytes_sent: bytes,
             bytes_total: bytes,
             tokens_sent: None,
             is_cut: false,
             handles: Vec::new(),
         };
-        if let Err(e) = self
-            .usage
-            .append(&UsageRecord::new(server, tool, scope, &stats, took))
-        {
-            tracing::debug!(error = %e, "usage not recorded");
+        self.usage.record(called, scope, &stats, took);
+        result
+    }
+}
+
+/// The usage log's writer thread: records are queued, never waited for; dropping the writer
+/// writes what is queued and ends the thread.
+struct UsageWriter {
+    queue: Option<mpsc::Sender<UsageRecord>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl UsageWriter {
+    fn start(log: UsageLog) -> UsageWriter {
+        let (queue, records) = mpsc::channel::<UsageRecord>();
+        let thread = std::thread::Builder::new()
+            .name("usage-log".into())
+            .spawn(move || {
+                for record in records {
+                    if let Err(e) = log.append(&record) {
+                        tracing::debug!(error = %e, "usage not recorded");
+                    }
+                }
+            })
+            .map_err(|e| tracing::warn!(error = %e, "no usage log"))
+            .ok();
+        UsageWriter {
+            queue: thread.as_ref().map(|_| queue),
+            thread,
+        }
+    }
+
+    fn record(
+        &self,
+        (server, tool): (&str, &str),
+        scope: &ClientScope,
+        stats: &Stats,
+        took: Duration,
+    ) {
+        let record = UsageRecord::new(server, tool, scope, stats, took);
+        if let Some(queue) = &self.queue {
+            let _ = queue.send(record);
         }
     }
 }
 
-/// Budgets `result`, records the call.
-fn within_budget(
-    store: &Store,
-    budget: Budget,
-    usage: &UsageLog,
-    (server, tool): &(String, String),
-    result: Value,
-    scope: &ClientScope,
-    took: Duration,
-) -> Result<Value, String> {
-    let budgeted =
-        outputs::budget_result(result, budget, store, scope).map_err(|e| e.to_string())?;
-    let record = UsageRecord::new(server, tool, scope, &budgeted.stats, took);
-    if let Err(e) = usage.append(&record) {
-        tracing::debug!(error = %e, "usage not recorded");
+impl Drop for UsageWriter {
+    fn drop(&mut self) {
+        self.queue = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
-    Ok(budgeted.result)
+}
+
+/// Bytes of `value` as compact JSON.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// What the client gets when its result could not be budgeted (never the whole result
