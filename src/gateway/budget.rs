@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::outputs::{self, Budget, ClientScope, Stats, Store, UsageLog, UsageRecord};
+use crate::outputs::{self, json_len, Budget, ClientScope, Stats, Store, UsageLog, UsageRecord};
 
 /// The budget, the handle store and the usage log of one gateway or command.
 pub struct Outputs {
@@ -183,23 +183,6 @@ impl Drop for UsageWriter {
             let _ = thread.join();
         }
     }
-}
-
-/// Bytes of `value` as compact JSON.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// What the client gets when its result could not be budgeted (never the whole result

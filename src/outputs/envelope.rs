@@ -426,7 +426,7 @@ fn is_binary(block: &Value) -> bool {
 
 /// The length of `value` as compact JSON, without building the text (results can be
 /// hundreds of MB).
-fn json_len(value: &Value) -> usize {
+pub fn json_len(value: &Value) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

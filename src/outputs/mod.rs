@@ -42,7 +42,7 @@ mod usage;
 
 pub use cut::{cut_json, cut_text, JsonCut, JsonCutAt, TextCut};
 pub use envelope::human_bytes;
-pub use envelope::{budget_result, Budgeted, Stats};
+pub use envelope::{budget_result, json_len, Budgeted, Stats};
 pub use error::OutputsError;
 pub(crate) use measure::cost_within;
 pub use measure::{is_tokenizer_loaded, tokens, window, Total};
