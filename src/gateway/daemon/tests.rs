@@ -29,18 +29,36 @@ fn kinds_from_the_wire_are_known_or_read_daemon_error() {
 
 #[tokio::test]
 async fn a_live_socket_is_refused_and_a_dead_ones_file_replaced() {
+    use tokio::io::AsyncWriteExt;
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("d-test.sock");
     let live = bind(&socket).await.unwrap();
     let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
+    // A gateway greets every connection.
+    let greeter = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = live.accept().await {
+            let _ = stream.write_all(b"{\"mcp-launch\": \"gateway\"}\n").await;
+        }
+    });
     assert!(matches!(
         bind(&socket).await,
         Err(DaemonError::AlreadyRunning { .. })
     ));
-    drop(live);
+    greeter.abort();
+    let _ = greeter.await;
     // The file is left behind, as when a gateway is killed: the next bind takes its place.
     assert!(socket.exists());
     assert!(Client::connect(&socket).await.unwrap().is_none());
     bind(&socket).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_socket_that_takes_connections_but_never_greets_is_no_gateway_and_is_not_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("d-silent.sock");
+    let _silent = tokio::net::UnixListener::bind(&socket).unwrap();
+    assert!(Client::connect(&socket).await.unwrap().is_none());
+    assert!(socket.exists(), "someone holds it: not ours to remove");
+    assert!(matches!(bind(&socket).await, Err(DaemonError::Io { .. })));
 }
