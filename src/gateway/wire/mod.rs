@@ -43,6 +43,7 @@ use super::{Caller, Event, Gateway, Progress};
 mod http;
 mod link;
 mod raw;
+mod stdio;
 pub use http::{serve_http, HttpOptions};
 
 /// Serves the gateway over stdin/stdout until the client closes stdin (or `stop` fires).
@@ -51,9 +52,10 @@ pub async fn serve_stdio(
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), std::io::Error> {
     use rmcp::ServiceExt;
-    let stdout = raw::SplicingWriter::new(tokio::io::stdout(), gateway.clone());
+    let (stdin, stdout) = stdio::streams();
+    let stdout = raw::SplicingWriter::new(stdout, gateway.clone());
     let running = Wire::new(gateway)
-        .serve_with_ct((tokio::io::stdin(), stdout), stop)
+        .serve_with_ct((stdin, stdout), stop)
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     running.waiting().await.map_err(std::io::Error::other)?;
