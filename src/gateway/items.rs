@@ -3,8 +3,9 @@
 //! server), and the upstreams' own list changes followed.
 //!
 //! Unlike tools, these are not in the tool index: they are listed from the servers that are
-//! running (so listing starts nothing), and clients are told (`list_changed`) when a server
-//! that offers them comes up. In passthrough mode the one server is started to list them.
+//! running (so listing starts nothing) and remembered (`known`), so a server that is not
+//! running is listed as last seen; clients are told (`list_changed`) when a server that offers
+//! them comes up. In passthrough mode the one server is started to list them.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -59,17 +60,23 @@ impl Kind {
 }
 
 impl Gateway {
-    /// Every running server's items of `kind`, renamed with their server.
+    /// Every server's items of `kind`, renamed with their server: listed from the running
+    /// ones (and remembered), as last seen for the others (nothing is started to list).
     pub async fn list_items(&self, kind: Kind) -> Vec<Value> {
         let mut all = Vec::new();
         for upstream in self.inner.pool.servers() {
-            let Some(session) = self.listing_session(upstream).await else {
-                continue;
+            let listed = match self.listing_session(upstream).await {
+                Some(session) if session.info().capabilities.get(kind.capability()).is_none() => {
+                    continue
+                }
+                Some(session) => {
+                    let listed = self.list_pages(upstream, &session, kind).await;
+                    self.inner.known.remember(upstream.name(), kind, &listed);
+                    listed
+                }
+                None => self.inner.known.items(upstream.name(), kind),
             };
-            if session.info().capabilities.get(kind.capability()).is_none() {
-                continue;
-            }
-            for mut item in self.list_pages(upstream, &session, kind).await {
+            for mut item in listed {
                 self.rename(upstream.name(), kind, &mut item);
                 all.push(item);
             }

@@ -15,6 +15,7 @@ pub mod clients;
 pub mod daemon;
 pub mod error;
 mod items;
+mod known;
 pub mod names;
 pub mod sparse;
 pub mod wire;
@@ -145,6 +146,8 @@ struct Inner {
     tasks: TaskTracker,
     /// Results within their budget, handles, usage.
     outputs: Outputs,
+    /// Resources, templates and prompts as last seen, for servers not running.
+    known: known::Known,
 }
 
 impl Gateway {
@@ -163,6 +166,7 @@ impl Gateway {
             .collect();
         let (reports, unknown) = tool_catalog::from_index(&entries);
         let outputs = Outputs::new(options.max_output);
+        let known = known::Known::load(&entries);
         let extra: Vec<Value> = outputs.tool().into_iter().collect();
         let catalog = build_catalog(&reports, &overrides, options.passthrough, &extra).await;
         let callers = Arc::new(Callers::default());
@@ -199,6 +203,7 @@ impl Gateway {
                 releasing: std::sync::atomic::AtomicBool::new(false),
                 tasks: TaskTracker::new(),
                 outputs,
+                known,
                 callers,
                 shutdown: CancellationToken::new(),
                 options,

@@ -650,3 +650,62 @@ fn a_result_over_the_budget_is_cut_and_read_on_by_its_handle_by_its_client_only(
     kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
     running.wait();
 }
+
+#[test]
+fn prompts_seen_once_are_listed_by_the_next_gateway_before_their_server_runs() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"everything": everything()}}));
+    let dir = cmd.dir().to_path_buf();
+    // The tool index knows the server: a gateway starts nothing until a call.
+    cmd.cmd()
+        .args(["--config", "config.json", "list"])
+        .stderr_any()
+        .run();
+    let gateway = stdio_gateway(&dir, &["--mode", "full"]);
+    let over_stdio = |extra: &[&str]| {
+        let mut args: Vec<&str> = extra.to_vec();
+        args.extend(["--list", "prompts", "--"]);
+        args.extend(gateway[1..].iter().map(String::as_str));
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let names = |seen: &Value| {
+        strings(&json!(seen["listed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].clone())
+            .collect::<Vec<_>>()))
+    };
+    // No server runs yet, and none has been seen: nothing to list.
+    let first = raw_client(&dir, "", &first_args(&over_stdio(&[])));
+    assert!(names(&first).is_empty(), "{first}");
+    // A call starts the server; its prompts are listed live and remembered.
+    let arguments = over_stdio(&["--arguments", r#"{"message": "hi"}"#]);
+    let live = names(&raw_client(
+        &dir,
+        "everything__echo",
+        &first_args(&arguments),
+    ));
+    assert!(
+        !live.is_empty() && live.iter().all(|n| n.starts_with("everything__")),
+        "{live:?}"
+    );
+    // A new gateway lists them before anything starts the server.
+    let later = raw_client(&dir, "", &first_args(&over_stdio(&[])));
+    assert_eq!(names(&later), live);
+    // A changed definition forgets them.
+    let changed = cmd.config_json(json!({"mcpServers": {"everything": {
+        "command": everything_bin(), "env": {"CHANGED": "1"},
+    }}}));
+    changed
+        .cmd()
+        .args(["--config", "config.json", "list"])
+        .stderr_any()
+        .run();
+    let after = raw_client(changed.dir(), "", &first_args(&over_stdio(&[])));
+    assert!(names(&after).is_empty(), "{after}");
+}
+
+/// Borrowed arguments.
+fn first_args(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
