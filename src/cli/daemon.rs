@@ -201,12 +201,17 @@ pub(super) fn own_socket(loaded: &Loaded, global: &GlobalArgs) -> Result<PathBuf
     let dir = daemon::runtime_dir().map_err(daemon_error)?;
     let cwd = std::env::current_dir().map_err(CliError::Output)?;
     let configs: Vec<PathBuf> = loaded.stacks.iter().map(|s| s.path.clone()).collect();
-    Ok(daemon::daemon_socket(
-        &dir,
-        &cwd,
-        &configs,
-        &global.env_files,
-    ))
+    let servers: Vec<String> = loaded
+        .servers()
+        .filter_map(crate::catalog::server_identity)
+        .collect();
+    let set = daemon::ConfigSet {
+        cwd: &cwd,
+        configs: &configs,
+        env_files: &global.env_files,
+        servers: &servers,
+    };
+    Ok(daemon::daemon_socket(&dir, &set))
 }
 
 /// The daemon to send `call` through: `None` for the direct path. `auto` starts one when

@@ -302,3 +302,50 @@ fn auto_starts_one_daemon_a_second_is_refused_and_a_killed_ones_socket_is_taken_
         }
     }
 }
+
+#[test]
+fn a_changed_variable_means_another_config_set_and_the_old_daemon_is_not_ridden() {
+    let cmd = Cmd::new();
+    let counted = cmd.path("starts").display().to_string();
+    let mut entry = fault(&["--starts", &counted]);
+    entry["env"] = json!({"T": "${TOKEN}"});
+    let cmd = cmd.config_json(json!({"mcpServers": {"fault": entry}}));
+    let dir = cmd.dir().to_path_buf();
+    let with = |token: &str| cmd.cmd().env("TOKEN", token);
+    with("a")
+        .args(["--config", "config.json", "list"])
+        .stderr_any()
+        .run();
+    let daemon = with("a")
+        .args(["--config", "config.json", "serve", "--daemon"])
+        .stderr_any()
+        .spawn();
+    eventually(20, "the daemon answers", || !gateways(&cmd).is_empty());
+    let echo = |token: &str| {
+        with(token)
+            .args([
+                "--config",
+                "config.json",
+                "call",
+                "fault",
+                "echo",
+                r#"{"message": "m"}"#,
+            ])
+            .run();
+    };
+    echo("a");
+    echo("a");
+    assert_eq!(
+        starts(&dir),
+        2,
+        "the daemon started the server once for both calls"
+    );
+    echo("b");
+    assert_eq!(
+        starts(&dir),
+        3,
+        "another TOKEN: the direct path, not the old daemon"
+    );
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
+    daemon.wait();
+}

@@ -4,8 +4,8 @@
 //! Every `serve` listens on a unix socket in the user's runtime directory (0700; the socket
 //! 0600; peers of another user are turned away): `g-<pid>.sock` for a gateway serving a
 //! client, `d-<key>.sock` for a daemon (`serve --daemon`), where the key hashes the binary's
-//! version, the working directory, the config files and the `.env` files — one daemon per user
-//! and config set. `call` finds the daemon of its config set by that name and sends its calls
+//! version, the working directory, the config files, the `.env` files and every server as
+//! resolved (a changed variable means another daemon) — one daemon per user and config set. `call` finds the daemon of its config set by that name and sends its calls
 //! over the daemon's warm sessions; with none running it takes the direct path.
 //!
 //! The protocol is one JSON object per line each way, answered out of order by `id`:
@@ -200,23 +200,35 @@ pub fn runtime_dir() -> Result<PathBuf, DaemonError> {
     Ok(base)
 }
 
-/// The daemon socket of a config set: the same version, directory, configs and `.env` files
+/// A config set as the daemon's key sees it.
+pub struct ConfigSet<'a> {
+    /// The working directory (where the overrides live).
+    pub cwd: &'a Path,
+    /// The config files.
+    pub configs: &'a [PathBuf],
+    /// The `--env-file`s.
+    pub env_files: &'a [PathBuf],
+    /// Each server's identity as resolved now (`catalog::server_identity`: command, args, env,
+    /// URL, headers after interpolation), so a changed variable means another daemon.
+    pub servers: &'a [String],
+}
+
+/// The daemon socket of a config set: the same version, directory, files and resolved servers
 /// give the same name.
-pub fn daemon_socket(
-    dir: &Path,
-    cwd: &Path,
-    configs: &[PathBuf],
-    env_files: &[PathBuf],
-) -> PathBuf {
+pub fn daemon_socket(dir: &Path, set: &ConfigSet<'_>) -> PathBuf {
     let mut hash = Sha256::new();
     hash.update(env!("CARGO_PKG_VERSION"));
-    for part in std::iter::once(cwd).chain(configs.iter().map(PathBuf::as_path)) {
+    for part in std::iter::once(set.cwd).chain(set.configs.iter().map(PathBuf::as_path)) {
         hash.update([0]);
         hash.update(canonical(part).as_os_str().as_encoded_bytes());
     }
-    for file in env_files {
+    for file in set.env_files {
         hash.update([1]);
         hash.update(canonical(file).as_os_str().as_encoded_bytes());
+    }
+    for server in set.servers {
+        hash.update([2]);
+        hash.update(server.as_bytes());
     }
     let digest = hash.finalize();
     let key: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();

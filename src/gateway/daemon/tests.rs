@@ -6,16 +6,39 @@ use super::*;
 #[test]
 fn the_same_config_set_gives_the_same_socket_and_another_set_another() {
     let dir = Path::new("/run/x");
-    let cwd = Path::new("/work/p");
-    let a = vec![PathBuf::from("/work/p/a.json")];
-    let b = vec![PathBuf::from("/work/p/b.json")];
-    let first = daemon_socket(dir, cwd, &a, &[]);
-    assert_eq!(first, daemon_socket(dir, cwd, &a, &[]));
-    assert_ne!(first, daemon_socket(dir, cwd, &b, &[]));
-    assert_ne!(first, daemon_socket(dir, Path::new("/elsewhere"), &a, &[]));
+    let (a, b) = (
+        vec![PathBuf::from("/work/p/a.json")],
+        vec![PathBuf::from("/work/p/b.json")],
+    );
+    let env = vec![PathBuf::from("/work/p/.env")];
+    let servers = vec!["identity-1".to_string()];
+    let changed = vec!["identity-2".to_string()];
+    let set = |cwd: &'static str, configs, env_files, servers| ConfigSet {
+        cwd: Path::new(cwd),
+        configs,
+        env_files,
+        servers,
+    };
+    let first = daemon_socket(dir, &set("/work/p", &a, &[], &servers));
+    assert_eq!(
+        first,
+        daemon_socket(dir, &set("/work/p", &a, &[], &servers))
+    );
     assert_ne!(
         first,
-        daemon_socket(dir, cwd, &a, &[PathBuf::from("/work/p/.env")])
+        daemon_socket(dir, &set("/work/p", &b, &[], &servers))
+    );
+    assert_ne!(
+        first,
+        daemon_socket(dir, &set("/elsewhere", &a, &[], &servers))
+    );
+    assert_ne!(
+        first,
+        daemon_socket(dir, &set("/work/p", &a, &env, &servers))
+    );
+    assert_ne!(
+        first,
+        daemon_socket(dir, &set("/work/p", &a, &[], &changed))
     );
     let name = first.file_name().unwrap().to_string_lossy().into_owned();
     assert!(name.starts_with("d-") && name.ends_with(".sock"), "{name}");
