@@ -66,6 +66,16 @@ fn call(cmd: &Cmd, tool: &str, arguments: &str) -> Output {
         .run()
 }
 
+/// `serve --daemon` for the project's config, run as `run`, once it answers.
+fn start_daemon(project: &Cmd, run: Cmd) -> Running {
+    let daemon = run
+        .args(["--config", "config.json", "serve", "--daemon"])
+        .stderr_any()
+        .spawn();
+    eventually(20, "the daemon answers", || !gateways(project).is_empty());
+    daemon
+}
+
 /// The socket directory of a fresh HOME (no XDG_RUNTIME_DIR).
 fn state_run_dir(dir: &Path) -> PathBuf {
     dir.join(".local/state/mcp-launch/run")
@@ -76,12 +86,7 @@ fn call_rides_the_daemon_over_one_warm_session_and_daemon_stop_ends_it_all() {
     let cmd = project();
     let dir = cmd.dir().to_path_buf();
     assert_eq!(starts(&dir), 1, "the list started the fault server once");
-    let daemon = cmd
-        .cmd()
-        .args(["--config", "config.json", "serve", "--daemon"])
-        .stderr_any()
-        .spawn();
-    eventually(20, "the daemon answers", || !gateways(&cmd).is_empty());
+    let daemon = start_daemon(&cmd, cmd.cmd());
 
     let run = state_run_dir(&dir);
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -223,12 +228,7 @@ fn call_batch_runs_every_line_and_reports_each_with_or_without_a_daemon() {
         .run();
     check(&direct);
 
-    let daemon = cmd
-        .cmd()
-        .args(["--config", "config.json", "serve", "--daemon"])
-        .stderr_any()
-        .spawn();
-    eventually(20, "the daemon answers", || !gateways(&cmd).is_empty());
+    let daemon = start_daemon(&cmd, cmd.cmd());
     let file = cmd.path("batch.jsonl");
     std::fs::write(&file, &batch).unwrap();
     let ridden = cmd
@@ -316,11 +316,7 @@ fn a_changed_variable_means_another_config_set_and_the_old_daemon_is_not_ridden(
         .args(["--config", "config.json", "list"])
         .stderr_any()
         .run();
-    let daemon = with("a")
-        .args(["--config", "config.json", "serve", "--daemon"])
-        .stderr_any()
-        .spawn();
-    eventually(20, "the daemon answers", || !gateways(&cmd).is_empty());
+    let daemon = start_daemon(&cmd, with("a"));
     let echo = |token: &str| {
         with(token)
             .args([
