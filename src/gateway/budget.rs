@@ -69,14 +69,12 @@ impl Outputs {
         took: Duration,
     ) -> Value {
         let budget = budget.unwrap_or(self.budget);
-        let store = match &self.store {
-            Some(store) if !budget.is_off() => Arc::clone(store),
-            _ => return self.passed_whole(called, result, &scope, took),
-        };
         let bytes = json_len(&result);
-        if bytes <= budget.max_tokens {
-            return self.passed_whole(called, result, &scope, took);
-        }
+        let store = match &self.store {
+            // Tokens never outnumber bytes: a result this small fits without counting.
+            Some(store) if !budget.is_off() && bytes > budget.max_tokens => Arc::clone(store),
+            _ => return self.passed_whole(called, result, bytes, &scope, took),
+        };
         let cut = tokio::task::spawn_blocking(move || {
             let budgeted = outputs::budget_result(result, budget, &store, &scope);
             (budgeted.map_err(|e| e.to_string()), scope)
@@ -103,7 +101,10 @@ impl Outputs {
     ) -> Value {
         let store = match &self.store {
             Some(store) if !self.budget.is_off() => store,
-            _ => return self.passed_whole(called, result, scope, took),
+            _ => {
+                let bytes = json_len(&result);
+                return self.passed_whole(called, result, bytes, scope, took);
+            }
         };
         match outputs::budget_result(result, self.budget, store, scope) {
             Ok(budgeted) => {
@@ -114,15 +115,15 @@ impl Outputs {
         }
     }
 
-    /// Records a call whose result passes whole, and passes it.
+    /// Records a call whose result (of `bytes`) passes whole, and passes it.
     fn passed_whole(
         &self,
         called: (&str, &str),
         result: Value,
+        bytes: usize,
         scope: &ClientScope,
         took: Duration,
     ) -> Value {
-        let bytes = json_len(&result);
         let stats = Stats {
             bytes_sent: bytes,
             bytes_total: bytes,

@@ -262,13 +262,6 @@ impl Gateway {
         }
     }
 
-    /// The `tools/list` answer: every tool (full) or the meta-tools and pins (sparse). Waits
-    /// (a bounded time) for servers still being checked.
-    pub async fn list_tools(&self) -> Vec<Value> {
-        self.wait_settled().await;
-        self.tools_now()
-    }
-
     /// Readies a `tools/list` answer whose tools the wire splices in from
     /// [`Gateway::tools_json_now`] on its way out (a large list is not copied per request): waits
     /// (a bounded time) for servers still being checked.
@@ -289,6 +282,8 @@ impl Gateway {
             .into()
     }
 
+    /// The `tools/list` tools: every tool (full) or the meta-tools, `read_output` and pins
+    /// (sparse).
     fn tools_now(&self) -> Vec<Value> {
         let catalog = self.catalog();
         if !self.is_sparse() {

@@ -52,18 +52,9 @@ fn gateways(cmd: &Cmd) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn call(cmd: &Cmd, tool: &str, arguments: &str) -> Output {
-    cmd.cmd()
-        .args([
-            "--config",
-            "config.json",
-            "call",
-            "fault",
-            tool,
-            arguments,
-            "--json",
-        ])
-        .run()
+/// `call fault TOOL ARGUMENTS` on the project's config, as `run` (add flags, then run it).
+fn call_fault(run: Cmd, tool: &str, arguments: &str) -> Cmd {
+    run.args(["--config", "config.json", "call", "fault", tool, arguments])
 }
 
 /// `serve --daemon` for the project's config, run as `run`, once it answers.
@@ -96,7 +87,10 @@ fn call_rides_the_daemon_over_one_warm_session_and_daemon_stop_ends_it_all() {
     assert_eq!(mode(&socket), 0o600, "the socket is private");
 
     for i in 0..3 {
-        let out = call(&cmd, "echo", &format!(r#"{{"message": "m{i}"}}"#));
+        let message = format!(r#"{{"message": "m{i}"}}"#);
+        let out = call_fault(cmd.cmd(), "echo", &message)
+            .args(["--json"])
+            .run();
         assert_eq!(out.json()["result"]["content"][0]["text"], format!("m{i}"));
     }
     assert_eq!(
@@ -105,38 +99,20 @@ fn call_rides_the_daemon_over_one_warm_session_and_daemon_stop_ends_it_all() {
         "three calls through the daemon started the server once"
     );
     // The direct path is still there, and starts its own server.
-    cmd.cmd()
-        .args([
-            "--config",
-            "config.json",
-            "call",
-            "fault",
-            "echo",
-            r#"{"message": "d"}"#,
-        ])
+    call_fault(cmd.cmd(), "echo", r#"{"message": "d"}"#)
         .args(["--daemon", "off"])
         .run();
     assert_eq!(starts(&dir), 3);
 
     // The daemon's answers keep the direct path's shape: a tool error, bad arguments.
-    let failed = cmd
-        .cmd()
-        .args(["--config", "config.json", "call", "fault", "fail", "--json"])
+    let failed = call_fault(cmd.cmd(), "fail", "{}")
+        .args(["--json"])
         .status(1)
         .run();
     assert_eq!(failed.json()["error"]["type"], "tool_error");
     assert_eq!(failed.json()["result"]["isError"], true);
-    let wrong = cmd
-        .cmd()
-        .args([
-            "--config",
-            "config.json",
-            "call",
-            "fault",
-            "add",
-            r#"{"a": 1}"#,
-            "--json",
-        ])
+    let wrong = call_fault(cmd.cmd(), "add", r#"{"a": 1}"#)
+        .args(["--json"])
         .status(2)
         .run();
     assert_eq!(wrong.json()["error"]["type"], "invalid_arguments");
@@ -261,17 +237,8 @@ fn auto_starts_one_daemon_a_second_is_refused_and_a_killed_ones_socket_is_taken_
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
     let rt = runtime.display().to_string();
     let with_rt = || cmd.cmd().env("XDG_RUNTIME_DIR", &rt);
-    let echo = |message: &str| {
-        let arguments = format!(r#"{{"message": "{message}"}}"#);
-        with_rt().args([
-            "--config",
-            "config.json",
-            "call",
-            "fault",
-            "echo",
-            &arguments,
-        ])
-    };
+    let echo =
+        |message: &str| call_fault(with_rt(), "echo", &format!(r#"{{"message": "{message}"}}"#));
     echo("x").args(["--daemon", "auto"]).run();
     let listed = with_rt().args(["daemon", "status", "--json"]).run().json();
     let daemon = listed["gateways"][0].clone();
@@ -318,16 +285,7 @@ fn a_changed_variable_means_another_config_set_and_the_old_daemon_is_not_ridden(
         .run();
     let daemon = start_daemon(&cmd, with("a"));
     let echo = |token: &str| {
-        with(token)
-            .args([
-                "--config",
-                "config.json",
-                "call",
-                "fault",
-                "echo",
-                r#"{"message": "m"}"#,
-            ])
-            .run();
+        call_fault(with(token), "echo", r#"{"message": "m"}"#).run();
     };
     echo("a");
     echo("a");

@@ -12,17 +12,6 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-/// The Python SDK's interpreter.
-fn sdk_python() -> String {
-    let path = manifest_dir().join(".deps/venv-sdk/bin/python");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-test-deps.sh",
-        path.display()
-    );
-    path.display().to_string()
-}
-
 fn driver() -> String {
     manifest_dir()
         .join("tests/fixtures/gateway_client.py")
@@ -44,23 +33,9 @@ fn project() -> Cmd {
 
 /// Runs the driver in `dir` and returns what it observed.
 fn drive(dir: &Path, args: &[&str]) -> Value {
-    let output = Command::new(sdk_python())
-        .arg(driver())
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("XDG_CACHE_HOME", dir.join(".cache"))
-        .env_remove("XDG_RUNTIME_DIR")
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the client failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    let mut command = Command::new(sdk_python());
+    command.arg(driver()).args(args);
+    client_json(command, dir, "the Python client")
 }
 
 /// The gateway's stdio command line for the driver's `--stdio`.
@@ -418,23 +393,9 @@ fn inspector(args: &[&str], dir: &Path) -> Value {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let output = Command::new(bin.join("mcp-inspector"))
-        .arg("--cli")
-        .args(args)
-        .current_dir(dir)
-        .env("PATH", path)
-        .env("HOME", dir)
-        .env("XDG_CACHE_HOME", dir.join(".cache"))
-        .output()
-        .expect("run the Inspector CLI");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the Inspector failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    let mut command = Command::new(bin.join("mcp-inspector"));
+    command.arg("--cli").args(args).env("PATH", path);
+    client_json(command, dir, "the Inspector CLI")
 }
 
 #[test]
@@ -503,24 +464,12 @@ fn the_mcp_inspector_cli_lists_and_calls_over_stdio_and_http() {
 
 /// What a raw client (no SDK types) sees of `tool`, over `--http URL` or stdio.
 fn raw_client(dir: &Path, tool: &str, transport: &[&str]) -> Value {
-    let script = manifest_dir().join("tests/fixtures/raw_client.py");
-    let output = Command::new(sdk_python())
-        .arg(script)
+    let mut command = Command::new(sdk_python());
+    command
+        .arg(manifest_dir().join("tests/fixtures/raw_client.py"))
         .args(["--tool", tool])
-        .args(transport)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("XDG_CACHE_HOME", dir.join(".cache"))
-        .env_remove("XDG_RUNTIME_DIR")
-        .env_remove("XDG_STATE_HOME")
-        .output()
-        .expect("run the raw client");
-    assert!(
-        output.status.success(),
-        "the raw client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("the raw client prints JSON")
+        .args(transport);
+    client_json(command, dir, "the raw client")
 }
 
 #[test]

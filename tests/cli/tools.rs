@@ -9,16 +9,6 @@ use serde_json::Value;
 
 use crate::util::*;
 
-fn sdk_python() -> String {
-    let path = manifest_dir().join(".deps/venv-sdk/bin/python");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-test-deps.sh",
-        path.display()
-    );
-    path.display().to_string()
-}
-
 /// A project (`project/`, with a definition, a use and a big file) beside a file outside it.
 fn layout(dir: &Path) {
     let project = dir.join("project");
@@ -34,27 +24,15 @@ fn layout(dir: &Path) {
 
 /// Runs the client in `dir` against `tools serve` with `serve_args`.
 fn drive(dir: &Path, client_args: &[&str], serve_args: &[&str]) -> Value {
-    let output = Command::new(sdk_python())
+    let mut command = Command::new(sdk_python());
+    command
         .arg(manifest_dir().join("tests/fixtures/tools_client.py"))
         .args(client_args)
         .arg("--stdio")
         .arg(BIN)
         .args(["tools", "serve"])
-        .args(serve_args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("XDG_CACHE_HOME", dir.join(".cache"))
-        .env_remove("XDG_STATE_HOME")
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the client failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+        .args(serve_args);
+    client_json(command, dir, "the Python client")
 }
 
 fn check_session(seen: &Value, dir: &Path) {

@@ -18,6 +18,40 @@ use mcp_launch::process::SpawnSpec;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
+/// The Python SDK's interpreter (installed by scripts/install-test-deps.sh).
+pub fn sdk_python() -> String {
+    let path = manifest_dir().join(".deps/venv-sdk/bin/python");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-test-deps.sh",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// Runs a client (`what`, for messages) in `dir` as a fresh user — `HOME` is `dir`, the
+/// host's runtime and state directories are not used — and returns the JSON it prints; a
+/// failure shows its status and output.
+pub fn client_json(mut command: Command, dir: &Path, what: &str) -> Value {
+    let output = command
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .unwrap_or_else(|e| panic!("run {what}: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{what} printed no JSON ({e}): {stdout}"))
+}
+
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-launch");
 
