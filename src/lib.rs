@@ -13,6 +13,7 @@
 //! - [`duration`]: the one checked reader of durations from flags and environment variables.
 //! - [`files`]: the one atomic writer (temporary file, fsync, rename).
 //! - [`memory`]: freed heap pages given back to the system (long-lived processes).
+//! - [`serving`]: what our MCP servers (gateway, lean tools) share of rmcp.
 //! - [`gateway`]: `mcp-launch serve`, one MCP server in front of every configured server.
 //! - [`launch`]: stacks — controllers, the front proxy, the merged OpenAPI, tunnels, state and
 //!   supervision.
@@ -46,6 +47,7 @@ pub mod pool;
 pub mod process;
 pub mod project;
 pub mod search;
+pub mod serving;
 pub mod tools;
 pub mod tui;
 

@@ -74,6 +74,11 @@ impl Callers {
         }
     }
 
+    /// Whether a client's call to `server` is under way.
+    pub fn is_calling(&self, server: &str) -> bool {
+        self.latest(server).is_some()
+    }
+
     fn latest(&self, server: &str) -> Option<Arc<dyn ClientLink>> {
         let by_server = self
             .by_server

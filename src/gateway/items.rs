@@ -390,6 +390,8 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>) {
             "notifications/prompts/list_changed" => {
                 let _ = gateway.inner.changed.send(Event::Prompts);
             }
+            // During a call, its own relay passes the server's messages to the caller.
+            "notifications/message" if gateway.inner.callers.is_calling(&server) => {}
             "notifications/message" => {
                 let _ = gateway
                     .inner

@@ -384,7 +384,11 @@ impl Gateway {
                     .get("arguments")
                     .cloned()
                     .unwrap_or_else(|| json!({}));
-                sparse::validate(&self.catalog(), target, &inner_args)?;
+                let wait = self.inner.options.call_timeout;
+                let catalog = self
+                    .catalog_knowing(|c| c.get(target).is_some(), wait)
+                    .await;
+                sparse::validate(&catalog, target, &inner_args)?;
                 return self.forward(target, inner_args, caller, None).await;
             }
             if sparse::is_meta(name) {
@@ -405,14 +409,10 @@ impl Gateway {
         arguments: Value,
         timeout: Option<Duration>,
     ) -> Result<Value, GatewayError> {
-        let mut catalog = self.catalog();
-        if catalog.find(server, tool).is_none() && !*self.inner.settled.borrow() {
-            // Its server may still be being checked (a first run): wait for the checks.
-            let mut settled = self.inner.settled.clone();
-            let wait = timeout.unwrap_or(self.inner.options.call_timeout);
-            let _ = tokio::time::timeout(wait, settled.wait_for(|done| *done)).await;
-            catalog = self.catalog();
-        }
+        let wait = timeout.unwrap_or(self.inner.options.call_timeout);
+        let catalog = self
+            .catalog_knowing(|c| c.find(server, tool).is_some(), wait)
+            .await;
         let Some(found) = catalog.find(server, tool) else {
             return Err(catalog.refusal(server, tool));
         };
@@ -423,8 +423,25 @@ impl Gateway {
             link: None,
             cancel: CancellationToken::new(),
             scope: crate::outputs::ClientScope::local(),
+            logs: None,
         };
         self.forward(&name, arguments, caller, timeout).await
+    }
+
+    /// The catalog, once it `knows` what a call names — waiting (at most `wait`) while servers
+    /// the tool index did not know are still being checked (a first run); else as it is.
+    async fn catalog_knowing(
+        &self,
+        knows: impl Fn(&Catalog) -> bool,
+        wait: Duration,
+    ) -> Arc<Catalog> {
+        let catalog = self.catalog();
+        if knows(&catalog) || *self.inner.settled.borrow() {
+            return catalog;
+        }
+        let mut settled = self.inner.settled.clone();
+        let _ = tokio::time::timeout(wait, settled.wait_for(|done| *done)).await;
+        self.catalog()
     }
 
     /// Calls the tool exposed as `name` on its server.
@@ -435,7 +452,10 @@ impl Gateway {
         caller: Caller,
         timeout: Option<Duration>,
     ) -> Result<Value, GatewayError> {
-        let catalog = self.catalog();
+        let timeout = timeout.unwrap_or(self.inner.options.call_timeout);
+        let catalog = self
+            .catalog_knowing(|c| c.get(name).is_some(), timeout)
+            .await;
         let found = catalog
             .get(name)
             .ok_or_else(|| sparse::unknown(&catalog, name))?;
@@ -446,19 +466,25 @@ impl Gateway {
             .map(|link| self.inner.callers.enter(&found.server, link));
         let mut params = json!({"name": found.tool, "arguments": arguments});
         let done = CancellationToken::new();
-        let relay = caller.progress.map(|progress| {
+        let progress = caller.progress.map(|progress| {
             let ours = format!(
                 "mcpl-{}",
                 self.inner.next_token.fetch_add(1, Ordering::Relaxed)
             );
             params["_meta"] = json!({"progressToken": ours});
-            self.spawn(progress.relay(session.notifications(), ours, done.clone()))
+            (progress, ours)
         });
-        let timeout = timeout.unwrap_or(self.inner.options.call_timeout);
+        let relay = (progress.is_some() || caller.logs.is_some()).then(|| {
+            let relay = Relay {
+                progress,
+                logs: caller.logs,
+            };
+            self.spawn(relay.run(session.notifications(), done.clone()))
+        });
         let outcome = upstream
             .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
             .await;
-        // Progress the server sent before its answer reaches the client before the answer.
+        // What the server sent before its answer reaches the client before the answer.
         done.cancel();
         if let Some(relay) = relay {
             let _ = relay.await;
@@ -624,7 +650,12 @@ pub struct Caller {
     pub cancel: CancellationToken,
     /// Whose outputs a cut result's handle belongs to (and who may read them).
     pub scope: crate::outputs::ClientScope,
+    /// Where the server's log messages during the call go (else to every client).
+    pub logs: Option<Sink>,
 }
+
+/// Sends one notification's params to a client.
+pub type Sink = Box<dyn Fn(Value) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
 
 /// Where a call's progress goes: the client's token and a sink for
 /// `notifications/progress` params.
@@ -632,16 +663,23 @@ pub struct Progress {
     /// The client's `progressToken`.
     pub token: Value,
     /// Sends one progress notification's params to the client.
-    pub send: Box<dyn Fn(Value) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>,
+    pub send: Sink,
 }
 
-impl Progress {
-    /// Passes on the upstream's progress for `ours` under the client's token, in order, until
-    /// `done` (then what is already received is passed on too).
-    async fn relay(
+/// What a call passes on to its client, in order, as its server sends it: progress (under the
+/// client's token, for our token `ours`) and log messages — part of answering the call, so
+/// they travel with it (on its response stream over HTTP) and reach the client before the
+/// answer.
+struct Relay {
+    progress: Option<(Progress, String)>,
+    logs: Option<Sink>,
+}
+
+impl Relay {
+    /// Passes notices on until `done`, then what is already received.
+    async fn run(
         self,
         mut notices: broadcast::Receiver<crate::mcp::Notice>,
-        ours: String,
         done: CancellationToken,
     ) {
         loop {
@@ -651,28 +689,30 @@ impl Progress {
                 () = done.cancelled() => break,
             };
             match received {
-                Ok(notice) => self.pass_on(notice, &ours).await,
+                Ok(notice) => self.pass_on(notice).await,
                 Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }
         while let Ok(notice) = notices.try_recv() {
-            self.pass_on(notice, &ours).await;
+            self.pass_on(notice).await;
         }
     }
 
-    async fn pass_on(&self, notice: crate::mcp::Notice, ours: &str) {
-        if notice.method != "notifications/progress" {
-            return;
-        }
+    async fn pass_on(&self, notice: crate::mcp::Notice) {
         let Some(mut params) = notice.params else {
             return;
         };
-        if params.get("progressToken").and_then(Value::as_str) != Some(ours) {
-            return;
+        match (notice.method.as_str(), &self.progress, &self.logs) {
+            ("notifications/progress", Some((progress, ours)), _)
+                if params.get("progressToken").and_then(Value::as_str) == Some(ours) =>
+            {
+                params["progressToken"] = progress.token.clone();
+                (progress.send)(params).await;
+            }
+            ("notifications/message", _, Some(logs)) => logs(params).await,
+            _ => {}
         }
-        params["progressToken"] = self.token.clone();
-        (self.send)(params).await;
     }
 }
 

@@ -16,8 +16,9 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::ErrorData;
-use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
+
+use crate::serving::typed;
 
 use super::{Roots, Shared, Tools};
 
@@ -43,16 +44,6 @@ struct Wire(Shared, Arc<tokio::sync::watch::Sender<bool>>);
 
 /// How long a call waits for the client's answer to `roots/list` before using ours.
 const ROOTS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// A result as an rmcp type (built from JSON, as it travels; `complete`, as every answer is).
-fn typed<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
-    if let Some(fields) = value.as_object_mut() {
-        fields
-            .entry("resultType")
-            .or_insert_with(|| json!("complete"));
-    }
-    serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
-}
 
 /// The local directory a `file://` root names (percent-escapes decoded).
 fn root_path(uri: &str) -> Option<PathBuf> {

@@ -30,11 +30,11 @@ use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, Service, ServiceRole, SubscriptionContext,
 };
 use rmcp::ErrorData;
-use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use crate::error::Actionable;
+use crate::serving::typed;
 
 use super::error::GatewayError;
 use super::items::{object, Kind};
@@ -154,16 +154,18 @@ fn overlay(typed: &ServerResult, raw: Value) -> Value {
     }
 }
 
-/// A result as an rmcp type (they are `non_exhaustive`: built from JSON, as they travel).
-/// Upstreams speak the 2025 era, whose results have no `resultType`; a finished result is
-/// `complete` (rmcp strips it again for clients of the 2025 era).
-fn typed<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
-    if let Some(fields) = value.as_object_mut() {
-        fields
-            .entry("resultType")
-            .or_insert_with(|| json!("complete"));
-    }
-    serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+/// The client's log messages of a call, sent in the call's context (over HTTP, on its
+/// response stream).
+fn log_sink(context: &RequestContext<RoleServer>) -> crate::gateway::Sink {
+    let peer = context.peer.clone();
+    Box::new(move |params: Value| {
+        let peer = peer.clone();
+        Box::pin(async move {
+            if let Ok(params) = serde_json::from_value(params) {
+                let _ = peer.notify_logging_message(params).await;
+            }
+        })
+    })
 }
 
 /// Whose outputs a call's cut result belongs to: over HTTP the client's session (or, without
@@ -257,6 +259,7 @@ impl ServerHandler for Handler {
                 link: Some(Arc::new(link::PeerLink(context.peer.clone()))),
                 cancel: context.ct.clone(),
                 scope: scope_of(&context),
+                logs: Some(log_sink(&context)),
             };
             let outcome = self
                 .gateway
