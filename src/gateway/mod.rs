@@ -514,6 +514,8 @@ impl Gateway {
                 let report = tool_catalog::record_live(entry, &info, list).await;
                 self.inner.reports.lock().await[i] = report;
             }
+            // Stopping: nothing to check for.
+            Err(_) if self.inner.pool.is_closing() => {}
             Err(e) => {
                 tracing::warn!(server = %entry.qualified, "cannot list its tools: {}", crate::pool::describe(&e));
             }
