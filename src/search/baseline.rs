@@ -91,7 +91,11 @@ impl BaselineIndex {
         let mut hits: Vec<Hit> = scores
             .into_iter()
             .filter(|&(_, score)| score > 0.0)
-            .map(|(doc, score)| Hit { doc, score })
+            .map(|(doc, score)| Hit {
+                doc,
+                score,
+                parts: Default::default(),
+            })
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
         hits.truncate(limit);

@@ -211,13 +211,23 @@ impl BenchSet {
 
 /// Our BM25 ranking for `text`, [`DEPTH`] deep.
 pub fn ours(index: &SearchIndex, text: &str) -> Ranking {
+    ranked(index, text, Method::Bm25, None)
+}
+
+/// Our ranking for `text` by `method`, [`DEPTH`] deep, with embeddings when given.
+pub fn ranked(
+    index: &SearchIndex,
+    text: &str,
+    method: Method,
+    meaning: Option<super::Meaning>,
+) -> Ranking {
     let query = Query {
         text,
-        method: Method::Bm25,
+        method,
         limit: DEPTH,
         server: None,
     };
-    let hits = index.search(&query).unwrap_or_default();
+    let hits = index.search_with(&query, meaning).unwrap_or_default();
     hits.iter()
         .filter_map(|h| Some((qualified(index.doc(h.doc)?.as_ref()), h.score)))
         .collect()

@@ -106,7 +106,14 @@ pub(crate) fn find(
         } else {
             continue;
         };
-        hits.push((Hit { doc: id, score }, doc.tool.chars().count()));
+        hits.push((
+            Hit {
+                doc: id,
+                score,
+                parts: Default::default(),
+            },
+            doc.tool.chars().count(),
+        ));
     }
     hits.sort_by(|(a, a_len), (b, b_len)| {
         b.score

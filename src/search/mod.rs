@@ -49,9 +49,11 @@ mod bm25;
 mod doc;
 mod error;
 pub mod eval;
+mod fusion;
 mod matcher;
 mod names;
 mod query;
+pub mod semantic;
 mod store;
 mod stored_docs;
 mod synonyms;
@@ -68,6 +70,7 @@ pub use doc::{ParamDoc, ToolDoc};
 pub use error::SearchError;
 
 use bm25::{TermIndex, Tuning, TUNING};
+use fusion::{Blend, Fusion, FUSION};
 use matcher::Pattern;
 use names::{NameKeys, NameQuery, Pin};
 use stored_docs::StoredDocs;
@@ -93,6 +96,10 @@ pub enum Method {
     /// Ranked words (BM25F with names pinned, synonyms, stemming).
     #[default]
     Bm25,
+    /// Meaning only: cosine between the query's and each tool's embedding.
+    Semantic,
+    /// Words and meaning fused (names pinned first); the default when a model is installed.
+    Hybrid,
     /// A case-insensitive regular expression over names, descriptions, parameters.
     Regex,
     /// A case-insensitive substring over names, descriptions, parameters.
@@ -101,12 +108,20 @@ pub enum Method {
 
 impl Method {
     /// Every method, in the order help texts list them.
-    pub const ALL: [Method; 3] = [Method::Bm25, Method::Regex, Method::Exact];
+    pub const ALL: [Method; 5] = [
+        Method::Hybrid,
+        Method::Bm25,
+        Method::Semantic,
+        Method::Regex,
+        Method::Exact,
+    ];
 
     /// The method's name on the command line and in JSON (`bm25`, `regex`, `exact`).
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Bm25 => "bm25",
+            Method::Semantic => "semantic",
+            Method::Hybrid => "hybrid",
             Method::Regex => "regex",
             Method::Exact => "exact",
         }
@@ -122,12 +137,17 @@ impl fmt::Display for Method {
 impl FromStr for Method {
     type Err = String;
 
-    /// Parses `bm25`, `regex` or `exact` (any case).
+    /// Parses `hybrid`, `bm25`, `semantic`, `regex` or `exact` (any case).
     fn from_str(s: &str) -> Result<Method, String> {
         Method::ALL
             .into_iter()
             .find(|m| m.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown search method `{s}` (expected bm25, regex or exact)"))
+            .ok_or_else(|| {
+                format!(
+                    "unknown search method `{s}` (expected hybrid, bm25, semantic, regex or \
+                     exact)"
+                )
+            })
     }
 }
 
@@ -151,6 +171,28 @@ pub struct Hit {
     pub doc: usize,
     /// Normalised to 0..=1 and comparable across queries (see the module doc).
     pub score: f64,
+    /// What the score was made of (bm25, semantic and hybrid ranking).
+    pub parts: Parts,
+}
+
+/// The parts of a ranked hit's score, for `--explain`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Parts {
+    /// The normalised lexical score (0 when no word matched).
+    pub lexical: f64,
+    /// The cosine between query and tool embeddings, when both exist.
+    pub semantic: Option<f64>,
+    /// The query names the tool (whole name) or starts its name.
+    pub pinned: bool,
+}
+
+/// The query's embedding and the tools' (from [`semantic`]), for semantic and hybrid ranking.
+#[derive(Clone, Copy, Debug)]
+pub struct Meaning<'a> {
+    /// The query's unit vector.
+    pub query: &'a [f32],
+    /// The tools' vectors, lined up with the index.
+    pub docs: &'a semantic::DocVectors,
 }
 
 /// The searchable catalog: the tools and everything precomputed to rank them. Built once per
@@ -162,6 +204,8 @@ pub struct SearchIndex {
     names: NameKeys,
     /// Always [`TUNING`] outside tests (what the stored postings were built with).
     tuning: Tuning,
+    /// Always [`FUSION`] outside tests.
+    fusion: Fusion,
 }
 
 impl SearchIndex {
@@ -178,6 +222,7 @@ impl SearchIndex {
             terms,
             names,
             tuning,
+            fusion: FUSION,
         }
     }
 
@@ -219,79 +264,101 @@ impl SearchIndex {
             terms: parts.terms,
             names: parts.names,
             tuning: TUNING,
+            fusion: FUSION,
         })
     }
 
     /// Runs a query. Only regex and exact patterns can fail (too long, invalid regex).
+    /// Semantic and hybrid queries rank by words here: they need [`search_with`](Self::
+    /// search_with) and the embeddings.
     pub fn search(&self, query: &Query) -> Result<Vec<Hit>, SearchError> {
+        self.search_with(query, None)
+    }
+
+    /// Runs a query with the embeddings of the query and the tools, when there are some;
+    /// without them, semantic and hybrid queries rank by words (bm25).
+    pub fn search_with(
+        &self,
+        query: &Query,
+        meaning: Option<Meaning>,
+    ) -> Result<Vec<Hit>, SearchError> {
         if query.limit == 0 {
             return Ok(Vec::new());
         }
-        match query.method {
-            Method::Bm25 => Ok(self.search_bm25(query)),
-            Method::Regex => {
-                let re = matcher::compile(query.text, Pattern::Regex)?;
-                Ok(matcher::find(
-                    self.docs(),
-                    &re,
-                    None,
-                    query.server,
-                    query.limit,
-                ))
+        let pattern = match (query.method, meaning) {
+            (Method::Semantic, Some(m)) => return Ok(self.rank(query, Some(m), Blend::Semantic)),
+            (Method::Hybrid, Some(m)) => return Ok(self.rank(query, Some(m), Blend::Hybrid)),
+            (Method::Bm25 | Method::Semantic | Method::Hybrid, _) => {
+                return Ok(self.rank(query, None, Blend::Lexical))
             }
-            Method::Exact => {
-                let re = matcher::compile(query.text, Pattern::Literal)?;
-                let literal = Some(query.text.trim()).filter(|t| !t.is_empty());
-                Ok(matcher::find(
-                    self.docs(),
-                    &re,
-                    literal,
-                    query.server,
-                    query.limit,
-                ))
-            }
-        }
+            (Method::Regex, _) => Pattern::Regex,
+            (Method::Exact, _) => Pattern::Literal,
+        };
+        let re = matcher::compile(query.text, pattern)?;
+        let literal = (pattern == Pattern::Literal)
+            .then(|| query.text.trim())
+            .filter(|t| !t.is_empty());
+        Ok(matcher::find(
+            self.docs(),
+            &re,
+            literal,
+            query.server,
+            query.limit,
+        ))
     }
 
-    fn search_bm25(&self, query: &Query) -> Vec<Hit> {
-        let concepts = query::concepts(query.text, self.tuning.synonym_weight, |t| {
+    /// Each tool's normalised lexical score for `text` (0 when no word matched).
+    fn lexical_scores(&self, text: &str) -> Vec<f64> {
+        let concepts = query::concepts(text, self.tuning.synonym_weight, |t| {
             self.terms.lookup(t).is_some()
         });
         let (scored, ideal) = self.terms.score(&concepts, &self.tuning);
-        let normalise = |raw: f32| {
-            if ideal > 0.0 {
-                (f64::from(raw) / f64::from(ideal)).min(1.0)
-            } else {
-                0.0
-            }
-        };
-        let mut text_scores = vec![0.0; self.docs.len()];
-        for &(doc, raw) in &scored {
-            if let Some(slot) = text_scores.get_mut(doc) {
-                *slot = normalise(raw);
+        let mut scores = vec![0.0; self.docs.len()];
+        if ideal > 0.0 {
+            for &(doc, raw) in &scored {
+                if let Some(slot) = scores.get_mut(doc) {
+                    *slot = (f64::from(raw) / f64::from(ideal)).min(1.0);
+                }
             }
         }
+        scores
+    }
+
+    fn rank(&self, query: &Query, meaning: Option<Meaning>, blend: Blend) -> Vec<Hit> {
+        let lexical = self.lexical_scores(query.text);
         let in_scope = |doc: usize| query.server.is_none_or(|s| self.docs.server(doc) == s);
         let name_query = NameQuery::new(query.text);
         let mut ranked: Vec<(Option<Pin>, Hit)> = Vec::new();
-        for (doc, &text) in text_scores.iter().enumerate() {
+        for (doc, &text) in lexical.iter().enumerate() {
             if !in_scope(doc) {
                 continue;
             }
-            let pin = self.names.pin(doc, &name_query);
+            let cosine =
+                meaning.and_then(|m| Some(f64::from(semantic::cosine(m.query, m.docs.get(doc)?))));
+            let pin = match blend {
+                Blend::Semantic => None,
+                Blend::Lexical | Blend::Hybrid => self.names.pin(doc, &name_query),
+            };
             let score = match pin {
                 Some(Pin::Exact) => 1.0,
                 Some(Pin::Prefix) => PREFIX_SCORE + (0.99 - PREFIX_SCORE) * text,
-                None if text > 0.0 && text >= self.tuning.cutoff => text.min(TEXT_SCORE_CEILING),
-                None => continue,
+                None => match blend.score(text, cosine, &self.tuning, &self.fusion) {
+                    Some(score) => score.min(TEXT_SCORE_CEILING),
+                    None => continue,
+                },
             };
-            ranked.push((pin, Hit { doc, score }));
+            let parts = Parts {
+                lexical: text,
+                semantic: cosine,
+                pinned: pin.is_some(),
+            };
+            ranked.push((pin, Hit { doc, score, parts }));
         }
         let name_len = |doc: usize| self.docs.tool(doc).len();
         ranked.sort_by(|(pa, a), (pb, b)| {
             pb.cmp(pa)
                 .then(b.score.total_cmp(&a.score))
-                .then(text_scores[b.doc].total_cmp(&text_scores[a.doc]))
+                .then(lexical[b.doc].total_cmp(&lexical[a.doc]))
                 .then(name_len(a.doc).cmp(&name_len(b.doc)))
                 .then(a.doc.cmp(&b.doc))
         });

@@ -15,7 +15,9 @@
 //! its ranking over the same catalog. Both ignore the cutoff when `cut=0` is given.
 
 use super::bm25::{Tuning, TUNING};
-use super::{eval, query, SearchIndex};
+use super::fusion::{Fusion, FUSION};
+use super::semantic::VectorCache;
+use super::{eval, query, Method, SearchIndex};
 
 /// The development half of the shared set: its catalog and the queries that may be tuned on.
 fn dev_set() -> (Vec<super::ToolDoc>, Vec<eval::Case>) {
@@ -118,4 +120,104 @@ fn explain() {
     for (name, score) in eval::ours(&index, &text) {
         println!("{score:.3} {name}");
     }
+}
+
+/// The model the semantic sweep uses: `MCP_LAUNCH_MODEL_DIR`, else the test suite's install.
+fn model() -> super::semantic::Model {
+    let dir = std::env::var_os("MCP_LAUNCH_MODEL_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".deps/model"),
+        std::path::PathBuf::from,
+    );
+    super::semantic::Model::open(&dir).expect("a model (MCP_LAUNCH_MODEL_DIR)")
+}
+
+/// Applies `key=value,…` changes to the current fusion.
+fn fusion_from(spec: &str) -> Fusion {
+    let mut f = FUSION;
+    for change in spec.split(',').filter(|s| !s.trim().is_empty()) {
+        let (key, value) = change.split_once('=').expect("key=value");
+        let v: f64 = value.trim().parse().expect("a number");
+        match key.trim() {
+            "w" => f.weight = v,
+            "floor" => f.floor = v,
+            "top" => f.top = v,
+            "cut" => f.cutoff = v,
+            "scut" => f.semantic_cutoff = v,
+            other => panic!("unknown knob {other}"),
+        }
+    }
+    f
+}
+
+/// `SEARCH_FUSION="w=0.8;w=0.6,floor=0.2"`: semantic and hybrid ranking on both halves of the
+/// development queries, for the current fusion and each variant (bm25 first, for reference).
+#[test]
+#[ignore]
+fn sweep_fusion() {
+    let (docs, cases) = dev_set();
+    let model = model();
+    let started = std::time::Instant::now();
+    let mut cache = VectorCache::new(&model.card().name, model.dimensions());
+    let cache_file = std::env::temp_dir().join(format!("mcpl-sweep-{}.vec", model.card().name));
+    if let Ok(bytes) = std::fs::read(&cache_file) {
+        cache = VectorCache::from_bytes(&bytes, &model.card().name, model.dimensions());
+    }
+    let embedded = cache.fill(&model, &docs);
+    std::fs::write(&cache_file, cache.to_bytes()).expect("cache written");
+    println!("{embedded} tools embedded in {:?}", started.elapsed());
+    let vectors = cache.lookup(&model, &docs);
+    let queries: std::collections::HashMap<String, Vec<f32>> = cases
+        .iter()
+        .map(|c| (c.query.clone(), model.embed_query(&c.query)))
+        .collect();
+    let half = |parity: usize| -> Vec<eval::Case> {
+        let picked = cases.iter().enumerate().filter(|(i, _)| i % 2 == parity);
+        picked.map(|(_, c)| c.clone()).collect()
+    };
+    let halves = [cases.clone(), half(0), half(1)];
+    let spec = std::env::var("SEARCH_FUSION").unwrap_or_default();
+    let variants = std::iter::once("").chain(spec.split(';').filter(|s| !s.is_empty()));
+    let mut index = SearchIndex::build(docs.clone());
+    let runs = [Method::Bm25, Method::Semantic, Method::Hybrid];
+    for variant in variants {
+        index.fusion = fusion_from(variant);
+        for method in runs {
+            let mut line = format!(
+                "{:24} {:8}",
+                if variant.is_empty() {
+                    "current"
+                } else {
+                    variant
+                },
+                method.as_str()
+            );
+            for cases in &halves {
+                let (rows, _) = eval::evaluate(cases, |q| {
+                    let meaning = super::Meaning {
+                        query: &queries[q],
+                        docs: &vectors,
+                    };
+                    eval::ranked(&index, q, method, Some(meaning))
+                });
+                line += &summary(&rows);
+                line += " |";
+            }
+            println!("{line}");
+        }
+    }
+}
+
+fn summary(rows: &[eval::Scores]) -> String {
+    let mut line = String::new();
+    for r in rows {
+        line += &match r.kind.as_str() {
+            "no_answer" => format!(" na:{:.2}", r.rejected),
+            "overall" => format!(" ALL:{:.3}/{:.3}", r.recall_at_1, r.recall_at_5),
+            "paraphrase" => format!(" pa:{:.2}", r.recall_at_5),
+            "keyword" => format!(" kw:{:.2}", r.recall_at_5),
+            "exact_name" => format!(" ex:{:.2}", r.recall_at_1),
+            _ => String::new(),
+        };
+    }
+    line
 }

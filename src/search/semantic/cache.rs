@@ -1,0 +1,235 @@
+//! Tool vectors kept across runs and projects, keyed by what was embedded.
+//!
+//! Each vector is stored under a 64-bit hash of the model's name and the exact text embedded
+//! ([`VectorCache::key`]), so a changed description or another model simply misses, and a tool
+//! seen in one project is not embedded again in the next. The persisted form is a flat run of
+//! `(key, vector)` records after a small header; a file whose header or length does not add up
+//! is ignored (the vectors are recomputed), never trusted.
+
+use std::collections::HashMap;
+
+use super::{document_text, Model};
+use crate::search::doc::ToolDoc;
+
+const MAGIC: &[u8; 8] = b"MCPLVEC1";
+
+/// Vectors by key, for one model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorCache {
+    model: String,
+    dims: usize,
+    slots: HashMap<u64, usize>,
+    data: Vec<f32>,
+}
+
+impl VectorCache {
+    /// An empty cache for `model` (its card's name) with vectors of `dims` floats.
+    pub fn new(model: &str, dims: usize) -> Self {
+        Self {
+            model: model.to_string(),
+            dims,
+            slots: HashMap::new(),
+            data: Vec::new(),
+        }
+    }
+
+    /// Reads a persisted cache; an empty one when the bytes are of another model, another
+    /// size or damaged.
+    pub fn from_bytes(bytes: &[u8], model: &str, dims: usize) -> Self {
+        Self::decode(bytes, model, dims).unwrap_or_else(|| Self::new(model, dims))
+    }
+
+    fn decode(bytes: &[u8], model: &str, dims: usize) -> Option<Self> {
+        let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+        let (stored_dims, rest) = rest.split_first_chunk::<4>()?;
+        let (name_len, rest) = rest.split_first_chunk::<4>()?;
+        let name_len = u32::from_le_bytes(*name_len) as usize;
+        let (name, rest) = (rest.get(..name_len)?, rest.get(name_len..)?);
+        if name != model.as_bytes() || u32::from_le_bytes(*stored_dims) as usize != dims {
+            return None;
+        }
+        let record = 8 + 4 * dims;
+        if dims == 0 || rest.len() % record != 0 {
+            return None;
+        }
+        let mut cache = Self::new(model, dims);
+        cache.data.reserve(rest.len() / record * dims);
+        for chunk in rest.chunks_exact(record) {
+            let (key, floats) = chunk.split_first_chunk::<8>()?;
+            let slot = cache.data.len() / dims;
+            cache.data.extend(
+                floats
+                    .chunks_exact(4)
+                    .map(|f| f32::from_le_bytes([f[0], f[1], f[2], f[3]])),
+            );
+            cache.slots.insert(u64::from_le_bytes(*key), slot);
+        }
+        Some(cache)
+    }
+
+    /// The persisted form.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.slots.len() * (8 + 4 * self.dims));
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&(self.dims as u32).to_le_bytes());
+        out.extend_from_slice(&(self.model.len() as u32).to_le_bytes());
+        out.extend_from_slice(self.model.as_bytes());
+        let mut slots: Vec<(u64, usize)> = self.slots.iter().map(|(&k, &s)| (k, s)).collect();
+        slots.sort_unstable();
+        for (key, slot) in slots {
+            out.extend_from_slice(&key.to_le_bytes());
+            for f in self.vector(slot) {
+                out.extend_from_slice(&f.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Number of vectors held.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no vector is held.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The key of `text` embedded by `model`: FNV-1a over both, a zero byte between.
+    pub fn key(model: &str, text: &str) -> u64 {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in model.as_bytes().iter().chain(&[0u8]).chain(text.as_bytes()) {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        hash
+    }
+
+    fn vector(&self, slot: usize) -> &[f32] {
+        &self.data[slot * self.dims..][..self.dims]
+    }
+
+    /// The vector stored under `key`.
+    pub fn get(&self, key: u64) -> Option<&[f32]> {
+        self.slots.get(&key).map(|&slot| self.vector(slot))
+    }
+
+    /// Stores `vector` under `key` (ignored if its size is not the cache's).
+    pub fn insert(&mut self, key: u64, vector: &[f32]) {
+        if vector.len() != self.dims {
+            return;
+        }
+        match self.slots.get(&key) {
+            Some(&slot) => self.data[slot * self.dims..][..self.dims].copy_from_slice(vector),
+            None => {
+                self.slots.insert(key, self.data.len() / self.dims);
+                self.data.extend_from_slice(vector);
+            }
+        }
+    }
+
+    /// Keeps only the vectors of `keys` (the tools some index still holds).
+    pub fn retain(&mut self, keys: &std::collections::HashSet<u64>) {
+        let mut kept = Self::new(&self.model, self.dims);
+        for (&key, &slot) in &self.slots {
+            if keys.contains(&key) {
+                kept.insert(key, self.vector(slot));
+            }
+        }
+        *self = kept;
+    }
+
+    /// The keys of `docs` under `model`, in order.
+    pub fn keys(model: &Model, docs: &[ToolDoc]) -> Vec<u64> {
+        docs.iter()
+            .map(|doc| Self::key(&model.card().name, &document_text(doc)))
+            .collect()
+    }
+
+    /// Embeds the tools of `docs` the cache lacks, over every core, and stores them; returns
+    /// how many were embedded.
+    pub fn fill(&mut self, model: &Model, docs: &[ToolDoc]) -> usize {
+        let keys = Self::keys(model, docs);
+        let missing: Vec<usize> = (0..docs.len())
+            .filter(|&i| self.get(keys[i]).is_none())
+            .collect();
+        let vectors = embed_in_parallel(model, docs, &missing);
+        for (&i, vector) in missing.iter().zip(&vectors) {
+            self.insert(keys[i], vector);
+        }
+        missing.len()
+    }
+
+    /// The vectors of `docs`, lined up with them; tools the cache lacks have none.
+    pub fn lookup(&self, model: &Model, docs: &[ToolDoc]) -> DocVectors {
+        let mut out = DocVectors {
+            dims: self.dims,
+            data: vec![0.0; docs.len() * self.dims],
+            present: vec![false; docs.len()],
+        };
+        for (i, key) in Self::keys(model, docs).into_iter().enumerate() {
+            if let Some(v) = self.get(key) {
+                out.data[i * self.dims..][..self.dims].copy_from_slice(v);
+                out.present[i] = true;
+            }
+        }
+        out
+    }
+}
+
+fn embed_in_parallel(model: &Model, docs: &[ToolDoc], which: &[usize]) -> Vec<Vec<f32>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = which.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = which
+            .chunks(per)
+            .map(|part| {
+                let worker = scope.spawn(move || {
+                    part.iter()
+                        .map(|&i| model.embed_document(&docs[i]))
+                        .collect::<Vec<_>>()
+                });
+                (part.len(), worker)
+            })
+            .collect();
+        // A worker that died leaves its tools without vectors (empty ones are not stored).
+        workers
+            .into_iter()
+            .flat_map(|(len, w)| w.join().unwrap_or_else(|_| vec![Vec::new(); len]))
+            .collect()
+    })
+}
+
+/// One vector per tool of an index, in its order; a tool not embedded yet has none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocVectors {
+    dims: usize,
+    data: Vec<f32>,
+    present: Vec<bool>,
+}
+
+impl DocVectors {
+    /// The vector of tool `doc`, if it has one.
+    pub fn get(&self, doc: usize) -> Option<&[f32]> {
+        self.present
+            .get(doc)
+            .copied()
+            .unwrap_or(false)
+            .then(|| &self.data[doc * self.dims..][..self.dims])
+    }
+
+    /// How many tools have no vector.
+    pub fn missing(&self) -> usize {
+        self.present.iter().filter(|p| !**p).count()
+    }
+
+    /// Number of tools lined up.
+    pub fn len(&self) -> usize {
+        self.present.len()
+    }
+
+    /// Whether no tool is lined up.
+    pub fn is_empty(&self) -> bool {
+        self.present.is_empty()
+    }
+}
