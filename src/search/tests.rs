@@ -299,7 +299,7 @@ fn methods_parse_and_print() {
     assert!("fuzzy"
         .parse::<Method>()
         .unwrap_err()
-        .contains("bm25, regex or exact"));
+        .contains("bm25, semantic, regex or exact"));
 }
 
 #[test]
