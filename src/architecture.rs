@@ -19,6 +19,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("project", 1),
     ("mcp", 2),
     ("search", 2),
+    ("model", 2),
     ("doctor", 2),
     ("catalog", 3),
     ("pool", 4),

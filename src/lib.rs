@@ -41,6 +41,7 @@ pub mod gateway;
 pub mod launch;
 pub mod mcp;
 pub mod memory;
+pub mod model;
 pub mod output;
 pub mod outputs;
 pub mod pool;

@@ -10,6 +10,7 @@ mod down;
 mod init;
 mod inspect;
 mod list;
+mod model;
 mod openapi;
 mod output;
 mod search;
@@ -99,6 +100,7 @@ pub enum Command {
     Output(output::OutputArgs),
     Tools(tools::ToolsArgs),
     Usage(usage::UsageArgs),
+    Model(model::ModelArgs),
 }
 
 impl Command {
@@ -265,6 +267,12 @@ pub enum CliError {
     /// A handle could not be read (unknown, expired, a bad request, the store).
     #[error(transparent)]
     Outputs(#[from] crate::outputs::OutputsError),
+    /// The embedding model could not be found, fetched or installed.
+    #[error(transparent)]
+    Model(#[from] crate::model::ModelError),
+    /// The installed embedding model could not be opened.
+    #[error(transparent)]
+    Semantic(#[from] crate::search::semantic::SemanticError),
 }
 
 impl CliError {
@@ -288,6 +296,12 @@ impl CliError {
             CliError::Daemon(e) => e.is_usage(),
             CliError::Overrides(_) => true,
             CliError::Outputs(e) => !matches!(e, crate::outputs::OutputsError::Store { .. }),
+            CliError::Model(e) => matches!(
+                e,
+                crate::model::ModelError::UnknownModel { .. }
+                    | crate::model::ModelError::NotAModel { .. }
+            ),
+            CliError::Semantic(_) => false,
             _ => true,
         }
     }
@@ -320,6 +334,8 @@ impl Actionable for CliError {
             CliError::ClientConfig(e) => e.kind(),
             CliError::Limit(e) => e.kind(),
             CliError::Outputs(e) => e.kind(),
+            CliError::Model(e) => e.kind(),
+            CliError::Semantic(e) => e.kind(),
         }
     }
 
@@ -361,6 +377,8 @@ impl Actionable for CliError {
             CliError::ClientConfig(e) => e.help(),
             CliError::Limit(e) => e.help(),
             CliError::Outputs(e) => e.help(),
+            CliError::Model(e) => e.help(),
+            CliError::Semantic(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
             }
@@ -416,6 +434,7 @@ pub async fn run(
         Command::Output(args) => output::run(args, &cli.global).await,
         Command::Tools(args) => tools::run(args, &cli.global, shutdown).await,
         Command::Usage(args) => usage::run(args, &cli.global).await,
+        Command::Model(args) => model::run(args, &cli.global).await,
     }
 }
 

@@ -29,7 +29,9 @@ pub(crate) struct Fusion {
     pub(crate) floor: f64,
     /// The cosine that counts as full resemblance.
     pub(crate) top: f64,
-    /// Hybrid hits scoring lower are dropped: below it, nothing fits.
+    /// A hybrid ranking whose best hit scores lower is empty: nothing fits.
+    pub(crate) answer: f64,
+    /// Below the best hit, hybrid hits scoring lower are dropped.
     pub(crate) cutoff: f64,
     /// Semantic-only hits with a lower cosine are dropped.
     pub(crate) semantic_cutoff: f64,
@@ -39,7 +41,8 @@ pub(crate) const FUSION: Fusion = Fusion {
     weight: 0.75,
     floor: 0.15,
     top: 0.75,
-    cutoff: 0.2,
+    answer: 0.2,
+    cutoff: 0.1,
     semantic_cutoff: 0.25,
 };
 

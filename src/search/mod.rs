@@ -362,6 +362,12 @@ impl SearchIndex {
                 .then(name_len(a.doc).cmp(&name_len(b.doc)))
                 .then(a.doc.cmp(&b.doc))
         });
+        if blend == Blend::Hybrid && meaning.is_some() {
+            let best = ranked.first().map_or(0.0, |(_, hit)| hit.score);
+            if best < self.fusion.answer {
+                ranked.clear();
+            }
+        }
         ranked.truncate(query.limit);
         ranked.into_iter().map(|(_, hit)| hit).collect()
     }

@@ -142,6 +142,7 @@ fn fusion_from(spec: &str) -> Fusion {
             "floor" => f.floor = v,
             "top" => f.top = v,
             "cut" => f.cutoff = v,
+            "answer" => f.answer = v,
             "scut" => f.semantic_cutoff = v,
             other => panic!("unknown knob {other}"),
         }

@@ -58,16 +58,14 @@ pub enum SemanticError {
     },
 }
 
-impl SemanticError {
-    /// A stable snake_case name for the JSON error envelope.
-    pub fn kind(&self) -> &'static str {
+impl crate::error::Actionable for SemanticError {
+    fn kind(&self) -> &'static str {
         match self {
             SemanticError::BadModel { .. } => "bad_model",
         }
     }
 
-    /// The next step for the user.
-    pub fn help(&self) -> String {
+    fn help(&self) -> String {
         "reinstall it with `mcp-launch model install` (or remove the directory to search by \
          words only)"
             .to_string()
