@@ -17,6 +17,7 @@ mod search_index;
 mod tokens;
 pub mod tool;
 mod trim;
+mod vectors;
 
 pub use check::{
     argument_validator, argument_violations, expected_shape, similar_names, violations,
@@ -39,3 +40,4 @@ pub use resolve::{
 pub use search_index::SearchCatalog;
 pub use tokens::TokenCounter;
 pub use trim::{trim_description, CHATGPT_DESCRIPTION_LIMIT, ELLIPSIS};
+pub use vectors::vectors as tool_vectors;

@@ -1,13 +1,16 @@
-//! `mcp-launch search QUERY [--method bm25|regex|exact] [--limit N] [--server S] [--schema]`.
+//! `mcp-launch search QUERY [--method hybrid|bm25|semantic|regex|exact] [--limit N]
+//! [--server S] [--schema] [--explain]`.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use clap::Args;
 use serde_json::{json, Value};
 
 use crate::catalog::{self, tool, SearchCatalog};
 use crate::output::{self, style, Table};
-use crate::search::{Hit, Method, Query, SearchIndex, ToolDoc};
+use crate::search::semantic::{DocVectors, Model};
+use crate::search::{Hit, Meaning, Method, Query, SearchIndex, ToolDoc};
 
 use super::server::load_overrides;
 use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
@@ -17,8 +20,11 @@ use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
 /// Answers from the persisted search index in milliseconds without starting any server; when
 /// a server's entry is missing or older than the index TTL, it is checked live first. The
 /// project's overrides apply: denied tools are not found, overridden descriptions are searched.
-/// Scores are normalised to 0–1; an exact or prefix match of a tool name ranks first; weak
-/// matches (below 0.1) are dropped, so a query with no good answer returns nothing.
+/// With the embedding model installed (`mcp-launch model install`), tools are ranked by
+/// meaning and words together (hybrid), so a task in other words than the tool's finds it;
+/// without it, by words (bm25). Scores are normalised to 0–1; an exact or prefix match of a
+/// tool name ranks first; weak matches are dropped, so a query with no good answer returns
+/// nothing.
 ///
 /// Example: mcp-launch search "read a file" --limit 3 --json
 #[derive(Debug, Args)]
@@ -26,9 +32,10 @@ pub struct SearchArgs {
     /// Keywords, a task sentence, a tool name (`server tool` works), a regex or a substring.
     #[arg(value_name = "QUERY")]
     pub query: String,
-    /// bm25 (ranked words), regex (case-insensitive, ≤ 200 chars) or exact (substring).
-    #[arg(long, default_value = "bm25", value_name = "METHOD")]
-    pub method: Method,
+    /// hybrid (meaning + words; the default with a model), bm25 (words; the default without),
+    /// semantic (meaning), regex (case-insensitive, ≤ 200 chars) or exact (substring).
+    #[arg(long, value_name = "METHOD")]
+    pub method: Option<Method>,
     /// Results to show at most.
     #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub limit: u16,
@@ -41,17 +48,32 @@ pub struct SearchArgs {
     /// Check every server live and rebuild the index first.
     #[arg(long)]
     pub refresh: bool,
+    /// Show each hit's lexical and semantic parts.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    let model = model_for(args.method)?;
+    let method = args.method.unwrap_or(if model.is_some() {
+        Method::Hybrid
+    } else {
+        Method::Bm25
+    });
     // A bad pattern is reported before anything is loaded or started.
     let query = |server| Query {
         text: &args.query,
-        method: args.method,
+        method,
         limit: usize::from(args.limit),
         server,
     };
     SearchIndex::build(Vec::new()).search(&query(None))?;
+    if model.is_none() && args.method.is_none() && !global.json {
+        let dim = style::DIM;
+        anstream::eprintln!(
+            "{dim}ranking by words only: `mcp-launch model install` adds ranking by meaning{dim:#}"
+        );
+    }
 
     let loaded = load_config(global)?;
     tracing::debug!("config loaded");
@@ -66,7 +88,18 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
     }
     let catalog = SearchCatalog::open(&entries, &overrides, args.refresh).await;
     tracing::debug!(tools = catalog.index.len(), "search index ready");
-    let hits = catalog.index.search(&query(server.as_deref()))?;
+    let meaning = match (&model, method) {
+        (Some(model), Method::Semantic | Method::Hybrid) => {
+            Some(embed(model.clone(), &catalog, &args.query, global.json).await?)
+        }
+        _ => None,
+    };
+    let meaning_ref = meaning
+        .as_ref()
+        .map(|(query, docs)| Meaning { query, docs });
+    let hits = catalog
+        .index
+        .search_with(&query(server.as_deref()), meaning_ref)?;
     tracing::debug!(hits = hits.len(), "searched");
     // Only the hits are decoded: a loaded index keeps its tools encoded until asked.
     let docs: Vec<ToolDoc> = hits
@@ -80,6 +113,8 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         Vec::new()
     };
     let found = Found {
+        method,
+        explain: args.explain,
         hits: &hits,
         docs: &docs,
         schemas: &schemas,
@@ -94,8 +129,72 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
     Ok(Outcome::Success)
 }
 
+/// The model to rank by meaning with: the installed one, unless the method needs none. A
+/// method that needs one (`semantic`, `hybrid`) named without a model is an error.
+fn model_for(method: Option<Method>) -> Result<Option<Arc<Model>>, CliError> {
+    if matches!(method, Some(Method::Bm25 | Method::Regex | Method::Exact)) {
+        return Ok(None);
+    }
+    match crate::model::locate()? {
+        Some(dir) => Ok(Some(Arc::new(Model::open(&dir)?))),
+        None if method.is_some() => Err(CliError::Usage {
+            message: format!(
+                "--method {} ranks by meaning, and no embedding model is installed",
+                method.map_or("", Method::as_str)
+            ),
+            help: "run `mcp-launch model install` (or use --method bm25)".into(),
+        }),
+        None => Ok(None),
+    }
+}
+
+/// The query's vector and the tools' (embedding, once, tools not seen before).
+async fn embed(
+    model: Arc<Model>,
+    catalog: &SearchCatalog,
+    text: &str,
+    quiet: bool,
+) -> Result<(Vec<f32>, DocVectors), CliError> {
+    let docs = catalog.index.docs().to_vec();
+    let text = text.to_string();
+    tokio::task::spawn_blocking(move || {
+        let vectors = catalog::tool_vectors(&model, &docs, |n| {
+            if !quiet && n > 50 {
+                let dim = style::DIM;
+                anstream::eprintln!("{dim}embedding {n} tools (once; kept in the cache){dim:#}");
+            }
+        });
+        (model.embed_query(&text), vectors)
+    })
+    .await
+    .map_err(|e| CliError::Output(std::io::Error::other(e)))
+}
+
+/// A hit's parts for `--explain --json`.
+fn explain_json(hit: &Hit) -> Value {
+    json!({
+        "lexical": (hit.parts.lexical * 1000.0).round() / 1000.0,
+        "semantic": hit.parts.semantic.map(|c| (c * 1000.0).round() / 1000.0),
+        "pinned": hit.parts.pinned,
+    })
+}
+
+/// A hit's parts for `--explain`: `name`, or `words 0.42 · meaning 0.71`.
+fn explain_text(hit: &Hit) -> String {
+    if hit.parts.pinned {
+        return "name".into();
+    }
+    let mut text = format!("words {:.2}", hit.parts.lexical);
+    if let Some(cosine) = hit.parts.semantic {
+        text += &format!(" · meaning {cosine:.2}");
+    }
+    text
+}
+
 /// What a search found, ready to print.
 struct Found<'a> {
+    method: Method,
+    explain: bool,
     hits: &'a [Hit],
     /// The hits' tools, in hit order.
     docs: &'a [ToolDoc],
@@ -129,10 +228,13 @@ fn print_json(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
             if let Some(schema) = schemas.get(i) {
                 v["inputSchema"] = schema.clone();
             }
+            if found.explain {
+                v["explain"] = explain_json(hit);
+            }
             v
         })
         .collect();
-    let mut out = json!({"query": args.query, "method": args.method.as_str(), "results": results});
+    let mut out = json!({"query": args.query, "method": found.method.as_str(), "results": results});
     if !found.unavailable.is_empty() {
         out["unavailable"] = json!(found.unavailable);
     }
@@ -157,15 +259,23 @@ fn print_human(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
         )?;
         return Ok(());
     }
-    let mut table = Table::new(vec!["SCORE", "TOOL", "REQUIRED", "DESCRIPTION"], &[0]);
+    let mut headers = vec!["SCORE", "TOOL", "REQUIRED", "DESCRIPTION"];
+    if found.explain {
+        headers.insert(1, "WHY");
+    }
+    let mut table = Table::new(headers, &[0]);
     let room = output::terminal_width().saturating_sub(60).max(30);
     for (hit, doc) in found.hits.iter().zip(found.docs) {
-        table.styled_row(vec![
+        let mut row = vec![
             (format!("{:.2}", hit.score), style::DIM),
             (format!("{} {}", doc.server, doc.tool), style::HEAD),
             (doc.required.join(", "), Default::default()),
             (output::clip(&doc.description, room), style::DIM),
-        ]);
+        ];
+        if found.explain {
+            row.insert(1, (explain_text(hit), style::DIM));
+        }
+        table.styled_row(row);
     }
     write!(out, "{}", table.render())?;
     for (doc, schema) in found.docs.iter().zip(found.schemas) {
