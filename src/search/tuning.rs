@@ -205,7 +205,46 @@ fn sweep_fusion() {
             }
             println!("{line}");
         }
+        let ungated = Fusion {
+            answer: 0.0,
+            ..index.fusion
+        };
+        index.fusion = ungated;
+        gate_tradeoff(&index, &cases, &queries, &vectors);
     }
+}
+
+/// For thresholds on the best hybrid score: the share of negative queries answered with
+/// nothing, against the share of correct first answers kept.
+fn gate_tradeoff(
+    index: &SearchIndex,
+    cases: &[eval::Case],
+    queries: &std::collections::HashMap<String, Vec<f32>>,
+    vectors: &super::semantic::DocVectors,
+) {
+    let mut negatives = Vec::new();
+    let mut correct = Vec::new();
+    for case in cases {
+        let meaning = super::Meaning {
+            query: &queries[&case.query],
+            docs: vectors,
+        };
+        let got = eval::ranked(index, &case.query, Method::Hybrid, Some(meaning));
+        let top = got.first().map_or(0.0, |(_, s)| *s);
+        if case.expected.is_empty() {
+            negatives.push(top);
+        } else if got.first().is_some_and(|(n, _)| case.expected.contains(n)) {
+            correct.push(top);
+        }
+    }
+    let mut line = String::from("  gate (rejected/kept):");
+    for t in [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45] {
+        let rejected =
+            negatives.iter().filter(|s| **s < t).count() as f64 / negatives.len().max(1) as f64;
+        let kept = correct.iter().filter(|s| **s >= t).count() as f64 / correct.len().max(1) as f64;
+        line += &format!(" {t:.2}:{rejected:.2}/{kept:.2}");
+    }
+    println!("{line}");
 }
 
 fn summary(rows: &[eval::Scores]) -> String {

@@ -28,6 +28,7 @@ mod remote;
 mod schemathesis;
 mod search;
 mod security;
+mod semantic;
 mod serve;
 mod session;
 mod tokens;

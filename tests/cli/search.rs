@@ -83,7 +83,11 @@ fn ranks_tasks_and_names_and_answers_from_the_index() {
         .args(["search", "bake sourdough bread", "--json"])
         .run();
     assert_eq!(none.json()["results"], json!([]), "{none}");
-    let human = first.again().args(["search", "bake sourdough bread"]).run();
+    let human = first
+        .again()
+        .args(["search", "bake sourdough bread"])
+        .stderr_has("`mcp-launch model install` adds ranking by meaning")
+        .run();
     assert!(human.stdout.starts_with("no tool matches"), "{human}");
 }
 

