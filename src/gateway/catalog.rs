@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use crate::catalog::{tool, ExposedTool, ServerReport};
+use crate::search::semantic::DocVectors;
 use crate::search::{SearchIndex, ToolDoc};
 
 use super::error::GatewayError;
@@ -55,6 +56,8 @@ pub struct Catalog {
     tools_json: std::sync::Arc<str>,
     /// Output budgets the project set, by exposed name.
     budgets: HashMap<String, usize>,
+    /// The tools' embeddings, lined up with `search`, once computed (in the background).
+    vectors: std::sync::OnceLock<DocVectors>,
 }
 
 impl Catalog {
@@ -85,6 +88,7 @@ impl Catalog {
             search: SearchIndex::build(Vec::new()),
             tools_json: std::sync::Arc::from("[]"),
             budgets: HashMap::new(),
+            vectors: std::sync::OnceLock::new(),
         };
         for (report, tools) in reports.iter().zip(exposed) {
             let mut allowed = 0;
@@ -184,6 +188,17 @@ impl Catalog {
     /// The search index over the tools.
     pub fn search_index(&self) -> &SearchIndex {
         &self.search
+    }
+
+    /// The tools' embeddings, once [`set_vectors`](Self::set_vectors) has stored them.
+    pub fn vectors(&self) -> Option<&DocVectors> {
+        self.vectors.get()
+    }
+
+    /// Stores the tools' embeddings (lined up with [`search_index`](Self::search_index));
+    /// the first store wins.
+    pub fn set_vectors(&self, vectors: DocVectors) {
+        let _ = self.vectors.set(vectors);
     }
 
     /// The exposed tool for a search hit's `(server, tool)`.

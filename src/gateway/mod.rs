@@ -40,6 +40,7 @@ use self::callers::Callers;
 pub use self::callers::ClientLink;
 use self::catalog::Catalog;
 use self::error::GatewayError;
+use crate::search::semantic::Model;
 
 /// How long shutdown waits for the gateway's own tasks to end.
 const TASKS_GRACE: Duration = Duration::from_secs(2);
@@ -148,6 +149,8 @@ struct Inner {
     outputs: Outputs,
     /// Resources, templates and prompts as last seen, for servers not running.
     known: known::Known,
+    /// The embedding model `search_tools` ranks meaning with (sparse mode, when installed).
+    model: std::sync::OnceLock<Arc<Model>>,
 }
 
 impl Gateway {
@@ -205,6 +208,7 @@ impl Gateway {
                 outputs,
                 known,
                 callers,
+                model: std::sync::OnceLock::new(),
                 shutdown: CancellationToken::new(),
                 options,
             }),
@@ -216,10 +220,65 @@ impl Gateway {
         gateway.wait_settled().await;
         let sparse = choose_mode(&gateway.inner.options, &gateway.catalog());
         gateway.inner.sparse.store(sparse, Ordering::Relaxed);
+        if sparse {
+            gateway.load_model();
+        }
         // What loading the index and building the catalog freed is not ours to keep.
         crate::memory::release_freed();
         gateway.spawn(gateway.clone().watch_overrides());
         Ok(gateway)
+    }
+
+    /// Opens the installed embedding model for `search_tools` (none installed: words only)
+    /// and embeds the catalog's tools in the background.
+    fn load_model(&self) {
+        let opened = match crate::model::locate() {
+            Ok(Some(dir)) => Model::open(&dir).map_err(|e| e.to_string()),
+            Ok(None) => return,
+            Err(e) => Err(e.to_string()),
+        };
+        match opened {
+            Ok(model) => {
+                let _ = self.inner.model.set(Arc::new(model));
+                self.embed_catalog();
+            }
+            Err(e) => tracing::warn!(error = %e, "search_tools ranks by words only"),
+        }
+    }
+
+    /// Computes the current catalog's tool embeddings on a blocking thread (from the vector
+    /// cache; only new tools are embedded); until they are in, `search_tools` ranks by words.
+    fn embed_catalog(&self) {
+        let Some(model) = self.inner.model.get().cloned() else {
+            return;
+        };
+        let catalog = self.catalog();
+        let task = tokio::task::spawn_blocking(move || {
+            let docs = catalog.search_index().docs();
+            let vectors = tool_catalog::tool_vectors(&model, docs, |n| {
+                tracing::info!(tools = n, "embedding tools for search_tools");
+            });
+            catalog.set_vectors(vectors);
+        });
+        self.spawn(async move {
+            let _ = task.await;
+        });
+    }
+
+    /// The catalog, once its tools' embeddings are in (a bounded wait: with the vector cache
+    /// warm they take milliseconds; a first embedding of thousands of tools takes minutes,
+    /// and meanwhile `search_tools` ranks by words).
+    async fn catalog_embedded(&self) -> Arc<Catalog> {
+        const WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let catalog = self.catalog();
+            let ready = self.inner.model.get().is_none() || catalog.vectors().is_some();
+            if ready || tokio::time::Instant::now() >= deadline {
+                return catalog;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 
     /// True in sparse mode.
@@ -392,7 +451,9 @@ impl Gateway {
                 return self.forward(target, inner_args, caller, None).await;
             }
             if sparse::is_meta(name) {
-                return sparse::run(&self.catalog(), name, &arguments);
+                let catalog = self.catalog_embedded().await;
+                let model = self.inner.model.get().map(Arc::as_ref);
+                return sparse::run(&catalog, model, name, &arguments);
             }
             return Err(sparse::unknown(&self.catalog(), name));
         }
@@ -543,6 +604,7 @@ impl Gateway {
             .catalog
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
+        self.embed_catalog();
         if self.list_fingerprint() != before {
             tracing::info!("the tools changed; telling clients");
             let _ = self.inner.changed.send(Event::Tools);

@@ -13,7 +13,8 @@
 use serde_json::{json, Value};
 
 use crate::catalog::{self, tool};
-use crate::search::{Method, Query};
+use crate::search::semantic::Model;
+use crate::search::{Meaning, Method, Query};
 
 use super::catalog::Catalog;
 use super::error::GatewayError;
@@ -131,30 +132,50 @@ pub fn is_meta(name: &str) -> bool {
 }
 
 /// Runs `search_tools`, `describe_tool` or `discover` (not `call_tool`: the gateway calls).
-pub fn run(catalog: &Catalog, name: &str, arguments: &Value) -> Result<Value, GatewayError> {
+/// With a `model` and the catalog's embeddings, `search_tools` ranks by meaning and words.
+pub fn run(
+    catalog: &Catalog,
+    model: Option<&Model>,
+    name: &str,
+    arguments: &Value,
+) -> Result<Value, GatewayError> {
     match name {
-        SEARCH => search(catalog, arguments),
+        SEARCH => search(catalog, model, arguments),
         DESCRIBE => describe(catalog, arguments),
         _ => discover(catalog, arguments),
     }
 }
 
-fn search(catalog: &Catalog, arguments: &Value) -> Result<Value, GatewayError> {
+fn search(
+    catalog: &Catalog,
+    model: Option<&Model>,
+    arguments: &Value,
+) -> Result<Value, GatewayError> {
     let text = string_arg(arguments, "query", "search_tools")?;
     let limit = arguments
         .get("limit")
         .and_then(Value::as_u64)
         .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
     let server = arguments.get("server").and_then(Value::as_str);
+    let embedded = model
+        .zip(catalog.vectors())
+        .map(|(model, docs)| (model.embed_query(text), docs));
     let query = Query {
         text,
-        method: Method::Bm25,
+        method: if embedded.is_some() {
+            Method::Hybrid
+        } else {
+            Method::Bm25
+        },
         limit,
         server,
     };
+    let meaning = embedded
+        .as_ref()
+        .map(|(query, docs)| Meaning { query, docs });
     let hits = catalog
         .search_index()
-        .search(&query)
+        .search_with(&query, meaning)
         .map_err(|e| bad_input(e.to_string(), "use plain words"))?;
     let docs: Vec<_> = hits
         .iter()

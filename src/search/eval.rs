@@ -233,6 +233,14 @@ pub fn ranked(
         .collect()
 }
 
+/// A copy of `index` whose hybrid ranking never answers "nothing fits", to measure where that
+/// threshold should sit.
+pub fn without_answer_gate(index: &SearchIndex) -> SearchIndex {
+    let mut open = index.clone();
+    open.fusion.answer = 0.0;
+    open
+}
+
 /// The baseline's ranking for `text`, [`DEPTH`] deep.
 pub fn baseline(index: &BaselineIndex, docs: &[ToolDoc], text: &str) -> Ranking {
     index

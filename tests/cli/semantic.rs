@@ -316,3 +316,39 @@ const HELD_OUT_R5: f64 = 0.88;
 const HELD_OUT_R1: f64 = 0.68;
 const HELD_OUT_PARAPHRASE_R5: f64 = 0.59;
 const MARGIN: f64 = 0.03;
+
+#[test]
+fn the_sparse_gateway_searches_by_meaning() {
+    let (installed, _) = install(everything_project(Cmd::new()));
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "semantic-test", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_tools",
+            "arguments": {"query": "a task that takes a while and reports how far along it is"}}}),
+    ]
+    .map(|m| m.to_string())
+    .join("\n");
+    let out = installed
+        .again()
+        .args(["serve", "--mode", "sparse"])
+        .stdin(&(messages + "\n"))
+        .stderr_any()
+        .run();
+    let answer: Value = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer to search_tools\n{out}"));
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let found: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}\n{out}"));
+    assert_eq!(
+        found["results"][0]["name"], "everything__trigger-long-running-operation",
+        "{found}"
+    );
+}
