@@ -27,7 +27,7 @@ pub use fingerprint::server_identity;
 pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL, TTL_ENV};
 pub use overrides::{
     Action, Change, Edit, LaunchChoices, Overrides, OverridesError, ServerOverrides, ToolView,
-    Updated, OVERRIDES_FILE, OVERRIDES_VERSION,
+    Updated, ALL_TOOLS, OVERRIDES_FILE, OVERRIDES_VERSION,
 };
 pub use preflight::{
     connect, endpoint, preflight, preflight_keeping, OpenSessions, PreflightOptions, ServerProblem,
