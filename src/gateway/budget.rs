@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::outputs::{self, json_len, Budget, ClientScope, Stats, Store, UsageLog, UsageRecord};
+use crate::outputs::{
+    self, json_len, Budget, ClientScope, Stats, Store, Structured, UsageLog, UsageRecord,
+};
 
 /// The budget, the handle store and the usage log of one gateway or command.
 pub struct Outputs {
@@ -58,25 +60,31 @@ impl Outputs {
         read.await.ok()
     }
 
-    /// `result` of `server`'s `tool`, within `budget` (the tool's own) or the default, and
+    /// The budget of tools without one of their own (0 when results pass whole).
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// `result` of the call `served` says, within its tool's own budget or the default, and
     /// the call recorded.
     pub async fn apply(
         &self,
-        called: (&str, &str),
+        served: Served,
         result: Value,
         scope: ClientScope,
-        budget: Option<Budget>,
         took: Duration,
     ) -> Value {
-        let budget = budget.unwrap_or(self.budget);
+        let called = (served.server.as_str(), served.tool.as_str());
+        let budget = served.budget.unwrap_or(self.budget);
         let bytes = json_len(&result);
         let store = match &self.store {
             // Tokens never outnumber bytes: a result this small fits without counting.
             Some(store) if !budget.is_off() && bytes > budget.max_tokens => Arc::clone(store),
             _ => return self.passed_whole(called, result, bytes, &scope, took),
         };
+        let structured = served.structured.clone();
         let cut = tokio::task::spawn_blocking(move || {
-            let budgeted = outputs::budget_result(result, budget, &store, &scope);
+            let budgeted = outputs::budget_result_with(result, budget, &store, &scope, &structured);
             (budgeted.map_err(|e| e.to_string()), scope)
         })
         .await;
@@ -134,6 +142,18 @@ impl Outputs {
         self.usage.record(called, scope, &stats, took);
         result
     }
+}
+
+/// A call as [`Outputs::apply`] budgets and records it.
+pub struct Served {
+    /// The server (the gateway itself for its meta-tools).
+    pub server: String,
+    /// The tool on it.
+    pub tool: String,
+    /// The project's budget for the tool, if it set one.
+    pub budget: Option<Budget>,
+    /// How its `structuredContent` may be cut.
+    pub structured: Structured,
 }
 
 /// The usage log's writer thread: records are queued, never waited for; dropping the writer
