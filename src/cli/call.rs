@@ -12,9 +12,9 @@ use crate::duration::Setting;
 use crate::mcp::ConnectOptions;
 use crate::output::{self, style};
 
-use crate::gateway::budget::{Outputs, Served};
 use crate::gateway::daemon::CallRequest;
 use crate::outputs::{ClientScope, Structured};
+use crate::outputs::{Outputs, Served};
 
 use super::daemon::{self, DaemonUse};
 use super::server::load_overrides;

@@ -8,7 +8,6 @@
 //! on rmcp, and its transports), `clients` (client config snippets). This module holds the
 //! state they share and routes calls.
 
-pub mod budget;
 mod callers;
 pub mod catalog;
 pub mod clients;
@@ -36,11 +35,11 @@ use crate::mcp::ConnectOptions;
 use crate::outputs::Structured;
 use crate::pool::{Pool, PoolConfig, PoolServer};
 
-use self::budget::{Outputs, Served};
 use self::callers::Callers;
 pub use self::callers::ClientLink;
 use self::catalog::{Budgets, Catalog};
 use self::error::GatewayError;
+use crate::outputs::{Outputs, Served};
 
 /// How long shutdown waits for the gateway's own tasks to end.
 const TASKS_GRACE: Duration = Duration::from_secs(2);

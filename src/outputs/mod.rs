@@ -32,6 +32,7 @@
 //! [`read_output_tool`] is the tool definition to expose; [`budget_for`] reads a budget from
 //! a flag value.
 
+mod calls;
 mod cut;
 mod envelope;
 mod error;
@@ -40,6 +41,7 @@ mod read;
 mod store;
 mod usage;
 
+pub use calls::{Outputs, Served};
 pub use cut::{cut_json, cut_json_arrays, cut_text, ArraysCut, JsonCut, JsonCutAt, TextCut};
 pub use envelope::human_bytes;
 pub use envelope::{budget_result, budget_result_with, json_len, Budgeted, Stats, Structured};

@@ -1,6 +1,6 @@
-//! Tool results through the gateway (and `call`), within their budget (`crate::outputs`): what
-//! is over it is cut at a clean boundary and kept behind a handle that `read_output` (offered
-//! in both modes) reads on, for the client that made the call only. Every call is recorded in
+//! Tool results of calls (the gateway's, `call`'s, the native bridge's when asked), within
+//! their budget: what is over it is cut at a clean boundary and kept behind a handle that
+//! `read_output` reads on, for the client that made the call only. Every call is recorded in
 //! the usage log (sizes and time, never arguments or content) by a writer thread of its own, so
 //! a call waits on no file.
 //!
@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::outputs::{
-    self, json_len, Budget, ClientScope, Stats, Store, Structured, UsageLog, UsageRecord,
+use super::{
+    json_len, read, Budget, ClientScope, OutputsError, Stats, Store, Structured, UsageLog,
+    UsageRecord,
 };
 
 /// The budget, the handle store and the usage log of one gateway or command.
@@ -47,15 +48,27 @@ impl Outputs {
     /// The `read_output` tool, when results are budgeted.
     pub fn tool(&self) -> Option<Value> {
         let budgeted = self.store.is_some() && !self.budget.is_off();
-        budgeted.then(outputs::read_output_tool)
+        budgeted.then(super::read_output_tool)
     }
 
-    /// `read_output` for `scope`; `None` when results are not budgeted (no such tool).
+    /// `read_output` for `scope`, as a `CallToolResult` (errors as `isError`); `None` when
+    /// results are not budgeted (no such tool).
     pub async fn read(&self, arguments: Value, scope: ClientScope) -> Option<Value> {
+        let read = self.read_checked(arguments, scope).await?;
+        Some(read::as_result(read))
+    }
+
+    /// `read_output` for `scope`: the part read as a `CallToolResult`, or why not; `None`
+    /// when results are not budgeted.
+    pub async fn read_checked(
+        &self,
+        arguments: Value,
+        scope: ClientScope,
+    ) -> Option<Result<Value, OutputsError>> {
         let store = Arc::clone(self.store.as_ref()?);
         let budget = self.budget;
         let read = tokio::task::spawn_blocking(move || {
-            outputs::read_output(&store, &scope, &arguments, budget)
+            read::read_checked(&store, &scope, &arguments, budget)
         });
         read.await.ok()
     }
@@ -84,7 +97,7 @@ impl Outputs {
         };
         let structured = served.structured.clone();
         let cut = tokio::task::spawn_blocking(move || {
-            let budgeted = outputs::budget_result_with(result, budget, &store, &scope, &structured);
+            let budgeted = super::budget_result_with(result, budget, &store, &scope, &structured);
             (budgeted.map_err(|e| e.to_string()), scope)
         })
         .await;
@@ -114,7 +127,7 @@ impl Outputs {
                 return self.passed_whole(called, result, bytes, scope, took);
             }
         };
-        match outputs::budget_result(result, self.budget, store, scope) {
+        match super::budget_result(result, self.budget, store, scope) {
             Ok(budgeted) => {
                 self.usage.record(called, scope, &budgeted.stats, took);
                 budgeted.result
