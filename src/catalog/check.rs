@@ -46,11 +46,19 @@ pub fn argument_violations(tool_def: &Value, arguments: &Value) -> Vec<String> {
 /// same tool is called many times.
 pub fn argument_validator(tool_def: &Value) -> Option<jsonschema::Validator> {
     let schema = tool::input_schema(tool_def);
-    jsonschema::validator_for(&schema)
+    schema_validator(&schema)
         .inspect_err(|e| {
             tracing::debug!(tool = tool::name(tool_def), error = %e, "inputSchema does not compile; not validating");
         })
         .ok()
+}
+
+/// The compiled validator of any schema (a tool's `inputSchema` or `outputSchema`), with the
+/// same draft detection and options for both.
+pub fn schema_validator(
+    schema: &Value,
+) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::validator_for(schema)
 }
 
 /// The violations of `arguments` against a compiled validator, as [`argument_violations`]

@@ -10,6 +10,7 @@ mod check;
 mod expose;
 mod fingerprint;
 mod index;
+mod output_schema;
 mod overrides;
 mod preflight;
 mod resolve;
@@ -20,15 +21,17 @@ mod trim;
 mod vectors;
 
 pub use check::{
-    argument_validator, argument_violations, expected_shape, similar_names, violations,
+    argument_validator, argument_violations, expected_shape, schema_validator, similar_names,
+    violations,
 };
 pub use expose::{expose, expose_uncounted, total_after, total_before, ExposedTool};
 pub(crate) use fingerprint::fnv1a;
 pub use fingerprint::server_identity;
 pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL, TTL_ENV};
+pub use output_schema::{is_cut_tolerant, move_output_schema_to_meta, OUTPUT_SCHEMA_META};
 pub use overrides::{
     Action, Change, Edit, LaunchChoices, Overrides, OverridesError, ServerOverrides, ToolView,
-    Updated, OVERRIDES_FILE, OVERRIDES_VERSION,
+    Updated, ALL_TOOLS, OVERRIDES_FILE, OVERRIDES_VERSION,
 };
 pub use preflight::{
     connect, endpoint, preflight, preflight_keeping, OpenSessions, PreflightOptions, ServerProblem,

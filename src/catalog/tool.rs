@@ -21,6 +21,11 @@ pub fn input_schema(tool: &Value) -> Value {
         .unwrap_or_else(|| serde_json::json!({"type": "object"}))
 }
 
+/// The tool's output schema, when it declares one.
+pub fn output_schema(tool: &Value) -> Option<&Value> {
+    tool.get("outputSchema")
+}
+
 /// Names of the required parameters, in schema order.
 pub fn required_params(tool: &Value) -> Vec<String> {
     tool.pointer("/inputSchema/required")

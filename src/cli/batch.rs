@@ -10,12 +10,12 @@ use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 
 use crate::config::Loaded;
-use crate::gateway::budget::Outputs;
 use crate::gateway::daemon::{CallRequest, Client};
 use crate::gateway::{Budget, Gateway, GatewayOptions, Mode};
 use crate::mcp::ConnectOptions;
 use crate::output;
 use crate::outputs::ClientScope;
+use crate::outputs::Outputs;
 
 use super::call::{parse_arguments, refuse_by_overrides, result_json, CallArgs};
 use super::daemon::{self, daemon_error};

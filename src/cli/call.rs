@@ -12,9 +12,9 @@ use crate::duration::Setting;
 use crate::mcp::ConnectOptions;
 use crate::output::{self, style};
 
-use crate::gateway::budget::Outputs;
 use crate::gateway::daemon::CallRequest;
-use crate::outputs::ClientScope;
+use crate::outputs::{ClientScope, Structured};
+use crate::outputs::{Outputs, Served};
 
 use super::daemon::{self, DaemonUse};
 use super::server::load_overrides;
@@ -103,15 +103,15 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
         .and_then(|o| o.output_budget(&tool))
         .map(crate::outputs::Budget::new);
     let budget = args.max_output_tokens.or(project).unwrap_or_default();
-    let called = (server.as_str(), tool.as_str());
+    let served = Served {
+        server: server.clone(),
+        tool: tool.clone(),
+        budget: None,
+        // `call` prints the result; it advertises no outputSchema to hold it to.
+        structured: Structured::Cut,
+    };
     let result = Outputs::new(budget)
-        .apply(
-            called,
-            result,
-            ClientScope::local(),
-            None,
-            started.elapsed(),
-        )
+        .apply(served, result, ClientScope::local(), started.elapsed())
         .await;
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
     if global.json {

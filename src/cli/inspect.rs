@@ -44,6 +44,8 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
         |v| (v.description, v.is_overridden, v.is_allowed),
     );
     let tokens = index.and_then(|i| report.tool_tokens.get(i).copied());
+    let budget =
+        (overrides.for_server(&report.stack, key)).and_then(|o| o.output_budget(tool::name(found)));
     let example = example_call(global, &report.name, found);
 
     if global.json {
@@ -61,6 +63,9 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
         });
         if is_overridden {
             v["originalDescription"] = json!(tool::description(found));
+        }
+        if let Some(tokens) = budget {
+            v["maxOutputTokens"] = json!(tokens);
         }
         output::print_json(&v)?;
         return Ok(Outcome::Success);
@@ -88,6 +93,10 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
     }
     if !is_allowed {
         writeln!(out, "{dim}(denied by {file}: hidden from listings){dim:#}")?;
+    }
+    if let Some(tokens) = budget {
+        let words = super::server::budget_words(tokens);
+        writeln!(out, "{dim}(output budget {words}, set in {file}){dim:#}")?;
     }
     writeln!(out, "\n{head}Parameters{head:#}")?;
     for line in catalog::expected_shape(found).lines() {

@@ -3,11 +3,13 @@
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::catalog::{self, tool, ExposedTool, Overrides, ServerReport, Status, ToolView};
+use crate::catalog::{
+    self, tool, ExposedTool, Overrides, ServerOverrides, ServerReport, Status, ToolView,
+};
 use crate::error::Actionable;
 use crate::output::{self, style, thousands, Table};
 
-use super::server::load_overrides;
+use super::server::{budget_words, load_overrides};
 use super::{load_config_announced, server_report, CliError, GlobalArgs, Outcome};
 
 /// Check every server in parallel, or list one server's tools.
@@ -164,6 +166,8 @@ struct Exposed<'a> {
     file: String,
     /// The overrides switch the server off (it still answered, for this listing).
     is_disabled: bool,
+    /// What the overrides choose for the server (for its output budgets).
+    entry: ServerOverrides,
 }
 
 impl<'a> Exposed<'a> {
@@ -181,6 +185,9 @@ impl<'a> Exposed<'a> {
             file: overrides.path().display().to_string(),
             is_disabled: (overrides.for_server(&r.stack, key))
                 .is_some_and(|o| o.disabled == Some(true)),
+            entry: (overrides.for_server(&r.stack, key))
+                .cloned()
+                .unwrap_or_default(),
         }
     }
 
@@ -203,6 +210,9 @@ fn tools_json(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> Value {
             });
             if view.is_overridden {
                 v["originalDescription"] = json!(view.original_description());
+            }
+            if let Some(tokens) = exposed.entry.output_budget(view.name) {
+                v["maxOutputTokens"] = json!(tokens);
             }
             v
         })
@@ -363,6 +373,17 @@ fn print_tool_notes(
             out,
             "{dim}* description overridden in {}{dim:#}",
             exposed.file
+        )?;
+    }
+    if !exposed.entry.max_output_tokens.is_empty() {
+        let budgets: Vec<String> = (exposed.entry.max_output_tokens.iter())
+            .map(|(tool, &tokens)| format!("{tool} {}", budget_words(tokens)))
+            .collect();
+        let file = &exposed.file;
+        writeln!(
+            out,
+            "{dim}output budgets in {file}: {}{dim:#}",
+            budgets.join(", ")
         )?;
     }
     if !exposed.stale.is_empty() {

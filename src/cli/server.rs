@@ -139,6 +139,15 @@ pub(super) fn finish(
             let dim = style::DIM;
             writeln!(out, "  {dim}{}{dim:#}", text.map_or("", String::as_str))?;
         }
+        if let (Action::Budgeted, Some(tool)) = (c.action, &c.tool) {
+            let tokens = entry.and_then(|e| e.max_output_tokens.get(tool));
+            let dim = style::DIM;
+            writeln!(
+                out,
+                "  {dim}{}{dim:#}",
+                tokens.map_or(String::new(), |&t| budget_words(t))
+            )?;
+        }
     }
     let dim = style::DIM;
     if *saved {
@@ -147,6 +156,15 @@ pub(super) fn finish(
         writeln!(out, "{dim}nothing to change{dim:#}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// An output budget in words: `2,000 tokens`, or `0 (never cut)`.
+pub(super) fn budget_words(tokens: usize) -> String {
+    if tokens == 0 {
+        "0 (never cut)".to_string()
+    } else {
+        format!("{} tokens", crate::output::thousands(tokens))
+    }
 }
 
 /// How a change reads in one line.
@@ -168,6 +186,10 @@ fn phrase(c: &Change) -> &'static str {
         (Action::Described, false) => "description unchanged",
         (Action::DescriptionCleared, true) => "description override cleared",
         (Action::DescriptionCleared, false) => "no description override to clear",
+        (Action::Budgeted, true) => "output budget set:",
+        (Action::Budgeted, false) => "output budget unchanged:",
+        (Action::BudgetCleared, true) => "output budget cleared (the run's budget applies)",
+        (Action::BudgetCleared, false) => "no output budget to clear",
     }
 }
 

@@ -1,18 +1,22 @@
-//! `mcp-launch tool allow|deny|reset SERVER TOOL…` and
-//! `mcp-launch tool describe SERVER TOOL (--text TEXT | --trim [N] | --clear)`.
+//! `mcp-launch tool allow|deny|reset SERVER TOOL…`,
+//! `mcp-launch tool describe SERVER TOOL (--text TEXT | --trim [N] | --clear)` and
+//! `mcp-launch tool budget SERVER TOOL (N | --clear)`.
 //!
 //! Tool names are checked against what the server offers (from the tool index when fresh,
-//! else live); an unknown name is a usage error with suggestions, except that `reset` also
-//! takes stale names — tools the overrides still mention that the server no longer offers.
+//! else live); an unknown name is a usage error with suggestions, except that `reset` and
+//! `budget --clear` also take stale names — tools the overrides still mention that the server
+//! no longer offers — and `budget` takes `*`, the server's default.
 
 use clap::{ArgGroup, Args, Subcommand};
 
-use crate::catalog::{tool, Edit, Overrides, ServerReport, Status, CHATGPT_DESCRIPTION_LIMIT};
+use crate::catalog::{
+    tool, Edit, Overrides, ServerReport, Status, ALL_TOOLS, CHATGPT_DESCRIPTION_LIMIT,
+};
 
 use super::server::{finish, load_overrides, update_overrides, Target};
 use super::{connected_report, find_tool, CliError, GlobalArgs, Outcome};
 
-/// Allow, deny, reset or describe a server's tools in this project's overrides.
+/// Allow, deny, reset, describe or budget a server's tools in this project's overrides.
 ///
 /// Choices are saved per stack and server in ./.mcp-launch/overrides.json and every listing
 /// applies them: denied tools are hidden (`list SERVER --all` shows them), overridden
@@ -54,6 +58,14 @@ pub enum ToolAction {
     ///
     /// Example: mcp-launch tool describe github search_code --trim 200
     Describe(DescribeArgs),
+    /// Set a tool's output budget in o200k tokens (`*`: the server's default), or --clear it.
+    ///
+    /// Results over the budget are cut at a clean boundary by `serve` and `call`, the rest
+    /// kept behind a handle (`mcp-launch output`); 0 means never cut. Wins over
+    /// --max-output-tokens; --clear gives the tool back to it (or to the server's `*`).
+    ///
+    /// Example: mcp-launch tool budget github search_code 2000
+    Budget(BudgetArgs),
 }
 
 /// A server and some of its tools.
@@ -106,6 +118,24 @@ pub struct DescribeArgs {
     pub clear: bool,
 }
 
+/// `tool budget`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("how").required(true).args(["tokens", "clear"])))]
+pub struct BudgetArgs {
+    /// The server (name, or stack/name).
+    #[arg(value_name = "SERVER")]
+    pub server: String,
+    /// The tool, or `*` for the server's tools without a budget of their own.
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+    /// The budget in o200k tokens (`2000`, `2k`; 0: never cut).
+    #[arg(value_name = "N", value_parser = super::serve::parse_budget)]
+    pub tokens: Option<crate::outputs::Budget>,
+    /// Remove the budget: the run's --max-output-tokens (or the server's `*`) applies.
+    #[arg(long)]
+    pub clear: bool,
+}
+
 pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     // The file first: a malformed one fails before any server starts.
     let overrides = load_overrides()?;
@@ -113,6 +143,7 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
         ToolAction::Allow(a) => &a.names.server,
         ToolAction::Deny(n) | ToolAction::Reset(n) => &n.server,
         ToolAction::Describe(d) => &d.server,
+        ToolAction::Budget(b) => &b.server,
     };
     let report = connected_report(global, server).await?;
     let (stack, server) = (report.stack.clone(), report.config_name.clone());
@@ -143,6 +174,20 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
         ToolAction::Describe(d) => {
             let tools = checked(&report, &overrides, std::slice::from_ref(&d.tool), false)?;
             describe(&report, tools[0].clone(), &d, &mut warnings)
+        }
+        ToolAction::Budget(b) => {
+            let tool = if b.tool == ALL_TOOLS {
+                b.tool
+            } else {
+                let names = std::slice::from_ref(&b.tool);
+                checked(&report, &overrides, names, b.clear)?.remove(0)
+            };
+            Edit::Budget {
+                stack: stack.clone(),
+                server: server.clone(),
+                tool,
+                tokens: b.tokens.map(|b| b.max_tokens),
+            }
         }
     };
     // Applied to the file as it is now: the server check above may have taken a while.
@@ -227,6 +272,7 @@ fn describe(
 mod tests {
     use super::super::{Cli, Command};
     use super::*;
+    use crate::outputs::Budget;
     use clap::Parser;
 
     fn parse(args: &[&str]) -> Result<ToolAction, clap::Error> {
@@ -270,5 +316,32 @@ mod tests {
         assert!(d(&["--text", "a", "--clear"]).is_err(), "only one");
         assert!(d(&["--trim", "0"]).is_err(), "N >= 1");
         assert!(d(&["--trim", "many"]).is_err());
+    }
+
+    #[test]
+    fn budget_needs_exactly_one_of_n_and_clear() {
+        let b = |args: &[&str]| match parse(&[&["budget", "gh"], args].concat()) {
+            Ok(ToolAction::Budget(b)) => Ok(b),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e),
+        };
+        let set = b(&["search", "2000"]).unwrap();
+        assert_eq!(set.tool, "search");
+        assert_eq!(set.tokens, Some(Budget::new(2000)));
+        assert_eq!(
+            b(&["search", "2k"]).unwrap().tokens,
+            Some(Budget::new(2000))
+        );
+        assert_eq!(
+            b(&["*", "0"]).unwrap().tokens,
+            Some(Budget::new(0)),
+            "0: never cut"
+        );
+        assert!(b(&["search", "--clear"]).unwrap().clear);
+        assert!(b(&["search"]).is_err(), "one is required");
+        assert!(b(&["search", "10", "--clear"]).is_err(), "only one");
+        assert!(b(&["search", "lots"]).is_err(), "N is a number");
+        assert!(b(&["search", "-5"]).is_err(), "N is not negative");
+        assert!(b(&[]).is_err(), "TOOL is required");
     }
 }

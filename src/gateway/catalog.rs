@@ -4,10 +4,12 @@
 //! a server's tools or the overrides change; never by starting a server.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::catalog::{tool, ExposedTool, ServerReport};
+use crate::catalog::{self, tool, ExposedTool, ServerReport};
+use crate::outputs::{Budget, Structured};
 use crate::search::semantic::DocVectors;
 use crate::search::{SearchIndex, ToolDoc};
 
@@ -28,6 +30,8 @@ pub struct GatewayTool {
     pub definition: Value,
     /// Its token cost (o200k), from the token cache when known, else estimated from its size.
     pub tokens: usize,
+    /// How its `structuredContent` may be cut (its `outputSchema` kept when cut-tolerant).
+    pub structured: Structured,
 }
 
 /// One server in the catalog, for the sparse tools' descriptions and `discover`.
@@ -63,12 +67,14 @@ pub struct Catalog {
 impl Catalog {
     /// The catalog of `reports` as `exposed` (from `catalog::expose`, parallel to `reports`).
     /// `extra` are the gateway's own tools a full list ends with (`read_output`): listed, not
-    /// routed to a server.
+    /// routed to a server. `budgets` are the output budgets: the project's for
+    /// `(server, tool)`, else the run's.
     pub fn build(
         reports: &[ServerReport],
         exposed: &[Vec<ExposedTool>],
         passthrough: bool,
         extra: &[Value],
+        budgets: &Budgets<'_>,
     ) -> Catalog {
         let pairs: Vec<(&str, &str)> = reports
             .iter()
@@ -103,6 +109,12 @@ impl Catalog {
                 allowed += 1;
                 let mut definition = exposed_tool.definition.clone();
                 definition["name"] = Value::String(name.clone());
+                let own = (budgets.own)(&report.name, &exposed_tool.name);
+                if let Some(own) = own {
+                    catalog.budgets.insert(name.clone(), own);
+                }
+                let budget = own.unwrap_or(budgets.default.max_tokens);
+                let structured = structured_policy(&mut definition, budget);
                 let tokens = exposed_tool
                     .tokens_after
                     .unwrap_or_else(|| definition.to_string().len() / 4);
@@ -113,6 +125,7 @@ impl Catalog {
                     tool: exposed_tool.name.clone(),
                     definition,
                     tokens,
+                    structured,
                 });
             }
             catalog.servers.push(summary(report, tools, allowed));
@@ -133,16 +146,6 @@ impl Catalog {
             .unwrap_or_else(|_| "[]".into())
             .into();
         catalog
-    }
-
-    /// With the output budgets `budget_of(server, tool)` gives (from the project's overrides).
-    pub fn with_budgets(mut self, budget_of: impl Fn(&str, &str) -> Option<usize>) -> Catalog {
-        self.budgets = self
-            .tools
-            .iter()
-            .filter_map(|t| budget_of(&t.server, &t.tool).map(|b| (t.name.clone(), b)))
-            .collect();
-        self
     }
 
     /// The output budget the project set for the tool exposed as `name`.
@@ -248,6 +251,30 @@ impl Catalog {
             .collect();
         json!({"servers": servers, "tools": tools})
     }
+}
+
+/// The output budgets a catalog is built with.
+pub struct Budgets<'a> {
+    /// The project's budget for `(server, tool)` (its overrides), if any.
+    pub own: &'a dyn Fn(&str, &str) -> Option<usize>,
+    /// The run's budget for the other tools.
+    pub default: Budget,
+}
+
+/// How a tool's `structuredContent` is cut under `budget` (o200k tokens, 0: never), decided
+/// from its definition alone so the list never changes with calls: without an `outputSchema`
+/// as any JSON; with a cut-tolerant one by shortening arrays, checked against it; with any
+/// other, the tool is advertised without it (kept under `_meta["mcp-launch/outputSchema"]`)
+/// rather than sent content that breaks it.
+fn structured_policy(definition: &mut Value, budget: usize) -> Structured {
+    let Some(schema) = tool::output_schema(definition).filter(|_| budget > 0) else {
+        return Structured::Cut;
+    };
+    if catalog::is_cut_tolerant(schema) {
+        return Structured::Conforming(Arc::new(schema.clone()));
+    }
+    catalog::move_output_schema_to_meta(definition);
+    Structured::Cut
 }
 
 /// `definition` with its `name` set back to the server's (search ranks on the real name).

@@ -8,7 +8,6 @@
 //! on rmcp, and its transports), `clients` (client config snippets). This module holds the
 //! state they share and routes calls.
 
-pub mod budget;
 mod callers;
 pub mod catalog;
 pub mod clients;
@@ -33,13 +32,14 @@ use tokio_util::task::TaskTracker;
 use crate::catalog::{self as tool_catalog, Overrides, ServerReport};
 use crate::config::ServerEntry;
 use crate::mcp::ConnectOptions;
+use crate::outputs::Structured;
 use crate::pool::{Pool, PoolConfig, PoolServer};
 
-use self::budget::Outputs;
 use self::callers::Callers;
 pub use self::callers::ClientLink;
-use self::catalog::Catalog;
+use self::catalog::{Budgets, Catalog};
 use self::error::GatewayError;
+use crate::outputs::{Outputs, Served};
 use crate::search::semantic::Model;
 
 /// How long shutdown waits for the gateway's own tasks to end.
@@ -170,8 +170,7 @@ impl Gateway {
         let (reports, unknown) = tool_catalog::from_index(&entries);
         let outputs = Outputs::new(options.max_output);
         let known = known::Known::load(&entries);
-        let extra: Vec<Value> = outputs.tool().into_iter().collect();
-        let catalog = build_catalog(&reports, &overrides, options.passthrough, &extra).await;
+        let catalog = build_catalog(&reports, &overrides, options.passthrough, &outputs).await;
         let callers = Arc::new(Callers::default());
         let pool = Pool::new(
             entries
@@ -402,21 +401,17 @@ impl Gateway {
             return Ok(outputs.read(arguments, scope).await.unwrap_or_default());
         }
         let started = std::time::Instant::now();
-        let (server, tool, budget) = self.served_by(name, &arguments);
+        let served = self.served_by(name, &arguments);
         let result = self.route(name, arguments, caller).await?;
-        let called = (server.as_str(), tool.as_str());
         Ok(outputs
-            .apply(called, result, scope, budget, started.elapsed())
+            .apply(served, result, scope, started.elapsed())
             .await)
     }
 
     /// The server and tool a call reaches (the gateway itself for its meta-tools), for the
-    /// usage record, and the output budget the project set for it.
-    fn served_by(
-        &self,
-        name: &str,
-        arguments: &Value,
-    ) -> (String, String, Option<crate::outputs::Budget>) {
+    /// usage record, the output budget the project set for it and how its
+    /// `structuredContent` may be cut.
+    fn served_by(&self, name: &str, arguments: &Value) -> Served {
         let catalog = self.catalog();
         let target = match (self.is_sparse(), name == sparse::CALL) {
             (true, true) => arguments.get("name").and_then(Value::as_str).unwrap_or(""),
@@ -424,8 +419,18 @@ impl Gateway {
         };
         let budget = catalog.budget_of(target).map(crate::outputs::Budget::new);
         match catalog.get(target) {
-            Some(found) => (found.server.clone(), found.tool.clone(), budget),
-            None => ("mcp-launch".into(), name.to_string(), None),
+            Some(found) => Served {
+                server: found.server.clone(),
+                tool: found.tool.clone(),
+                budget,
+                structured: found.structured.clone(),
+            },
+            None => Served {
+                server: "mcp-launch".into(),
+                tool: name.to_string(),
+                budget: None,
+                structured: Structured::Cut,
+            },
         }
     }
 
@@ -595,9 +600,9 @@ impl Gateway {
             }
         };
         let reports = self.inner.reports.lock().await.clone();
-        let extra: Vec<Value> = self.inner.outputs.tool().into_iter().collect();
         let passthrough = self.inner.options.passthrough;
-        let catalog = build_catalog(&reports, &overrides, passthrough, &extra).await;
+        let outputs = &self.inner.outputs;
+        let catalog = build_catalog(&reports, &overrides, passthrough, outputs).await;
         let before = self.list_fingerprint();
         *self
             .inner
@@ -791,17 +796,23 @@ async fn build_catalog(
     reports: &[ServerReport],
     overrides: &Overrides,
     passthrough: bool,
-    extra: &[Value],
+    outputs: &Outputs,
 ) -> Catalog {
     // Uncounted: a long-lived gateway must not load the tokenizer (~50 MB) for an overridden
     // description; its cost is estimated from its size instead.
     let exposed = tool_catalog::expose_uncounted(reports, overrides);
-    Catalog::build(reports, &exposed, passthrough, extra).with_budgets(|server, tool| {
+    let extra: Vec<Value> = outputs.tool().into_iter().collect();
+    let own = |server: &str, tool: &str| {
         let report = reports.iter().find(|r| r.name == server)?;
         overrides
             .for_server(&report.stack, &report.config_name)?
             .output_budget(tool)
-    })
+    };
+    let budgets = Budgets {
+        own: &own,
+        default: outputs.budget(),
+    };
+    Catalog::build(reports, &exposed, passthrough, &extra, &budgets)
 }
 
 /// Sparse unless the mode is full, or auto and the catalog fits the budget (said on stderr).

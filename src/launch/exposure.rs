@@ -10,7 +10,13 @@ use crate::catalog::Overrides;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exposure {
     servers: BTreeMap<String, ServerExposure>,
+    /// The native bridge budgets results: `POST /read_output` reads on a cut one (the front
+    /// lets it through, the spec documents it).
+    reads_outputs: bool,
 }
+
+/// The route that reads on a cut result ([`Exposure::reads_outputs`]).
+pub const READ_OUTPUT_PATH: &str = "/read_output";
 
 /// One server of a stack.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +71,16 @@ impl Exposure {
     /// An exposure with no servers.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Lets `POST /read_output` through (the native bridge's results are budgeted).
+    pub fn set_reads_outputs(&mut self, reads_outputs: bool) {
+        self.reads_outputs = reads_outputs;
+    }
+
+    /// Whether `POST /read_output` goes through.
+    pub fn reads_outputs(&self) -> bool {
+        self.reads_outputs
     }
 
     /// Adds (or replaces) a server.

@@ -24,6 +24,7 @@ use crate::catalog::{
 };
 use crate::config::{self, ServerEntry};
 use crate::error::Actionable;
+use crate::outputs::Budget;
 
 /// The first stack's front port when none is given; stack i gets +i.
 pub const DEFAULT_PORT: u16 = 8000;
@@ -70,6 +71,9 @@ pub struct LaunchOptions {
     pub protect_spec: bool,
     /// Check every server live even where the native controller could trust the tool index.
     pub refresh: bool,
+    /// Budget the native bridge's results (`None`: off): the default budget; tools' own
+    /// budgets in the overrides win.
+    pub max_output: Option<Budget>,
 }
 
 /// What a launch started, and what it could not.
@@ -421,6 +425,7 @@ impl Planning<'_> {
             tunnel,
             public_url: options.public_urls.get(index).cloned().flatten(),
             protect_spec: options.protect_spec,
+            max_output: options.max_output,
         })
     }
 

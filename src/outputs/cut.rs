@@ -103,26 +103,14 @@ pub struct JsonCut {
 
 /// Cuts `value` to at most `limit` tokens (compact JSON); `None` when it fits.
 pub fn cut_json(value: &Value, limit: usize) -> Option<JsonCut> {
-    let compact = value.to_string();
-    if compact.len() <= limit || cost_within(&compact, limit).is_some() {
+    if fits(value, limit) {
         return None;
     }
-    let mut target = limit;
-    // Pieces counted apart may tokenize a little differently joined: check, and retry with
-    // the overshoot taken off.
-    for _ in 0..4 {
-        let mut cuts = Vec::new();
-        let value = shrink(value, target, "$", &mut cuts)
-            .map(|(v, _)| v)
-            .unwrap_or_else(|| empty_like(value));
-        let cost = tokens(&value.to_string());
-        if cost <= limit || target == 0 {
-            cuts.reverse();
-            return Some(JsonCut { value, cuts });
-        }
-        target = target.saturating_sub(cost - limit + 2);
-    }
-    Some(JsonCut {
+    let cut = within(limit, |target, cuts| {
+        let kept = shrink(value, target, "$", cuts).map(|(v, _)| v);
+        Some(kept.unwrap_or_else(|| empty_like(value)))
+    });
+    Some(cut.unwrap_or_else(|| JsonCut {
         value: empty_like(value),
         cuts: vec![JsonCutAt {
             path: "$".into(),
@@ -130,7 +118,62 @@ pub fn cut_json(value: &Value, limit: usize) -> Option<JsonCut> {
             total: size_of(value),
             unit: unit_of(value),
         }],
-    })
+    }))
+}
+
+/// What [`cut_json_arrays`] made of a value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArraysCut {
+    /// It fits: nothing to cut.
+    Fits,
+    /// Arrays shortened (every object member and string kept whole) to fit.
+    Cut(JsonCut),
+    /// Shortening arrays cannot bring it within the budget (what is not in an array is over).
+    Over,
+}
+
+/// Cuts `value` to at most `limit` tokens by shortening arrays only (trailing elements
+/// dropped, at any depth): object members and strings are kept whole, so a value that
+/// conformed to a cut-tolerant schema (`catalog::is_cut_tolerant`) still does.
+pub fn cut_json_arrays(value: &Value, limit: usize) -> ArraysCut {
+    if fits(value, limit) {
+        return ArraysCut::Fits;
+    }
+    match within(limit, |target, cuts| {
+        shrink_arrays(value, target, "$", cuts).map(|(v, _)| v)
+    }) {
+        Some(cut) => ArraysCut::Cut(cut),
+        None => ArraysCut::Over,
+    }
+}
+
+fn fits(value: &Value, limit: usize) -> bool {
+    let compact = value.to_string();
+    compact.len() <= limit || cost_within(&compact, limit).is_some()
+}
+
+/// The first cut `shrink(target, cuts)` makes that is within `limit` once joined: pieces
+/// counted apart may tokenize a little differently joined, so each miss is retried with the
+/// overshoot taken off the target. `None` when `shrink` gives up or four tries miss.
+fn within(
+    limit: usize,
+    shrink: impl Fn(usize, &mut Vec<JsonCutAt>) -> Option<Value>,
+) -> Option<JsonCut> {
+    let mut target = limit;
+    for _ in 0..4 {
+        let mut cuts = Vec::new();
+        let value = shrink(target, &mut cuts)?;
+        let cost = tokens(&value.to_string());
+        if cost <= limit {
+            cuts.reverse();
+            return Some(JsonCut { value, cuts });
+        }
+        if target == 0 {
+            return None;
+        }
+        target = target.saturating_sub(cost - limit + 2);
+    }
+    None
 }
 
 fn empty_like(value: &Value) -> Value {
@@ -163,6 +206,83 @@ fn is_divisible(value: &Value) -> bool {
     matches!(value, Value::Array(_) | Value::Object(_) | Value::String(_))
 }
 
+/// How a JSON value may be cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Array elements, object members, strings ([`shrink`]).
+    Any,
+    /// Array elements only ([`shrink_arrays`]).
+    ArraysOnly,
+}
+
+impl Mode {
+    fn shrink(
+        self,
+        value: &Value,
+        limit: usize,
+        path: &str,
+        cuts: &mut Vec<JsonCutAt>,
+    ) -> Option<(Value, usize)> {
+        match self {
+            Mode::Any => shrink(value, limit, path, cuts),
+            Mode::ArraysOnly => shrink_arrays(value, limit, path, cuts),
+        }
+    }
+
+    /// Whether an element too big for what is left may be entered and cut itself.
+    fn can_enter(self, value: &Value) -> bool {
+        match self {
+            Mode::Any => is_divisible(value),
+            Mode::ArraysOnly => matches!(value, Value::Array(_) | Value::Object(_)),
+        }
+    }
+}
+
+/// The largest prefix of an array's `items` within `limit` tokens and its cost (a first
+/// element too big for the budget entered and cut as `mode` allows), or `None` when not
+/// even the brackets fit.
+fn shrink_items(
+    items: &[Value],
+    limit: usize,
+    path: &str,
+    cuts: &mut Vec<JsonCutAt>,
+    mode: Mode,
+) -> Option<(Value, usize)> {
+    let mut kept = Vec::new();
+    let mut used = 2;
+    if used > limit {
+        return None;
+    }
+    let mut whole = items.len();
+    for (i, item) in items.iter().enumerate() {
+        let sep = usize::from(!kept.is_empty());
+        let room = limit.saturating_sub(used + sep);
+        if let Some(cost) = cost_within(&item.to_string(), room) {
+            kept.push(item.clone());
+            used += cost + sep;
+            continue;
+        }
+        whole = kept.len();
+        if kept.is_empty() && room >= MIN_DESCEND_TOKENS && mode.can_enter(item) {
+            let inner = format!("{path}[{i}]");
+            if let Some((part, cost)) = mode.shrink(item, room, &inner, cuts) {
+                kept.push(part);
+                used += cost + sep;
+            }
+        }
+        break;
+    }
+    if whole < items.len() {
+        cuts.push(JsonCutAt {
+            path: path.to_string(),
+            kept: whole,
+            total: items.len(),
+            unit: "items",
+        });
+    }
+    Some((Value::Array(kept), used))
+}
+
 /// The largest prefix of `value` within `limit` tokens and its cost, or `None` when not even
 /// its brackets fit. Cuts are pushed innermost first.
 fn shrink(
@@ -172,40 +292,7 @@ fn shrink(
     cuts: &mut Vec<JsonCutAt>,
 ) -> Option<(Value, usize)> {
     match value {
-        Value::Array(items) => {
-            let mut kept = Vec::new();
-            let mut used = 2;
-            if used > limit {
-                return None;
-            }
-            let mut whole = items.len();
-            for (i, item) in items.iter().enumerate() {
-                let sep = usize::from(!kept.is_empty());
-                let room = limit.saturating_sub(used + sep);
-                if let Some(cost) = cost_within(&item.to_string(), room) {
-                    kept.push(item.clone());
-                    used += cost + sep;
-                    continue;
-                }
-                whole = kept.len();
-                if kept.is_empty() && room >= MIN_DESCEND_TOKENS && is_divisible(item) {
-                    if let Some((part, cost)) = shrink(item, room, &format!("{path}[{i}]"), cuts) {
-                        kept.push(part);
-                        used += cost + sep;
-                    }
-                }
-                break;
-            }
-            if whole < items.len() {
-                cuts.push(JsonCutAt {
-                    path: path.to_string(),
-                    kept: whole,
-                    total: items.len(),
-                    unit: "items",
-                });
-            }
-            Some((Value::Array(kept), used))
-        }
+        Value::Array(items) => shrink_items(items, limit, path, cuts, Mode::Any),
         Value::Object(members) => {
             let mut kept = Map::new();
             let mut used = 2;
@@ -262,6 +349,76 @@ fn shrink(
             let cost = cost_within(&other.to_string(), limit)?;
             Some((other.clone(), cost))
         }
+    }
+}
+
+/// [`shrink`] that only shortens arrays: the largest value within `limit` tokens that keeps
+/// every object member and every string whole, or `None` when there is none.
+fn shrink_arrays(
+    value: &Value,
+    limit: usize,
+    path: &str,
+    cuts: &mut Vec<JsonCutAt>,
+) -> Option<(Value, usize)> {
+    match value {
+        Value::Array(items) => shrink_items(items, limit, path, cuts, Mode::ArraysOnly),
+        Value::Object(members) => {
+            // Every member stays: each gets what the ones after it leave at their smallest.
+            let smallest: Vec<usize> = members
+                .iter()
+                .map(|(key, member)| key_cost(key) + least_cost(member))
+                .collect();
+            let mut rest: usize = smallest.iter().sum::<usize>() + members.len();
+            let mut kept = Map::new();
+            let mut used = 2;
+            for ((key, member), least) in members.iter().zip(smallest) {
+                rest -= least + 1;
+                let sep = usize::from(!kept.is_empty());
+                let room = limit.checked_sub(used + sep + rest)?;
+                if let Some(cost) = cost_within(&member_text(key, member), room) {
+                    kept.insert(key.clone(), member.clone());
+                    used += cost + sep;
+                    continue;
+                }
+                let key_cost = key_cost(key);
+                let inner = format!("{path}{}", member_path(key));
+                let (part, cost) =
+                    shrink_arrays(member, room.checked_sub(key_cost)?, &inner, cuts)?;
+                kept.insert(key.clone(), part);
+                used += cost + key_cost + sep;
+            }
+            (used <= limit).then_some((Value::Object(kept), used))
+        }
+        other => {
+            let cost = cost_within(&other.to_string(), limit)?;
+            Some((other.clone(), cost))
+        }
+    }
+}
+
+/// `"key":member`, as it is in compact JSON.
+fn member_text(key: &str, member: &Value) -> String {
+    format!("{}:{member}", Value::String(key.to_string()))
+}
+
+/// Tokens of a member's key and colon, as [`shrink_arrays`] counts them.
+fn key_cost(key: &str) -> usize {
+    tokens(&Value::String(key.to_string()).to_string()) + 1
+}
+
+/// The least an arrays-only cut of `value` can cost (every array in it emptied), counted as
+/// [`shrink_arrays`] counts: within this, it finds a cut.
+fn least_cost(value: &Value) -> usize {
+    match value {
+        Value::Array(_) => 2,
+        Value::Object(members) => {
+            let inner: usize = members
+                .iter()
+                .map(|(key, member)| key_cost(key) + least_cost(member) + 1)
+                .sum();
+            2 + inner
+        }
+        other => tokens(&other.to_string()),
     }
 }
 
@@ -342,6 +499,71 @@ mod tests {
     }
 
     #[test]
+    fn an_arrays_only_cut_keeps_every_member_and_string_whole() {
+        let items: Vec<Value> = (0..400)
+            .map(|i| json!({"id": i, "path": format!("src/file_{i}.rs"), "lines": [1, 2, 3]}))
+            .collect();
+        let value = json!({
+            "query": "fn main",
+            "summary": {"total": 400, "note": "searched 9 roots", "roots": ["a", "b"]},
+            "results": items,
+            "trailer": "end"
+        });
+        let ArraysCut::Cut(cut) = cut_json_arrays(&value, 300) else {
+            panic!("over the budget, and arrays can bring it within")
+        };
+        assert!(tokens(&cut.value.to_string()) <= 300);
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&cut.value), keys(&value), "every member, in order");
+        assert_eq!(cut.value["query"], "fn main");
+        assert_eq!(
+            cut.value["trailer"], "end",
+            "members after the cut array stay"
+        );
+        assert_eq!(cut.value["summary"]["total"], 400);
+        let kept = cut.value["results"].as_array().unwrap();
+        assert!(!kept.is_empty() && kept.len() < 400);
+        assert!(
+            kept.iter().zip(items_of(&value)).all(|(k, v)| k == v),
+            "a prefix of whole items"
+        );
+        assert!(cut
+            .cuts
+            .iter()
+            .any(|c| c.path == "$.results" && c.unit == "items"));
+        assert!(cut.cuts.iter().all(|c| c.unit == "items"), "{:?}", cut.cuts);
+
+        assert_eq!(cut_json_arrays(&json!({"a": [1]}), 300), ArraysCut::Fits);
+        // A long string outside any array cannot be cut this way.
+        let text = json!({"content": "word ".repeat(5000), "hits": [1, 2, 3]});
+        assert_eq!(cut_json_arrays(&text, 200), ArraysCut::Over);
+        // Inside an array it goes with its element.
+        let lines = json!({"lines": vec!["word ".repeat(50); 200]});
+        let ArraysCut::Cut(cut) = cut_json_arrays(&lines, 200) else {
+            panic!()
+        };
+        assert!(cut.value["lines"].as_array().unwrap().len() < 200);
+    }
+
+    fn items_of(value: &Value) -> &Vec<Value> {
+        value["results"].as_array().unwrap()
+    }
+
+    #[test]
+    fn an_arrays_only_cut_enters_a_first_element_too_big_for_the_budget() {
+        let value = json!({"pages": [{"title": "one", "rows": (0..3000).collect::<Vec<_>>()}]});
+        let ArraysCut::Cut(cut) = cut_json_arrays(&value, 100) else {
+            panic!()
+        };
+        assert!(tokens(&cut.value.to_string()) <= 100);
+        assert_eq!(cut.value["pages"][0]["title"], "one");
+        let rows = cut.value["pages"][0]["rows"].as_array().unwrap();
+        assert!(!rows.is_empty() && rows.len() < 3000);
+        let paths: Vec<&str> = cut.cuts.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["$.pages", "$.pages[0].rows"]);
+    }
+
+    #[test]
     fn a_top_level_array_of_one_giant_element_is_entered() {
         let value = json!([{"rows": (0..3000).collect::<Vec<_>>()}]);
         let cut = cut_json(&value, 100).unwrap();
@@ -356,6 +578,23 @@ mod tests {
 mod properties {
     use super::*;
     use proptest::prelude::*;
+
+    /// True when `cut` is `whole` with some arrays' trailing elements dropped (the last kept
+    /// one maybe cut the same way).
+    fn only_arrays_shorter(whole: &Value, cut: &Value) -> bool {
+        match (whole, cut) {
+            (Value::Object(w), Value::Object(c)) => {
+                w.len() == c.len()
+                    && w.iter()
+                        .zip(c)
+                        .all(|((wk, wv), (ck, cv))| wk == ck && only_arrays_shorter(wv, cv))
+            }
+            (Value::Array(w), Value::Array(c)) => {
+                c.len() <= w.len() && w.iter().zip(c).all(|(wv, cv)| only_arrays_shorter(wv, cv))
+            }
+            (w, c) => w == c,
+        }
+    }
 
     /// Any JSON value up to a few levels deep, with non-ASCII strings.
     fn any_json() -> impl Strategy<Value = Value> {
@@ -392,6 +631,20 @@ mod properties {
                 }
             } else {
                 prop_assert!(tokens(&text) <= limit || text.split_inclusive('\n').count() > 1);
+            }
+        }
+
+        /// Whatever the value and budget: an arrays-only cut is within the budget and keeps
+        /// every object member and every string (or says it cannot).
+        #[test]
+        fn arrays_only_cuts_drop_only_array_elements(value in any_json(), limit in 8usize..300) {
+            match cut_json_arrays(&value, limit) {
+                ArraysCut::Fits => prop_assert!(tokens(&value.to_string()) <= limit),
+                ArraysCut::Over => prop_assert!(least_cost(&value) > limit / 2, "{value}"),
+                ArraysCut::Cut(cut) => {
+                    prop_assert!(tokens(&cut.value.to_string()) <= limit);
+                    prop_assert!(only_arrays_shorter(&value, &cut.value), "{value} -> {}", cut.value);
+                }
             }
         }
 

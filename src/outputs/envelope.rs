@@ -2,10 +2,14 @@
 //! clean boundary, kept behind a handle, and an envelope says what was kept, what was cut and
 //! how to read more.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::cut::{count_lines, cut_json, cut_text, parse_json_text};
+use super::cut::{
+    count_lines, cut_json, cut_json_arrays, cut_text, parse_json_text, ArraysCut, JsonCut,
+};
 use super::measure::{cost_within, tokens, Total};
 use super::store::{ClientScope, Kind, Store};
 use super::{Budget, OutputsError, ENVELOPE_TOKENS, META_KEY};
@@ -72,6 +76,19 @@ struct Cut {
     line: String,
 }
 
+/// How a tool's `structuredContent` may be cut.
+#[derive(Debug, Clone, Default)]
+pub enum Structured {
+    /// Like any JSON (array elements, object members, strings): the client holds it to no
+    /// `outputSchema`.
+    #[default]
+    Cut,
+    /// The tool's `outputSchema`, cut-tolerant (`catalog::is_cut_tolerant`): arrays are only
+    /// shortened, and the cut is sent only when it still conforms; otherwise
+    /// `structuredContent` goes whole and only its text mirror is cut.
+    Conforming(Arc<Value>),
+}
+
 /// Budgets `result` (a `CallToolResult`): text blocks and `structuredContent` over `budget`
 /// are cut at clean boundaries, images, audio and embedded resources over it become
 /// `resource_link`s, and what was cut is kept in `store` for `scope` to read with
@@ -83,6 +100,18 @@ pub fn budget_result(
     budget: Budget,
     store: &Store,
     scope: &ClientScope,
+) -> Result<Budgeted, OutputsError> {
+    budget_result_with(result, budget, store, scope, &Structured::Cut)
+}
+
+/// [`budget_result`] with `structuredContent` cut as `structured` says (a tool's
+/// `outputSchema` kept).
+pub fn budget_result_with(
+    result: Value,
+    budget: Budget,
+    store: &Store,
+    scope: &ClientScope,
+    structured: &Structured,
 ) -> Result<Budgeted, OutputsError> {
     let bytes_total = json_len(&result);
     let untouched = |result: Value, tokens_sent| Budgeted {
@@ -116,8 +145,13 @@ pub fn budget_result(
 
     // structuredContent gets the whole budget: a client shows it or the text, not both.
     let mut mirror: Option<(Value, String)> = None;
+    let policy = structured;
     if let Some(structured) = fields.get("structuredContent") {
-        if let Some(cut) = cut_json(structured, limit) {
+        let cut = match policy {
+            Structured::Cut => cut_json(structured, limit),
+            Structured::Conforming(schema) => conforming_cut(structured, limit, schema),
+        };
+        if let Some(cut) = cut {
             let full = structured.to_string();
             let handle = keep(
                 store,
@@ -282,6 +316,25 @@ pub fn budget_result(
         },
         result,
     })
+}
+
+/// `structured` cut to `limit` by shortening arrays, when that reaches the budget and still
+/// conforms to `schema`; `None` (sent whole) otherwise.
+fn conforming_cut(structured: &Value, limit: usize, schema: &Value) -> Option<JsonCut> {
+    let ArraysCut::Cut(cut) = cut_json_arrays(structured, limit) else {
+        return None;
+    };
+    match crate::catalog::schema_validator(schema) {
+        Ok(validator) if validator.is_valid(&cut.value) => Some(cut),
+        Ok(_) => {
+            tracing::debug!("a cut structuredContent would break its outputSchema: sent whole");
+            None
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "outputSchema does not compile: structuredContent sent whole");
+            None
+        }
+    }
 }
 
 /// Text of the blocks from the first one cut on, kept behind one handle.

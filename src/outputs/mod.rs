@@ -32,6 +32,7 @@
 //! [`read_output_tool`] is the tool definition to expose; [`budget_for`] reads a budget from
 //! a flag value.
 
+mod calls;
 mod cut;
 mod envelope;
 mod error;
@@ -40,9 +41,10 @@ mod read;
 mod store;
 mod usage;
 
-pub use cut::{cut_json, cut_text, JsonCut, JsonCutAt, TextCut};
+pub use calls::{Outputs, Served};
+pub use cut::{cut_json, cut_json_arrays, cut_text, ArraysCut, JsonCut, JsonCutAt, TextCut};
 pub use envelope::human_bytes;
-pub use envelope::{budget_result, json_len, Budgeted, Stats};
+pub use envelope::{budget_result, budget_result_with, json_len, Budgeted, Stats, Structured};
 pub use error::OutputsError;
 pub(crate) use measure::cost_within;
 pub use measure::{is_tokenizer_loaded, tokens, window, Total};

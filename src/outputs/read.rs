@@ -96,16 +96,29 @@ impl ReadOutput {
 /// The whole `read_output` tool: its arguments in, a `CallToolResult` out — the answer, or
 /// `isError: true` with what went wrong and what to do. Blocking.
 pub fn read_output(store: &Store, scope: &ClientScope, arguments: &Value, budget: Budget) -> Value {
+    as_result(read_checked(store, scope, arguments, budget))
+}
+
+/// [`read_output`] with its error kept typed (for an HTTP status).
+pub fn read_checked(
+    store: &Store,
+    scope: &ClientScope,
+    arguments: &Value,
+    budget: Budget,
+) -> Result<Value, OutputsError> {
+    let (handle, request) = ReadRequest::from_arguments(arguments)?;
+    Ok(store.read(&handle, scope, &request, budget)?.to_result())
+}
+
+/// A read as the `read_output` tool answers it: the part, or the error as `isError`.
+pub(super) fn as_result(read: Result<Value, OutputsError>) -> Value {
     use crate::error::Actionable;
-    let read = ReadRequest::from_arguments(arguments)
-        .and_then(|(handle, request)| store.read(&handle, scope, &request, budget));
-    match read {
-        Ok(read) => read.to_result(),
-        Err(error) => json!({
+    read.unwrap_or_else(|error| {
+        json!({
             "content": [{"type": "text", "text": format!("{error}\nhelp: {}", error.help())}],
             "isError": true,
-        }),
-    }
+        })
+    })
 }
 
 impl Store {

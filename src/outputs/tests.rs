@@ -341,3 +341,85 @@ fn a_result_within_the_whole_budget_passes_even_without_room_for_an_envelope() {
     assert_eq!(budgeted.result, result);
     assert!(!budgeted.stats.is_cut);
 }
+
+/// A result whose structuredContent is `structured`, mirrored as JSON text (as the spec asks).
+fn structured_result(structured: &Value) -> Value {
+    json!({"content": [{"type": "text", "text": structured.to_string()}],
+        "structuredContent": structured})
+}
+
+/// `structured` (mirrored as text) budgeted to `max_tokens` for a tool whose outputSchema is
+/// `schema`.
+fn conforming(store: &Store, structured: &Value, max_tokens: usize, schema: &Value) -> Budgeted {
+    let policy = Structured::Conforming(std::sync::Arc::new(schema.clone()));
+    let result = structured_result(structured);
+    let me = ClientScope::local();
+    budget_result_with(result, Budget::new(max_tokens), store, &me, &policy).unwrap()
+}
+
+#[test]
+fn a_conforming_cut_shortens_arrays_only_and_keeps_the_schema() {
+    let (_dir, store) = store();
+    let me = ClientScope::local();
+    let schema = json!({"type": "object", "required": ["query", "hits"],
+        "properties": {"query": {"type": "string"}, "hits": {"type": "array",
+            "items": {"type": "object", "required": ["path"]}}},
+        "additionalProperties": false});
+    let hits: Vec<Value> = (0..2000)
+        .map(|i| json!({"path": format!("src/mod_{i}.rs"), "line": i}))
+        .collect();
+    let structured = json!({"query": "budget", "hits": hits});
+    let budgeted = conforming(&store, &structured, 500, &schema);
+    let sent = &budgeted.result["structuredContent"];
+    let validator = crate::catalog::schema_validator(&schema).unwrap();
+    assert!(validator.is_valid(sent), "{sent}");
+    assert_eq!(sent["query"], "budget");
+    let kept = sent["hits"].as_array().unwrap().len();
+    assert!(kept > 0 && kept < 2000, "{kept}");
+    assert_eq!(
+        texts(&budgeted.result)[0],
+        sent.to_string(),
+        "the mirror says what the cut says"
+    );
+    let cuts = &budgeted.result["_meta"][META_KEY]["cuts"];
+    assert_eq!(cuts[0]["part"], "structuredContent", "{cuts}");
+    assert!(budgeted.stats.is_cut);
+
+    // The same budget cutting as any JSON would have dropped members the schema requires.
+    let loose = budget_result(
+        structured_result(&json!({"hits": structured["hits"], "query": "budget"})),
+        Budget::new(500),
+        &store,
+        &me,
+    )
+    .unwrap();
+    assert!(
+        !validator.is_valid(&loose.result["structuredContent"]),
+        "{}",
+        loose.result["structuredContent"]
+    );
+}
+
+#[test]
+fn what_arrays_cannot_bring_within_or_would_not_conform_is_sent_whole_with_its_mirror_cut() {
+    let (_dir, store) = store();
+    // The bulk is one string: shortening arrays cannot reach the budget.
+    let schema = json!({"type": "object", "properties": {"body": {"type": "string"}}});
+    let structured = json!({"body": "line of text\n".repeat(3000), "tags": ["a"]});
+    let budgeted = conforming(&store, &structured, 500, &schema);
+    assert_eq!(budgeted.result["structuredContent"], structured, "whole");
+    let mirror = &texts(&budgeted.result)[0];
+    assert!(
+        mirror.len() < 4000,
+        "the text mirror is cut: {}",
+        mirror.len()
+    );
+    assert!(budgeted.stats.is_cut);
+
+    // The server's value breaks its own schema: no cut of it is sent either.
+    let strict = json!({"type": "object", "properties": {"n": {"type": "string"}}});
+    let bad = json!({"n": 5, "rows": vec!["row"; 3000]});
+    let budgeted = conforming(&store, &bad, 300, &strict);
+    assert_eq!(budgeted.result["structuredContent"], bad);
+    assert!(texts(&budgeted.result)[0].len() < 3000);
+}

@@ -359,6 +359,7 @@ fn launch_options(
         controller: choice.controller,
         protect_spec: false,
         refresh: false,
+        max_output: None,
     }
 }
 

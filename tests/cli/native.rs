@@ -43,12 +43,18 @@ pub(crate) struct Native {
 
 /// Runs `up --controller native` on the project's `a.json` until its front answers.
 pub(crate) fn launch(cmd: &Cmd) -> Native {
+    launch_with(cmd, &[])
+}
+
+/// [`launch`] with more flags for `up`.
+pub(crate) fn launch_with(cmd: &Cmd, extra: &[&str]) -> Native {
     let port = free_ports(2);
     let up = cmd
         .cmd()
         .args(["up", "--config", "a.json", "--controller", "native"])
         .args(["--tunnel", "none", "--port", &port.to_string()])
         .args(["--mcpo-port", &(port + 1).to_string()])
+        .args(extra)
         .stderr_any()
         .spawn();
     let state = wait_ready(&up, cmd.dir(), 1);
@@ -679,4 +685,81 @@ fn up_never_loads_the_tokenizer_and_list_fills_in_the_counts() {
     assert_eq!(time["status"], "cached", "answered from up's entry\n{out}");
     assert!(time["tokens"].as_u64().unwrap() > 0, "{out}");
     assert!(counts.exists(), "list counted and cached them");
+}
+
+#[test]
+fn results_are_budgeted_only_when_asked_and_read_on_behind_the_front_key() {
+    let cmd = project(&[]).file(
+        ".mcp-launch/overrides.json",
+        r#"{"version": 1, "stacks": {"a": {"fault": {"max_output_tokens": {"echo": 60}}}}}"#,
+    );
+    config(&cmd, json!({"fault": fault(&[])}));
+    let long = "a few words of an echo ".repeat(40);
+
+    // Off by default: results pass whole, no read route, none in the spec.
+    let front = launch(&cmd);
+    let whole = front.post("fault/huge", json!({"bytes": 40_000}));
+    assert_eq!(whole.status, 200, "{}", whole.body);
+    assert_eq!(whole.body.as_str().map(str::len), Some(40_000));
+    assert!(whole.headers.get("x-mcp-launch-handle").is_none());
+    let echoed = front.post("fault/echo", json!({"message": long}));
+    assert_eq!(echoed.body, json!(long), "the tool's own budget too");
+    assert!(!paths(&front.spec()).contains("/read_output"));
+    let refused = front.post("read_output", json!({"handle": "h_0"}));
+    assert_eq!(refused.status, 405, "{}", refused.body);
+    front.stop();
+
+    // Asked: cut with the envelope, the handle named in a header too, read on through the
+    // front with its key; the route is in the spec.
+    let front = launch_with(&cmd, &["--max-output-tokens", "500"]);
+    let cut = front.post("fault/huge", json!({"bytes": 40_000}));
+    assert_eq!(cut.status, 200, "{}", cut.body);
+    let parts = cut.body.as_array().expect("the cut text and the envelope");
+    let kept = parts[0].as_str().unwrap_or_default();
+    assert!(
+        !kept.is_empty() && kept.len() < 5_000,
+        "{} bytes kept",
+        kept.len()
+    );
+    let envelope = parts[1].as_str().unwrap_or_default();
+    let handle = cut.headers["x-mcp-launch-handle"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        handle.starts_with("h_") && envelope.contains(&handle),
+        "{envelope}"
+    );
+    let read = front.post("read_output", json!({"handle": handle, "grep": "xyz0123"}));
+    assert_eq!(read.status, 200, "{}", read.body);
+    assert!(read.body.to_string().contains("xyz0123"), "{}", read.body);
+    let gone = front.post(
+        "read_output",
+        json!({"handle": "h_000000000000000000000000"}),
+    );
+    error_of(&gone, 404, "unknown_handle");
+    let wrong = front.post("read_output", json!({"offset": 3}));
+    error_of(&wrong, 422, "invalid_read");
+
+    // The project's budget for echo (60 tokens) binds it, under the run's 500.
+    let echoed = front.post("fault/echo", json!({"message": long}));
+    assert!(
+        echoed.headers.get("x-mcp-launch-handle").is_some(),
+        "{}",
+        echoed.body
+    );
+
+    let spec = front.spec();
+    let operation = &spec["paths"]["/read_output"]["post"];
+    assert_eq!(operation["operationId"], "read_output", "{spec}");
+    assert_valid_openapi(&cmd, &spec);
+
+    // The handles belong to the front's key: the user's own CLI scope does not read them.
+    let mine = cmd
+        .cmd()
+        .args(["output", &handle, "--json"])
+        .status(2)
+        .run();
+    assert_eq!(mine.error()["type"], "unknown_handle", "{mine}");
+    front.stop();
 }

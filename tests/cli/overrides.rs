@@ -599,3 +599,135 @@ fn a_write_from_another_terminal_during_a_slow_check_is_kept() {
         "{file}"
     );
 }
+
+#[test]
+fn budget_sets_and_clears_output_budgets_that_list_inspect_and_call_apply() {
+    let out = fault_project()
+        .args(["tool", "budget", "fault", "huge", "500"])
+        .run();
+    assert_eq!(
+        out.stdout,
+        "fault huge: output budget set:\n  500 tokens\nsaved in ./.mcp-launch/overrides.json\n",
+        "{out}"
+    );
+    let star = out
+        .again()
+        .args(["tool", "budget", "fault", "*", "2k", "--json"])
+        .run();
+    assert_eq!(
+        star.json()["changed"],
+        json!([{"tool": "*", "action": "budgeted"}]),
+        "{star}"
+    );
+    let (_, file) = overrides_file(&out);
+    assert_eq!(
+        file["stacks"]["config"]["fault"],
+        json!({"max_output_tokens": {"*": 2000, "huge": 500}})
+    );
+
+    // Where the overrides show: list (own budget, else the server's `*`) and inspect.
+    let list = out.again().args(["list", "fault", "--json"]).run();
+    assert_eq!(listed(&list, "huge")["maxOutputTokens"], 500, "{list}");
+    assert_eq!(listed(&list, "echo")["maxOutputTokens"], 2000, "{list}");
+    let human = out.again().args(["list", "fault"]).run();
+    assert!(
+        human.stdout.contains(
+            "output budgets in ./.mcp-launch/overrides.json: * 2,000 tokens, huge 500 tokens"
+        ),
+        "{human}"
+    );
+    let inspect = out.again().args(["inspect", "fault", "huge"]).run();
+    assert!(
+        inspect.stdout.contains("(output budget 500 tokens, set in"),
+        "{inspect}"
+    );
+
+    // `call` applies it: the 20 kB result arrives cut to the tool's 500 tokens.
+    let call = out
+        .again()
+        .args(["call", "fault", "huge", r#"{"bytes": 20000}"#, "--json"])
+        .run();
+    let sent = call.json()["result"].to_string().len();
+    assert!(sent < 5_000, "cut to 500 tokens: {sent} bytes\n{call}");
+
+    // Unchanged, cleared, cleared again.
+    let same = out
+        .again()
+        .args(["tool", "budget", "fault", "huge", "500"])
+        .run();
+    assert!(same.stdout.ends_with("nothing to change\n"), "{same}");
+    let cleared = out
+        .again()
+        .args(["tool", "budget", "fault", "huge", "--clear"])
+        .run();
+    assert!(
+        cleared
+            .stdout
+            .contains("fault huge: output budget cleared (the run's budget applies)"),
+        "{cleared}"
+    );
+    out.again()
+        .args(["tool", "budget", "fault", "*", "--clear"])
+        .run();
+    let again = out
+        .again()
+        .args(["tool", "budget", "fault", "*", "--clear"])
+        .run();
+    assert!(
+        again.stdout.contains("fault *: no output budget to clear"),
+        "{again}"
+    );
+    assert_eq!(overrides_file(&out).1["stacks"], json!({}));
+}
+
+#[test]
+fn budget_refuses_unknown_servers_tools_and_counts_with_help() {
+    let out = fault_project()
+        .args(["tool", "budget", "fault", "hug", "500", "--json"])
+        .status(2)
+        .run();
+    assert_eq!(out.error()["type"], "unknown_tool", "{out}");
+    assert!(
+        out.error()["help"].as_str().unwrap().contains("huge"),
+        "{out}"
+    );
+    out.again()
+        .args(["tool", "budget", "faul", "huge", "500"])
+        .status(2)
+        .stderr_has("available servers: fault")
+        .run();
+    out.again()
+        .args(["tool", "budget", "fault", "huge", "lots"])
+        .status(2)
+        .stderr_has("\"lots\" is not a token count: give one like 6000 or 6k (0: off)")
+        .run();
+    out.again()
+        .args(["tool", "budget", "fault", "huge"])
+        .status(2)
+        .stderr_any()
+        .run();
+    assert!(
+        !out.path(".mcp-launch/overrides.json").exists(),
+        "nothing written on error"
+    );
+
+    // A stale name can be cleared (not set).
+    let stale = out
+        .again()
+        .file(
+            ".mcp-launch/overrides.json",
+            r#"{"version": 1, "stacks": {"config": {"fault": {"max_output_tokens": {"gone": 9}}}}}"#,
+        )
+        .args(["list", "fault", "--json"])
+        .run();
+    assert_eq!(stale.json()["stale"], json!(["gone"]), "{stale}");
+    out.again()
+        .args(["tool", "budget", "fault", "gone", "9"])
+        .status(2)
+        .stderr_has("has no tool named \"gone\"")
+        .run();
+    out.again()
+        .args(["tool", "budget", "fault", "gone", "--clear"])
+        .run();
+    assert_eq!(overrides_file(&out).1["stacks"], json!({}));
+}

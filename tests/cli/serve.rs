@@ -658,3 +658,126 @@ fn prompts_seen_once_are_listed_by_the_next_gateway_before_their_server_runs() {
 fn first_args(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
 }
+
+/// Tools with an `outputSchema` (and results that conform to it) for the budget tests:
+/// `hits` (cut-tolerant: its arrays may be shortened) with a big result, `pairs` (not: a
+/// `minItems`) with a small one, `whole` (not) with a big one and a budget of 0.
+fn schema_tools() -> Value {
+    let hits: Vec<Value> = (0..3000)
+        .map(|i| json!({"path": format!("src/module_{i}/file.rs"), "line": i}))
+        .collect();
+    // A required member after the array: cutting as any JSON would drop it.
+    let hits = json!({"query": "fn budget", "hits": hits, "total": 3000});
+    let tolerant = json!({"type": "object", "required": ["query", "hits", "total"],
+        "additionalProperties": false,
+        "properties": {"query": {"type": "string"}, "total": {"type": "integer"},
+            "hits": {"type": "array", "items": {"$ref": "#/$defs/hit"}}},
+        "$defs": {"hit": {"type": "object", "required": ["path", "line"],
+            "properties": {"path": {"type": "string"}, "line": {"type": "integer"}}}}});
+    let intolerant = json!({"type": "object", "required": ["pair"],
+        "properties": {"pair": {"type": "array", "minItems": 2},
+            "rows": {"type": "array"}}});
+    let result = |structured: &Value| {
+        json!({"content": [{"type": "text", "text": structured.to_string()}],
+            "structuredContent": structured})
+    };
+    let rows = json!({"pair": [1, 2], "rows": vec!["a row of the table"; 3000]});
+    json!([
+        {"name": "hits", "inputSchema": {"type": "object"}, "outputSchema": tolerant,
+            "x-result": result(&hits)},
+        {"name": "pairs", "inputSchema": {"type": "object"}, "outputSchema": intolerant,
+            "x-result": result(&json!({"pair": [1, 2]}))},
+        {"name": "whole", "inputSchema": {"type": "object"}, "outputSchema": intolerant,
+            "x-result": result(&rows)},
+    ])
+}
+
+#[test]
+fn output_schemas_are_kept_only_where_cut_results_still_conform() {
+    let cmd = Cmd::new()
+        .file("tools.json", &schema_tools().to_string())
+        .file(
+            ".mcp-launch/overrides.json",
+            r#"{"version": 1, "stacks": {"config": {"up": {"max_output_tokens": {"whole": 0}}}}}"#,
+        );
+    let tools = cmd.path("tools.json").display().to_string();
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "up": fault(&["--only-file-tools", "--tools-file", &tools]),
+    }}));
+    let dir = cmd.dir().to_path_buf();
+    let defined = schema_tools();
+    let schema_of = |i: usize| defined[i]["outputSchema"].clone();
+    let calls = [
+        "--call",
+        "up__hits",
+        "--call",
+        "up__pairs",
+        "--call",
+        "up__whole",
+    ];
+    let mut args = vec!["schemas"];
+    args.extend(calls);
+    let gateway = stdio_gateway(&dir, &["--mode", "full", "--max-output-tokens", "1000"]);
+    args.extend(gateway.iter().map(String::as_str));
+    let seen = drive(&dir, &args);
+
+    // (i) Cut-tolerant: advertised with its schema; the big result arrives cut, and the SDK
+    // (which checks every result against the schema it listed) took it.
+    let listed = &seen["tools"];
+    assert_eq!(listed["up__hits"]["outputSchema"], schema_of(0), "{listed}");
+    let hits = &seen["calls"]["up__hits"];
+    assert!(hits.get("error").is_none(), "{hits}");
+    let kept = hits["structuredContent"]["hits"].as_array().unwrap().len();
+    assert!(kept > 0 && kept < 3000, "{kept} hits kept");
+    assert_eq!(hits["structuredContent"]["query"], "fn budget");
+    assert_eq!(hits["structuredContent"]["total"], 3000);
+    assert!(
+        hits.to_string().len() < 20_000,
+        "{} bytes",
+        hits.to_string().len()
+    );
+    let cut = &hits["_meta"]["mcp-launch/outputs"]["cuts"][0];
+    assert_eq!(cut["part"], "structuredContent", "{hits}");
+    assert!(cut["handle"].as_str().unwrap().starts_with("h_"));
+
+    // (ii) Not cut-tolerant, budget on: advertised without the schema, kept under _meta.
+    let pairs = &listed["up__pairs"];
+    assert!(pairs.get("outputSchema").is_none(), "{pairs}");
+    assert_eq!(pairs["_meta"]["mcp-launch/outputSchema"], schema_of(1));
+    assert_eq!(
+        seen["calls"]["up__pairs"]["structuredContent"],
+        json!({"pair": [1, 2]})
+    );
+
+    // (iii) A budget of 0: the schema and the big result untouched.
+    assert_eq!(
+        listed["up__whole"]["outputSchema"],
+        schema_of(2),
+        "{listed}"
+    );
+    let whole = &seen["calls"]["up__whole"];
+    assert_eq!(
+        whole["structuredContent"],
+        defined[2]["x-result"]["structuredContent"],
+        "{}",
+        whole.get("error").unwrap_or(&Value::Null)
+    );
+    assert!(whole["_meta"].get("mcp-launch/outputs").is_none());
+
+    // Sparse mode: describe_tool says the same.
+    let mut args = vec!["schemas"];
+    args.extend(calls);
+    let gateway = stdio_gateway(&dir, &["--mode", "sparse", "--max-output-tokens", "1000"]);
+    args.extend(gateway.iter().map(String::as_str));
+    let described = &drive(&dir, &args)["calls"];
+    assert_eq!(described["up__hits"]["outputSchema"], schema_of(0));
+    assert!(
+        described["up__pairs"].get("outputSchema").is_none(),
+        "{described}"
+    );
+    assert_eq!(
+        described["up__pairs"]["_meta"]["mcp-launch/outputSchema"],
+        schema_of(1)
+    );
+    assert_eq!(described["up__whole"]["outputSchema"], schema_of(2));
+}

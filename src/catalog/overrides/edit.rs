@@ -89,6 +89,18 @@ pub enum Edit {
         /// The budget, in characters.
         max: usize,
     },
+    /// Sets (`Some`) or removes (`None`) a tool's output budget (`tool` `"*"`: the server's
+    /// default for its other tools).
+    Budget {
+        /// The server's stack.
+        stack: String,
+        /// Its plain config key.
+        server: String,
+        /// The tool, or `"*"`.
+        tool: String,
+        /// The budget in o200k tokens (0: never cut).
+        tokens: Option<usize>,
+    },
     /// Forgets everything chosen for a server.
     ClearServer {
         /// The server's stack.
@@ -182,6 +194,12 @@ impl Overrides {
                 }
                 vec![entry.describe(tool, Some(trimmed))]
             }
+            Edit::Budget {
+                stack,
+                server,
+                tool,
+                tokens,
+            } => vec![self.server_mut(stack, server).set_budget(tool, *tokens)],
             Edit::ClearServer { stack, server } => vec![self.server_mut(stack, server).clear()],
             Edit::SetLaunchChoices(choices) => {
                 self.set_launch_choices(choices.clone());

@@ -10,7 +10,8 @@
 //!         "disabled": false,
 //!         "allow": ["create_issue", "search_code"],
 //!         "deny": ["delete_repository"],
-//!         "descriptions": {"search_code": "Search code across GitHub repositories."}
+//!         "descriptions": {"search_code": "Search code across GitHub repositories."},
+//!         "max_output_tokens": {"search_code": 2000, "*": 8000}
 //!       }
 //!     }
 //!   }
@@ -39,6 +40,9 @@ use crate::config::ServerEntry;
 
 /// The file, relative to the project directory (the current directory for the CLI).
 pub const OVERRIDES_FILE: &str = ".mcp-launch/overrides.json";
+
+/// The key of `max_output_tokens` that stands for every tool without a budget of its own.
+pub const ALL_TOOLS: &str = "*";
 
 /// The file format version this build reads and writes.
 pub const OVERRIDES_VERSION: u64 = 1;
@@ -108,6 +112,10 @@ pub enum Action {
     Described,
     /// The tool's description override is removed: the server's own is back.
     DescriptionCleared,
+    /// The tool's output budget (or, for `"*"`, the server's default) is set.
+    Budgeted,
+    /// The tool's output budget is removed: the run's budget applies again.
+    BudgetCleared,
 }
 
 impl Action {
@@ -122,6 +130,8 @@ impl Action {
             Action::Reset => "reset",
             Action::Described => "described",
             Action::DescriptionCleared => "description_cleared",
+            Action::Budgeted => "budgeted",
+            Action::BudgetCleared => "budget_cleared",
         }
     }
 }
@@ -167,7 +177,10 @@ impl ServerOverrides {
     /// The output budget the project set for `tool` (its own, else the server's `"*"`).
     pub fn output_budget(&self, tool: &str) -> Option<usize> {
         let budgets = &self.max_output_tokens;
-        budgets.get(tool).or_else(|| budgets.get("*")).copied()
+        budgets
+            .get(tool)
+            .or_else(|| budgets.get(ALL_TOOLS))
+            .copied()
     }
 
     /// True unless the tool is denied or missing from an allow list.
@@ -220,7 +233,8 @@ impl ServerOverrides {
     }
 
     /// Forgets every choice about each tool: out of `allow` and `deny`, description override
-    /// dropped. (With an allow list, a tool reset is hidden like any unlisted tool.)
+    /// and output budget dropped. (With an allow list, a tool reset is hidden like any unlisted
+    /// tool.)
     pub fn reset(&mut self, tools: &[String]) -> Vec<Change> {
         tools
             .iter()
@@ -228,9 +242,26 @@ impl ServerOverrides {
                 let unlisted = self.allow.as_mut().is_some_and(|a| a.remove(t));
                 let undenied = self.deny.remove(t);
                 let undescribed = self.descriptions.remove(t).is_some();
-                change(t, Action::Reset, unlisted || undenied || undescribed)
+                let unbudgeted = self.max_output_tokens.remove(t).is_some();
+                let changed = unlisted || undenied || undescribed || unbudgeted;
+                change(t, Action::Reset, changed)
             })
             .collect()
+    }
+
+    /// Sets (`Some`) or removes (`None`) the output budget of `tool` (`"*"`: the server's
+    /// other tools), in o200k tokens; 0 means never cut.
+    pub fn set_budget(&mut self, tool: &str, tokens: Option<usize>) -> Change {
+        match tokens {
+            Some(tokens) => {
+                let old = self.max_output_tokens.insert(tool.to_string(), tokens);
+                change(tool, Action::Budgeted, old != Some(tokens))
+            }
+            None => {
+                let old = self.max_output_tokens.remove(tool);
+                change(tool, Action::BudgetCleared, old.is_some())
+            }
+        }
     }
 
     /// Sets (`Some`) or removes (`None`) the tool's description override.
@@ -280,7 +311,8 @@ impl ServerOverrides {
             .collect()
     }
 
-    /// Names the overrides mention (allow, deny, descriptions) that `tools` lacks, sorted.
+    /// Names the overrides mention (allow, deny, descriptions, budgets other than the
+    /// server's `"*"`) that `tools` lacks, sorted.
     pub fn stale_names(&self, tools: &[Value]) -> Vec<String> {
         let offered: BTreeSet<&str> = tools.iter().map(tool::name).collect();
         let mentioned: BTreeSet<&String> = self
@@ -289,10 +321,11 @@ impl ServerOverrides {
             .flatten()
             .chain(&self.deny)
             .chain(self.descriptions.keys())
+            .chain(self.max_output_tokens.keys())
             .collect();
         mentioned
             .into_iter()
-            .filter(|n| !offered.contains(n.as_str()))
+            .filter(|n| n.as_str() != ALL_TOOLS && !offered.contains(n.as_str()))
             .cloned()
             .collect()
     }

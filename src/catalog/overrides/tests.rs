@@ -561,3 +561,32 @@ fn a_trim_cuts_the_description_as_the_file_has_it_then() {
     let gh = cut.overrides.for_server("mcp", "gh").unwrap();
     assert_eq!(gh.descriptions["echo"], "Sends the very same…");
 }
+
+#[test]
+fn budgets_are_set_cleared_reset_and_stale_like_other_choices() {
+    let mut o = ServerOverrides::default();
+    assert_eq!(
+        o.set_budget("echo", Some(2000)),
+        change("echo", Action::Budgeted, true)
+    );
+    assert!(!o.set_budget("echo", Some(2000)).changed, "same budget");
+    assert!(o.set_budget(ALL_TOOLS, Some(0)).changed);
+    assert_eq!(o.output_budget("echo"), Some(2000));
+    assert_eq!(o.output_budget("add"), Some(0), "the server's `*`");
+    assert!(o.set_budget("gone", Some(5)).changed);
+    assert_eq!(o.stale_names(&tools()), ["gone"], "never `*`");
+
+    assert_eq!(
+        o.reset(&names(&["gone"])),
+        [change("gone", Action::Reset, true)]
+    );
+    assert_eq!(
+        o.set_budget(ALL_TOOLS, None),
+        change(ALL_TOOLS, Action::BudgetCleared, true)
+    );
+    assert!(!o.set_budget(ALL_TOOLS, None).changed);
+    o.set_budget("echo", None);
+    assert!(o.is_empty());
+    assert_eq!(Action::Budgeted.as_str(), "budgeted");
+    assert_eq!(Action::BudgetCleared.as_str(), "budget_cleared");
+}

@@ -86,6 +86,12 @@ pub struct UpArgs {
     /// background; mcpo always checks every server live.
     #[arg(long)]
     pub refresh: bool,
+    /// Budget the native bridge's tool results: over N o200k tokens (or a tool's own budget
+    /// in the overrides, `tool budget`), a result is cut at a clean boundary and the rest kept
+    /// behind a handle that `POST /read_output` reads (documented in the spec). Off without
+    /// it; 0 cuts only tools with a budget of their own. Native controller only.
+    #[arg(long, value_name = "TOKENS", value_parser = super::serve::parse_budget)]
+    pub max_output_tokens: Option<crate::outputs::Budget>,
     /// Full-screen terminal UI: watch the preflight, allow/deny tools, enable/disable servers
     /// (saved to ./.mcp-launch/overrides.json). In progress: launching from it comes next.
     #[arg(long)]
@@ -200,6 +206,7 @@ pub async fn run(
         controller: args.controller.into(),
         protect_spec: args.protect_spec,
         refresh: args.refresh,
+        max_output: args.max_output_tokens,
     };
 
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -237,5 +244,30 @@ pub async fn run(
             survivors.join(", ")
         ))?;
         Ok(Outcome::Failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use crate::outputs::Budget;
+    use clap::Parser;
+
+    fn max_output(args: &[&str]) -> Result<Option<Budget>, clap::Error> {
+        let cli = Cli::try_parse_from(["mcp-launch", "up"].iter().chain(args))?;
+        match cli.command {
+            Command::Up(up) => Ok(up.max_output_tokens),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_bridge_budgets_results_only_when_asked() {
+        assert_eq!(max_output(&[]).unwrap(), None, "off by default");
+        let asked = max_output(&["--max-output-tokens", "2k"]).unwrap();
+        assert_eq!(asked, Some(Budget::new(2000)));
+        let only_own = max_output(&["--max-output-tokens", "0"]).unwrap();
+        assert_eq!(only_own, Some(Budget::new(0)));
+        assert!(max_output(&["--max-output-tokens", "lots"]).is_err());
     }
 }

@@ -7,6 +7,7 @@
 use axum::http::Method;
 
 use super::error::FrontError;
+use crate::launch::exposure::READ_OUTPUT_PATH;
 use crate::launch::{Exposure, Verdict};
 
 /// What the gate lets through.
@@ -95,6 +96,10 @@ impl RequestPath {
         let exposure = exposure.ok_or_else(|| FrontError::NotPublished {
             stack: stack.to_string(),
         })?;
+        let is_read_output = tail.is_empty() && READ_OUTPUT_PATH[1..] == *server;
+        if is_read_output && exposure.reads_outputs() && method == Method::POST {
+            return Ok(Pass::Forward);
+        }
         if tail.is_empty() && exposure.server(server).is_none() {
             return if read {
                 Ok(Pass::Forward)

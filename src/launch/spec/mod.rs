@@ -140,6 +140,9 @@ pub fn merge(
             });
         }
     }
+    if exposure.reads_outputs() {
+        merger.add_read_output();
+    }
     merger.finish()
 }
 
@@ -384,6 +387,36 @@ impl<'o> Merger<'o> {
             before,
             after,
         });
+    }
+
+    /// Documents `POST /read_output`: more of a cut result, by its handle.
+    fn add_read_output(&mut self) {
+        let read = crate::outputs::read_output_tool();
+        let mut responses = Map::new();
+        responses.insert(
+            "200".into(),
+            json!({"description": "The part read: text (lines) or JSON.",
+                "content": {"application/json": {"schema": {}}}}),
+        );
+        for code in ["404", "422"] {
+            responses.insert(code.into(), responses::response_ref(code));
+        }
+        let mut operation = json!({
+            "operationId": "read_output",
+            "summary": "Read more of a cut result",
+            "description": "A result over its budget ends with a handle (h_…): read on from \
+                an offset (lines), with a grep regex, or a JSONPath. Handles last 24 h.",
+            "requestBody": {"required": true, "content": {"application/json": {
+                "schema": read["inputSchema"]}}},
+            "responses": responses,
+        });
+        if let Some(operation) = operation.as_object_mut() {
+            add_front_responses(operation);
+        }
+        self.paths.insert(
+            crate::launch::exposure::READ_OUTPUT_PATH.to_string(),
+            json!({"post": operation}),
+        );
     }
 
     /// The finished document, with the operation count warning.

@@ -24,6 +24,8 @@ pub struct Sources<'a> {
     pub overrides: &'a Overrides,
     /// The URL the spec names.
     pub url: &'a str,
+    /// The native bridge budgets results: `POST /read_output` is let through and documented.
+    pub reads_outputs: bool,
 }
 
 /// The spec to publish and what the stack's record says about it.
@@ -46,6 +48,7 @@ pub fn assemble<E: Display>(sources: &Sources<'_>, documents: Vec<Result<Value, 
     let mut warnings = Vec::new();
     let mut kept = Vec::new();
     let mut exposure = Exposure::new();
+    exposure.set_reads_outputs(sources.reads_outputs);
     for (entry, result) in sources.served.iter().zip(documents) {
         let document = match result {
             Ok(document) => document,

@@ -125,6 +125,36 @@ fn warnings(spec: &MergedSpec) -> Vec<String> {
 }
 
 #[test]
+fn read_output_is_documented_only_when_the_exposure_reads_outputs() {
+    let mut stack = Stack::of(&["time"]);
+    assert!(!paths(&stack.merge()).contains(&"/read_output"));
+    stack.exposure.set_reads_outputs(true);
+    let spec = stack.merge();
+    assert_eq!(
+        paths(&spec),
+        [
+            "/time/get_current_time",
+            "/time/convert_time",
+            "/read_output"
+        ]
+    );
+    let operation = &spec.document["paths"]["/read_output"]["post"];
+    assert_eq!(operation["operationId"], "read_output");
+    let body = &operation["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(body["required"], json!(["handle"]));
+    // The error answers it names are in the document.
+    for code in ["401", "404", "422"] {
+        let reference = operation["responses"][code]["$ref"].as_str().unwrap();
+        let name = reference.rsplit('/').next().unwrap();
+        assert!(
+            spec.document["components"]["responses"].get(name).is_some(),
+            "{code}: {reference}"
+        );
+    }
+    assert_eq!(spec.operations, 2, "tools only");
+}
+
+#[test]
 fn paths_are_exactly_the_allowed_tools_under_their_server() {
     let mut stack = Stack::of(&["everything", "time"]);
     stack.deny("everything", "get-env");

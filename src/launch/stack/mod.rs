@@ -22,6 +22,7 @@ use super::mask::Masker;
 use super::state::{StackState, StateFile};
 use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
 use crate::config::ServerEntry;
+use crate::outputs::Budget;
 use crate::process::{LineSink, ProcessGuard};
 
 mod error;
@@ -97,6 +98,8 @@ pub struct StackPlan {
     pub public_url: Option<String>,
     /// Whether `/openapi.json` needs the key.
     pub protect_spec: bool,
+    /// The native bridge's default output budget when its results are budgeted (`None`: off).
+    pub max_output: Option<Budget>,
 }
 
 /// A stack that runs. Cheap to clone.
@@ -117,6 +120,8 @@ struct Inner {
     served: Vec<ServerEntry>,
     /// Servers the overrides disable (the front answers 404 "disabled" for them).
     disabled: Vec<String>,
+    /// The native bridge budgets results (`POST /read_output` published and let through).
+    reads_outputs: bool,
     front: Front,
     client: reqwest::Client,
     masker: Masker,

@@ -8,19 +8,22 @@
 //! is written to the stack's record, so `status` shows it and `down` can end the server's
 //! process group after an `up` that was killed.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{lock, RunningStack, StackError};
-use crate::catalog::{self, ServerReport, Status};
+use crate::catalog::{self, Overrides, ServerReport, Status};
 use crate::config::ServerEntry;
 use crate::launch::controller::native::{
     self,
-    bridge::{Bridge, BridgeConfig, BridgeServer},
+    bridge::{Bridge, BridgeConfig, BridgeOutputs, BridgeServer},
 };
 use crate::launch::events::Events;
 use crate::launch::state::{BridgeServerState, ProcessRecord};
 use crate::mcp::{ConnectOptions, Session};
+use crate::outputs::{Budget, ClientScope, Outputs};
 
 /// One server handed to the bridge: its entry, what the preflight saw, and the preflight's
 /// open session when it kept one.
@@ -43,6 +46,7 @@ pub(super) fn start_bridge(
     chosen: Vec<Chosen<'_>>,
     listener: std::net::TcpListener,
     key: String,
+    outputs: Option<BridgeOutputs>,
     events: &Events,
 ) -> Result<(Bridge, Vec<Unverified>), StackError> {
     events.progress(stack, "starting the native bridge", 0);
@@ -70,7 +74,11 @@ pub(super) fn start_bridge(
             }
         })
         .collect();
-    let bridge = Bridge::new(servers, BridgeConfig::from_env(key));
+    let config = BridgeConfig {
+        outputs,
+        ..BridgeConfig::from_env(key)
+    };
+    let bridge = Bridge::new(servers, config);
     let listener = listener
         .set_nonblocking(true)
         .and_then(|()| tokio::net::TcpListener::from_std(listener))
@@ -80,6 +88,31 @@ pub(super) fn start_bridge(
         })?;
     tokio::spawn(bridge.clone().serve(listener, CancellationToken::new()));
     Ok((bridge, unverified))
+}
+
+/// How the bridge budgets results when `up` asked for it (`max_output`): the default budget,
+/// the project's per-tool budgets for `served`, handles scoped to the front's `api_key`.
+pub(super) fn outputs(
+    max_output: Option<Budget>,
+    api_key: &str,
+    served: &[ServerEntry],
+    overrides: &Overrides,
+) -> Option<BridgeOutputs> {
+    let budget = max_output?;
+    let budgets = served
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e.name.clone(),
+                overrides.for_server(&e.stack, &e.name)?.clone(),
+            ))
+        })
+        .collect();
+    Some(BridgeOutputs {
+        outputs: Arc::new(Outputs::new(budget)),
+        scope: ClientScope::new(api_key),
+        budgets,
+    })
 }
 
 /// The bridge's servers as the state file records them.

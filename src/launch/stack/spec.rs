@@ -35,6 +35,7 @@ impl RunningStack {
             disabled: &inner.disabled,
             overrides: &overrides,
             url: &url,
+            reads_outputs: inner.reads_outputs,
         };
         let published = publish::assemble(&sources, results);
         inner.front.publish(published.document, published.exposure);

@@ -15,7 +15,7 @@ use super::{
 use crate::catalog::{Overrides, ServerReport};
 use crate::config::ServerEntry;
 use crate::launch::controller::mcpo::{self, McpoLaunch};
-use crate::launch::controller::native::bridge::Bridge;
+use crate::launch::controller::native::bridge::{Bridge, BridgeOutputs};
 use crate::launch::controller::Controller;
 use crate::launch::events::Events;
 use crate::launch::front::{Front, FrontConfig};
@@ -66,12 +66,26 @@ pub async fn start(
         .map_err(StackError::HttpClient)?;
     let chosen = chosen_servers(&plan.entries, &reports, sessions, &served);
     let mut record = draft_record(&plan, port, controller_port);
+    let outputs = match &plan.controller {
+        ControllerPlan::Native { .. } => {
+            native::outputs(plan.max_output, &plan.api_key, &served, overrides)
+        }
+        ControllerPlan::Mcpo(_) => {
+            if plan.max_output.is_some() {
+                let why = "--max-output-tokens budgets the native controller's results only;                            mcpo's pass whole (--controller native)";
+                events.warn(&name, why.to_string());
+            }
+            None
+        }
+    };
+    let reads_outputs = outputs.is_some();
     let starting = Starting {
         name: &name,
         project_dir: &plan.project_dir,
         client: &client,
         masker: &masker,
         events: &events,
+        outputs,
     };
     let (controller, tunnel) = tokio::join!(
         starting.controller(plan.controller, chosen),
@@ -109,6 +123,7 @@ pub async fn start(
             public_url_flag: plan.public_url,
             served,
             disabled,
+            reads_outputs,
             front: front.clone(),
             client,
             masker,
@@ -164,6 +179,8 @@ struct Starting<'a> {
     client: &'a reqwest::Client,
     masker: &'a Masker,
     events: &'a Events,
+    /// The bridge's budgeted results, when asked.
+    outputs: Option<BridgeOutputs>,
 }
 
 impl Starting<'_> {
@@ -191,8 +208,9 @@ impl Starting<'_> {
                 Ok(Started::Mcpo(guard, launch))
             }
             ControllerPlan::Native { listener, key } => {
+                let outputs = self.outputs.clone();
                 let (bridge, unverified) =
-                    native::start_bridge(self.name, chosen, listener, key, self.events)?;
+                    native::start_bridge(self.name, chosen, listener, key, outputs, self.events)?;
                 Ok(Started::Native(bridge, unverified))
             }
         }

@@ -180,6 +180,25 @@ async fn gate_refuses_with_actionable_errors() {
 }
 
 #[tokio::test]
+async fn read_output_is_forwarded_only_when_the_exposure_reads_outputs() {
+    let h = Harness::start(|_| {}).await;
+    let read = || h.post("/read_output").header("x-api-key", KEY).body("{}");
+    let (status, body) = answer(read()).await;
+    assert_eq!((status, error_type(&body)), (405, "method_not_allowed"));
+    assert!(h.controller.seen().is_empty(), "refused, not forwarded");
+
+    let mut reading = exposure();
+    reading.set_reads_outputs(true);
+    h.front
+        .publish(json!({"openapi": "3.1.0", "v": 2}), reading);
+    assert_eq!(answer(read()).await.0, 200);
+    let (status, _) = answer(h.post("/read_output").body("{}")).await;
+    assert_eq!(status, 401, "behind the key");
+    let uris: Vec<_> = h.controller.seen().into_iter().map(|s| s.uri).collect();
+    assert_eq!(uris, ["/read_output"]);
+}
+
+#[tokio::test]
 async fn root_pages_and_server_pages_are_forwarded_read_only() {
     let h = Harness::start(|_| {}).await;
     for path in ["/docs", "/everything/docs", "/"] {

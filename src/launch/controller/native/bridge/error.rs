@@ -91,6 +91,24 @@ pub(super) enum BridgeError {
     /// The bridge is stopping.
     #[error("the bridge is shutting down")]
     ShuttingDown,
+    /// `POST /read_output` could not read: the handle is gone or the request is wrong.
+    #[error("{message}")]
+    Read {
+        kind: &'static str,
+        message: String,
+        help: String,
+    },
+}
+
+impl From<crate::outputs::OutputsError> for BridgeError {
+    fn from(error: crate::outputs::OutputsError) -> Self {
+        use crate::error::Actionable;
+        BridgeError::Read {
+            kind: error.kind(),
+            message: error.to_string(),
+            help: error.help(),
+        }
+    }
 }
 
 impl From<PoolError> for BridgeError {
@@ -140,6 +158,11 @@ impl BridgeError {
             Self::Unavailable { .. } | Self::Upstream { .. } => StatusCode::BAD_GATEWAY,
             Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::Read { kind, .. } => match *kind {
+                "unknown_handle" | "expired_handle" => StatusCode::NOT_FOUND,
+                "invalid_read" => StatusCode::UNPROCESSABLE_ENTITY,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            },
         }
     }
 
@@ -160,6 +183,7 @@ impl BridgeError {
             Self::Unavailable { .. } => "upstream_unavailable",
             Self::Upstream { error, .. } => error.kind(),
             Self::ShuttingDown => "shutting_down",
+            Self::Read { kind, .. } => kind,
         }
     }
 
@@ -205,6 +229,7 @@ impl BridgeError {
             } => format!("{}; {}", failure.help, retry_text(*retry_at)),
             Self::Upstream { error, .. } => error.help(),
             Self::ShuttingDown => "the stack is stopping; see `mcp-launch status`".into(),
+            Self::Read { help, .. } => help.clone(),
         }
     }
 

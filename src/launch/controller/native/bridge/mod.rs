@@ -7,7 +7,8 @@
 //!
 //! | Route | Answer |
 //! |---|---|
-//! | `POST /<server>/<tool>` | the tool's result as JSON (see `result`) |
+//! | `POST /<server>/<tool>` | the tool's result as JSON (see `result`); within its budget when asked ([`BridgeOutputs`]: over it, cut, the handle in `X-MCP-Launch-Handle`) |
+//! | `POST /read_output` | when asked: more of a cut result, `{handle, offset?, limit?, grep?, jsonpath?}` |
 //! | `GET /<server>/openapi.json` | the server's document, as given |
 //! | `GET /<server>/docs` | a small offline HTML page linking the spec |
 //! | `GET /openapi.json` | a root document with no paths (also the readiness probe) |
@@ -20,10 +21,10 @@
 //! | 200 | — | the tool answered (`structuredContent`, else the mapped `content`) |
 //! | 400 | `invalid_json`, `bad_request` | the body is not JSON; the path does not decode |
 //! | 401 | `unauthorized` | no key or not ours |
-//! | 404 | `unknown_server`, `unknown_tool`, `not_found` | nothing there |
+//! | 404 | `unknown_server`, `unknown_tool`, `not_found`, `unknown_handle`, `expired_handle` | nothing there |
 //! | 405 | `method_not_allowed` | e.g. `GET /<server>/<tool>` |
 //! | 413 | `body_too_large` | over [`MAX_BODY_BYTES`] |
-//! | 422 | `invalid_arguments` | not an object, or against the tool's `inputSchema`; with `violations` and `expected` |
+//! | 422 | `invalid_arguments`, `invalid_read` | not an object, or against the tool's `inputSchema`; with `violations` and `expected` (a read: not `{handle, …}`) |
 //! | 500 | `tool_error` | the tool answered `isError: true`: `message` is its text, `result` its whole `CallToolResult` |
 //! | 502 | `upstream_unavailable` | the server exited, cannot start, or is backing off: `cause`, `stderr`, the next attempt in `help` and `Retry-After` |
 //! | 502 | `server_error`, `protocol_error`, `http_error` | the server answered the call with a JSON-RPC error or broke the protocol |
@@ -53,9 +54,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::ServerOverrides;
 use crate::config::ServerEntry;
 use crate::duration::Setting;
 use crate::mcp::{ConnectOptions, ServerInfo, Session, ToolList};
+use crate::outputs::{ClientScope, Outputs};
 use crate::pool::{Pool, PoolConfig, PoolServer};
 
 use tools::ToolSet;
@@ -111,6 +114,20 @@ pub struct BridgeConfig {
     pub call_timeout: Duration,
     /// Handshake timeouts for every (re)connect.
     pub connect: ConnectOptions,
+    /// Budgeted results, when asked (`up --max-output-tokens`); `None`: results pass whole.
+    pub outputs: Option<BridgeOutputs>,
+}
+
+/// How the bridge budgets results when asked: cut with the same envelope and handles as the
+/// gateway's (`crate::outputs`), read on through `POST /read_output`.
+#[derive(Clone)]
+pub struct BridgeOutputs {
+    /// The default budget, the handle store and the usage log.
+    pub outputs: Arc<Outputs>,
+    /// Whose handles they are: the front's key (whoever holds it reads them).
+    pub scope: ClientScope,
+    /// The project's choices per server (their `max_output_tokens` win over the default).
+    pub budgets: HashMap<String, ServerOverrides>,
 }
 
 impl BridgeConfig {
@@ -121,6 +138,7 @@ impl BridgeConfig {
             key,
             call_timeout: CALL_TIMEOUT.from_env_or_default(),
             connect: ConnectOptions::from_env(),
+            outputs: None,
         }
     }
 }
@@ -131,6 +149,7 @@ impl std::fmt::Debug for BridgeConfig {
             .field("key", &"<redacted>")
             .field("call_timeout", &self.call_timeout)
             .field("connect", &self.connect)
+            .field("outputs", &self.outputs.is_some())
             .finish()
     }
 }
@@ -154,6 +173,8 @@ struct Inner {
     root_document: bytes::Bytes,
     /// Mebibytes of request bodies that may be held at once ([`BODY_BUDGET_MIB`]).
     bodies: Arc<tokio::sync::Semaphore>,
+    /// Budgeted results, when asked.
+    outputs: Option<BridgeOutputs>,
 }
 
 impl Bridge {
@@ -208,6 +229,7 @@ impl Bridge {
                 call_timeout: config.call_timeout,
                 root_document,
                 bodies: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET_MIB)),
+                outputs: config.outputs,
             }),
         }
     }

@@ -9,12 +9,14 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::auth::has_bearer;
 use crate::catalog;
+use crate::launch::exposure::READ_OUTPUT_PATH;
+use crate::outputs::{Served as Call, Structured, META_KEY};
 
 use super::error::BridgeError;
 use super::result;
@@ -23,7 +25,11 @@ use super::{Bridge, BODY_BUDGET_MIB, BODY_COST, MAX_BODY_BYTES};
 
 /// The bridge's routes, every one behind the key.
 pub(super) fn router(bridge: Bridge) -> Router {
-    Router::new()
+    let mut router = Router::new();
+    if bridge.inner.outputs.is_some() {
+        router = router.route(READ_OUTPUT_PATH, post(read_output));
+    }
+    router
         .route("/openapi.json", get(root_openapi))
         .route("/docs", get(root_docs))
         .route("/{server}/{*rest}", any(server_route))
@@ -142,17 +148,75 @@ async fn call(
     if !violations.is_empty() {
         return Err(invalid(violations));
     }
+    let started = Instant::now();
     let answer = served
         .upstream
         .call(tool, arguments, bridge.inner.call_timeout)
         .await?;
+    let answer = match &bridge.inner.outputs {
+        Some(outputs) => {
+            let call = Call {
+                server: served.name().to_string(),
+                tool: tool.to_string(),
+                budget: (outputs.budgets.get(served.name()))
+                    .and_then(|o| o.output_budget(tool))
+                    .map(crate::outputs::Budget::new),
+                // The body of a result with structuredContent is it, documented by the
+                // outputSchema: cut only where it still conforms.
+                structured: catalog::tool::output_schema(&found.definition)
+                    .map_or(Structured::Cut, |schema| {
+                        Structured::Conforming(std::sync::Arc::new(schema.clone()))
+                    }),
+            };
+            let scope = outputs.scope.clone();
+            (outputs.outputs)
+                .apply(call, answer, scope, started.elapsed())
+                .await
+        }
+        None => answer,
+    };
     if result::is_error(&answer) {
         return Err(BridgeError::ToolError {
             message: result::error_message(&answer),
             result: answer,
         });
     }
-    Ok(Json(result::success_body(answer)).into_response())
+    let handle = answer
+        .pointer(&format!(
+            "/_meta/{}/cuts/0/handle",
+            META_KEY.replace('/', "~1")
+        ))
+        .and_then(Value::as_str)
+        .and_then(|h| HeaderValue::from_str(h).ok());
+    let mut response = Json(result::success_body(answer)).into_response();
+    if let Some(handle) = handle {
+        response.headers_mut().insert(HANDLE_HEADER, handle);
+    }
+    Ok(response)
+}
+
+/// The header that names a cut result's handle (its body may be `structuredContent`, which
+/// has no room for the envelope).
+pub(super) const HANDLE_HEADER: &str = "x-mcp-launch-handle";
+
+/// `POST /read_output` (only when results are budgeted): more of a cut result, for the
+/// front's key.
+async fn read_output(
+    State(bridge): State<Bridge>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, BridgeError> {
+    let outputs = (bridge.inner.outputs.as_ref()).ok_or_else(|| BridgeError::NotFound {
+        path: READ_OUTPUT_PATH.to_string(),
+    })?;
+    let arguments = parse_arguments(&body?)?;
+    let read = outputs
+        .outputs
+        .read_checked(arguments, outputs.scope.clone())
+        .await
+        .ok_or_else(|| BridgeError::NotFound {
+            path: READ_OUTPUT_PATH.to_string(),
+        })??;
+    Ok(Json(result::success_body(read)).into_response())
 }
 
 /// The body as JSON; an empty body means `{}` (mcpo clients send none for argument-less tools).

@@ -78,6 +78,7 @@ impl Running {
             key: KEY.into(),
             call_timeout,
             connect: ConnectOptions::default(),
+            outputs: None,
         };
         let bridge = Bridge::new(servers, config);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,6 +1,6 @@
-//! Tool results through the gateway (and `call`), within their budget (`crate::outputs`): what
-//! is over it is cut at a clean boundary and kept behind a handle that `read_output` (offered
-//! in both modes) reads on, for the client that made the call only. Every call is recorded in
+//! Tool results of calls (the gateway's, `call`'s, the native bridge's when asked), within
+//! their budget: what is over it is cut at a clean boundary and kept behind a handle that
+//! `read_output` reads on, for the client that made the call only. Every call is recorded in
 //! the usage log (sizes and time, never arguments or content) by a writer thread of its own, so
 //! a call waits on no file.
 //!
@@ -14,7 +14,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::outputs::{self, json_len, Budget, ClientScope, Stats, Store, UsageLog, UsageRecord};
+use super::{
+    json_len, read, Budget, ClientScope, OutputsError, Stats, Store, Structured, UsageLog,
+    UsageRecord,
+};
 
 /// The budget, the handle store and the usage log of one gateway or command.
 pub struct Outputs {
@@ -45,38 +48,56 @@ impl Outputs {
     /// The `read_output` tool, when results are budgeted.
     pub fn tool(&self) -> Option<Value> {
         let budgeted = self.store.is_some() && !self.budget.is_off();
-        budgeted.then(outputs::read_output_tool)
+        budgeted.then(super::read_output_tool)
     }
 
-    /// `read_output` for `scope`; `None` when results are not budgeted (no such tool).
+    /// `read_output` for `scope`, as a `CallToolResult` (errors as `isError`); `None` when
+    /// results are not budgeted (no such tool).
     pub async fn read(&self, arguments: Value, scope: ClientScope) -> Option<Value> {
+        let read = self.read_checked(arguments, scope).await?;
+        Some(read::as_result(read))
+    }
+
+    /// `read_output` for `scope`: the part read as a `CallToolResult`, or why not; `None`
+    /// when results are not budgeted.
+    pub async fn read_checked(
+        &self,
+        arguments: Value,
+        scope: ClientScope,
+    ) -> Option<Result<Value, OutputsError>> {
         let store = Arc::clone(self.store.as_ref()?);
         let budget = self.budget;
         let read = tokio::task::spawn_blocking(move || {
-            outputs::read_output(&store, &scope, &arguments, budget)
+            read::read_checked(&store, &scope, &arguments, budget)
         });
         read.await.ok()
     }
 
-    /// `result` of `server`'s `tool`, within `budget` (the tool's own) or the default, and
+    /// The budget of tools without one of their own (0 when results pass whole).
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// `result` of the call `served` says, within its tool's own budget or the default, and
     /// the call recorded.
     pub async fn apply(
         &self,
-        called: (&str, &str),
+        served: Served,
         result: Value,
         scope: ClientScope,
-        budget: Option<Budget>,
         took: Duration,
     ) -> Value {
-        let budget = budget.unwrap_or(self.budget);
+        let called = (served.server.as_str(), served.tool.as_str());
+        let budget = served.budget.unwrap_or(self.budget);
         let bytes = json_len(&result);
         let store = match &self.store {
             // Tokens never outnumber bytes: a result this small fits without counting.
             Some(store) if !budget.is_off() && bytes > budget.max_tokens => Arc::clone(store),
             _ => return self.passed_whole(called, result, bytes, &scope, took),
         };
+        let structured = served.structured.clone();
         let cut = tokio::task::spawn_blocking(move || {
-            let budgeted = outputs::budget_result(result, budget, &store, &scope);
+            let budgeted = super::budget_result_with(result, budget, &store, &scope, &structured);
             (budgeted.map_err(|e| e.to_string()), scope)
         })
         .await;
@@ -106,7 +127,7 @@ impl Outputs {
                 return self.passed_whole(called, result, bytes, scope, took);
             }
         };
-        match outputs::budget_result(result, self.budget, store, scope) {
+        match super::budget_result(result, self.budget, store, scope) {
             Ok(budgeted) => {
                 self.usage.record(called, scope, &budgeted.stats, took);
                 budgeted.result
@@ -134,6 +155,18 @@ impl Outputs {
         self.usage.record(called, scope, &stats, took);
         result
     }
+}
+
+/// A call as [`Outputs::apply`] budgets and records it.
+pub struct Served {
+    /// The server (the gateway itself for its meta-tools).
+    pub server: String,
+    /// The tool on it.
+    pub tool: String,
+    /// The project's budget for the tool, if it set one.
+    pub budget: Option<Budget>,
+    /// How its `structuredContent` may be cut.
+    pub structured: Structured,
 }
 
 /// The usage log's writer thread: records are queued, never waited for; dropping the writer
