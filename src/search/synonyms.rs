@@ -139,7 +139,7 @@ const GROUPS: &[&[&str]] = &[
     &["error", "exception", "crash", "failure", "fail"],
     &["latitude", "lat"],
     &["longitude", "lng"],
-    &["elevation", "altitude", "above sea level"],
+    &["elevation", "altitude"],
     &["discount", "coupon", "promo", "promo code", "voucher"],
     &["chargeback", "dispute"],
     &["stock", "inventory"],
