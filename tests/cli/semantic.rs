@@ -253,6 +253,32 @@ fn wordpiece_matches_the_reference_tokenizer() {
     assert!(checked > 500, "{checked} texts checked");
 }
 
+#[test]
+fn embeddings_match_the_pytorch_reference() {
+    let model = Model::open(shared_model()).expect("the installed model opens");
+    let path = manifest_dir().join("tests/fixtures/semantic/minilm-l6-torch.json");
+    let reference: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for case in reference["texts"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let ids: Vec<u32> = serde_json::from_value(case["input_ids"].clone()).unwrap();
+        assert_eq!(model.token_ids(text), ids, "token ids of {text:?}");
+        let ours = model.embed_query(text);
+        for (i, expected) in case["embedding_first8"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            let expected = expected.as_f64().unwrap() as f32;
+            assert!(
+                (ours[i] - expected).abs() < 2e-4,
+                "dimension {i} of {text:?}: {} vs {expected}",
+                ours[i]
+            );
+        }
+    }
+}
+
 fn row<'a>(rows: &'a [Scores], kind: &str) -> &'a Scores {
     rows.iter()
         .find(|r| r.kind == kind)

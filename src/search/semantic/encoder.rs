@@ -416,8 +416,27 @@ impl Layout {
 /// Texts up to this many tokens take the row-by-row product in [`Encoder::linear`].
 const FEW_TOKENS: usize = 24;
 
-/// A dot product in eight independent lanes, which the compiler keeps in vector registers.
+/// A dot product: AVX2 + FMA where the CPU has them (checked once per process), else eight
+/// independent lanes. Written out rather than left to the compiler: release builds optimise
+/// this crate for size, which leaves the plain loop scalar (54 ms per query instead of ~8).
 fn dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static FAST: OnceLock<bool> = OnceLock::new();
+        let fast = *FAST.get_or_init(|| {
+            std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+        });
+        if fast {
+            // SAFETY: the CPU supports AVX2 and FMA (checked above).
+            return unsafe { dot_avx2(a, b) };
+        }
+    }
+    dot_lanes(a, b)
+}
+
+fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
     let mut lanes = [0f32; 8];
     let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = a8
@@ -434,6 +453,40 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+    use std::arch::x86_64::{
+        _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_storeu_ps,
+    };
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let (mut even, mut odd) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    let mut i = 0;
+    // SAFETY (loads): every load reads 8 floats at i < n - 7 of both slices.
+    while i + 16 <= n {
+        even = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), even);
+        odd = _mm256_fmadd_ps(
+            _mm256_loadu_ps(pa.add(i + 8)),
+            _mm256_loadu_ps(pb.add(i + 8)),
+            odd,
+        );
+        i += 16;
+    }
+    if i + 8 <= n {
+        even = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), even);
+        i += 8;
+    }
+    let mut lanes = [0f32; 8];
+    _mm256_storeu_ps(lanes.as_mut_ptr(), _mm256_add_ps(even, odd));
+    let mut sum: f32 = lanes.iter().sum();
+    while i < n {
+        sum += a[i] * b[i];
+        i += 1;
+    }
+    sum
+}
+
 fn add_into(x: &mut [f32], y: &[f32]) {
     x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
 }
@@ -448,9 +501,19 @@ fn softmax(row: &mut [f32]) {
     row.iter_mut().for_each(|v| *v /= sum);
 }
 
-/// BERT's exact GELU: `x · Φ(x)`.
+/// BERT's exact GELU, `x · Φ(x)`, with erf from Abramowitz & Stegun 7.1.26 (absolute error
+/// under 1.5e-7, below f32's resolution of the result; one `exp` instead of a series).
 fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+fn erf(x: f32) -> f32 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly = t
+        * (0.254_829_6
+            + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
+    let y = 1.0 - poly * (-x * x).exp();
+    y.copysign(x)
 }
 
 /// Scales `v` to unit length (a zero vector stays zero).
@@ -458,5 +521,49 @@ pub fn normalise(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dot_product_agrees() {
+        for n in [0, 1, 7, 8, 15, 16, 17, 384, 1536] {
+            let a: Vec<f32> = (0..n)
+                .map(|i| ((i * 7919) % 23) as f32 / 7.0 - 1.5)
+                .collect();
+            let b: Vec<f32> = (0..n)
+                .map(|i| ((i * 104_729) % 31) as f32 / 11.0 - 1.2)
+                .collect();
+            let exact: f64 = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| f64::from(*x) * f64::from(*y))
+                .sum();
+            for got in [dot(&a, &b), dot_lanes(&a, &b)] {
+                assert!(
+                    (f64::from(got) - exact).abs() < 1e-3,
+                    "n={n}: {got} vs {exact}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn erf_is_accurate_to_f32() {
+        // Reference values of erf.
+        for (x, expected) in [
+            (0.0, 0.0),
+            (0.5, 0.520_499_9),
+            (1.0, 0.842_700_8),
+            (-1.0, -0.842_700_8),
+            (2.0, 0.995_322_3),
+            (-3.5, -0.999_999_3),
+        ] {
+            assert!((erf(x) - expected).abs() < 3e-7, "erf({x}) = {}", erf(x));
+        }
+        assert!(gelu(-10.0).abs() < 1e-6 && (gelu(10.0) - 10.0).abs() < 1e-5);
     }
 }
