@@ -11,6 +11,7 @@
 
 use std::time::{Duration, Instant};
 
+use mcp_launch::search::baseline::BaselineIndex;
 use mcp_launch::search::eval::{self, BenchSet, Case};
 use mcp_launch::search::semantic::{DocVectors, Model, VectorCache};
 use mcp_launch::search::{Meaning, Method, Query, SearchIndex, ToolDoc};
@@ -65,15 +66,11 @@ fn quality(title: &str, index: &SearchIndex, model: &Model, vectors: &DocVectors
     let run = |method: Method| {
         eval::evaluate(cases, |q| {
             let query = model.embed_query(q);
-            eval::ranked(
-                index,
-                q,
-                method,
-                Some(Meaning {
-                    query: &query,
-                    docs: vectors,
-                }),
-            )
+            let meaning = Meaning {
+                query: &query,
+                docs: vectors,
+            };
+            eval::ranked(index, q, method, Some(meaning))
         })
         .0
     };
@@ -82,12 +79,16 @@ fn quality(title: &str, index: &SearchIndex, model: &Model, vectors: &DocVectors
         run(Method::Semantic),
         run(Method::Bm25),
     );
+    let peer = BaselineIndex::build(index.docs());
+    let (plain, _) = eval::evaluate(cases, |q| eval::baseline(&peer, index.docs(), q));
     println!(
-        "## {title}: hybrid (ours) vs BM25 ({} queries)\n",
+        "## {title}: hybrid (ours) vs our BM25 ({} queries)\n",
         cases.len()
     );
     println!("{}", eval::markdown_table(&hybrid, &bm25));
-    println!("Semantic only vs BM25:\n");
+    println!("Hybrid (ours) vs plain BM25 (mcp-launchpad style, the peer):\n");
+    println!("{}", eval::markdown_table(&hybrid, &plain));
+    println!("Semantic only vs our BM25:\n");
     println!("{}", eval::markdown_table(&semantic, &bm25));
     tradeoff(index, model, vectors, cases);
 }
