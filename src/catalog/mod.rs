@@ -43,4 +43,4 @@ pub use resolve::{
 pub use search_index::SearchCatalog;
 pub use tokens::TokenCounter;
 pub use trim::{trim_description, CHATGPT_DESCRIPTION_LIMIT, ELLIPSIS};
-pub use vectors::vectors as tool_vectors;
+pub use vectors::{search_vectors, vectors as tool_vectors};

@@ -42,6 +42,10 @@ pub struct SearchCatalog {
     pub index: SearchIndex,
     /// Servers whose tools are missing because they failed when the index was built.
     pub unavailable: Vec<String>,
+    /// Where the index is kept (its tool vectors are kept beside it).
+    pub(crate) path: Option<PathBuf>,
+    /// The checksum of the index's encoding: what the vectors beside it were lined up with.
+    pub(crate) fingerprint: u64,
 }
 
 impl SearchCatalog {
@@ -55,12 +59,15 @@ impl SearchCatalog {
                 return found;
             }
         }
-        let built = build(entries, overrides, &opts).await;
+        let (header, mut built) = build(entries, overrides, &opts).await;
+        let encoded = built.index.to_bytes();
+        built.fingerprint = fingerprint_of(&encoded).unwrap_or_default();
         if let Some(path) = &path {
-            save(path, &built.0, &built.1);
+            save(path, &header, &encoded);
             prune_others(path, opts.ttl);
         }
-        built.1
+        built.path = path;
+        built
     }
 }
 
@@ -98,7 +105,13 @@ async fn build(
         oldest_check: oldest,
         unavailable: unavailable.clone(),
     };
-    (header, SearchCatalog { index, unavailable })
+    let catalog = SearchCatalog {
+        index,
+        unavailable,
+        path: None,
+        fingerprint: 0,
+    };
+    (header, catalog)
 }
 
 /// Where the index of this set of servers and overrides lives.
@@ -125,10 +138,13 @@ fn load(path: &Path, ttl: std::time::Duration) -> Option<SearchCatalog> {
     if age >= ttl.as_secs() {
         return None;
     }
+    let fingerprint = fingerprint_of(&index).unwrap_or_default();
     match SearchIndex::from_bytes(index) {
         Ok(index) => Some(SearchCatalog {
             index,
             unavailable: header.unavailable,
+            path: Some(path.to_path_buf()),
+            fingerprint,
         }),
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "the search index is unreadable; rebuilding it");
@@ -137,13 +153,20 @@ fn load(path: &Path, ttl: std::time::Duration) -> Option<SearchCatalog> {
     }
 }
 
-fn save(path: &Path, header: &Header, catalog: &SearchCatalog) {
+/// The checksum an encoded index carries (after its magic and version).
+fn fingerprint_of(encoded: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(
+        *encoded.get(12..20)?.first_chunk::<8>()?,
+    ))
+}
+
+fn save(path: &Path, header: &Header, encoded: &[u8]) {
     let header_bytes = serde_json::to_vec(header).unwrap_or_default();
     let mut bytes = Vec::with_capacity(header_bytes.len() + 64 * 1024);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&(header_bytes.len() as u32).to_le_bytes());
     bytes.extend_from_slice(&header_bytes);
-    bytes.extend_from_slice(&catalog.index.to_bytes());
+    bytes.extend_from_slice(encoded);
     if let Err(e) = crate::files::write(path, &bytes) {
         tracing::warn!(path = %path.display(), error = %e, "could not save the search index");
     }
@@ -157,17 +180,19 @@ fn prune_others(keep: &Path, ttl: std::time::Duration) {
     };
     for file in listing.flatten() {
         let path = file.path();
-        let is_index = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("search-") && n.ends_with(".idx"));
+        // Indexes, and the tool vectors kept beside them.
+        let is_index = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            n.starts_with("search-") && (n.ends_with(".idx") || n.ends_with(".vec"))
+        });
         let expired = file
             .metadata()
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age > ttl);
-        if is_index && expired && path != keep {
+        let beside_kept = path.with_extension("") == keep.with_extension("")
+            || path.file_stem().and_then(|s| Path::new(s).file_stem()) == keep.file_stem();
+        if is_index && expired && path != keep && !beside_kept {
             let _ = std::fs::remove_file(path);
         }
     }

