@@ -13,8 +13,6 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use std::io::Read;
-
 use super::SearchCatalog;
 use crate::search::semantic::{DocVectors, Model, VectorCache};
 use crate::search::ToolDoc;
@@ -51,6 +49,7 @@ pub fn search_vectors(
     vectors
 }
 
+/// The header, padded to a multiple of 8 bytes so the rows after it can be read in place.
 fn aligned_header(model: &Model, fingerprint: u64, tools: usize) -> Vec<u8> {
     let name = model.card().name.as_bytes();
     let mut out = Vec::new();
@@ -60,6 +59,7 @@ fn aligned_header(model: &Model, fingerprint: u64, tools: usize) -> Vec<u8> {
     out.extend_from_slice(&(model.dimensions() as u32).to_le_bytes());
     out.extend_from_slice(&(tools as u32).to_le_bytes());
     out.extend_from_slice(&fingerprint.to_le_bytes());
+    out.resize(out.len().div_ceil(8) * 8, 0);
     out
 }
 
@@ -76,23 +76,18 @@ fn aligned_bytes(model: &Model, fingerprint: u64, tools: usize, rows: &[f32]) ->
 /// would write and its length adds up.
 fn read_aligned(path: &Path, model: &Model, fingerprint: u64, tools: usize) -> Option<DocVectors> {
     let header = aligned_header(model, fingerprint, tools);
-    let mut file = std::fs::File::open(path).ok()?;
+    let file = std::fs::File::open(path).ok()?;
     let rows = tools * model.dimensions();
     if file.metadata().ok()?.len() != (header.len() + rows * 4) as u64 {
         return None;
     }
-    let mut seen = vec![0u8; header.len()];
-    file.read_exact(&mut seen).ok()?;
-    if seen != header {
+    // SAFETY: files are replaced by rename, never written in place (crate::files), so the
+    // mapping keeps the contents it was checked with.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    if map.get(..header.len())? != header.as_slice() {
         return None;
     }
-    let mut bytes = vec![0u8; rows * 4];
-    file.read_exact(&mut bytes).ok()?;
-    let data = bytes
-        .chunks_exact(4)
-        .map(|f| f32::from_le_bytes([f[0], f[1], f[2], f[3]]))
-        .collect();
-    DocVectors::from_matrix(model.dimensions(), data)
+    DocVectors::mapped(map, header.len(), model.dimensions(), tools)
 }
 
 /// Past this many vectors, the file keeps only those of the tools just asked for.

@@ -162,18 +162,19 @@ impl VectorCache {
 
     /// The vectors of `docs`, lined up with them; tools the cache lacks have none.
     pub fn lookup(&self, model: &Model, docs: &[ToolDoc]) -> DocVectors {
-        let mut out = DocVectors {
-            dims: self.dims,
-            data: vec![0.0; docs.len() * self.dims],
-            present: vec![false; docs.len()],
-        };
+        let mut data = vec![0.0; docs.len() * self.dims];
+        let mut present = vec![false; docs.len()];
         for (i, key) in Self::keys(model, docs).into_iter().enumerate() {
             if let Some(v) = self.get(key) {
-                out.data[i * self.dims..][..self.dims].copy_from_slice(v);
-                out.present[i] = true;
+                data[i * self.dims..][..self.dims].copy_from_slice(v);
+                present[i] = true;
             }
         }
-        out
+        DocVectors {
+            dims: self.dims,
+            data: Rows::Owned(data),
+            present,
+        }
     }
 }
 
@@ -201,11 +202,37 @@ fn embed_in_parallel(model: &Model, docs: &[ToolDoc], which: &[usize]) -> Vec<Ve
 }
 
 /// One vector per tool of an index, in its order; a tool not embedded yet has none.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct DocVectors {
     dims: usize,
-    data: Vec<f32>,
+    data: Rows,
     present: Vec<bool>,
+}
+
+/// The rows: computed here, or read in place from a file of little-endian `f32`s.
+#[derive(Debug)]
+enum Rows {
+    Owned(Vec<f32>),
+    Mapped {
+        map: memmap2::Mmap,
+        start: usize,
+        len: usize,
+    },
+}
+
+impl std::ops::Deref for Rows {
+    type Target = [f32];
+
+    fn deref(&self) -> &[f32] {
+        match self {
+            Rows::Owned(rows) => rows,
+            // SAFETY: `DocVectors::mapped` checked that the range lies in the map, starts
+            // 4-aligned, and that this is a little-endian target (the file's byte order).
+            Rows::Mapped { map, start, len } => unsafe {
+                std::slice::from_raw_parts(map.as_ptr().add(*start).cast::<f32>(), *len)
+            },
+        }
+    }
 }
 
 impl DocVectors {
@@ -218,8 +245,27 @@ impl DocVectors {
         let present = vec![true; data.len() / dims];
         Some(Self {
             dims,
-            data,
+            data: Rows::Owned(data),
             present,
+        })
+    }
+
+    /// Vectors for `tools` tools read in place from `map` at byte `start` (rows of `dims`
+    /// little-endian `f32`s); `None` when they do not fit, are misaligned, or this target is
+    /// big-endian.
+    pub fn mapped(map: memmap2::Mmap, start: usize, dims: usize, tools: usize) -> Option<Self> {
+        let len = dims.checked_mul(tools)?;
+        let fits = start
+            .checked_add(len.checked_mul(4)?)
+            .is_some_and(|end| end <= map.len());
+        let aligned = map.as_ptr().wrapping_add(start).align_offset(4) == 0;
+        if !fits || !aligned || dims == 0 || cfg!(target_endian = "big") {
+            return None;
+        }
+        Some(Self {
+            dims,
+            data: Rows::Mapped { map, start, len },
+            present: vec![true; tools],
         })
     }
 

@@ -419,7 +419,7 @@ const FEW_TOKENS: usize = 24;
 /// A dot product: AVX2 + FMA where the CPU has them (checked once per process), else eight
 /// independent lanes. Written out rather than left to the compiler: release builds optimise
 /// this crate for size, which leaves the plain loop scalar (54 ms per query instead of ~8).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;

@@ -183,5 +183,5 @@ fn in_words(name: &str) -> String {
 
 /// Cosine of two unit vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    encoder::dot(a, b)
 }
