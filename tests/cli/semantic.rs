@@ -366,6 +366,9 @@ const MARGIN: f64 = 0.03;
 #[test]
 fn the_sparse_gateway_searches_by_meaning() {
     let (installed, _) = install(everything_project(Cmd::new()));
+    // The tools' vectors are cached by a search first: the gateway then has them at once (it
+    // waits only a bounded time for a first embedding, which a loaded machine can exceed).
+    installed.again().args(["search", "warm", "--json"]).run();
     let messages = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},

@@ -1,0 +1,64 @@
+//! `search_tools` by meaning: the embedding model, opened once in sparse mode, and each
+//! catalog's tool vectors, computed in the background (from the vector cache: only new tools
+//! are embedded) while `search_tools` waits a bounded time for them.
+
+use std::sync::Arc;
+
+use super::catalog::Catalog;
+use super::Gateway;
+use crate::catalog as tool_catalog;
+use crate::search::semantic::Model;
+
+impl Gateway {
+    /// Opens the installed embedding model for `search_tools` (none installed: words only)
+    /// and embeds the catalog's tools in the background.
+    pub(super) fn load_model(&self) {
+        let opened = match crate::model::locate() {
+            Ok(Some(dir)) => Model::open(&dir).map_err(|e| e.to_string()),
+            Ok(None) => return,
+            Err(e) => Err(e.to_string()),
+        };
+        match opened {
+            Ok(model) => {
+                let _ = self.inner.model.set(Arc::new(model));
+                self.embed_catalog();
+            }
+            Err(e) => tracing::warn!(error = %e, "search_tools ranks by words only"),
+        }
+    }
+
+    /// Computes the current catalog's tool embeddings on a blocking thread (from the vector
+    /// cache; only new tools are embedded); until they are in, `search_tools` ranks by words.
+    pub(super) fn embed_catalog(&self) {
+        let Some(model) = self.inner.model.get().cloned() else {
+            return;
+        };
+        let catalog = self.catalog();
+        let task = tokio::task::spawn_blocking(move || {
+            let docs = catalog.search_index().docs();
+            let vectors = tool_catalog::tool_vectors(&model, docs, |n| {
+                tracing::info!(tools = n, "embedding tools for search_tools");
+            });
+            catalog.set_vectors(vectors);
+        });
+        self.spawn(async move {
+            let _ = task.await;
+        });
+    }
+
+    /// The catalog, once its tools' embeddings are in (a bounded wait: with the vector cache
+    /// warm they take milliseconds; a first embedding of thousands of tools takes minutes,
+    /// and meanwhile `search_tools` ranks by words).
+    pub(super) async fn catalog_embedded(&self) -> Arc<Catalog> {
+        const WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let catalog = self.catalog();
+            let ready = self.inner.model.get().is_none() || catalog.vectors().is_some();
+            if ready || tokio::time::Instant::now() >= deadline {
+                return catalog;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
