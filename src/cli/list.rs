@@ -91,6 +91,8 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
             );
         }
     }
+    let checked_live = reports.iter().any(|r| r.status == Status::Connected);
+    super::model::embed_in_background(&loaded, global, checked_live);
     let any_failed = reports.iter().any(|r| r.status == Status::Error);
     Ok(if any_failed {
         Outcome::Failed

@@ -81,11 +81,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         Some(name) => Some(find_server(&loaded, name)?.qualified.clone()),
         None => None,
     };
-    let overrides = load_overrides()?;
-    let mut entries: Vec<_> = loaded.servers().cloned().collect();
-    for entry in &mut entries {
-        entry.disabled = overrides.is_disabled(entry);
-    }
+    let (entries, overrides) = entries_with_overrides(&loaded)?;
     let catalog = SearchCatalog::open(&entries, &overrides, args.refresh).await;
     tracing::debug!(tools = catalog.index.len(), "search index ready");
     let meaning = match (&model, method) {
@@ -127,6 +123,19 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         print_human(&args, &found)?;
     }
     Ok(Outcome::Success)
+}
+
+/// The configured servers, marked disabled where the project's overrides say so, and the
+/// overrides.
+pub(super) fn entries_with_overrides(
+    loaded: &super::Loaded,
+) -> Result<(Vec<crate::config::ServerEntry>, crate::catalog::Overrides), CliError> {
+    let overrides = load_overrides()?;
+    let mut entries: Vec<_> = loaded.servers().cloned().collect();
+    for entry in &mut entries {
+        entry.disabled = overrides.is_disabled(entry);
+    }
+    Ok((entries, overrides))
 }
 
 /// The model to rank by meaning with: the installed one, unless the method needs none. A

@@ -401,3 +401,44 @@ fn the_sparse_gateway_searches_by_meaning() {
         "{found}"
     );
 }
+
+#[test]
+fn list_embeds_the_tools_in_the_background_when_a_model_is_installed() {
+    let (installed, _) = install(everything_project(Cmd::new()));
+    let beside = |out: &Output| -> Vec<PathBuf> {
+        std::fs::read_dir(out.path(".cache/mcp-launch"))
+            .map(|dir| {
+                dir.map(|e| e.unwrap().path())
+                    .filter(|p| p.to_string_lossy().ends_with(".minilm-l6.vec"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let listed = installed.again().args(["list", "--json"]).run();
+    assert_eq!(
+        listed.json()["servers"][0]["status"],
+        "connected",
+        "{listed}"
+    );
+    // No search has run: the vectors beside the search index come from `model embed`, which
+    // `list` started detached.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while beside(&listed).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no vectors 120 s after list; embed.log:\n{}",
+            std::fs::read_to_string(listed.path(".local/state/mcp-launch/embed.log"))
+                .unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // Answered from the index, a second list starts nothing in the background.
+    let cached = listed.again().args(["list", "--json"]).run();
+    assert_eq!(cached.json()["servers"][0]["status"], "cached", "{cached}");
+    let embedded = cached.again().args(["model", "embed", "--json"]).run();
+    assert_eq!(
+        embedded.json()["embedded"],
+        0,
+        "all vectors were there\n{embedded}"
+    );
+}
