@@ -2,14 +2,40 @@
 //! catalog's tool vectors, computed in the background (from the vector cache: only new tools
 //! are embedded) while `search_tools` waits a bounded time for them.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::catalog::Catalog;
 use super::Gateway;
 use crate::catalog as tool_catalog;
 use crate::search::semantic::Model;
 
+/// After this long without a search by meaning, the model's pages leave the resident set
+/// (searches in a burst keep them: giving them back costs the next search ~7 ms).
+const MODEL_QUIET: Duration = Duration::from_secs(30);
+
 impl Gateway {
+    /// Gives the model's weights back to the page cache once no search has used them for
+    /// [`MODEL_QUIET`]: the gateway's resident set stays small between bursts of searches.
+    pub(super) fn release_model_later(&self) {
+        let Some(model) = self.inner.model.get().cloned() else {
+            return;
+        };
+        let this_use = self.inner.model_uses.fetch_add(1, Ordering::Relaxed) + 1;
+        let gateway = self.clone();
+        self.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(MODEL_QUIET) => {
+                    if gateway.inner.model_uses.load(Ordering::Relaxed) == this_use {
+                        model.release_pages();
+                    }
+                }
+                () = gateway.inner.shutdown.cancelled() => {}
+            }
+        });
+    }
+
     /// Opens the installed embedding model for `search_tools` (none installed: words only)
     /// and embeds the catalog's tools in the background.
     pub(super) fn load_model(&self) {

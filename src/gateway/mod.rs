@@ -152,6 +152,8 @@ struct Inner {
     known: known::Known,
     /// The embedding model `search_tools` ranks meaning with (sparse mode, when installed).
     model: std::sync::OnceLock<Arc<Model>>,
+    /// Searches by meaning so far: the weights' pages are given back after a quiet spell.
+    model_uses: AtomicU64,
 }
 
 impl Gateway {
@@ -209,6 +211,7 @@ impl Gateway {
                 known,
                 callers,
                 model: std::sync::OnceLock::new(),
+                model_uses: AtomicU64::new(0),
                 shutdown: CancellationToken::new(),
                 options,
             }),
@@ -407,7 +410,9 @@ impl Gateway {
             if sparse::is_meta(name) {
                 let catalog = self.catalog_embedded().await;
                 let model = self.inner.model.get().map(Arc::as_ref);
-                return sparse::run(&catalog, model, name, &arguments);
+                let answer = sparse::run(&catalog, model, name, &arguments);
+                self.release_model_later();
+                return answer;
             }
             return Err(sparse::unknown(&self.catalog(), name));
         }

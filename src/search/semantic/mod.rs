@@ -120,6 +120,12 @@ impl Model {
         self.encoder.dimensions()
     }
 
+    /// Gives the weights' pages back (see `Encoder::release_pages`): for long-lived processes,
+    /// after a query.
+    pub fn release_pages(&self) {
+        self.encoder.release_pages();
+    }
+
     /// The unit vector of a query.
     pub fn embed_query(&self, text: &str) -> Vec<f32> {
         self.embed(&format!("{}{text}", self.card.query_prefix))
