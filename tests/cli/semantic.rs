@@ -442,3 +442,40 @@ fn list_embeds_the_tools_in_the_background_when_a_model_is_installed() {
         "all vectors were there\n{embedded}"
     );
 }
+
+#[test]
+fn a_model_directory_that_does_not_add_up_is_refused_with_its_file_named() {
+    let cmd = everything_project(Cmd::new());
+    let broken = cmd.mkdir("broken-model");
+    for file in ["model.safetensors", "config.json", "vocab.txt", "card.json"] {
+        std::fs::copy(shared_model().join(file), broken.join(file)).unwrap();
+    }
+    // A vocabulary longer than the weights' word table (ids the weights have no row for).
+    let mut vocab = std::fs::read_to_string(broken.join("vocab.txt")).unwrap();
+    vocab.push_str("extra-token-a\nextra-token-b\n");
+    std::fs::write(broken.join("vocab.txt"), vocab).unwrap();
+    let out = cmd
+        .args(["search", "sum of two numbers", "--json"])
+        .env("MCP_LAUNCH_MODEL_DIR", broken.to_str().unwrap())
+        .status(1)
+        .stderr_any()
+        .run();
+    assert!(
+        out.stdout.contains("vocab.txt") || out.stderr.contains("vocab.txt"),
+        "{out}"
+    );
+    // Weights that are not safetensors at all.
+    std::fs::write(broken.join("model.safetensors"), b"not weights").unwrap();
+    let out = out
+        .again()
+        .args(["search", "sum", "--json"])
+        .env("MCP_LAUNCH_MODEL_DIR", broken.to_str().unwrap())
+        .status(1)
+        .stderr_any()
+        .run();
+    assert!(
+        out.stdout.contains("model.safetensors") || out.stderr.contains("model.safetensors"),
+        "{out}"
+    );
+    assert!(!out.stderr.contains("panicked"), "{out}");
+}

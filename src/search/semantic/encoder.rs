@@ -131,6 +131,11 @@ impl Encoder {
         self.config.hidden_size
     }
 
+    /// Rows of the word table: token ids must be below it.
+    pub fn vocabulary_size(&self) -> usize {
+        self.word.len / self.config.hidden_size
+    }
+
     /// The longest input, in tokens, the position table allows.
     pub fn max_tokens(&self) -> usize {
         self.config.max_position_embeddings

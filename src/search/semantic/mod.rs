@@ -103,6 +103,16 @@ impl Model {
                 reason: "[CLS], [SEP] or [UNK] is missing".into(),
             })?;
         let encoder = Encoder::open(&dir.join("model.safetensors"), config)?;
+        if vocab.id_bound() > encoder.vocabulary_size() {
+            return Err(SemanticError::BadModel {
+                path: dir.join("vocab.txt"),
+                reason: format!(
+                    "{} tokens, but the weights have rows for {}",
+                    vocab.id_bound(),
+                    encoder.vocabulary_size()
+                ),
+            });
+        }
         Ok(Model {
             card,
             encoder,

@@ -39,6 +39,11 @@ impl WordPiece {
         })
     }
 
+    /// The largest id a text can be encoded to, plus one.
+    pub fn id_bound(&self) -> usize {
+        self.ids.values().max().map_or(0, |&id| id as usize + 1)
+    }
+
     /// `[CLS] pieces… [SEP]`, cut to at most `max` ids (the end marker always kept).
     pub fn encode(&self, text: &str, max: usize) -> Vec<u32> {
         let mut ids = vec![self.start];
