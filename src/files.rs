@@ -10,6 +10,16 @@ use std::path::Path;
 
 use serde::Serialize;
 
+/// Our directory in the user state dir: `$XDG_STATE_HOME/mcp-launch` (else the local data
+/// dir, else the temporary dir). Output handles, the usage record and background logs live
+/// there.
+pub fn state_dir() -> std::path::PathBuf {
+    dirs::state_dir()
+        .or_else(dirs::data_local_dir)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("mcp-launch")
+}
+
 /// Writes `bytes` to `path` (parent directories created when missing), readable by all (0644).
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with(path, bytes, 0o644, Mode::Replace)

@@ -252,13 +252,8 @@ async fn start(
     socket: &std::path::Path,
 ) -> Result<Client, CliError> {
     let program = std::env::current_exe().map_err(CliError::Output)?;
-    let mut args = vec!["serve".to_string(), "--daemon".to_string()];
-    for stack in &loaded.stacks {
-        args.extend(["--config".into(), stack.path.display().to_string()]);
-    }
-    for file in &global.env_files {
-        args.extend(["--env-file".into(), file.display().to_string()]);
-    }
+    let mut args = super::config_args(loaded, global);
+    args.extend(["serve".to_string(), "--daemon".to_string()]);
     let log = daemon::daemon_log(socket);
     let pid = crate::process::spawn_detached(&program, &args, &log).map_err(CliError::Output)?;
     tracing::info!(pid, socket = %socket.display(), "started a daemon");

@@ -9,7 +9,7 @@ use crate::catalog::{
 use crate::error::Actionable;
 use crate::output::{self, style, thousands, Table};
 
-use super::server::{budget_words, load_overrides};
+use super::server::{budget_words, entries_with_overrides, load_overrides};
 use super::{load_config_announced, server_report, CliError, GlobalArgs, Outcome};
 
 /// Check every server in parallel, or list one server's tools.
@@ -52,12 +52,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
     }
     let loaded = load_config_announced(global, true)?;
     let opts = catalog::ResolveOptions::from_env(args.refresh);
-    let overrides = load_overrides()?;
-    let mut entries: Vec<_> = loaded.servers().cloned().collect();
-    for entry in &mut entries {
-        // The project's choice wins over the config's, and a disabled server is not started.
-        entry.disabled = overrides.is_disabled(entry);
-    }
+    let (entries, overrides) = entries_with_overrides(&loaded)?;
     let mut reports = catalog::resolve(&entries, &opts).await;
     let exposed = catalog::expose(&reports, &overrides).await;
     let hidden = narrow_to_exposed(&mut reports, &exposed);

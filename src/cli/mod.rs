@@ -463,6 +463,19 @@ fn load_config(global: &GlobalArgs) -> Result<Loaded, CliError> {
     load_config_announced(global, false)
 }
 
+/// The arguments that make a child `mcp-launch` load the same servers: `--config` for each
+/// loaded stack, `--env-file` for each env file given.
+fn config_args(loaded: &Loaded, global: &GlobalArgs) -> Vec<String> {
+    let mut args = Vec::new();
+    for stack in &loaded.stacks {
+        args.extend(["--config".to_string(), stack.path.display().to_string()]);
+    }
+    for file in &global.env_files {
+        args.extend(["--env-file".to_string(), file.display().to_string()]);
+    }
+    args
+}
+
 /// Loads the config, finds server `name` and learns its tools (tokens counted) from the tool
 /// index when fresh, else live: its report if it has tools, else the server's error.
 async fn server_report(

@@ -66,7 +66,7 @@ async fn embed(global: &GlobalArgs) -> Result<Outcome, CliError> {
     };
     let opened = Model::open(&dir)?;
     let loaded = super::load_config(global)?;
-    let (entries, overrides) = super::search::entries_with_overrides(&loaded)?;
+    let (entries, overrides) = super::server::entries_with_overrides(&loaded)?;
     let catalog = crate::catalog::SearchCatalog::open(&entries, &overrides, false).await;
     let mut embedded = 0;
     let started = std::time::Instant::now();
@@ -99,23 +99,11 @@ pub(super) fn embed_in_background(loaded: &super::Loaded, global: &GlobalArgs, c
     let Ok(program) = std::env::current_exe() else {
         return;
     };
-    let mut args = Vec::new();
-    for stack in &loaded.stacks {
-        args.extend(["--config".to_string(), stack.path.display().to_string()]);
-    }
-    for file in &global.env_files {
-        args.extend(["--env-file".to_string(), file.display().to_string()]);
-    }
+    let mut args = super::config_args(loaded, global);
     args.extend(["model".to_string(), "embed".to_string()]);
-    let Some(log) = dirs::state_dir()
-        .or_else(dirs::data_local_dir)
-        .map(|d| d.join("mcp-launch").join("embed.log"))
-    else {
-        return;
-    };
-    if let Some(parent) = log.parent() {
-        let _ = std::fs::create_dir_all(parent);
-    }
+    let dir = crate::files::state_dir();
+    let _ = std::fs::create_dir_all(&dir);
+    let log = dir.join("embed.log");
     match crate::process::spawn_detached(&program, &args, &log) {
         Ok(pid) => tracing::debug!(pid, "embedding tools in the background"),
         Err(e) => tracing::debug!(error = %e, "could not start the background embedding"),

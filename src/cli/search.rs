@@ -2,7 +2,6 @@
 //! [--server S] [--schema] [--explain]`.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use clap::Args;
 use serde_json::{json, Value};
@@ -12,7 +11,7 @@ use crate::output::{self, style, Table};
 use crate::search::semantic::{DocVectors, Model};
 use crate::search::{Hit, Meaning, Method, Query, SearchIndex, ToolDoc};
 
-use super::server::load_overrides;
+use super::server::entries_with_overrides;
 use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
 
 /// Find tools across every server by keywords, a task, a regex or a substring.
@@ -125,27 +124,14 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
     Ok(Outcome::Success)
 }
 
-/// The configured servers, marked disabled where the project's overrides say so, and the
-/// overrides.
-pub(super) fn entries_with_overrides(
-    loaded: &super::Loaded,
-) -> Result<(Vec<crate::config::ServerEntry>, crate::catalog::Overrides), CliError> {
-    let overrides = load_overrides()?;
-    let mut entries: Vec<_> = loaded.servers().cloned().collect();
-    for entry in &mut entries {
-        entry.disabled = overrides.is_disabled(entry);
-    }
-    Ok((entries, overrides))
-}
-
 /// The model to rank by meaning with: the installed one, unless the method needs none. A
 /// method that needs one (`semantic`, `hybrid`) named without a model is an error.
-fn model_for(method: Option<Method>) -> Result<Option<Arc<Model>>, CliError> {
+fn model_for(method: Option<Method>) -> Result<Option<Model>, CliError> {
     if matches!(method, Some(Method::Bm25 | Method::Regex | Method::Exact)) {
         return Ok(None);
     }
     match crate::model::locate()? {
-        Some(dir) => Ok(Some(Arc::new(Model::open(&dir)?))),
+        Some(dir) => Ok(Some(Model::open(&dir)?)),
         None if method.is_some() => Err(CliError::Usage {
             message: format!(
                 "--method {} ranks by meaning, and no embedding model is installed",

@@ -78,6 +78,20 @@ pub(super) fn load_overrides() -> Result<Overrides, CliError> {
     Ok(Overrides::load(Path::new("."))?)
 }
 
+/// The configured servers, marked disabled where the project's overrides say so (the
+/// project's choice wins over the config's, and a disabled server is not started), and the
+/// overrides.
+pub(super) fn entries_with_overrides(
+    loaded: &crate::config::Loaded,
+) -> Result<(Vec<crate::config::ServerEntry>, crate::catalog::Overrides), CliError> {
+    let overrides = load_overrides()?;
+    let mut entries: Vec<_> = loaded.servers().cloned().collect();
+    for entry in &mut entries {
+        entry.disabled = overrides.is_disabled(entry);
+    }
+    Ok((entries, overrides))
+}
+
 /// Applies `edits` to the overrides file as it is now (under its lock: choices another
 /// process made since we loaded it are kept).
 pub(super) fn update_overrides(edits: &[Edit]) -> Result<Updated, CliError> {

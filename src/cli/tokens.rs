@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::catalog::{self, total_after, total_before, ExposedTool, ServerReport, Status};
 use crate::output::{self, style, thousands, Table};
 
-use super::server::load_overrides;
+use super::server::entries_with_overrides;
 use super::{load_config, CliError, GlobalArgs, Outcome};
 
 /// Token cost of the stack's tool definitions, before and after the overrides.
@@ -39,11 +39,7 @@ pub enum By {
 
 pub(super) async fn run(args: TokensArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     let loaded = load_config(global)?;
-    let overrides = load_overrides()?;
-    let mut entries: Vec<_> = loaded.servers().cloned().collect();
-    for entry in &mut entries {
-        entry.disabled = overrides.is_disabled(entry);
-    }
+    let (entries, overrides) = entries_with_overrides(&loaded)?;
     let reports =
         catalog::resolve(&entries, &catalog::ResolveOptions::from_env(args.refresh)).await;
     let exposed = catalog::expose(&reports, &overrides).await;

@@ -302,15 +302,14 @@ fn shrink(
             let mut whole = members.len();
             for (key, member) in members {
                 let sep = usize::from(!kept.is_empty());
-                let key_text = Value::String(key.clone()).to_string();
                 let room = limit.saturating_sub(used + sep);
-                if let Some(cost) = cost_within(&format!("{key_text}:{member}"), room) {
+                if let Some(cost) = cost_within(&member_text(key, member), room) {
                     kept.insert(key.clone(), member.clone());
                     used += cost + sep;
                     continue;
                 }
                 whole = kept.len();
-                let key_cost = tokens(&key_text) + 1;
+                let key_cost = key_cost(key);
                 let room = room.saturating_sub(key_cost);
                 if room >= MIN_DESCEND_TOKENS && is_divisible(member) {
                     let inner = format!("{path}{}", member_path(key));
@@ -401,7 +400,7 @@ fn member_text(key: &str, member: &Value) -> String {
     format!("{}:{member}", Value::String(key.to_string()))
 }
 
-/// Tokens of a member's key and colon, as [`shrink_arrays`] counts them.
+/// Tokens of a member's key and colon, as [`shrink`] and [`shrink_arrays`] count them.
 fn key_cost(key: &str) -> usize {
     tokens(&Value::String(key.to_string()).to_string()) + 1
 }

@@ -99,10 +99,7 @@ pub struct Store {
 impl Store {
     /// The user's store: `$XDG_STATE_HOME/mcp-launch/outputs` (else the local data dir).
     pub fn open_default() -> Result<Store, OutputsError> {
-        let base = dirs::state_dir()
-            .or_else(dirs::data_local_dir)
-            .unwrap_or_else(std::env::temp_dir);
-        Store::open(&base.join("mcp-launch").join("outputs"))
+        Store::open(&crate::files::state_dir().join("outputs"))
     }
 
     /// A store in `dir` (created 0700 when missing), with the default TTL and cap.

@@ -78,10 +78,7 @@ pub struct UsageLog {
 impl UsageLog {
     /// `$XDG_STATE_HOME/mcp-launch/usage.jsonl` (else the local data dir).
     pub fn open_default() -> UsageLog {
-        let base = dirs::state_dir()
-            .or_else(dirs::data_local_dir)
-            .unwrap_or_else(std::env::temp_dir);
-        UsageLog::at(&base.join("mcp-launch").join("usage.jsonl"))
+        UsageLog::at(&crate::files::state_dir().join("usage.jsonl"))
     }
 
     /// The log at `path`.
