@@ -42,9 +42,10 @@ fn main() {
     .expect("search-bench");
     let started = Instant::now();
     let mut cache = VectorCache::new(&model.card().name, model.dimensions());
-    cache.fill(&model, &set.docs);
+    let keys = VectorCache::keys(&model, &set.docs);
+    cache.fill(&model, &set.docs, &keys);
     let index_time = started.elapsed();
-    let vectors = cache.lookup(&model, &set.docs);
+    let vectors = cache.lookup(&keys);
     let index = SearchIndex::build(set.docs.clone());
     println!(
         "Model `{}` ({}), {} dimensions, {:.1} MB on disk.\n",
@@ -178,7 +179,7 @@ fn cost(
             }
         }
     }
-    let big_vectors = cache.lookup(model, &big);
+    let big_vectors = cache.lookup(&VectorCache::keys(model, &big));
     let index = SearchIndex::build(big);
     let search = median(ROUNDS, || {
         let started = Instant::now();

@@ -107,30 +107,22 @@ fn vectors_at(
     on_embed: impl FnOnce(usize),
 ) -> DocVectors {
     let mut cache = read(model, path);
-    let wanted = VectorCache::keys(model, docs);
-    let missing = wanted.iter().filter(|k| cache.get(**k).is_none()).count();
+    let keys = VectorCache::keys(model, docs);
+    let missing = cache.missing(&keys);
     if missing > 0 {
         on_embed(missing);
         let started = std::time::Instant::now();
-        let mut fresh = VectorCache::new(&model.card().name, model.dimensions());
-        let needed: Vec<ToolDoc> = docs
-            .iter()
-            .zip(&wanted)
-            .filter(|(_, k)| cache.get(**k).is_none())
-            .map(|(d, _)| d.clone())
-            .collect();
-        fresh.fill(model, &needed);
+        let added = cache.fill(model, docs, &keys);
         tracing::debug!(tools = missing, elapsed = ?started.elapsed(), "tools embedded");
         // Merge into what is on disk now: another process may have saved meanwhile.
         let mut merged = read(model, path);
-        for key in VectorCache::keys(model, &needed) {
-            if let Some(v) = fresh.get(key) {
+        for &key in &added {
+            if let Some(v) = cache.get(key) {
                 merged.insert(key, v);
-                cache.insert(key, v);
             }
         }
         if merged.len() > MAX_CACHED {
-            merged.retain(&wanted.iter().copied().collect::<HashSet<_>>());
+            merged.retain(&keys.iter().copied().collect::<HashSet<_>>());
         }
         if let Some(path) = path {
             if let Err(e) = crate::files::write(path, &merged.to_bytes()) {
@@ -138,7 +130,7 @@ fn vectors_at(
             }
         }
     }
-    cache.lookup(model, docs)
+    cache.lookup(&keys)
 }
 
 fn read(model: &Model, path: Option<&Path>) -> VectorCache {

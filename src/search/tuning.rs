@@ -26,6 +26,15 @@ fn dev_set() -> (Vec<super::ToolDoc>, Vec<eval::Case>) {
     (set.docs, set.dev)
 }
 
+/// The even and the odd half of `cases`: a change that helps one only is fitting noise.
+fn halves(cases: &[eval::Case]) -> [Vec<eval::Case>; 2] {
+    let half = |parity: usize| -> Vec<eval::Case> {
+        let picked = cases.iter().enumerate().filter(|(i, _)| i % 2 == parity);
+        picked.map(|(_, c)| c.clone()).collect()
+    };
+    [half(0), half(1)]
+}
+
 /// Applies `key=value,…` changes to the current tuning.
 fn tuning_from(spec: &str) -> Tuning {
     let mut t = TUNING;
@@ -56,11 +65,7 @@ fn tuning_from(spec: &str) -> Tuning {
 #[ignore]
 fn sweep() {
     let (docs, cases) = dev_set();
-    let half = |parity: usize| -> Vec<eval::Case> {
-        let picked = cases.iter().enumerate().filter(|(i, _)| i % 2 == parity);
-        picked.map(|(_, c)| c.clone()).collect()
-    };
-    let halves = [half(0), half(1)];
+    let halves = halves(&cases);
     let spec = std::env::var("SEARCH_TUNING").unwrap_or_default();
     let variants = std::iter::once("").chain(spec.split(';').filter(|s| !s.is_empty()));
     for variant in variants {
@@ -163,19 +168,17 @@ fn sweep_fusion() {
     if let Ok(bytes) = std::fs::read(&cache_file) {
         cache = VectorCache::from_bytes(&bytes, &model.card().name, model.dimensions());
     }
-    let embedded = cache.fill(&model, &docs);
+    let keys = VectorCache::keys(&model, &docs);
+    let embedded = cache.fill(&model, &docs, &keys).len();
     std::fs::write(&cache_file, cache.to_bytes()).expect("cache written");
     println!("{embedded} tools embedded in {:?}", started.elapsed());
-    let vectors = cache.lookup(&model, &docs);
+    let vectors = cache.lookup(&keys);
     let queries: std::collections::HashMap<String, Vec<f32>> = cases
         .iter()
         .map(|c| (c.query.clone(), model.embed_query(&c.query)))
         .collect();
-    let half = |parity: usize| -> Vec<eval::Case> {
-        let picked = cases.iter().enumerate().filter(|(i, _)| i % 2 == parity);
-        picked.map(|(_, c)| c.clone()).collect()
-    };
-    let halves = [cases.clone(), half(0), half(1)];
+    let [even, odd] = halves(&cases);
+    let halves = [cases.clone(), even, odd];
     let spec = std::env::var("SEARCH_FUSION").unwrap_or_default();
     let variants = std::iter::once("").chain(spec.split(';').filter(|s| !s.is_empty()));
     let mut index = SearchIndex::build(docs.clone());

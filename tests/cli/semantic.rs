@@ -313,8 +313,9 @@ fn hybrid_search_meets_its_held_out_figures() {
     let model = Model::open(shared_model()).expect("the installed model opens");
     let set = BenchSet::load(&manifest_dir().join("tests/fixtures/search-bench")).unwrap();
     let mut cache = VectorCache::new(&model.card().name, model.dimensions());
-    cache.fill(&model, &set.docs);
-    let vectors = cache.lookup(&model, &set.docs);
+    let keys = VectorCache::keys(&model, &set.docs);
+    cache.fill(&model, &set.docs, &keys);
+    let vectors = cache.lookup(&keys);
     assert_eq!(vectors.missing(), 0);
     let index = SearchIndex::build(set.docs.clone());
     let run = |method: Method| {
@@ -454,28 +455,22 @@ fn a_model_directory_that_does_not_add_up_is_refused_with_its_file_named() {
     let mut vocab = std::fs::read_to_string(broken.join("vocab.txt")).unwrap();
     vocab.push_str("extra-token-a\nextra-token-b\n");
     std::fs::write(broken.join("vocab.txt"), vocab).unwrap();
-    let out = cmd
-        .args(["search", "sum of two numbers", "--json"])
-        .env("MCP_LAUNCH_MODEL_DIR", broken.to_str().unwrap())
-        .status(1)
-        .stderr_any()
-        .run();
-    assert!(
-        out.stdout.contains("vocab.txt") || out.stderr.contains("vocab.txt"),
-        "{out}"
-    );
+    let refused_naming = |cmd: Cmd, file: &str| {
+        let out = cmd
+            .args(["search", "sum of two numbers", "--json"])
+            .env("MCP_LAUNCH_MODEL_DIR", broken.to_str().unwrap())
+            .status(1)
+            .stderr_any()
+            .run();
+        assert!(
+            out.stdout.contains(file) || out.stderr.contains(file),
+            "{out}"
+        );
+        assert!(!out.stderr.contains("panicked"), "{out}");
+        out
+    };
+    let out = refused_naming(cmd, "vocab.txt");
     // Weights that are not safetensors at all.
     std::fs::write(broken.join("model.safetensors"), b"not weights").unwrap();
-    let out = out
-        .again()
-        .args(["search", "sum", "--json"])
-        .env("MCP_LAUNCH_MODEL_DIR", broken.to_str().unwrap())
-        .status(1)
-        .stderr_any()
-        .run();
-    assert!(
-        out.stdout.contains("model.safetensors") || out.stderr.contains("model.safetensors"),
-        "{out}"
-    );
-    assert!(!out.stderr.contains("panicked"), "{out}");
+    refused_naming(out.again(), "model.safetensors");
 }

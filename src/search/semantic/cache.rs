@@ -146,25 +146,34 @@ impl VectorCache {
             .collect()
     }
 
-    /// Embeds the tools of `docs` the cache lacks, over every core, and stores them; returns
-    /// how many were embedded.
-    pub fn fill(&mut self, model: &Model, docs: &[ToolDoc]) -> usize {
-        let keys = Self::keys(model, docs);
+    /// Embeds the tools of `docs` (whose keys are `keys`, from [`keys`](Self::keys)) the cache
+    /// lacks, over every core, and stores them; returns the keys it added.
+    pub fn fill(&mut self, model: &Model, docs: &[ToolDoc], keys: &[u64]) -> Vec<u64> {
         let missing: Vec<usize> = (0..docs.len())
             .filter(|&i| self.get(keys[i]).is_none())
             .collect();
         let vectors = embed_in_parallel(model, docs, &missing);
+        let mut added = Vec::with_capacity(missing.len());
         for (&i, vector) in missing.iter().zip(&vectors) {
-            self.insert(keys[i], vector);
+            if vector.len() == self.dims {
+                self.insert(keys[i], vector);
+                added.push(keys[i]);
+            }
         }
-        missing.len()
+        added
     }
 
-    /// The vectors of `docs`, lined up with them; tools the cache lacks have none.
-    pub fn lookup(&self, model: &Model, docs: &[ToolDoc]) -> DocVectors {
-        let mut data = vec![0.0; docs.len() * self.dims];
-        let mut present = vec![false; docs.len()];
-        for (i, key) in Self::keys(model, docs).into_iter().enumerate() {
+    /// How many of `keys` the cache lacks.
+    pub fn missing(&self, keys: &[u64]) -> usize {
+        keys.iter().filter(|k| self.get(**k).is_none()).count()
+    }
+
+    /// The vectors of the tools whose keys are `keys`, lined up with them; tools the cache
+    /// lacks have none.
+    pub fn lookup(&self, keys: &[u64]) -> DocVectors {
+        let mut data = vec![0.0; keys.len() * self.dims];
+        let mut present = vec![false; keys.len()];
+        for (i, &key) in keys.iter().enumerate() {
             if let Some(v) = self.get(key) {
                 data[i * self.dims..][..self.dims].copy_from_slice(v);
                 present[i] = true;
@@ -236,20 +245,6 @@ impl std::ops::Deref for Rows {
 }
 
 impl DocVectors {
-    /// Vectors for every tool, from a matrix of `dims` columns (one row per tool, in order);
-    /// `None` when the data is not a whole number of rows.
-    pub fn from_matrix(dims: usize, data: Vec<f32>) -> Option<Self> {
-        if dims == 0 || data.len() % dims != 0 {
-            return None;
-        }
-        let present = vec![true; data.len() / dims];
-        Some(Self {
-            dims,
-            data: Rows::Owned(data),
-            present,
-        })
-    }
-
     /// Vectors for `tools` tools read in place from `map` at byte `start` (rows of `dims`
     /// little-endian `f32`s); `None` when they do not fit, are misaligned, or this target is
     /// big-endian.
@@ -274,11 +269,6 @@ impl DocVectors {
         (self.missing() == 0).then_some(&self.data)
     }
 
-    /// Length of each vector.
-    pub fn dims(&self) -> usize {
-        self.dims
-    }
-
     /// The vector of tool `doc`, if it has one.
     pub fn get(&self, doc: usize) -> Option<&[f32]> {
         self.present
@@ -291,15 +281,5 @@ impl DocVectors {
     /// How many tools have no vector.
     pub fn missing(&self) -> usize {
         self.present.iter().filter(|p| !**p).count()
-    }
-
-    /// Number of tools lined up.
-    pub fn len(&self) -> usize {
-        self.present.len()
-    }
-
-    /// Whether no tool is lined up.
-    pub fn is_empty(&self) -> bool {
-        self.present.is_empty()
     }
 }

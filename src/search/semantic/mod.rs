@@ -157,8 +157,7 @@ impl Model {
     }
 
     fn embed(&self, text: &str) -> Vec<f32> {
-        let max = self.card.max_tokens.min(self.encoder.max_tokens());
-        self.encoder.embed(&self.vocab.encode(text, max))
+        self.encoder.embed(&self.token_ids(text))
     }
 }
 
