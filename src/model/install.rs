@@ -82,8 +82,13 @@ fn check_hash(what: &str, actual: &str, expected: &str) -> Result<(), ModelError
     })
 }
 
+/// The SHA-256 of the wheel given with `--from` (a file that cannot be opened is the wrong
+/// wheel path, said as such).
 fn hash_file(path: &Path) -> Result<String, ModelError> {
-    let mut file = std::fs::File::open(path).map_err(|e| ModelError::io(path, e))?;
+    let mut file = std::fs::File::open(path).map_err(|e| ModelError::BadWheel {
+        path: path.to_path_buf(),
+        reason: format!("it cannot be opened ({e})"),
+    })?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut file, &mut hasher).map_err(|e| ModelError::io(path, e))?;
     Ok(hex(&hasher.finalize()))

