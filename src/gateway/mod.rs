@@ -132,6 +132,9 @@ struct Inner {
     catalog: RwLock<Arc<Catalog>>,
     /// The reports the catalog was built from (replaced per server as checks arrive).
     reports: tokio::sync::Mutex<Vec<ServerReport>>,
+    /// Held through each rebuild of the catalog: rebuilds run one at a time, so a slower one
+    /// that read older reports can never replace the catalog a newer one made.
+    rebuilding: tokio::sync::Mutex<()>,
     /// True once every server without a fresh index entry has been checked.
     settled: watch::Receiver<bool>,
     changed: broadcast::Sender<Event>,
@@ -201,6 +204,7 @@ impl Gateway {
                 sparse: std::sync::atomic::AtomicBool::new(false),
                 catalog: RwLock::new(Arc::new(catalog)),
                 reports: tokio::sync::Mutex::new(reports),
+                rebuilding: tokio::sync::Mutex::new(()),
                 settled,
                 changed: broadcast::channel(64).0,
                 next_token: AtomicU64::new(1),
@@ -546,6 +550,7 @@ impl Gateway {
     /// Rebuilds the catalog from the reports and the overrides; tells clients when the tools
     /// changed.
     async fn rebuild(&self) {
+        let _one_at_a_time = self.inner.rebuilding.lock().await;
         let overrides = match load_overrides(&self.inner.options) {
             Ok(overrides) => overrides,
             Err(e) => {
