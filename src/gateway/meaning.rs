@@ -60,12 +60,14 @@ impl Gateway {
             return;
         };
         let catalog = self.catalog();
+        let gateway = self.clone();
         let task = tokio::task::spawn_blocking(move || {
             let docs = catalog.search_index().docs();
             let vectors = tool_catalog::tool_vectors(&model, docs, |n| {
                 tracing::info!(tools = n, "embedding tools for search_tools");
             });
             catalog.set_vectors(vectors);
+            gateway.inner.embedded.notify_waiters();
         });
         self.spawn(async move {
             let _ = task.await;
@@ -76,15 +78,18 @@ impl Gateway {
     /// warm they take milliseconds; a first embedding of thousands of tools takes minutes,
     /// and meanwhile `search_tools` ranks by words).
     pub(super) async fn catalog_embedded(&self) -> Arc<Catalog> {
-        const WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+        const WAIT: Duration = Duration::from_secs(3);
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
+            // Registered before the check, so vectors landing in between still wake us.
+            let landed = self.inner.embedded.notified();
+            tokio::pin!(landed);
+            landed.as_mut().enable();
             let catalog = self.catalog();
             let ready = self.inner.model.get().is_none() || catalog.vectors().is_some();
-            if ready || tokio::time::Instant::now() >= deadline {
+            if ready || tokio::time::timeout_at(deadline, landed).await.is_err() {
                 return catalog;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
 }

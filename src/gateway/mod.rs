@@ -157,6 +157,8 @@ struct Inner {
     model: std::sync::OnceLock<Arc<Model>>,
     /// Searches by meaning so far: the weights' pages are given back after a quiet spell.
     model_uses: AtomicU64,
+    /// Woken each time a catalog's tool vectors are in (`search_tools` waits on it).
+    embedded: tokio::sync::Notify,
 }
 
 impl Gateway {
@@ -216,6 +218,7 @@ impl Gateway {
                 callers,
                 model: std::sync::OnceLock::new(),
                 model_uses: AtomicU64::new(0),
+                embedded: tokio::sync::Notify::new(),
                 shutdown: CancellationToken::new(),
                 options,
             }),

@@ -82,6 +82,9 @@ pub struct Launched {
     pub running: Vec<RunningStack>,
     /// Each stack that did not start, and why.
     pub errors: Vec<(String, StackFailure)>,
+    /// Whether the preflight checked a server live (the tool index was brought up to date),
+    /// rather than answering every server from the index.
+    pub checked_live: bool,
 }
 
 /// Why one stack did not start (the others go on).
@@ -196,6 +199,9 @@ pub async fn launch(
         events,
     )
     .await;
+    let checked_live = reports
+        .iter()
+        .any(|r| r.status == crate::catalog::Status::Connected);
     let Some(started) = start_stacks(
         plans, reports, sessions, &overrides, masker, events, shutdown,
     )
@@ -213,7 +219,11 @@ pub async fn launch(
             Err(e) => errors.push((name, StackFailure::Start(e))),
         }
     }
-    Ok(Some(Launched { running, errors }))
+    Ok(Some(Launched {
+        running,
+        errors,
+        checked_live,
+    }))
 }
 
 /// Every server of the planned stacks checked (the overrides' disabled ones skipped), in plan

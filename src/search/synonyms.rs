@@ -140,7 +140,7 @@ const GROUPS: &[&[&str]] = &[
     &["latitude", "lat"],
     &["longitude", "lng"],
     &["elevation", "altitude"],
-    &["discount", "coupon", "promo", "promo code", "voucher"],
+    &["discount", "coupon", "promo", "voucher"],
     &["chargeback", "dispute"],
     &["stock", "inventory"],
     &["order", "purchase"],
@@ -155,12 +155,12 @@ const GROUPS: &[&[&str]] = &[
     &["finish", "complete", "done", "close", "resolve"],
     &["generate", "render", "draw", "produce"],
     &["detect", "identify", "recognize"],
-    &["echo", "repeat", "say back", "parrot"],
+    &["echo", "repeat"],
     &["reaction", "emoji"],
     &["cost", "spend", "spending", "expense", "billing"],
     &["slow", "performance", "latency"],
     &["think", "thought", "reason", "reasoning"],
-    &["approve", "review", "lgtm"],
+    &["approve", "review"],
     &["sms", "text message"],
     &["restaurant", "place", "venue"],
     &["drive", "travel", "commute", "route"],
@@ -176,9 +176,6 @@ const GROUPS: &[&[&str]] = &[
     ],
     &["outage", "incident", "downtime"],
     &["blob", "object"],
-    &["smog", "pollution", "pollutant", "air quality", "aqi"],
-    &["how long", "duration", "travel time"],
-    &["how far", "distance"],
 ];
 
 /// One phrase of the table, analyzed.

@@ -264,3 +264,48 @@ fn summary(rows: &[eval::Scores]) -> String {
     }
     line
 }
+
+/// `SEARCH_DUMP=/tmp/dev.json`: every development query's lexical score, cosine and name pin
+/// for every tool, for trying fusions outside Rust (the held-out split is not written).
+#[test]
+#[ignore]
+fn dump_features() {
+    let (docs, cases) = dev_set();
+    let model = model();
+    let mut cache = VectorCache::new(&model.card().name, model.dimensions());
+    let keys = VectorCache::keys(&model, &docs);
+    cache.fill(&model, &docs, &keys);
+    let vectors = cache.lookup(&keys);
+    let index = SearchIndex::build(docs.clone());
+    let tools: Vec<String> = docs
+        .iter()
+        .map(|d| format!("{}/{}", d.server, d.tool))
+        .collect();
+    let rows: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|case| {
+            let q = model.embed_query(&case.query);
+            let lexical = index.lexical_scores(&case.query);
+            let name_query = super::names::NameQuery::new(&case.query);
+            let cosine: Vec<f32> = (0..docs.len())
+                .map(|d| {
+                    vectors
+                        .get(d)
+                        .map_or(0.0, |v| super::semantic::cosine(&q, v))
+                })
+                .collect();
+            let pin: Vec<u8> = (0..docs.len())
+                .map(|d| match index.names.pin(d, &name_query) {
+                    None => 0,
+                    Some(super::names::Pin::Prefix) => 1,
+                    Some(super::names::Pin::Exact) => 2,
+                })
+                .collect();
+            serde_json::json!({"query": case.query, "kind": case.kind, "expected": case.expected,
+                "lexical": lexical, "cosine": cosine, "pin": pin})
+        })
+        .collect();
+    let out = serde_json::json!({"tools": tools, "cases": rows});
+    let path = std::env::var("SEARCH_DUMP").expect("SEARCH_DUMP");
+    std::fs::write(path, out.to_string()).expect("dump written");
+}

@@ -411,18 +411,34 @@ fn the_sparse_gateway_searches_by_meaning() {
     );
 }
 
+/// The vectors `model embed` keeps beside the search index of `out`'s project.
+fn vectors_beside(out: &Output) -> Vec<PathBuf> {
+    std::fs::read_dir(out.path(".cache/mcp-launch"))
+        .map(|dir| {
+            dir.map(|e| e.unwrap().path())
+                .filter(|p| p.to_string_lossy().ends_with(".minilm-l6.vec"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits (120 s at most) for the background `model embed` to write its vectors.
+fn wait_for_vectors(out: &Output, after: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while vectors_beside(out).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no vectors 120 s after {after}; embed.log:\n{}",
+            std::fs::read_to_string(out.path(".local/state/mcp-launch/embed.log"))
+                .unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn list_embeds_the_tools_in_the_background_when_a_model_is_installed() {
     let (installed, _) = install(everything_project(Cmd::new()));
-    let beside = |out: &Output| -> Vec<PathBuf> {
-        std::fs::read_dir(out.path(".cache/mcp-launch"))
-            .map(|dir| {
-                dir.map(|e| e.unwrap().path())
-                    .filter(|p| p.to_string_lossy().ends_with(".minilm-l6.vec"))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let listed = installed.again().args(["list", "--json"]).run();
     assert_eq!(
         listed.json()["servers"][0]["status"],
@@ -431,16 +447,7 @@ fn list_embeds_the_tools_in_the_background_when_a_model_is_installed() {
     );
     // No search has run: the vectors beside the search index come from `model embed`, which
     // `list` started detached.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while beside(&listed).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no vectors 120 s after list; embed.log:\n{}",
-            std::fs::read_to_string(listed.path(".local/state/mcp-launch/embed.log"))
-                .unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    wait_for_vectors(&listed, "list");
     // Answered from the index, a second list starts nothing in the background.
     let cached = listed.again().args(["list", "--json"]).run();
     assert_eq!(cached.json()["servers"][0]["status"], "cached", "{cached}");
@@ -450,6 +457,18 @@ fn list_embeds_the_tools_in_the_background_when_a_model_is_installed() {
         0,
         "all vectors were there\n{embedded}"
     );
+}
+
+#[test]
+fn up_embeds_the_tools_in_the_background_when_a_model_is_installed() {
+    let (installed, _) = install(Cmd::new());
+    assert!(vectors_beside(&installed).is_empty(), "{installed}");
+    let project = installed.cmd();
+    crate::native::config(&project, json!({"everything": everything()}));
+    let stack = crate::native::launch(&project);
+    // The stack's preflight checked the server live; its tools are embedded while it serves.
+    wait_for_vectors(&installed, "up");
+    stack.stop();
 }
 
 #[test]
