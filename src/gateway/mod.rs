@@ -296,6 +296,13 @@ impl Gateway {
             .into()
     }
 
+    /// The input schema of a tool `tools/list` advertises as `name`, when it binds arguments
+    /// to HTTP headers (`Catalog::header_schema`).
+    pub fn header_schema(&self, name: &str) -> Option<serde_json::Map<String, Value>> {
+        let listed = !self.is_sparse() || self.inner.options.pins.iter().any(|p| p == name);
+        listed.then(|| self.catalog().header_schema(name).cloned())?
+    }
+
     /// The `tools/list` tools: every tool (full) or the meta-tools, `read_output` and pins
     /// (sparse).
     fn tools_now(&self) -> Vec<Value> {

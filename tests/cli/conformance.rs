@@ -28,7 +28,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     ("2026-07-28", "input-required-result-tampered-state"),
     ("2026-07-28", "input-required-result-capability-check"),
     ("2026-07-28", "server-stateless"),
-    ("2026-07-28", "http-custom-header-server-validation"),
 ];
 
 #[test]

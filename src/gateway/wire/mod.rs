@@ -24,7 +24,8 @@ use rmcp::model::{
     Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, ServerResult,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, Service, ServiceRole, SubscriptionContext,
@@ -221,6 +222,14 @@ impl ServerHandler for Handler {
             InitializeResult::new(capabilities).with_instructions(self.gateway.instructions());
         info.server_info = Implementation::new("mcp-launch", env!("CARGO_PKG_VERSION"));
         info
+    }
+
+    /// The advertised tool `name` when it binds arguments to headers: rmcp's HTTP service then
+    /// checks a 2026-07-28 request's `Mcp-Param-*` headers against the arguments (Base64
+    /// form included) and answers a mismatch with -32020 (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let schema = self.gateway.header_schema(name)?;
+        Some(Tool::new(name.to_string(), "", Arc::new(schema)))
     }
 
     async fn list_tools(
