@@ -17,7 +17,7 @@ use crate::pool::Upstream;
 
 use super::error::GatewayError;
 use super::names::SEPARATOR;
-use super::{Event, Gateway};
+use super::{Event, Gateway, Stateless};
 
 /// Pages of one list followed per server at most.
 const MAX_PAGES: usize = 20;
@@ -144,14 +144,16 @@ impl Gateway {
     }
 
     /// `resources/read` of an exposed URI on its server; the contents' URIs come back renamed.
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, GatewayError> {
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        stateless: Option<&Stateless>,
+    ) -> Result<Value, GatewayError> {
         let (upstream, own) = self.route_uri(uri)?;
+        let mut params = json!({"uri": own});
+        let upstream = self.stamped(upstream, stateless, &mut params).await?;
         let mut result = upstream
-            .request(
-                "resources/read",
-                json!({"uri": own}),
-                self.inner.options.call_timeout,
-            )
+            .request("resources/read", params, self.inner.options.call_timeout)
             .await
             .map_err(GatewayError::from_pool)?;
         if let Some(Value::Array(contents)) = result.get_mut("contents") {
@@ -167,16 +169,33 @@ impl Gateway {
         &self,
         name: &str,
         arguments: Option<Value>,
+        stateless: Option<&Stateless>,
     ) -> Result<Value, GatewayError> {
         let (upstream, own) = self.route_name(name, "prompt")?;
         let mut params = json!({"name": own});
         if let Some(arguments) = arguments {
             params["arguments"] = arguments;
         }
+        let upstream = self.stamped(upstream, stateless, &mut params).await?;
         upstream
             .request("prompts/get", params, self.inner.options.call_timeout)
             .await
             .map_err(GatewayError::from_pool)
+    }
+
+    /// The upstream a request of `stateless` reaches on `upstream`'s server (`era_upstream`),
+    /// with `params` stamped for it when it speaks the stateless revision.
+    async fn stamped(
+        &self,
+        upstream: &Arc<Upstream>,
+        stateless: Option<&Stateless>,
+        params: &mut Value,
+    ) -> Result<Arc<Upstream>, GatewayError> {
+        let upstream = self.era_upstream(upstream, stateless).await?;
+        if let Some(call) = stateless.filter(|_| upstream.is_stateless()) {
+            call.stamp(params);
+        }
+        Ok(upstream)
     }
 
     /// `completion/complete`, routed by its `ref` (a prompt name or a resource URI).

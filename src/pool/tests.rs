@@ -35,6 +35,7 @@ fn pool(servers: Vec<PoolServer>, idle: Option<Duration>) -> Pool {
             connect,
             idle,
             on_session,
+            stateless: false,
         },
     )
 }

@@ -781,3 +781,87 @@ fn output_schemas_are_kept_only_where_cut_results_still_conform() {
     );
     assert_eq!(described["up__whole"]["outputSchema"], schema_of(2));
 }
+
+/// Steps of the stateless client against `url`, and its answers.
+fn stateless(dir: &Path, url: &str, steps: Value) -> Vec<Value> {
+    let mut command = Command::new(sdk_python());
+    command
+        .arg(manifest_dir().join("tests/fixtures/stateless_client.py"))
+        .args(["--url", url, "--steps", &steps.to_string()]);
+    let answers = client_json(command, dir, "the stateless client");
+    answers.as_array().cloned().unwrap_or_default()
+}
+
+fn text_of(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_2026_client_gets_input_requests_verbatim_and_its_retry_reaches_the_same_server() {
+    let fixture = manifest_dir().join("tests/fixtures/conformance_server.py");
+    let cmd = Cmd::new();
+    let log = cmd.path("fault.log");
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "conf": {"command": sdk_python(), "args": [fixture.display().to_string()]},
+        "fault": fault(&["--log", &log.display().to_string()]),
+    }}));
+    let dir = cmd.dir().to_path_buf();
+    let (running, url) = http_gateway(&cmd, &["--mode", "full"]);
+    let call = |name: &str, extra: Value| {
+        let mut params = json!({"name": name, "arguments": {}});
+        for (key, value) in extra.as_object().into_iter().flatten() {
+            params[key] = value.clone();
+        }
+        json!({"method": "tools/call", "params": params})
+    };
+    let confirm = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    let tampered = "conf__test_input_required_result_tampered_state";
+    let answers = stateless(
+        &dir,
+        &url,
+        json!([
+            call("conf__test_input_required_result_elicitation", json!({})),
+            call(
+                "conf__test_input_required_result_elicitation",
+                json!({"inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}}})
+            ),
+            call(tampered, json!({})),
+            call(
+                tampered,
+                json!({"inputResponses": confirm, "requestState": "$tampered"})
+            ),
+            call(
+                tampered,
+                json!({"inputResponses": confirm, "requestState": "$state"})
+            ),
+        ]),
+    );
+    let asked = &answers[0]["result"];
+    assert_eq!(asked["resultType"], "input_required", "{answers:?}");
+    assert_eq!(
+        asked["inputRequests"]["user_name"]["method"], "elicitation/create",
+        "{asked}"
+    );
+    assert!(!asked.to_string().contains("mcp-launch/raw"), "{asked}");
+    assert_eq!(text_of(&answers[1]), "Hello, Alice!", "{answers:?}");
+    let state = answers[2]["result"]["requestState"].as_str().unwrap_or("");
+    assert!(!state.is_empty(), "{answers:?}");
+    assert!(
+        answers[3].get("error").is_some(),
+        "a tampered state is refused: {answers:?}"
+    );
+    assert_eq!(text_of(&answers[4]), "State verified.", "{answers:?}");
+
+    // A server that does not speak the revision refuses `server/discover` once, then serves
+    // the 2026 client through its handshake session.
+    let echo = |message: &str| json!({"method": "tools/call", "params": {"name": "fault__echo", "arguments": {"message": message}}});
+    let answers = stateless(&dir, &url, json!([echo("one"), echo("two")]));
+    assert_eq!(text_of(&answers[0]), "one", "{answers:?}");
+    assert_eq!(text_of(&answers[1]), "two", "{answers:?}");
+    let received = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(received.matches("server/discover").count(), 1, "{received}");
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    running.wait();
+}

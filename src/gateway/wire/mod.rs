@@ -39,7 +39,7 @@ use crate::serving::typed;
 
 use super::error::GatewayError;
 use super::items::{object, Kind};
-use super::{Caller, Event, Gateway, Progress};
+use super::{asks_for_input, Caller, Event, Gateway, Progress, Stateless};
 
 mod http;
 mod link;
@@ -183,6 +183,18 @@ fn scope_of(context: &RequestContext<RoleServer>) -> crate::outputs::ClientScope
     crate::outputs::ClientScope::new(&id)
 }
 
+/// What the server must see of a request of a stateless-revision client (its `_meta` members
+/// of the revision, and a retry's `inputResponses` and `requestState`); `None` for the
+/// handshake era.
+fn stateless_of(
+    context: &RequestContext<RoleServer>,
+    params: &impl serde::Serialize,
+) -> Option<Stateless> {
+    let meta = serde_json::to_value(&context.meta).ok()?;
+    let params = serde_json::to_value(params).ok()?;
+    Stateless::of(meta.as_object()?, params.as_object()?)
+}
+
 /// A gateway error as the client gets it: a JSON-RPC error for protocol errors, else a tool
 /// result with `isError: true` whose text says what happened and what to do.
 fn tool_error(error: &GatewayError) -> Result<Value, ErrorData> {
@@ -262,6 +274,7 @@ impl ServerHandler for Handler {
                     }),
                 }
             });
+            let stateless = stateless_of(&context, &request);
             let arguments = object(request.arguments);
             let caller = Caller {
                 progress,
@@ -269,6 +282,7 @@ impl ServerHandler for Handler {
                 cancel: context.ct.clone(),
                 scope: scope_of(&context),
                 logs: Some(log_sink(&context)),
+                stateless,
             };
             let outcome = self
                 .gateway
@@ -278,6 +292,9 @@ impl ServerHandler for Handler {
                 Ok(raw) => raw,
                 Err(error) => tool_error(&error)?,
             };
+            if asks_for_input(&raw) {
+                return typed(raw::carry_input_required(raw)).map(CallToolResponse::InputRequired);
+            }
             if !self.keep_raw {
                 return typed(raw::carry_result(raw)).map(CallToolResponse::Complete);
             }
@@ -309,9 +326,17 @@ impl ServerHandler for Handler {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        match self.gateway.read_resource(&request.uri).await {
+        let stateless = stateless_of(&context, &request);
+        match self
+            .gateway
+            .read_resource(&request.uri, stateless.as_ref())
+            .await
+        {
+            Ok(result) if asks_for_input(&result) => {
+                typed(raw::carry_input_required(result)).map(ReadResourceResponse::InputRequired)
+            }
             Ok(result) => typed(result).map(ReadResourceResponse::Complete),
             Err(error) => Err(rpc_error(&error)),
         }
@@ -329,12 +354,20 @@ impl ServerHandler for Handler {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let stateless = stateless_of(&context, &request);
         let arguments = request
             .arguments
             .map(|a| serde_json::to_value(a).unwrap_or_default());
-        match self.gateway.get_prompt(&request.name, arguments).await {
+        let outcome = self
+            .gateway
+            .get_prompt(&request.name, arguments, stateless.as_ref())
+            .await;
+        match outcome {
+            Ok(result) if asks_for_input(&result) => {
+                typed(raw::carry_input_required(result)).map(GetPromptResponse::InputRequired)
+            }
             Ok(result) => typed(result).map(GetPromptResponse::Complete),
             Err(error) => Err(rpc_error(&error)),
         }
