@@ -342,7 +342,8 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
     let mut changes = gateway.inner.pool.changes();
     let mut watched: HashSet<usize> = HashSet::new();
     loop {
-        for upstream in gateway.inner.pool.servers() {
+        let pool = &gateway.inner.pool;
+        for upstream in pool.servers().iter().chain(pool.stateless_servers()) {
             let Some(session) = upstream.current_session() else {
                 continue;
             };
@@ -350,12 +351,14 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
             if !watched.insert(key) {
                 continue;
             }
-            announce(&gateway, &session);
-            gateway.spawn(follow(
-                gateway.clone(),
-                upstream.name().to_string(),
-                session,
-            ));
+            if upstream.is_stateless() {
+                listen(&gateway, &session);
+            } else {
+                announce(&gateway, &session);
+            }
+            let server = upstream.name().to_string();
+            let stateless = upstream.is_stateless();
+            gateway.spawn(follow(gateway.clone(), server, session, stateless));
         }
         tokio::select! {
             changed = changes.changed() => if changed.is_err() { return },
@@ -386,7 +389,21 @@ fn announce(gateway: &Gateway, session: &Arc<Session>) {
     }
 }
 
-async fn follow(gateway: Gateway, server: String, session: Arc<Session>) {
+/// Asks a stateless-revision session for its list changes (`subscriptions/listen`): that
+/// server process has its own state, and the clients calling it should hear of them.
+fn listen(gateway: &Gateway, session: &Arc<Session>) {
+    let params = json!({
+        "notifications": {"toolsListChanged": true, "promptsListChanged": true,
+            "resourcesListChanged": true},
+        "_meta": crate::mcp::own_meta(),
+    });
+    gateway.spawn(session.open_stream("subscriptions/listen", params));
+}
+
+/// Passes on what `server`'s `session` announces. A stateless-revision session's tool changes
+/// are told to clients as they are (the catalog lists the handshake process's tools, which
+/// did not change).
+async fn follow(gateway: Gateway, server: String, session: Arc<Session>, stateless: bool) {
     let mut notices = session.notifications();
     let closed = session.closed();
     drop(session);
@@ -402,6 +419,9 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>) {
             Err(_) => return,
         };
         match notice.method.as_str() {
+            "notifications/tools/list_changed" if stateless => {
+                let _ = gateway.inner.changed.send(Event::Tools);
+            }
             "notifications/tools/list_changed" => gateway.refresh_server(&server).await,
             "notifications/resources/list_changed" => {
                 let _ = gateway.inner.changed.send(Event::Resources);

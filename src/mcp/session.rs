@@ -129,6 +129,21 @@ pub struct ServerInfo {
     pub used_slow_window: bool,
 }
 
+/// The `_meta` of our own requests in the stateless revision: its version, no capabilities.
+pub fn own_meta() -> serde_json::Map<String, Value> {
+    [
+        ("protocolVersion", json!(STATELESS_PROTOCOL_VERSION)),
+        ("clientCapabilities", json!({})),
+        (
+            "clientInfo",
+            json!({"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")}),
+        ),
+    ]
+    .into_iter()
+    .map(|(key, value)| (format!("{META_PREFIX}{key}"), value))
+    .collect()
+}
+
 impl ServerInfo {
     /// What the answer to the opening request (`initialize`, `server/discover`) says.
     fn opened(
@@ -273,18 +288,7 @@ impl Session {
     /// [`STATELESS_PROTOCOL_VERSION`] among `supportedVersions` (a server of the handshake era
     /// refuses it, or answers without).
     async fn discover(&mut self, opts: &ConnectOptions, started: Instant) -> Result<(), McpError> {
-        let meta: serde_json::Map<String, Value> = [
-            ("protocolVersion", json!(STATELESS_PROTOCOL_VERSION)),
-            ("clientCapabilities", json!({})),
-            (
-                "clientInfo",
-                json!({"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")}),
-            ),
-        ]
-        .into_iter()
-        .map(|(key, value)| (format!("{META_PREFIX}{key}"), value))
-        .collect();
-        let params = json!({ "_meta": meta });
+        let params = json!({ "_meta": own_meta() });
         let (result, used_slow_window) = self.handshake("server/discover", params, opts).await?;
         let supported = result
             .get("supportedVersions")
@@ -307,6 +311,24 @@ impl Session {
             "server/discover answered: the server speaks {STATELESS_PROTOCOL_VERSION}"
         );
         Ok(())
+    }
+
+    /// Opens a request whose answer nothing waits for (`subscriptions/listen`: what counts are
+    /// its notifications, in [`Session::notifications`]). The future ends when the server
+    /// answers or the session closes; it holds no reference to the session.
+    pub fn open_stream(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let peer = Arc::clone(&self.peer);
+        let method = method.to_string();
+        let queued = tokio::time::Instant::now() + INIT_FAST_WINDOW;
+        async move {
+            if let Ok((_, reply)) = peer.send_request(&method, Some(params), queued).await {
+                let _ = reply.await;
+            }
+        }
     }
 
     /// The answer to the opening request `method`, within the fast then the slow window, and

@@ -215,6 +215,11 @@ impl Pool {
         self.inner.stateless.get(name)
     }
 
+    /// Every stateless-revision upstream (see the module doc).
+    pub fn stateless_servers(&self) -> impl Iterator<Item = &Arc<Upstream>> {
+        self.inner.stateless.values()
+    }
+
     /// The server named `name`, or the error a request for it gets.
     pub fn upstream(&self, name: &str) -> Result<&Arc<Upstream>, PoolError> {
         self.get(name).ok_or_else(|| PoolError::UnknownServer {
