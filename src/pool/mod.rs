@@ -285,6 +285,21 @@ impl Pool {
         self.inner.servers.iter().map(|u| u.status()).collect()
     }
 
+    /// The health of the stateless-revision upstreams that have run (started, or tried to
+    /// and not found the server of the handshake era only), in the order given.
+    pub fn stateless_status(&self) -> Vec<ServerStatus> {
+        let stateless = &self.inner.stateless;
+        let ran = self
+            .inner
+            .servers
+            .iter()
+            .filter_map(|u| stateless.get(u.name()));
+        ran.filter(|u| !u.refused())
+            .map(|u| u.status())
+            .filter(|s| s.state != ServerState::Down || s.calls > 0 || s.last_error.is_some())
+            .collect()
+    }
+
     /// Completes once [`Pool::shutdown`] has begun.
     pub fn closed(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
         self.inner.closing.clone().cancelled_owned()

@@ -862,6 +862,17 @@ fn a_2026_client_gets_input_requests_verbatim_and_its_retry_reaches_the_same_ser
     assert_eq!(text_of(&answers[1]), "two", "{answers:?}");
     let received = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(received.matches("server/discover").count(), 1, "{received}");
+
+    // `daemon status` shows the second process, and only where the server speaks the revision.
+    let status = cmd.cmd().args(["daemon", "status", "--json"]).run().json();
+    let upstreams = status["gateways"][0]["upstreams"].clone();
+    let eras: Vec<(&str, &str)> = upstreams
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|u| Some((u["name"].as_str()?, u["era"].as_str()?)))
+        .collect();
+    assert_eq!(eras, [("conf", "2026-07-28")], "{upstreams}");
     kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
     running.wait();
 }
