@@ -21,10 +21,10 @@ use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CompleteRequestParams,
     CompleteResult, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
-    Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, ServerResult,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    Implementation, InitializeResult, InputResponses, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig,
+    ServerResult, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{
@@ -188,11 +188,23 @@ fn scope_of(context: &RequestContext<RoleServer>) -> crate::outputs::ClientScope
 /// handshake era.
 fn stateless_of(
     context: &RequestContext<RoleServer>,
-    params: &impl serde::Serialize,
+    input_responses: Option<&InputResponses>,
+    request_state: Option<&str>,
 ) -> Option<Stateless> {
+    // The handshake era's requests (most) end here.
+    context.meta.protocol_version()?;
     let meta = serde_json::to_value(&context.meta).ok()?;
-    let params = serde_json::to_value(params).ok()?;
-    Stateless::of(meta.as_object()?, params.as_object()?)
+    let mut retry = serde_json::Map::new();
+    if let Some(responses) = input_responses {
+        retry.insert(
+            "inputResponses".into(),
+            serde_json::to_value(responses).ok()?,
+        );
+    }
+    if let Some(state) = request_state {
+        retry.insert("requestState".into(), Value::String(state.to_string()));
+    }
+    Stateless::of(meta.as_object()?, &retry)
 }
 
 /// A gateway error as the client gets it: a JSON-RPC error for protocol errors, else a tool
@@ -274,7 +286,11 @@ impl ServerHandler for Handler {
                     }),
                 }
             });
-            let stateless = stateless_of(&context, &request);
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
             let arguments = object(request.arguments);
             let caller = Caller {
                 progress,
@@ -328,7 +344,11 @@ impl ServerHandler for Handler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let stateless = stateless_of(&context, &request);
+        let stateless = stateless_of(
+            &context,
+            request.input_responses.as_ref(),
+            request.request_state.as_deref(),
+        );
         match self
             .gateway
             .read_resource(&request.uri, stateless.as_ref())
@@ -356,7 +376,11 @@ impl ServerHandler for Handler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let stateless = stateless_of(&context, &request);
+        let stateless = stateless_of(
+            &context,
+            request.input_responses.as_ref(),
+            request.request_state.as_deref(),
+        );
         let arguments = request
             .arguments
             .map(|a| serde_json::to_value(a).unwrap_or_default());
