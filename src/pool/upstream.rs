@@ -365,10 +365,12 @@ impl Upstream {
             Err(problem) => {
                 let failure = Failure::from_problem(&problem);
                 if self.connect.stateless && slot.sessions == 0 {
-                    tracing::info!(server = %self.name, "the server does not speak the stateless revision: {}", failure.message);
+                    // Most servers: not a fault, their clients are served in the handshake era.
+                    tracing::info!(server = %self.name, "the server does not speak the stateless revision (2026-07-28): {}", failure.message);
                     self.refused.store(true, Ordering::Relaxed);
+                } else {
+                    tracing::warn!(server = %self.name, cause = failure.cause, incident = %failure.incident, stderr = %failure.stderr, "cannot connect: {}", failure.message);
                 }
-                tracing::warn!(server = %self.name, cause = failure.cause, incident = %failure.incident, stderr = %failure.stderr, "cannot connect: {}", failure.message);
                 slot.fail(failure.clone());
                 Err(PoolError::Unavailable {
                     server: self.name.clone(),
