@@ -181,8 +181,13 @@ fn print_upstreams(gateway: &Value) {
             "restarting" => style::WARN,
             _ => Default::default(),
         };
+        let name = u["name"].as_str().unwrap_or("");
+        let name = match u["era"].as_str() {
+            Some(era) => format!("{name} ({era})"),
+            None => name.to_string(),
+        };
         table.styled_row(vec![
-            (u["name"].as_str().unwrap_or("").to_string(), style::HEAD),
+            (name, style::HEAD),
             (state, state_style),
             (u["calls"].to_string(), Default::default()),
             (u["restarts"].to_string(), Default::default()),

@@ -34,6 +34,19 @@ pub struct GatewayTool {
     pub structured: Structured,
 }
 
+/// Whether a property reached from `schema` through `properties` alone carries `x-mcp-header`.
+fn binds_headers(schema: &serde_json::Map<String, Value>) -> bool {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|properties| {
+            properties
+                .values()
+                .filter_map(Value::as_object)
+                .any(|property| property.contains_key("x-mcp-header") || binds_headers(property))
+        })
+}
+
 /// One server in the catalog, for the sparse tools' descriptions and `discover`.
 #[derive(Debug, Clone)]
 pub struct ServerSummary {
@@ -166,6 +179,14 @@ impl Catalog {
     /// The tool exposed as `name`.
     pub fn get(&self, name: &str) -> Option<&GatewayTool> {
         self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The input schema of the tool exposed as `name` when it binds arguments to HTTP headers
+    /// (an `x-mcp-header` on a property, SEP-2243): what the HTTP wire checks `Mcp-Param-*`
+    /// headers against.
+    pub fn header_schema(&self, name: &str) -> Option<&serde_json::Map<String, Value>> {
+        let schema = self.get(name)?.definition.get("inputSchema")?.as_object()?;
+        binds_headers(schema).then_some(schema)
     }
 
     /// The server and tool behind a denied exposed name.
@@ -302,5 +323,30 @@ fn summary(report: &ServerReport, tools: &[ExposedTool], allowed: usize) -> Serv
         tools: allowed,
         summary: format!("{}{more}", names.join(", ")),
         problem,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binds(schema: Value) -> bool {
+        binds_headers(schema.as_object().expect("an object"))
+    }
+
+    #[test]
+    fn a_schema_binds_headers_through_its_properties_only() {
+        let region = json!({"type": "string", "x-mcp-header": "Region"});
+        assert!(binds(json!({"properties": {"region": region}})));
+        assert!(binds(
+            json!({"properties": {"where": {"type": "object", "properties": {"region": region}}}})
+        ));
+        assert!(!binds(
+            json!({"properties": {"region": {"type": "string"}}})
+        ));
+        assert!(!binds(
+            json!({"$defs": {"r": region}, "x-mcp-header": "Root"})
+        ));
+        assert!(!binds(json!({"properties": [region]})));
     }
 }

@@ -17,7 +17,7 @@ use crate::pool::Upstream;
 
 use super::error::GatewayError;
 use super::names::SEPARATOR;
-use super::{Event, Gateway};
+use super::{Event, Gateway, Stateless};
 
 /// Pages of one list followed per server at most.
 const MAX_PAGES: usize = 20;
@@ -144,14 +144,16 @@ impl Gateway {
     }
 
     /// `resources/read` of an exposed URI on its server; the contents' URIs come back renamed.
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, GatewayError> {
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        stateless: Option<&Stateless>,
+    ) -> Result<Value, GatewayError> {
         let (upstream, own) = self.route_uri(uri)?;
+        let mut params = json!({"uri": own});
+        let upstream = self.stamped(upstream, stateless, &mut params).await?;
         let mut result = upstream
-            .request(
-                "resources/read",
-                json!({"uri": own}),
-                self.inner.options.call_timeout,
-            )
+            .request("resources/read", params, self.inner.options.call_timeout)
             .await
             .map_err(GatewayError::from_pool)?;
         if let Some(Value::Array(contents)) = result.get_mut("contents") {
@@ -167,16 +169,33 @@ impl Gateway {
         &self,
         name: &str,
         arguments: Option<Value>,
+        stateless: Option<&Stateless>,
     ) -> Result<Value, GatewayError> {
         let (upstream, own) = self.route_name(name, "prompt")?;
         let mut params = json!({"name": own});
         if let Some(arguments) = arguments {
             params["arguments"] = arguments;
         }
+        let upstream = self.stamped(upstream, stateless, &mut params).await?;
         upstream
             .request("prompts/get", params, self.inner.options.call_timeout)
             .await
             .map_err(GatewayError::from_pool)
+    }
+
+    /// The upstream a request of `stateless` reaches on `upstream`'s server (`era_upstream`),
+    /// with `params` stamped for it when it speaks the stateless revision.
+    async fn stamped(
+        &self,
+        upstream: &Arc<Upstream>,
+        stateless: Option<&Stateless>,
+        params: &mut Value,
+    ) -> Result<Arc<Upstream>, GatewayError> {
+        let upstream = self.era_upstream(upstream, stateless).await?;
+        if let Some(call) = stateless.filter(|_| upstream.is_stateless()) {
+            call.stamp(params);
+        }
+        Ok(upstream)
     }
 
     /// `completion/complete`, routed by its `ref` (a prompt name or a resource URI).
@@ -323,7 +342,8 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
     let mut changes = gateway.inner.pool.changes();
     let mut watched: HashSet<usize> = HashSet::new();
     loop {
-        for upstream in gateway.inner.pool.servers() {
+        let pool = &gateway.inner.pool;
+        for upstream in pool.servers().iter().chain(pool.stateless_servers()) {
             let Some(session) = upstream.current_session() else {
                 continue;
             };
@@ -331,12 +351,14 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
             if !watched.insert(key) {
                 continue;
             }
-            announce(&gateway, &session);
-            gateway.spawn(follow(
-                gateway.clone(),
-                upstream.name().to_string(),
-                session,
-            ));
+            if upstream.is_stateless() {
+                listen(&gateway, &session);
+            } else {
+                announce(&gateway, &session);
+            }
+            let server = upstream.name().to_string();
+            let stateless = upstream.is_stateless();
+            gateway.spawn(follow(gateway.clone(), server, session, stateless));
         }
         tokio::select! {
             changed = changes.changed() => if changed.is_err() { return },
@@ -367,7 +389,21 @@ fn announce(gateway: &Gateway, session: &Arc<Session>) {
     }
 }
 
-async fn follow(gateway: Gateway, server: String, session: Arc<Session>) {
+/// Asks a stateless-revision session for its list changes (`subscriptions/listen`): that
+/// server process has its own state, and the clients calling it should hear of them.
+fn listen(gateway: &Gateway, session: &Arc<Session>) {
+    let params = json!({
+        "notifications": {"toolsListChanged": true, "promptsListChanged": true,
+            "resourcesListChanged": true},
+        "_meta": crate::mcp::own_meta(),
+    });
+    gateway.spawn(session.open_stream("subscriptions/listen", params));
+}
+
+/// Passes on what `server`'s `session` announces. A stateless-revision session's tool changes
+/// are told to clients as they are (the catalog lists the handshake process's tools, which
+/// did not change).
+async fn follow(gateway: Gateway, server: String, session: Arc<Session>, stateless: bool) {
     let mut notices = session.notifications();
     let closed = session.closed();
     drop(session);
@@ -383,6 +419,9 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>) {
             Err(_) => return,
         };
         match notice.method.as_str() {
+            "notifications/tools/list_changed" if stateless => {
+                let _ = gateway.inner.changed.send(Event::Tools);
+            }
             "notifications/tools/list_changed" => gateway.refresh_server(&server).await,
             "notifications/resources/list_changed" => {
                 let _ = gateway.inner.changed.send(Event::Resources);

@@ -12,6 +12,7 @@ mod callers;
 pub mod catalog;
 pub mod clients;
 pub mod daemon;
+mod era;
 pub mod error;
 mod items;
 mod known;
@@ -39,6 +40,7 @@ use crate::pool::{Pool, PoolConfig, PoolServer};
 use self::callers::Callers;
 pub use self::callers::ClientLink;
 use self::catalog::{Budgets, Catalog};
+pub use self::era::{asks_for_input, Stateless};
 use self::error::GatewayError;
 use crate::outputs::{Outputs, Served};
 use crate::search::semantic::Model;
@@ -195,6 +197,8 @@ impl Gateway {
                 },
                 idle: options.idle,
                 on_session: Some(callers.hook()),
+                // Clients of the 2026-07-28 revision reach stdio servers that speak it in it.
+                stateless: true,
             },
         );
         pool.start_keepers();
@@ -299,6 +303,13 @@ impl Gateway {
             .into()
     }
 
+    /// The input schema of a tool `tools/list` advertises as `name`, when it binds arguments
+    /// to HTTP headers (`Catalog::header_schema`).
+    pub fn header_schema(&self, name: &str) -> Option<serde_json::Map<String, Value>> {
+        let listed = !self.is_sparse() || self.inner.options.pins.iter().any(|p| p == name);
+        listed.then(|| self.catalog().header_schema(name).cloned())?
+    }
+
     /// The `tools/list` tools: every tool (full) or the meta-tools, `read_output` and pins
     /// (sparse).
     fn tools_now(&self) -> Vec<Value> {
@@ -362,6 +373,10 @@ impl Gateway {
         let started = std::time::Instant::now();
         let served = self.served_by(name, &arguments);
         let result = self.route(name, arguments, caller).await?;
+        if era::asks_for_input(&result) {
+            // Not an answer yet: the client's retry must find it as the server sent it.
+            return Ok(result);
+        }
         Ok(outputs
             .apply(served, result, scope, started.elapsed())
             .await)
@@ -451,6 +466,7 @@ impl Gateway {
             cancel: CancellationToken::new(),
             scope: crate::outputs::ClientScope::local(),
             logs: None,
+            stateless: None,
         };
         self.forward(&name, arguments, caller, timeout).await
     }
@@ -486,7 +502,8 @@ impl Gateway {
         let found = catalog
             .get(name)
             .ok_or_else(|| sparse::unknown(&catalog, name))?;
-        let upstream = self.inner.pool.upstream(&found.server)?;
+        let legacy = self.inner.pool.upstream(&found.server)?;
+        let upstream = self.era_upstream(legacy, caller.stateless.as_ref()).await?;
         let session = upstream.session().await.map_err(GatewayError::from_pool)?;
         let _calling = caller
             .link
@@ -501,6 +518,13 @@ impl Gateway {
             params["_meta"] = json!({"progressToken": ours});
             (progress, ours)
         });
+        if let Some(call) = caller
+            .stateless
+            .as_ref()
+            .filter(|_| upstream.is_stateless())
+        {
+            call.stamp(&mut params);
+        }
         let relay = (progress.is_some() || caller.logs.is_some()).then(|| {
             let relay = Relay {
                 progress,
@@ -683,6 +707,8 @@ pub struct Caller {
     pub scope: crate::outputs::ClientScope,
     /// Where the server's log messages during the call go (else to every client).
     pub logs: Option<Sink>,
+    /// A client of the stateless revision: what its server must see of the call.
+    pub stateless: Option<Stateless>,
 }
 
 /// Sends one notification's params to a client.

@@ -10,6 +10,13 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 pub const KNOWN_PROTOCOL_VERSIONS: &[&str] =
     &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
+/// The stateless revision (SEP-2575): no handshake; `server/discover`, and the client's
+/// protocol version and capabilities in each request's `_meta`.
+pub const STATELESS_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// The `_meta` keys a stateless request carries (reserved: the client's own, passed on).
+pub const META_PREFIX: &str = "io.modelcontextprotocol/";
+
 /// JSON-RPC error code: the method does not exist.
 pub const METHOD_NOT_FOUND: i64 = -32601;
 

@@ -14,7 +14,10 @@ use crate::process::{ProcessGuard, SpawnSpec};
 
 use super::error::McpError;
 use super::limits::{Limits, TOOL_PAGES};
-use super::message::{KNOWN_PROTOCOL_VERSIONS, METHOD_NOT_FOUND, PROTOCOL_VERSION};
+use super::message::{
+    KNOWN_PROTOCOL_VERSIONS, META_PREFIX, METHOD_NOT_FOUND, PROTOCOL_VERSION,
+    STATELESS_PROTOCOL_VERSION,
+};
 use super::peer::{CloseReason, Peer};
 use super::{http, sse, stdio};
 
@@ -70,6 +73,10 @@ pub struct ConnectOptions {
     /// Declare the client capabilities a gateway passes on to its own clients (sampling,
     /// elicitation, roots); the session's [`Session::on_server_request`] handler answers them.
     pub forwards_client_requests: bool,
+    /// Speak the stateless revision ([`STATELESS_PROTOCOL_VERSION`]): `server/discover`
+    /// instead of `initialize`; each request then carries its client's `_meta` (the caller
+    /// puts it in). Stdio only: over HTTP the revision needs headers we do not send.
+    pub stateless: bool,
 }
 
 impl Default for ConnectOptions {
@@ -80,6 +87,7 @@ impl Default for ConnectOptions {
             list_timeout: INIT_SLOW_WINDOW,
             limits: Limits::default(),
             forwards_client_requests: false,
+            stateless: false,
         }
     }
 }
@@ -119,6 +127,44 @@ pub struct ServerInfo {
     pub init_time: Duration,
     /// True when the answer came only in the slow window.
     pub used_slow_window: bool,
+}
+
+/// The `_meta` of our own requests in the stateless revision: its version, no capabilities.
+pub fn own_meta() -> serde_json::Map<String, Value> {
+    [
+        ("protocolVersion", json!(STATELESS_PROTOCOL_VERSION)),
+        ("clientCapabilities", json!({})),
+        (
+            "clientInfo",
+            json!({"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")}),
+        ),
+    ]
+    .into_iter()
+    .map(|(key, value)| (format!("{META_PREFIX}{key}"), value))
+    .collect()
+}
+
+impl ServerInfo {
+    /// What the answer to the opening request (`initialize`, `server/discover`) says.
+    fn opened(
+        version: &str,
+        server_info: Value,
+        answer: &Value,
+        started: Instant,
+        used_slow_window: bool,
+    ) -> ServerInfo {
+        ServerInfo {
+            protocol_version: version.to_string(),
+            server_info,
+            capabilities: answer.get("capabilities").cloned().unwrap_or(Value::Null),
+            instructions: answer
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            init_time: started.elapsed(),
+            used_slow_window,
+        }
+    }
 }
 
 /// The tools of a server, with what went wrong while listing them.
@@ -192,7 +238,11 @@ impl Session {
                 used_slow_window: false,
             },
         };
-        session.initialize(opts, started).await?;
+        if opts.stateless {
+            session.discover(opts, started).await?;
+        } else {
+            session.initialize(opts, started).await?;
+        }
         Ok(session)
     }
 
@@ -211,13 +261,89 @@ impl Session {
             "capabilities": capabilities,
             "clientInfo": {"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")},
         });
+        let (result, used_slow_window) = self.handshake("initialize", params, opts).await?;
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| McpError::Protocol("initialize answer has no protocolVersion".into()))?;
+        if !KNOWN_PROTOCOL_VERSIONS.contains(&version) {
+            tracing::warn!(
+                version,
+                "server chose a protocol version we do not know; continuing"
+            );
+        }
+        let server_info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
+        self.info = ServerInfo::opened(version, server_info, &result, started, used_slow_window);
+        tracing::info!(
+            version,
+            ms = self.info.init_time.as_millis() as u64,
+            slow_window = used_slow_window,
+            "initialize answered"
+        );
+        self.peer.notify("notifications/initialized", None);
+        Ok(())
+    }
+
+    /// The stateless revision's opening: `server/discover`, which must list
+    /// [`STATELESS_PROTOCOL_VERSION`] among `supportedVersions` (a server of the handshake era
+    /// refuses it, or answers without).
+    async fn discover(&mut self, opts: &ConnectOptions, started: Instant) -> Result<(), McpError> {
+        let params = json!({ "_meta": own_meta() });
+        let (result, used_slow_window) = self.handshake("server/discover", params, opts).await?;
+        let supported = result
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .is_some_and(|versions| versions.iter().any(|v| v == STATELESS_PROTOCOL_VERSION));
+        if !supported {
+            return Err(McpError::Protocol(format!(
+                "server/discover does not list {STATELESS_PROTOCOL_VERSION}"
+            )));
+        }
+        let server_info = result
+            .get("_meta")
+            .and_then(|meta| meta.get(format!("{META_PREFIX}serverInfo")))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let version = STATELESS_PROTOCOL_VERSION;
+        self.info = ServerInfo::opened(version, server_info, &result, started, used_slow_window);
+        tracing::info!(
+            ms = self.info.init_time.as_millis() as u64,
+            "server/discover answered: the server speaks {STATELESS_PROTOCOL_VERSION}"
+        );
+        Ok(())
+    }
+
+    /// Opens a request whose answer nothing waits for (`subscriptions/listen`: what counts are
+    /// its notifications, in [`Session::notifications`]). The future ends when the server
+    /// answers or the session closes; it holds no reference to the session.
+    pub fn open_stream(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let peer = Arc::clone(&self.peer);
+        let method = method.to_string();
+        let queued = tokio::time::Instant::now() + INIT_FAST_WINDOW;
+        async move {
+            if let Ok((_, reply)) = peer.send_request(&method, Some(params), queued).await {
+                let _ = reply.await;
+            }
+        }
+    }
+
+    /// The answer to the opening request `method`, within the fast then the slow window, and
+    /// whether it took the slow one.
+    async fn handshake(
+        &self,
+        method: &str,
+        params: Value,
+        opts: &ConnectOptions,
+    ) -> Result<(Value, bool), McpError> {
         let deadline = tokio::time::Instant::now() + opts.fast_window + opts.slow_window;
-        let sent = self.peer.send_request("initialize", Some(params), deadline);
+        let sent = self.peer.send_request(method, Some(params), deadline);
         let mut reply = match sent.await {
             Ok((_, reply)) => reply,
-            Err(McpError::Closed { .. }) => {
-                return Err(self.settled_close_error("initialize").await)
-            }
+            Err(McpError::Closed { .. }) => return Err(self.settled_close_error(method).await),
             Err(e) => return Err(e),
         };
         // The same receiver spans both windows: an answer that arrives after the fast window
@@ -227,9 +353,10 @@ impl Session {
             Ok(outcome) => outcome,
             Err(_) => {
                 tracing::info!(
+                    method,
                     fast_s = opts.fast_window.as_secs_f64(),
                     slow_s = opts.slow_window.as_secs_f64(),
-                    "no initialize answer in the fast window; waiting the slow window"
+                    "no answer in the fast window; waiting the slow window"
                 );
                 used_slow_window = true;
                 match tokio::time::timeout(opts.slow_window, &mut reply).await {
@@ -244,36 +371,8 @@ impl Session {
                 }
             }
         };
-        let result = outcome.map_err(|_| self.closed_error("initialize"))??;
-        let version = result
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .ok_or_else(|| McpError::Protocol("initialize answer has no protocolVersion".into()))?;
-        if !KNOWN_PROTOCOL_VERSIONS.contains(&version) {
-            tracing::warn!(
-                version,
-                "server chose a protocol version we do not know; continuing"
-            );
-        }
-        self.info = ServerInfo {
-            protocol_version: version.to_string(),
-            server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
-            capabilities: result.get("capabilities").cloned().unwrap_or(Value::Null),
-            instructions: result
-                .get("instructions")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            init_time: started.elapsed(),
-            used_slow_window,
-        };
-        tracing::info!(
-            version,
-            ms = self.info.init_time.as_millis() as u64,
-            slow_window = used_slow_window,
-            "initialize answered"
-        );
-        self.peer.notify("notifications/initialized", None);
-        Ok(())
+        let result = outcome.map_err(|_| self.closed_error(method))??;
+        Ok((result, used_slow_window))
     }
 
     /// What the server said in the handshake.

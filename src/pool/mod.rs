@@ -17,6 +17,11 @@
 //! - **Remote sessions**: a server that forgot our session (HTTP 404 after its restart) gets a
 //!   new one and the request is sent once more.
 //! - **Health**: [`Pool::status`] per server; [`Pool::changes`] ticks on every change.
+//! - **Both eras** (with [`PoolConfig::stateless`]): a stdio server holds one era per process
+//!   (its first request decides), so each gets a second upstream for clients of the stateless
+//!   revision (2026-07-28), started on their first request and run the same way (lazy,
+//!   backoff, idle stop). A server that does not speak it is marked so at that first connect
+//!   ([`Upstream::refused`]) and its handshake upstream serves those clients.
 
 mod failure;
 mod upstream;
@@ -75,6 +80,8 @@ pub struct PoolConfig {
     pub idle: Option<Duration>,
     /// Set up each new session (the gateway passes the server's own requests on).
     pub on_session: Option<SessionHook>,
+    /// Keep a stateless-revision upstream beside each stdio server's (see the module doc).
+    pub stateless: bool,
 }
 
 /// A server's health, for `status`.
@@ -133,6 +140,8 @@ struct Inner {
     /// In the order given (for `status`).
     servers: Vec<Arc<Upstream>>,
     by_name: HashMap<String, Arc<Upstream>>,
+    /// The stateless-revision upstreams of stdio servers, by name.
+    stateless: HashMap<String, Arc<Upstream>>,
     idle: Option<Duration>,
     /// Cancelled by [`Pool::shutdown`]: requests end with `ShuttingDown`, connects stop.
     closing: CancellationToken,
@@ -150,10 +159,28 @@ impl Pool {
         let changes = Arc::new(watch::Sender::new(()));
         let mut by_name = HashMap::with_capacity(servers.len());
         let mut ordered = Vec::with_capacity(servers.len());
+        let mut stateless = HashMap::new();
         for server in servers {
             if by_name.contains_key(&server.entry.name) {
                 tracing::warn!(server = %server.entry.name, "duplicate server name; ignored");
                 continue;
+            }
+            let stdio = matches!(
+                server.entry.spec,
+                Ok(crate::config::ServerSpec::Stdio { .. })
+            );
+            if config.stateless && stdio {
+                let upstream = Upstream::new(
+                    PoolServer::lazy(server.entry.clone()),
+                    ConnectOptions {
+                        stateless: true,
+                        ..config.connect
+                    },
+                    config.on_session.clone(),
+                    closing.clone(),
+                    Arc::clone(&changes),
+                );
+                stateless.insert(server.entry.name.clone(), Arc::new(upstream));
             }
             let upstream = Arc::new(Upstream::new(
                 server,
@@ -169,6 +196,7 @@ impl Pool {
             inner: Arc::new(Inner {
                 servers: ordered,
                 by_name,
+                stateless,
                 idle: config.idle.filter(|idle| !idle.is_zero()),
                 closing,
                 changes,
@@ -180,6 +208,16 @@ impl Pool {
     /// The server named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.inner.by_name.get(name)
+    }
+
+    /// The stateless-revision upstream of the stdio server named `name` (see the module doc).
+    pub fn stateless(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.inner.stateless.get(name)
+    }
+
+    /// Every stateless-revision upstream (see the module doc).
+    pub fn stateless_servers(&self) -> impl Iterator<Item = &Arc<Upstream>> {
+        self.inner.stateless.values()
     }
 
     /// The server named `name`, or the error a request for it gets.
@@ -225,7 +263,12 @@ impl Pool {
                 () = tokio::time::sleep(every) => {}
                 () = self.inner.closing.cancelled() => return,
             }
-            for upstream in &self.inner.servers {
+            for upstream in self
+                .inner
+                .servers
+                .iter()
+                .chain(self.inner.stateless.values())
+            {
                 upstream.stop_if_idle(idle).await;
             }
         }
@@ -240,6 +283,21 @@ impl Pool {
     /// Every server's health, in the order given.
     pub fn status(&self) -> Vec<ServerStatus> {
         self.inner.servers.iter().map(|u| u.status()).collect()
+    }
+
+    /// The health of the stateless-revision upstreams that have run (started, or tried to
+    /// and not found the server of the handshake era only), in the order given.
+    pub fn stateless_status(&self) -> Vec<ServerStatus> {
+        let stateless = &self.inner.stateless;
+        let ran = self
+            .inner
+            .servers
+            .iter()
+            .filter_map(|u| stateless.get(u.name()));
+        ran.filter(|u| !u.refused())
+            .map(|u| u.status())
+            .filter(|s| s.state != ServerState::Down || s.calls > 0 || s.last_error.is_some())
+            .collect()
     }
 
     /// Completes once [`Pool::shutdown`] has begun.
@@ -257,7 +315,10 @@ impl Pool {
     pub async fn shutdown(&self) {
         self.inner.closing.cancel();
         self.inner.tasks.close();
-        let closes = self.inner.servers.iter().map(|u| u.close());
+        let every = self.inner.servers.iter();
+        let closes = every
+            .chain(self.inner.stateless.values())
+            .map(|u| u.close());
         futures_util::future::join_all(closes).await;
         self.inner.tasks.wait().await;
     }

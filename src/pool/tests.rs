@@ -27,6 +27,10 @@ fn starts(file: &Path) -> usize {
 }
 
 fn pool(servers: Vec<PoolServer>, idle: Option<Duration>) -> Pool {
+    pool_of_eras(servers, idle, false)
+}
+
+fn pool_of_eras(servers: Vec<PoolServer>, idle: Option<Duration>, stateless: bool) -> Pool {
     let connect = ConnectOptions::default();
     let on_session = None;
     Pool::new(
@@ -35,6 +39,7 @@ fn pool(servers: Vec<PoolServer>, idle: Option<Duration>) -> Pool {
             connect,
             idle,
             on_session,
+            stateless,
         },
     )
 }
@@ -181,4 +186,31 @@ async fn an_unknown_server_is_named() {
     let pool = pool(Vec::new(), None);
     let error = pool.upstream("nope").err().unwrap();
     assert_eq!(error.to_string(), "no server `nope`");
+}
+
+#[tokio::test]
+async fn a_server_of_the_handshake_era_refuses_the_stateless_upstream_once() {
+    let s = scratch();
+    let pool = pool_of_eras(vec![PoolServer::lazy(fault("f", &s.starts))], None, true);
+    let modern = pool
+        .stateless("f")
+        .expect("a stdio server has a stateless upstream");
+    assert!(modern.is_stateless() && !modern.refused());
+    assert!(!pool.upstream("f").unwrap().is_stateless());
+    assert_eq!(starts(&s.starts), 0, "nothing starts before a request");
+    // The fault server answers `server/discover` with -32601.
+    assert!(modern.session().await.is_err());
+    assert!(modern.refused(), "its first connect tells");
+    assert_eq!(
+        pool.status()[0].state,
+        ServerState::Down,
+        "the handshake one is untouched"
+    );
+    let answer = pool
+        .upstream("f")
+        .unwrap()
+        .call("echo", json!({"message": "hi"}), CALL);
+    assert!(answer.await.is_ok());
+    assert_eq!(starts(&s.starts), 2, "one start per era");
+    pool.shutdown().await;
 }

@@ -1,7 +1,7 @@
 //! One server in the pool: its long-lived session, shared by every concurrent request (the
 //! session multiplexes requests by id), and what happens when it dies or sits idle.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -37,6 +37,9 @@ pub struct Upstream {
     closing: CancellationToken,
     /// Told whenever the server's health changes.
     changes: Arc<watch::Sender<()>>,
+    /// A stateless-revision upstream whose first connect failed: the server does not speak
+    /// the revision (callers use its handshake upstream instead).
+    refused: AtomicBool,
 }
 
 /// The mutable part, behind a short-lived lock (never held across an await).
@@ -100,7 +103,19 @@ impl Upstream {
             calls: AtomicU64::new(0),
             closing,
             changes,
+            refused: AtomicBool::new(false),
         }
+    }
+
+    /// Whether it speaks the stateless revision to its server (`Pool::stateless`).
+    pub fn is_stateless(&self) -> bool {
+        self.connect.stateless
+    }
+
+    /// Whether this stateless-revision upstream found that its server does not speak the
+    /// revision (never true of a handshake upstream).
+    pub fn refused(&self) -> bool {
+        self.refused.load(Ordering::Relaxed)
     }
 
     /// The server's name in the config.
@@ -349,7 +364,13 @@ impl Upstream {
             }
             Err(problem) => {
                 let failure = Failure::from_problem(&problem);
-                tracing::warn!(server = %self.name, cause = failure.cause, incident = %failure.incident, stderr = %failure.stderr, "cannot connect: {}", failure.message);
+                if self.connect.stateless && slot.sessions == 0 {
+                    // Most servers: not a fault, their clients are served in the handshake era.
+                    tracing::info!(server = %self.name, "the server does not speak the stateless revision (2026-07-28): {}", failure.message);
+                    self.refused.store(true, Ordering::Relaxed);
+                } else {
+                    tracing::warn!(server = %self.name, cause = failure.cause, incident = %failure.incident, stderr = %failure.stderr, "cannot connect: {}", failure.message);
+                }
                 slot.fail(failure.clone());
                 Err(PoolError::Unavailable {
                     server: self.name.clone(),

@@ -781,3 +781,111 @@ fn output_schemas_are_kept_only_where_cut_results_still_conform() {
     );
     assert_eq!(described["up__whole"]["outputSchema"], schema_of(2));
 }
+
+/// Steps of the stateless client against `url`, and its answers.
+/// `transport` is `["--url", URL]` or `["--", COMMAND...]`.
+fn stateless(dir: &Path, transport: &[&str], steps: Value) -> Vec<Value> {
+    let mut command = Command::new(sdk_python());
+    command
+        .arg(manifest_dir().join("tests/fixtures/stateless_client.py"))
+        .args(["--steps", &steps.to_string()])
+        .args(transport);
+    let answers = client_json(command, dir, "the stateless client");
+    answers.as_array().cloned().unwrap_or_default()
+}
+
+fn text_of(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_2026_client_gets_input_requests_verbatim_and_its_retry_reaches_the_same_server_over_http_and_stdio(
+) {
+    let fixture = manifest_dir().join("tests/fixtures/conformance_server.py");
+    let cmd = Cmd::new();
+    let log = cmd.path("fault.log");
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "conf": {"command": sdk_python(), "args": [fixture.display().to_string()]},
+        "fault": fault(&["--log", &log.display().to_string()]),
+    }}));
+    let dir = cmd.dir().to_path_buf();
+    let (running, url) = http_gateway(&cmd, &["--mode", "full"]);
+    let call = |name: &str, extra: Value| {
+        let mut params = json!({"name": name, "arguments": {}});
+        for (key, value) in extra.as_object().into_iter().flatten() {
+            params[key] = value.clone();
+        }
+        json!({"method": "tools/call", "params": params})
+    };
+    let confirm = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    let tampered = "conf__test_input_required_result_tampered_state";
+    let steps = json!([
+        call("conf__test_input_required_result_elicitation", json!({})),
+        call(
+            "conf__test_input_required_result_elicitation",
+            json!({"inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}}})
+        ),
+        call(tampered, json!({})),
+        call(
+            tampered,
+            json!({"inputResponses": confirm, "requestState": "$tampered"})
+        ),
+        call(
+            tampered,
+            json!({"inputResponses": confirm, "requestState": "$state"})
+        ),
+    ]);
+    let check = |answers: Vec<Value>, how: &str| {
+        let asked = &answers[0]["result"];
+        assert_eq!(asked["resultType"], "input_required", "{how}: {answers:?}");
+        assert_eq!(
+            asked["inputRequests"]["user_name"]["method"], "elicitation/create",
+            "{how}: {asked}"
+        );
+        assert!(
+            !asked.to_string().contains("mcp-launch/raw"),
+            "{how}: {asked}"
+        );
+        assert_eq!(text_of(&answers[1]), "Hello, Alice!", "{how}: {answers:?}");
+        let state = answers[2]["result"]["requestState"].as_str().unwrap_or("");
+        assert!(!state.is_empty(), "{how}: {answers:?}");
+        assert!(
+            answers[3].get("error").is_some(),
+            "{how}: a tampered state is refused: {answers:?}"
+        );
+        assert_eq!(
+            text_of(&answers[4]),
+            "State verified.",
+            "{how}: {answers:?}"
+        );
+    };
+    check(stateless(&dir, &["--url", &url], steps.clone()), "http");
+    let gateway = stdio_gateway(&dir, &["--mode", "full"]);
+    let mut stdio = vec!["--"];
+    stdio.extend(gateway[1..].iter().map(String::as_str));
+    check(stateless(&dir, &stdio, steps), "stdio");
+
+    // A server that does not speak the revision refuses `server/discover` once, then serves
+    // the 2026 client through its handshake session.
+    let echo = |message: &str| json!({"method": "tools/call", "params": {"name": "fault__echo", "arguments": {"message": message}}});
+    let answers = stateless(&dir, &["--url", &url], json!([echo("one"), echo("two")]));
+    assert_eq!(text_of(&answers[0]), "one", "{answers:?}");
+    assert_eq!(text_of(&answers[1]), "two", "{answers:?}");
+    let received = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(received.matches("server/discover").count(), 1, "{received}");
+
+    // `daemon status` shows the second process, and only where the server speaks the revision.
+    let status = cmd.cmd().args(["daemon", "status", "--json"]).run().json();
+    let upstreams = status["gateways"][0]["upstreams"].clone();
+    let eras: Vec<(&str, &str)> = upstreams
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|u| Some((u["name"].as_str()?, u["era"].as_str()?)))
+        .collect();
+    assert_eq!(eras, [("conf", "2026-07-28")], "{upstreams}");
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    running.wait();
+}

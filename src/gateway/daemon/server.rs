@@ -259,14 +259,16 @@ fn status(shared: &Shared) -> Value {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default();
-    let upstreams: Vec<Value> = shared
-        .gateway
-        .pool()
-        .status()
-        .into_iter()
-        .map(|s| {
+    let pool = shared.gateway.pool();
+    let handshake = pool.status().into_iter().map(|s| (s, None));
+    let stateless = pool.stateless_status().into_iter();
+    let era = crate::mcp::message::STATELESS_PROTOCOL_VERSION;
+    let upstreams: Vec<Value> = handshake
+        .chain(stateless.map(|s| (s, Some(era))))
+        .map(|(s, era)| {
             json!({
                 "name": s.name,
+                "era": era,
                 "state": s.state.as_str(),
                 "calls": s.calls,
                 "restarts": s.restarts,

@@ -21,10 +21,11 @@ use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CompleteRequestParams,
     CompleteResult, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
-    Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, ServerResult,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    Implementation, InitializeResult, InputResponses, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig,
+    ServerResult, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, Service, ServiceRole, SubscriptionContext,
@@ -38,7 +39,7 @@ use crate::serving::typed;
 
 use super::error::GatewayError;
 use super::items::{object, Kind};
-use super::{Caller, Event, Gateway, Progress};
+use super::{asks_for_input, Caller, Event, Gateway, Progress, Stateless};
 
 mod http;
 mod link;
@@ -182,6 +183,30 @@ fn scope_of(context: &RequestContext<RoleServer>) -> crate::outputs::ClientScope
     crate::outputs::ClientScope::new(&id)
 }
 
+/// What the server must see of a request of a stateless-revision client (its `_meta` members
+/// of the revision, and a retry's `inputResponses` and `requestState`); `None` for the
+/// handshake era.
+fn stateless_of(
+    context: &RequestContext<RoleServer>,
+    input_responses: Option<&InputResponses>,
+    request_state: Option<&str>,
+) -> Option<Stateless> {
+    // The handshake era's requests (most) end here.
+    context.meta.protocol_version()?;
+    let meta = serde_json::to_value(&context.meta).ok()?;
+    let mut retry = serde_json::Map::new();
+    if let Some(responses) = input_responses {
+        retry.insert(
+            "inputResponses".into(),
+            serde_json::to_value(responses).ok()?,
+        );
+    }
+    if let Some(state) = request_state {
+        retry.insert("requestState".into(), Value::String(state.to_string()));
+    }
+    Stateless::of(meta.as_object()?, &retry)
+}
+
 /// A gateway error as the client gets it: a JSON-RPC error for protocol errors, else a tool
 /// result with `isError: true` whose text says what happened and what to do.
 fn tool_error(error: &GatewayError) -> Result<Value, ErrorData> {
@@ -223,6 +248,14 @@ impl ServerHandler for Handler {
         info
     }
 
+    /// The advertised tool `name` when it binds arguments to headers: rmcp's HTTP service then
+    /// checks a 2026-07-28 request's `Mcp-Param-*` headers against the arguments (Base64
+    /// form included) and answers a mismatch with -32020 (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let schema = self.gateway.header_schema(name)?;
+        Some(Tool::new(name.to_string(), "", Arc::new(schema)))
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -253,6 +286,11 @@ impl ServerHandler for Handler {
                     }),
                 }
             });
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
             let arguments = object(request.arguments);
             let caller = Caller {
                 progress,
@@ -260,6 +298,7 @@ impl ServerHandler for Handler {
                 cancel: context.ct.clone(),
                 scope: scope_of(&context),
                 logs: Some(log_sink(&context)),
+                stateless,
             };
             let outcome = self
                 .gateway
@@ -269,6 +308,9 @@ impl ServerHandler for Handler {
                 Ok(raw) => raw,
                 Err(error) => tool_error(&error)?,
             };
+            if asks_for_input(&raw) {
+                return typed(raw::carry_input_required(raw)).map(CallToolResponse::InputRequired);
+            }
             if !self.keep_raw {
                 return typed(raw::carry_result(raw)).map(CallToolResponse::Complete);
             }
@@ -300,9 +342,21 @@ impl ServerHandler for Handler {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        match self.gateway.read_resource(&request.uri).await {
+        let stateless = stateless_of(
+            &context,
+            request.input_responses.as_ref(),
+            request.request_state.as_deref(),
+        );
+        match self
+            .gateway
+            .read_resource(&request.uri, stateless.as_ref())
+            .await
+        {
+            Ok(result) if asks_for_input(&result) => {
+                typed(raw::carry_input_required(result)).map(ReadResourceResponse::InputRequired)
+            }
             Ok(result) => typed(result).map(ReadResourceResponse::Complete),
             Err(error) => Err(rpc_error(&error)),
         }
@@ -320,12 +374,24 @@ impl ServerHandler for Handler {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let stateless = stateless_of(
+            &context,
+            request.input_responses.as_ref(),
+            request.request_state.as_deref(),
+        );
         let arguments = request
             .arguments
             .map(|a| serde_json::to_value(a).unwrap_or_default());
-        match self.gateway.get_prompt(&request.name, arguments).await {
+        let outcome = self
+            .gateway
+            .get_prompt(&request.name, arguments, stateless.as_ref())
+            .await;
+        match outcome {
+            Ok(result) if asks_for_input(&result) => {
+                typed(raw::carry_input_required(result)).map(GetPromptResponse::InputRequired)
+            }
             Ok(result) => typed(result).map(GetPromptResponse::Complete),
             Err(error) => Err(rpc_error(&error)),
         }

@@ -6,7 +6,8 @@
 //! - a `tools/list` answer is marked ([`list_placeholder`]) and gets the catalog's serialised
 //!   tools put in (the catalog keeps one serialised copy);
 //! - a call result over HTTP carries the raw result under a private `_meta` key
-//!   ([`carry_result`]) and gets it back whole.
+//!   ([`carry_result`]) and gets it back whole; so does an `InputRequiredResult` on either
+//!   transport ([`carry_input_required`]: rmcp's type would re-serialise its input requests).
 //!
 //! The splice runs per message: on stdio in [`SplicingWriter`] (each message is one line), on
 //! HTTP in the [`restore`] layer (a JSON body, or each SSE `data:` line). The private keys never
@@ -48,6 +49,21 @@ pub fn list_placeholder() -> Value {
 /// A call result's placeholder, carrying the raw result.
 pub fn carry_result(result: Value) -> Value {
     json!({"content": [], "_meta": {CARRIED: result}})
+}
+
+/// An `InputRequiredResult`'s placeholder (SEP-2322), carrying the server's whole.
+/// rmcp's type wants `inputRequests` or `requestState`: the placeholder has what the result
+/// has (an empty map, the same state), all put back from the carried result.
+pub fn carry_input_required(result: Value) -> Value {
+    let mut placeholder = json!({"resultType": "input_required"});
+    if result.get("inputRequests").is_some() {
+        placeholder["inputRequests"] = json!({});
+    }
+    if let Some(state) = result.get("requestState") {
+        placeholder["requestState"] = state.clone();
+    }
+    placeholder["_meta"] = json!({CARRIED: result});
+    placeholder
 }
 
 /// The serialised tools a list answer gets.

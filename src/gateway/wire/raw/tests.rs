@@ -64,3 +64,20 @@ fn lines_are_spliced_whole_even_when_they_arrive_in_pieces() {
     );
     assert!(lines.rest().is_empty());
 }
+
+#[test]
+fn an_input_required_result_comes_back_verbatim() {
+    let sealed = json!({"resultType": "input_required",
+        "inputRequests": {"q": {"method": "elicitation/create", "params": {"message": "?",
+            "requestedSchema": {"type": "object"}, "x-vendor": [1, 2]}}},
+        "requestState": "opaque.sealed==", "_meta": {"vendor/k": true}});
+    let only_state = json!({"resultType": "input_required", "requestState": "s"});
+    for result in [sealed, only_state] {
+        let placeholder = carry_input_required(result.clone());
+        assert_eq!(placeholder["resultType"], "input_required");
+        let message = json!({"jsonrpc": "2.0", "id": 4, "result": placeholder});
+        let text = splice(message.to_string().as_bytes(), &catalog).expect("spliced");
+        let back: Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(back["result"], result);
+    }
+}

@@ -206,6 +206,7 @@ impl Bridge {
                 connect: config.connect,
                 idle: None,
                 on_session: None,
+                stateless: false,
             },
         );
         let served: HashMap<String, Served> = pool
