@@ -1,0 +1,223 @@
+//! The data `list`, `inspect` and `search` read through a daemon, as protocol JSON both ways:
+//! the daemon sends reports and hits, the command line renders them with the direct path's
+//! renderers. Every field a renderer reads travels; a value that does not decode makes the
+//! answer unusable (the command line then takes the direct path), never a panic.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use crate::catalog::{RelayedProblem, ServerReport, Status};
+use crate::error::Actionable;
+use crate::gateway::{Found, FoundTool};
+use crate::search::{Hit, Parts, ToolDoc};
+
+/// A report as protocol JSON.
+pub fn report_json(r: &ServerReport) -> Value {
+    let problem = r.error.as_ref().map(|p| {
+        json!({"type": p.kind(), "message": p.to_string(), "help": p.help(), "config": p.is_config()})
+    });
+    json!({
+        "name": r.name,
+        "config_name": r.config_name,
+        "stack": r.stack,
+        "transport": r.transport,
+        "status": r.status.as_str(),
+        "tools": r.tools,
+        "tool_tokens": r.tool_tokens,
+        "init_ns": r.init_time.map(|t| t.as_nanos() as u64),
+        "protocol_version": r.protocol_version,
+        "used_slow_window": r.used_slow_window,
+        "warnings": r.warnings,
+        "error": problem,
+        "stale": r.stale,
+        "checked_at_ms": r.checked_at
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64),
+    })
+}
+
+/// A report from protocol JSON (`None` when a field is missing or of the wrong kind).
+pub fn report_from(v: &Value) -> Option<ServerReport> {
+    let text = |key: &str| v.get(key)?.as_str().map(str::to_string);
+    let strings = |key: &str| -> Option<Vec<String>> {
+        v.get(key)?
+            .as_array()?
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    let millis = |key: &str| v.get(key).and_then(Value::as_u64);
+    let error = match v.get("error") {
+        None | Some(Value::Null) => None,
+        Some(e) => {
+            let text = |key: &str| e.get(key)?.as_str().map(str::to_string);
+            Some(crate::catalog::ServerProblem::Relayed(RelayedProblem {
+                kind: super::remote_kind(&text("type")?),
+                message: text("message")?,
+                help: text("help")?,
+                is_config: e.get("config")?.as_bool()?,
+            }))
+        }
+    };
+    Some(ServerReport {
+        name: text("name")?,
+        config_name: text("config_name")?,
+        stack: text("stack")?,
+        transport: match v.get("transport")?.as_str()? {
+            "stdio" => "stdio",
+            "http" => "http",
+            "sse" => "sse",
+            _ => "-",
+        },
+        status: match v.get("status")?.as_str()? {
+            "connected" => Status::Connected,
+            "cached" => Status::Cached,
+            "disabled" => Status::Disabled,
+            _ => Status::Error,
+        },
+        tools: v.get("tools")?.as_array()?.clone(),
+        tool_tokens: v
+            .get("tool_tokens")?
+            .as_array()?
+            .iter()
+            .map(|n| n.as_u64().map(|n| n as usize))
+            .collect::<Option<_>>()?,
+        init_time: millis("init_ns").map(Duration::from_nanos),
+        protocol_version: text("protocol_version"),
+        used_slow_window: v.get("used_slow_window")?.as_bool()?,
+        warnings: strings("warnings")?,
+        error,
+        stale: strings("stale")?,
+        checked_at: millis("checked_at_ms").map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+    })
+}
+
+/// What a search found, as protocol JSON.
+pub fn found_json(found: &Found) -> Value {
+    let hits: Vec<Value> = found
+        .hits
+        .iter()
+        .map(|f| {
+            json!({
+                "doc": f.hit.doc,
+                "score": f.hit.score,
+                "lexical": f.hit.parts.lexical,
+                "semantic": f.hit.parts.semantic,
+                "pinned": f.hit.parts.pinned,
+                "tool": f.tool,
+                "schema": f.schema,
+            })
+        })
+        .collect();
+    json!({"hits": hits, "searched": found.searched, "unavailable": found.unavailable})
+}
+
+/// What a search found, from protocol JSON (`None` when it does not decode).
+pub fn found_from(v: &Value) -> Option<Found> {
+    let hits = v
+        .get("hits")?
+        .as_array()?
+        .iter()
+        .map(|h| {
+            Some(FoundTool {
+                hit: Hit {
+                    doc: usize::try_from(h.get("doc")?.as_u64()?).ok()?,
+                    score: h.get("score")?.as_f64()?,
+                    parts: Parts {
+                        lexical: h.get("lexical")?.as_f64()?,
+                        semantic: h.get("semantic").and_then(Value::as_f64),
+                        pinned: h.get("pinned")?.as_bool()?,
+                    },
+                },
+                tool: serde_json::from_value::<ToolDoc>(h.get("tool")?.clone()).ok()?,
+                schema: h.get("schema").filter(|s| !s.is_null()).cloned(),
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Found {
+        hits,
+        searched: usize::try_from(v.get("searched")?.as_u64()?).ok()?,
+        unavailable: v
+            .get("unavailable")?
+            .as_array()?
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect::<Option<_>>()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_survives_the_trip() {
+        let report = ServerReport {
+            name: "s".into(),
+            config_name: "s".into(),
+            stack: "config".into(),
+            transport: "stdio",
+            status: Status::Cached,
+            tools: vec![json!({"name": "t", "inputSchema": {"type": "object"}})],
+            tool_tokens: vec![12],
+            init_time: Some(Duration::from_micros(12_345)),
+            protocol_version: Some("2025-06-18".into()),
+            used_slow_window: true,
+            warnings: vec!["w".into()],
+            error: Some(crate::catalog::ServerProblem::Relayed(RelayedProblem {
+                kind: "server_exited",
+                message: "it exited".into(),
+                help: "read its stderr".into(),
+                is_config: false,
+            })),
+            stale: vec!["old".into()],
+            checked_at: Some(UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
+        };
+        let back = report_from(&report_json(&report)).expect("decodes");
+        assert_eq!(report_json(&back), report_json(&report));
+        assert_eq!(back.init_time, report.init_time);
+        assert_eq!(back.checked_at, report.checked_at);
+        assert_eq!(back.error.as_ref().map(|e| e.kind()), Some("server_exited"));
+    }
+
+    #[test]
+    fn broken_answers_decode_to_nothing_not_a_panic() {
+        for bad in [
+            json!(null),
+            json!({"name": 1}),
+            json!({"name": "s", "tools": "no"}),
+            json!([1, 2]),
+        ] {
+            assert!(report_from(&bad).is_none(), "{bad}");
+            assert!(found_from(&bad).is_none(), "{bad}");
+        }
+        let hit = json!({"hits": [{"doc": -1, "score": 1.0}], "searched": 1, "unavailable": []});
+        assert!(found_from(&hit).is_none());
+    }
+
+    #[test]
+    fn scores_keep_every_bit() {
+        let found = Found {
+            hits: vec![FoundTool {
+                hit: Hit {
+                    doc: 3,
+                    score: 0.1 + 0.2,
+                    parts: Parts {
+                        lexical: 1.0 / 3.0,
+                        semantic: Some(0.713_f64.sqrt()),
+                        pinned: false,
+                    },
+                },
+                tool: ToolDoc::from_definition("s", &json!({"name": "t", "description": "d"})),
+                schema: Some(json!({"type": "object"})),
+            }],
+            searched: 9,
+            unavailable: vec!["x".into()],
+        };
+        let back = found_from(&found_json(&found)).expect("decodes");
+        assert_eq!(back.hits[0].hit, found.hits[0].hit);
+        assert_eq!(back.hits[0].tool, found.hits[0].tool);
+        assert_eq!(back.unavailable, found.unavailable);
+    }
+}
