@@ -11,8 +11,10 @@ use crate::output::{self, style, Table};
 use crate::search::semantic::{DocVectors, Model};
 use crate::search::{Hit, Meaning, Method, Query, SearchIndex, ToolDoc};
 
+use super::daemon;
 use super::server::entries_with_overrides;
 use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
+use crate::gateway::daemon::SearchRequest;
 
 /// Find tools across every server by keywords, a task, a regex or a substring.
 ///
@@ -50,6 +52,10 @@ pub struct SearchArgs {
     /// Show each hit's lexical and semantic parts.
     #[arg(long)]
     pub explain: bool,
+    /// Through the daemon (without --refresh, which checks live here): its catalog, and its
+    /// model and tool vectors kept loaded; nothing is started.
+    #[command(flatten)]
+    pub daemon: super::daemon::DaemonFlag,
 }
 
 pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
@@ -81,6 +87,42 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         None => None,
     };
     let (entries, overrides) = entries_with_overrides(&loaded)?;
+    if !args.refresh {
+        let request = SearchRequest {
+            query: args.query.clone(),
+            method,
+            limit: usize::from(args.limit),
+            server: server.clone(),
+            schemas: args.schema,
+        };
+        let enabled: Vec<&str> = (entries.iter().filter(|e| !e.disabled))
+            .map(|e| e.qualified.as_str())
+            .collect();
+        let how = args.daemon.how;
+        if let Some(found) =
+            daemon::search_through(&loaded, global, how, &request, &enabled).await?
+        {
+            tracing::debug!(hits = found.hits.len(), "searched through the daemon");
+            let hits: Vec<Hit> = found.hits.iter().map(|f| f.hit).collect();
+            let docs: Vec<ToolDoc> = found.hits.iter().map(|f| f.tool.clone()).collect();
+            let schemas: Vec<Value> = match args.schema {
+                true => (found.hits.iter())
+                    .map(|f| f.schema.clone().unwrap_or(Value::Null))
+                    .collect(),
+                false => Vec::new(),
+            };
+            let shown = Found {
+                method,
+                explain: args.explain,
+                hits: &hits,
+                docs: &docs,
+                schemas: &schemas,
+                unavailable: &found.unavailable,
+                searched: found.searched,
+            };
+            return print(&args, global, &shown);
+        }
+    }
     let catalog = SearchCatalog::open(&entries, &overrides, args.refresh).await;
     tracing::debug!(tools = catalog.index.len(), "search index ready");
     let meaning = match (&model, method) {
@@ -116,10 +158,14 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         unavailable: &catalog.unavailable,
         searched: catalog.index.len(),
     };
+    print(&args, global, &found)
+}
+
+fn print(args: &SearchArgs, global: &GlobalArgs, found: &Found<'_>) -> Result<Outcome, CliError> {
     if global.json {
-        print_json(&args, &found)?;
+        print_json(args, found)?;
     } else {
-        print_human(&args, &found)?;
+        print_human(args, found)?;
     }
     Ok(Outcome::Success)
 }
