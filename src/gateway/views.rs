@@ -79,7 +79,19 @@ impl Gateway {
         if relisted.contains(&Some(true)) {
             self.rebuild().await;
         }
-        self.inner.reports.lock().await.clone()
+        let mut reports = self.inner.reports.lock().await.clone();
+        for report in reports.iter_mut().filter(|r| r.status == Status::Error) {
+            // A first check still under way after the list wait: say so, not a bare error.
+            report.error.get_or_insert_with(|| {
+                ServerProblem::Relayed(RelayedProblem {
+                    kind: "not_ready",
+                    message: "its first check in the daemon has not finished".into(),
+                    help: "ask again in a moment (--daemon off checks it here)".into(),
+                    is_config: false,
+                })
+            });
+        }
+        reports
     }
 
     /// `server`'s report listed live over its session, started lazily by the pool (and kept

@@ -519,3 +519,82 @@ fn views_take_the_direct_path_without_a_daemon_past_a_broken_one_and_for_another
         }
     }
 }
+
+#[test]
+fn search_by_meaning_through_a_daemon_ranks_and_scores_as_the_direct_path() {
+    let model = crate::semantic::shared_model().display().to_string();
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    let with_model = || cmd.cmd().env("MCP_LAUNCH_MODEL_DIR", &model);
+    let searches: &[&[&str]] = &[
+        &["search", "say something back", "--explain", "--json"],
+        &[
+            "search",
+            "sum of two integers",
+            "--method",
+            "semantic",
+            "--json",
+        ],
+        &[
+            "search",
+            "sum of two integers",
+            "--explain",
+            "--limit",
+            "10",
+        ],
+    ];
+    let direct: Vec<Output> = (searches.iter())
+        .map(|args| view(with_model(), "off", args))
+        .collect();
+    let hybrid = direct[0].json();
+    assert_eq!(hybrid["method"], "hybrid", "{hybrid}");
+    assert!(
+        hybrid["results"][0]["explain"]["semantic"].is_number(),
+        "ranked by meaning: {hybrid}"
+    );
+    let daemon = start_daemon(&cmd, with_model());
+    forget_the_indexes(&dir);
+    for (args, direct) in searches.iter().zip(&direct) {
+        let ridden = view(with_model(), "use", args);
+        assert_eq!(ridden.stdout, direct.stdout, "{args:?} through the daemon");
+    }
+    assert_eq!(starts(&dir), 1, "the daemon answered: nothing started");
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
+    daemon.wait();
+}
+
+#[test]
+fn a_server_that_cannot_start_reads_the_same_through_the_daemon_which_does_not_retry_it() {
+    let cmd = Cmd::new();
+    let counted = cmd.path("starts").display().to_string();
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "fault": fault(&["--starts", &counted]),
+        "missing": {"command": "mcp-launch-test-no-such-command"},
+    }}));
+    let list = |how: &str| {
+        cmd.cmd()
+            .args(["--config", "config.json", "list", "--json", "--daemon", how])
+            .status(1)
+            .run()
+    };
+    list("off");
+    let direct = list("off");
+    assert_eq!(
+        direct.server("missing")["error"]["type"],
+        "command_not_found"
+    );
+    let daemon = start_daemon(&cmd, cmd.cmd());
+    forget_the_indexes(cmd.dir());
+    let ridden = list("use");
+    assert_eq!(
+        ridden.stdout, direct.stdout,
+        "the daemon's failed check reads as the direct one"
+    );
+    assert_eq!(
+        starts(cmd.dir()),
+        1,
+        "fault answered from the index both ways"
+    );
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
+    daemon.wait();
+}
