@@ -54,34 +54,46 @@ impl Gateway {
             .collect()
     }
 
-    /// Every server's report, in config order, starting nothing: a server the pool is running
+    /// Reads every server's report, in config order, starting nothing: a server the pool is running
     /// whose report came from the tool index is listed live once over its session (its report
     /// then reads `connected`, and the index is updated); the others as they are. Waits (the
     /// list wait at most) for the first checks of servers the index did not know.
-    pub async fn reports(&self) -> Vec<ServerReport> {
+    pub async fn with_reports<R>(&self, read: impl FnOnce(&[ServerReport]) -> R) -> R {
         self.wait_settled().await;
-        let reports = self.inner.reports.lock().await.clone();
-        let relists = reports.iter().enumerate().filter_map(|(i, report)| {
-            let upstream = self.inner.pool.get(&report.name)?;
-            let session = upstream.current_session()?;
-            (report.status != Status::Connected).then_some(async move {
-                let timeout = RELIST_WAIT.min(self.inner.options.connect.list_timeout);
-                match session.list_tools(timeout).await {
-                    Ok(list) => Some(self.keep_listed(i, session.info(), list).await),
-                    Err(e) => {
-                        tracing::debug!(server = %report.name, error = %e, "cannot re-list; the report stays");
-                        None
-                    }
-                }
+        // Running servers whose report is not live yet, with their sessions.
+        let running: Vec<_> = (self.inner.reports.lock().await.iter().enumerate())
+            .filter(|(_, report)| report.status != Status::Connected)
+            .filter_map(|(i, report)| {
+                let session = self.inner.pool.get(&report.name)?.current_session()?;
+                Some((i, session))
             })
+            .collect();
+        let relists = running.into_iter().map(|(i, session)| async move {
+            let timeout = RELIST_WAIT.min(self.inner.options.connect.list_timeout);
+            match session.list_tools(timeout).await {
+                Ok(list) => Some(self.keep_listed(i, session.info(), list).await),
+                Err(e) => {
+                    let server = &self.inner.entries[i].qualified;
+                    tracing::debug!(server, error = %e, "cannot re-list; the report stays");
+                    None
+                }
+            }
         });
         let relisted = futures_util::future::join_all(relists).await;
         if relisted.contains(&Some(true)) {
             self.rebuild().await;
         }
-        let mut reports = self.inner.reports.lock().await.clone();
+        let reports = self.inner.reports.lock().await;
+        if !reports
+            .iter()
+            .any(|r| r.status == Status::Error && r.error.is_none())
+        {
+            return read(&reports);
+        }
+        // A first check still under way after the list wait: say so, not a bare error (a copy:
+        // the check replaces the report when it ends).
+        let mut reports = reports.clone();
         for report in reports.iter_mut().filter(|r| r.status == Status::Error) {
-            // A first check still under way after the list wait: say so, not a bare error.
             report.error.get_or_insert_with(|| {
                 ServerProblem::Relayed(RelayedProblem {
                     kind: "not_ready",
@@ -91,7 +103,7 @@ impl Gateway {
                 })
             });
         }
-        reports
+        read(&reports)
     }
 
     /// `server`'s report listed live over its session, started lazily by the pool (and kept

@@ -145,8 +145,7 @@ impl Client {
     /// Every server's report as the daemon knows it (it starts nothing for this).
     pub async fn reports(&mut self) -> Result<Vec<ServerReport>, DaemonError> {
         let answer = self.request(json!({"op": "list"}), VIEW_TIMEOUT).await?;
-        (answer.get("reports").and_then(Value::as_array))
-            .and_then(|reports| reports.iter().map(views::report_from).collect())
+        views::reports_from(answer)
             .ok_or_else(|| self.broken("sent reports that do not decode".into()))
     }
 
@@ -158,9 +157,8 @@ impl Client {
         limit: Duration,
     ) -> Result<ServerReport, DaemonError> {
         let request = json!({"op": "inspect", "server": server});
-        let answer = self.request(request, limit).await?;
-        answer
-            .get("report")
+        let mut answer = self.request(request, limit).await?;
+        (answer.get_mut("report").map(Value::take))
             .and_then(views::report_from)
             .ok_or_else(|| self.broken("sent a report that does not decode".into()))
     }

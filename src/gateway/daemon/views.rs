@@ -5,6 +5,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::catalog::{RelayedProblem, ServerReport, Status};
@@ -12,84 +13,146 @@ use crate::error::Actionable;
 use crate::gateway::{Found, FoundTool};
 use crate::search::{Hit, Parts, ToolDoc};
 
-/// A report as protocol JSON.
-pub fn report_json(r: &ServerReport) -> Value {
-    let problem = r.error.as_ref().map(|p| {
-        json!({"type": p.kind(), "message": p.to_string(), "help": p.help(), "config": p.is_config()})
-    });
-    json!({
-        "name": r.name,
-        "config_name": r.config_name,
-        "stack": r.stack,
-        "transport": r.transport,
-        "status": r.status.as_str(),
-        "tools": r.tools,
-        "tool_tokens": r.tool_tokens,
-        "init_ns": r.init_time.map(|t| t.as_nanos() as u64),
-        "protocol_version": r.protocol_version,
-        "used_slow_window": r.used_slow_window,
-        "warnings": r.warnings,
-        "error": problem,
-        "stale": r.stale,
-        "checked_at_ms": r.checked_at
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as u64),
-    })
+/// A report on its way out: borrowed, so the daemon serialises its reports without copying
+/// them (479 tools' definitions copied three times cost `list` ~15 ms).
+#[derive(Serialize)]
+struct ReportOut<'a> {
+    name: &'a str,
+    config_name: &'a str,
+    stack: &'a str,
+    transport: &'a str,
+    status: &'a str,
+    tools: &'a [Value],
+    tool_tokens: &'a [usize],
+    init_ns: Option<u64>,
+    protocol_version: Option<&'a str>,
+    used_slow_window: bool,
+    warnings: &'a [String],
+    error: Option<ProblemWire>,
+    stale: &'a [String],
+    checked_at_ms: Option<u64>,
 }
 
-/// A report from protocol JSON (`None` when a field is missing or of the wrong kind).
-pub fn report_from(v: &Value) -> Option<ServerReport> {
-    let text = |key: &str| v.get(key)?.as_str().map(str::to_string);
-    let strings = |key: &str| -> Option<Vec<String>> {
-        v.get(key)?
-            .as_array()?
-            .iter()
-            .map(|s| s.as_str().map(str::to_string))
-            .collect()
+/// A report as it arrives (every field required but the optional ones).
+#[derive(Deserialize)]
+struct ReportIn {
+    name: String,
+    config_name: String,
+    stack: String,
+    transport: String,
+    status: String,
+    tools: Vec<Value>,
+    tool_tokens: Vec<usize>,
+    init_ns: Option<u64>,
+    protocol_version: Option<String>,
+    used_slow_window: bool,
+    warnings: Vec<String>,
+    error: Option<ProblemWire>,
+    stale: Vec<String>,
+    checked_at_ms: Option<u64>,
+}
+
+/// A server problem as words.
+#[derive(Serialize, Deserialize)]
+struct ProblemWire {
+    #[serde(rename = "type")]
+    kind: String,
+    message: String,
+    help: String,
+    config: bool,
+}
+
+/// The reports as one protocol JSON document, `{"reports": […]}`, written straight from
+/// the borrowed reports.
+pub fn reports_json(reports: &[ServerReport]) -> String {
+    #[derive(Serialize)]
+    struct Reports<'a> {
+        reports: Vec<ReportOut<'a>>,
+    }
+    let reports = Reports {
+        reports: reports.iter().map(report_out).collect(),
     };
-    let millis = |key: &str| v.get(key).and_then(Value::as_u64);
-    let error = match v.get("error") {
-        None | Some(Value::Null) => None,
-        Some(e) => {
-            let text = |key: &str| e.get(key)?.as_str().map(str::to_string);
-            Some(crate::catalog::ServerProblem::Relayed(RelayedProblem {
-                kind: super::remote_kind(&text("type")?),
-                message: text("message")?,
-                help: text("help")?,
-                is_config: e.get("config")?.as_bool()?,
-            }))
-        }
+    serde_json::to_string(&reports).unwrap_or_else(|_| r#"{"reports":null}"#.into())
+}
+
+/// A report as protocol JSON.
+pub fn report_json(r: &ServerReport) -> Value {
+    serde_json::to_value(report_out(r)).unwrap_or(Value::Null)
+}
+
+fn report_out(r: &ServerReport) -> ReportOut<'_> {
+    ReportOut {
+        name: &r.name,
+        config_name: &r.config_name,
+        stack: &r.stack,
+        transport: r.transport,
+        status: r.status.as_str(),
+        tools: &r.tools,
+        tool_tokens: &r.tool_tokens,
+        init_ns: r.init_time.map(|t| t.as_nanos() as u64),
+        protocol_version: r.protocol_version.as_deref(),
+        used_slow_window: r.used_slow_window,
+        warnings: &r.warnings,
+        error: r.error.as_ref().map(|p| ProblemWire {
+            kind: p.kind().to_string(),
+            message: p.to_string(),
+            help: p.help(),
+            config: p.is_config(),
+        }),
+        stale: &r.stale,
+        checked_at_ms: (r.checked_at)
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64),
+    }
+}
+
+/// The reports of a `{"reports": […]}` answer, moved out of it (`None` when any does not
+/// decode).
+pub fn reports_from(mut answer: Value) -> Option<Vec<ServerReport>> {
+    match answer.get_mut("reports").map(Value::take) {
+        Some(Value::Array(reports)) => reports.into_iter().map(report_from).collect(),
+        _ => None,
+    }
+}
+
+/// A report from protocol JSON, moved out of it (`None` when a field is missing or of the
+/// wrong kind).
+pub fn report_from(v: Value) -> Option<ServerReport> {
+    let r: ReportIn = serde_json::from_value(v).ok()?;
+    let error = match r.error {
+        None => None,
+        Some(e) => Some(crate::catalog::ServerProblem::Relayed(RelayedProblem {
+            kind: super::remote_kind(&e.kind),
+            message: e.message,
+            help: e.help,
+            is_config: e.config,
+        })),
     };
     Some(ServerReport {
-        name: text("name")?,
-        config_name: text("config_name")?,
-        stack: text("stack")?,
-        transport: match v.get("transport")?.as_str()? {
+        name: r.name,
+        config_name: r.config_name,
+        stack: r.stack,
+        transport: match r.transport.as_str() {
             "stdio" => "stdio",
             "http" => "http",
             "sse" => "sse",
             _ => "-",
         },
-        status: match v.get("status")?.as_str()? {
+        status: match r.status.as_str() {
             "connected" => Status::Connected,
             "cached" => Status::Cached,
             "disabled" => Status::Disabled,
             _ => Status::Error,
         },
-        tools: v.get("tools")?.as_array()?.clone(),
-        tool_tokens: v
-            .get("tool_tokens")?
-            .as_array()?
-            .iter()
-            .map(|n| n.as_u64().map(|n| n as usize))
-            .collect::<Option<_>>()?,
-        init_time: millis("init_ns").map(Duration::from_nanos),
-        protocol_version: text("protocol_version"),
-        used_slow_window: v.get("used_slow_window")?.as_bool()?,
-        warnings: strings("warnings")?,
+        tools: r.tools,
+        tool_tokens: r.tool_tokens,
+        init_time: r.init_ns.map(Duration::from_nanos),
+        protocol_version: r.protocol_version,
+        used_slow_window: r.used_slow_window,
+        warnings: r.warnings,
         error,
-        stale: strings("stale")?,
-        checked_at: millis("checked_at_ms").map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+        stale: r.stale,
+        checked_at: (r.checked_at_ms).map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
     })
 }
 
@@ -174,7 +237,10 @@ mod tests {
             stale: vec!["old".into()],
             checked_at: Some(UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
         };
-        let back = report_from(&report_json(&report)).expect("decodes");
+        let back = report_from(report_json(&report)).expect("decodes");
+        let listed = serde_json::from_str(&reports_json(std::slice::from_ref(&report))).unwrap();
+        let listed = reports_from(listed).expect("decodes");
+        assert_eq!(report_json(&listed[0]), report_json(&report));
         assert_eq!(report_json(&back), report_json(&report));
         assert_eq!(back.init_time, report.init_time);
         assert_eq!(back.checked_at, report.checked_at);
@@ -189,7 +255,8 @@ mod tests {
             json!({"name": "s", "tools": "no"}),
             json!([1, 2]),
         ] {
-            assert!(report_from(&bad).is_none(), "{bad}");
+            assert!(report_from(bad.clone()).is_none(), "{bad}");
+            assert!(reports_from(bad.clone()).is_none(), "{bad}");
             assert!(found_from(&bad).is_none(), "{bad}");
         }
         let hit = json!({"hits": [{"doc": -1, "score": 1.0}], "searched": 1, "unavailable": []});
