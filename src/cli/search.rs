@@ -59,8 +59,10 @@ pub struct SearchArgs {
 }
 
 pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
-    let model = model_for(args.method)?;
-    let method = args.method.unwrap_or(if model.is_some() {
+    // Only located here: a search through the daemon ranks with the daemon's model, and the
+    // direct path opens it below.
+    let model_dir = model_dir_for(args.method)?;
+    let method = args.method.unwrap_or(if model_dir.is_some() {
         Method::Hybrid
     } else {
         Method::Bm25
@@ -73,7 +75,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         server,
     };
     SearchIndex::build(Vec::new()).search(&query(None))?;
-    if model.is_none() && args.method.is_none() && !global.json {
+    if model_dir.is_none() && args.method.is_none() && !global.json {
         let dim = style::DIM;
         anstream::eprintln!(
             "{dim}ranking by words only: `mcp-launch model install` adds ranking by meaning{dim:#}"
@@ -123,6 +125,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
             return print(&args, global, &shown);
         }
     }
+    let model = model_dir.as_deref().map(Model::open).transpose()?;
     let catalog = SearchCatalog::open(&entries, &overrides, args.refresh).await;
     tracing::debug!(tools = catalog.index.len(), "search index ready");
     let meaning = match (&model, method) {
@@ -170,14 +173,14 @@ fn print(args: &SearchArgs, global: &GlobalArgs, found: &Found<'_>) -> Result<Ou
     Ok(Outcome::Success)
 }
 
-/// The model to rank by meaning with: the installed one, unless the method needs none. A
-/// method that needs one (`semantic`, `hybrid`) named without a model is an error.
-fn model_for(method: Option<Method>) -> Result<Option<Model>, CliError> {
+/// Where the model to rank by meaning with is: the installed one, unless the method needs
+/// none. A method that needs one (`semantic`, `hybrid`) named without a model is an error.
+fn model_dir_for(method: Option<Method>) -> Result<Option<std::path::PathBuf>, CliError> {
     if matches!(method, Some(Method::Bm25 | Method::Regex | Method::Exact)) {
         return Ok(None);
     }
     match crate::model::locate()? {
-        Some(dir) => Ok(Some(Model::open(&dir)?)),
+        Some(dir) => Ok(Some(dir)),
         None if method.is_some() => Err(CliError::Usage {
             message: format!(
                 "--method {} ranks by meaning, and no embedding model is installed",
