@@ -301,6 +301,13 @@ pub(super) fn daemon_error(error: DaemonError) -> CliError {
     CliError::Daemon(Box::new(error))
 }
 
+/// True when `list` or `search` must check servers live here rather than read a daemon's
+/// catalog: `--refresh`, or `MCP_LAUNCH_INDEX_TTL=0` (the index never answers, so neither does
+/// the daemon's copy of it).
+pub(super) fn checks_live(refresh: bool) -> bool {
+    refresh || crate::catalog::TTL.from_env_or_default().is_zero()
+}
+
 /// Every server's report through the daemon, in `entries`' order, starting nothing: servers
 /// disabled here are reported disabled (the daemon does not serve them); `None` (the direct
 /// path) when no daemon answers, or it does not serve every enabled entry (its overrides were

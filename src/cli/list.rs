@@ -43,7 +43,7 @@ pub struct ListArgs {
 pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     if let Some(name) = &args.server {
         let overrides = load_overrides()?;
-        let report = match (args.refresh, args.daemon.how) {
+        let report = match (daemon::checks_live(args.refresh), args.daemon.how) {
             // --refresh checks live here, whatever runs.
             (true, _) | (_, DaemonUse::Off) => server_report(global, name, args.refresh).await?,
             (false, how) => report_through_daemon(global, name, how, false).await?,
@@ -64,7 +64,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
     let loaded = load_config_announced(global, true)?;
     let opts = catalog::ResolveOptions::from_env(args.refresh);
     let (entries, overrides) = entries_with_overrides(&loaded)?;
-    let through = match args.refresh {
+    let through = match daemon::checks_live(args.refresh) {
         true => None,
         false => daemon::reports_through(&loaded, global, args.daemon.how, &entries).await?,
     };

@@ -89,7 +89,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         None => None,
     };
     let (entries, overrides) = entries_with_overrides(&loaded)?;
-    if !args.refresh {
+    if !daemon::checks_live(args.refresh) {
         let request = SearchRequest {
             query: args.query.clone(),
             method,

@@ -430,6 +430,18 @@ fn list_inspect_and_search_through_a_daemon_print_what_the_direct_path_prints() 
     // --refresh checks live here: the direct path, whatever runs.
     view(cmd.cmd(), "use", &["list", "fault", "--refresh", "--json"]);
     assert_eq!(starts(&dir), 3, "--refresh took the direct path");
+    // So does an index that never answers: the daemon's copy of it does not either.
+    let live = cmd.cmd().env("MCP_LAUNCH_INDEX_TTL", "0");
+    view(
+        live,
+        "use",
+        &["search", "echo", "--server", "fault", "--json"],
+    );
+    assert_eq!(
+        starts(&dir),
+        4,
+        "MCP_LAUNCH_INDEX_TTL=0 took the direct path"
+    );
 
     // Input errors read as on the direct path.
     for args in [
