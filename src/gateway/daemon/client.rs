@@ -144,9 +144,20 @@ impl Client {
 
     /// Every server's report as the daemon knows it (it starts nothing for this).
     pub async fn reports(&mut self) -> Result<Vec<ServerReport>, DaemonError> {
-        let answer = self.request(json!({"op": "list"}), VIEW_TIMEOUT).await?;
-        views::reports_from(answer)
-            .ok_or_else(|| self.broken("sent reports that do not decode".into()))
+        // Decoded from the line into reports at once: the answer holds every tool's definition,
+        // and a `Value` of it first cost the command line a few milliseconds.
+        let id = self.next();
+        self.send(json!({"id": id, "op": "list"}).to_string())
+            .await?;
+        let line = self.receive_line(VIEW_TIMEOUT).await?;
+        match views::reports_answer(&line) {
+            Some((got, _)) if got != id => {
+                Err(self.broken(format!("answered another request than {id}")))
+            }
+            Some((_, Ok(reports))) => Ok(reports),
+            Some((_, Err(error))) => result_of(json!({ "error": error })).map(|_| Vec::new()),
+            None => Err(self.broken("sent reports that do not decode".into())),
+        }
     }
 
     /// `server`'s report listed live over the daemon's session (started lazily); `limit`
@@ -258,13 +269,17 @@ impl Client {
     }
 
     async fn receive(&mut self, limit: Duration) -> Result<Value, DaemonError> {
-        let line = match tokio::time::timeout(limit, self.lines.next()).await {
-            Err(_) => return Err(self.broken(format!("did not answer within {limit:?}"))),
-            Ok(None) => return Err(self.broken("closed the connection".into())),
-            Ok(Some(Err(e))) => return Err(self.broken(e.to_string())),
-            Ok(Some(Ok(line))) => line,
-        };
+        let line = self.receive_line(limit).await?;
         serde_json::from_str(&line).map_err(|e| self.broken(format!("sent bad JSON: {e}")))
+    }
+
+    async fn receive_line(&mut self, limit: Duration) -> Result<String, DaemonError> {
+        match tokio::time::timeout(limit, self.lines.next()).await {
+            Err(_) => Err(self.broken(format!("did not answer within {limit:?}"))),
+            Ok(None) => Err(self.broken("closed the connection".into())),
+            Ok(Some(Err(e))) => Err(self.broken(e.to_string())),
+            Ok(Some(Ok(line))) => Ok(line),
+        }
     }
 
     fn expect_id(&self, answer: &Value, id: u64) -> Result<(), DaemonError> {

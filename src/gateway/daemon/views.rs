@@ -106,19 +106,37 @@ fn report_out(r: &ServerReport) -> ReportOut<'_> {
     }
 }
 
-/// The reports of a `{"reports": […]}` answer, moved out of it (`None` when any does not
+/// A `list` answer line: its id, and its reports or its error (`None` when it does not
 /// decode).
-pub fn reports_from(mut answer: Value) -> Option<Vec<ServerReport>> {
-    match answer.get_mut("reports").map(Value::take) {
-        Some(Value::Array(reports)) => reports.into_iter().map(report_from).collect(),
-        _ => None,
+pub fn reports_answer(line: &str) -> Option<(u64, Result<Vec<ServerReport>, Value>)> {
+    #[derive(Deserialize)]
+    struct Reports {
+        reports: Vec<ReportIn>,
+    }
+    #[derive(Deserialize)]
+    struct Answer {
+        id: u64,
+        result: Option<Reports>,
+        error: Option<Value>,
+    }
+    let answer: Answer = serde_json::from_str(line).ok()?;
+    match (answer.result, answer.error) {
+        (_, Some(error)) => Some((answer.id, Err(error))),
+        (Some(result), None) => {
+            let reports = result.reports.into_iter().map(report_in).collect();
+            Some((answer.id, Ok(reports)))
+        }
+        (None, None) => None,
     }
 }
 
 /// A report from protocol JSON, moved out of it (`None` when a field is missing or of the
 /// wrong kind).
 pub fn report_from(v: Value) -> Option<ServerReport> {
-    let r: ReportIn = serde_json::from_value(v).ok()?;
+    serde_json::from_value(v).ok().map(report_in)
+}
+
+fn report_in(r: ReportIn) -> ServerReport {
     let error = match r.error {
         None => None,
         Some(e) => Some(crate::catalog::ServerProblem::Relayed(RelayedProblem {
@@ -128,7 +146,7 @@ pub fn report_from(v: Value) -> Option<ServerReport> {
             is_config: e.config,
         })),
     };
-    Some(ServerReport {
+    ServerReport {
         name: r.name,
         config_name: r.config_name,
         stack: r.stack,
@@ -153,7 +171,7 @@ pub fn report_from(v: Value) -> Option<ServerReport> {
         error,
         stale: r.stale,
         checked_at: (r.checked_at_ms).map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
-    })
+    }
 }
 
 /// What a search found, as protocol JSON.
@@ -238,9 +256,13 @@ mod tests {
             checked_at: Some(UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
         };
         let back = report_from(report_json(&report)).expect("decodes");
-        let listed = serde_json::from_str(&reports_json(std::slice::from_ref(&report))).unwrap();
-        let listed = reports_from(listed).expect("decodes");
-        assert_eq!(report_json(&listed[0]), report_json(&report));
+        let line = format!(
+            r#"{{"id":7,"result":{}}}"#,
+            reports_json(std::slice::from_ref(&report))
+        );
+        let (id, listed) = reports_answer(&line).expect("decodes");
+        assert_eq!(id, 7);
+        assert_eq!(report_json(&listed.unwrap()[0]), report_json(&report));
         assert_eq!(report_json(&back), report_json(&report));
         assert_eq!(back.init_time, report.init_time);
         assert_eq!(back.checked_at, report.checked_at);
@@ -256,7 +278,8 @@ mod tests {
             json!([1, 2]),
         ] {
             assert!(report_from(bad.clone()).is_none(), "{bad}");
-            assert!(reports_from(bad.clone()).is_none(), "{bad}");
+            let line = json!({"id": 1, "result": {"reports": [bad]}}).to_string();
+            assert!(reports_answer(&line).is_none(), "{bad}");
             assert!(found_from(&bad).is_none(), "{bad}");
         }
         let hit = json!({"hits": [{"doc": -1, "score": 1.0}], "searched": 1, "unavailable": []});
