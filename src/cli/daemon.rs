@@ -321,7 +321,8 @@ pub(super) async fn reports_through(
     let Some(mut client) = client_for(loaded, global, how).await? else {
         return Ok(None);
     };
-    let served = match client.reports().await {
+    // Rendered as counts: the definitions of tools the overrides leave alone need not travel.
+    let served = match client.reports(false).await {
         Ok(served) => served,
         Err(e) => return Ok(direct_after(&e)),
     };
@@ -367,7 +368,7 @@ pub(super) async fn report_through(
             .inspect(&entry.qualified, limit + ANSWER_MARGIN)
             .await
     } else {
-        client.reports().await.map(|served| {
+        client.reports(true).await.map(|served| {
             served
                 .into_iter()
                 .find(|r| r.name == entry.qualified)

@@ -209,6 +209,11 @@ impl Gateway {
         })
     }
 
+    /// The project's overrides as they are now (`None` when they cannot be read).
+    pub fn overrides(&self) -> Option<crate::catalog::Overrides> {
+        super::load_overrides(&self.inner.options).ok()
+    }
+
     /// Opens the installed embedding model if it is not open yet (a daemon opens it for the
     /// command line's searches whatever its mode).
     pub fn open_model(&self) {

@@ -371,6 +371,11 @@ const VIEWS: &[&[&str]] = &[
 fn list_inspect_and_search_through_a_daemon_print_what_the_direct_path_prints() {
     let cmd = project();
     let dir = cmd.dir().to_path_buf();
+    // The overrides touch one server (its definitions travel), not the other (its counts do).
+    cmd.cmd()
+        .args(["--config", "config.json", "tool", "deny", "fault", "crash"])
+        .stderr_any()
+        .run();
     let direct: Vec<String> = VIEWS
         .iter()
         .map(|args| {

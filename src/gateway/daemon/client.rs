@@ -142,13 +142,16 @@ impl Client {
         self.ask("status").await
     }
 
-    /// Every server's report as the daemon knows it (it starts nothing for this).
-    pub async fn reports(&mut self) -> Result<Vec<ServerReport>, DaemonError> {
+    /// Every server's report as the daemon knows it (it starts nothing for this). Without
+    /// `definitions`, a report the overrides leave untouched and whose tools are all counted
+    /// carries `null`s for its tools' definitions (`list` without SERVER needs their number
+    /// and token counts only).
+    pub async fn reports(&mut self, definitions: bool) -> Result<Vec<ServerReport>, DaemonError> {
         // Decoded from the line into reports at once: the answer holds every tool's definition,
         // and a `Value` of it first cost the command line a few milliseconds.
         let id = self.next();
-        self.send(json!({"id": id, "op": "list"}).to_string())
-            .await?;
+        let request = json!({"id": id, "op": "list", "definitions": definitions});
+        self.send(request.to_string()).await?;
         let line = self.receive_line(VIEW_TIMEOUT).await?;
         match views::reports_answer(&line) {
             Some((got, _)) if got != id => {

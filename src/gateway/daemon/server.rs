@@ -191,7 +191,10 @@ async fn answer(shared: &Shared, line: &str) -> String {
         Some("call") => call(shared, &request).await,
         Some("status") => Ok(status(shared)),
         // Written straight from the reports: the one answer that is not built as a `Value`.
-        Some("list") => return format!(r#"{{"id":{id},"result":{}}}"#, list(shared).await),
+        Some("list") => {
+            let list = list(shared, &request).await;
+            return format!(r#"{{"id":{id},"result":{list}}}"#);
+        }
         Some("inspect") => inspect(shared, &request).await,
         Some("search") => search(shared, &request).await,
         Some("stop") if shared.info.kind == Kind::Daemon => {
@@ -239,9 +242,22 @@ async fn call(shared: &Shared, request: &Value) -> Result<Value, GatewayError> {
         .await
 }
 
-/// Every server's report, starting nothing, as `{"reports": […]}`.
-async fn list(shared: &Shared) -> String {
-    shared.gateway.with_reports(views::reports_json).await
+/// Every server's report, starting nothing, as `{"reports": […]}`. With
+/// `"definitions": false` (`list` without SERVER), a report whose tools are all counted and
+/// untouched by the overrides carries `null`s for its definitions: the command line exposes
+/// and counts them as they are, so it needs their number only.
+async fn list(shared: &Shared, request: &Value) -> String {
+    let definitions = request.get("definitions").and_then(Value::as_bool) != Some(false);
+    let overrides = (!definitions).then(|| shared.gateway.overrides()).flatten();
+    let counted = |r: &crate::catalog::ServerReport| {
+        overrides.as_ref().is_some_and(|o| {
+            r.tool_tokens.len() == r.tools.len() && o.for_server(&r.stack, &r.config_name).is_none()
+        })
+    };
+    shared
+        .gateway
+        .with_reports(|reports| views::reports_json(reports, counted))
+        .await
 }
 
 /// One server's report, listed live over its (lazily started) session.

@@ -22,7 +22,7 @@ struct ReportOut<'a> {
     stack: &'a str,
     transport: &'a str,
     status: &'a str,
-    tools: &'a [Value],
+    tools: ToolsOut<'a>,
     tool_tokens: &'a [usize],
     init_ns: Option<u64>,
     protocol_version: Option<&'a str>,
@@ -31,6 +31,22 @@ struct ReportOut<'a> {
     error: Option<ProblemWire>,
     stale: &'a [String],
     checked_at_ms: Option<u64>,
+}
+
+/// A report's tools on their way out: their definitions, or as many `null`s when the reader
+/// needs only their number (their token counts travel beside them).
+enum ToolsOut<'a> {
+    Definitions(&'a [Value]),
+    Counted(usize),
+}
+
+impl Serialize for ToolsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ToolsOut::Definitions(tools) => tools.serialize(serializer),
+            ToolsOut::Counted(n) => serializer.collect_seq(std::iter::repeat_n(&Value::Null, *n)),
+        }
+    }
 }
 
 /// A report as it arrives (every field required but the optional ones).
@@ -63,14 +79,23 @@ struct ProblemWire {
 }
 
 /// The reports as one protocol JSON document, `{"reports": […]}`, written straight from
-/// the borrowed reports.
-pub fn reports_json(reports: &[ServerReport]) -> String {
+/// the borrowed reports; those `counted` says so of carry `null`s for their tools' definitions
+/// (what `list` without SERVER renders needs their number and token counts only).
+pub fn reports_json(reports: &[ServerReport], counted: impl Fn(&ServerReport) -> bool) -> String {
     #[derive(Serialize)]
     struct Reports<'a> {
         reports: Vec<ReportOut<'a>>,
     }
     let reports = Reports {
-        reports: reports.iter().map(report_out).collect(),
+        reports: (reports.iter())
+            .map(|r| ReportOut {
+                tools: match counted(r) {
+                    true => ToolsOut::Counted(r.tools.len()),
+                    false => ToolsOut::Definitions(&r.tools),
+                },
+                ..report_out(r)
+            })
+            .collect(),
     };
     serde_json::to_string(&reports).unwrap_or_else(|_| r#"{"reports":null}"#.into())
 }
@@ -87,7 +112,7 @@ fn report_out(r: &ServerReport) -> ReportOut<'_> {
         stack: &r.stack,
         transport: r.transport,
         status: r.status.as_str(),
-        tools: &r.tools,
+        tools: ToolsOut::Definitions(&r.tools),
         tool_tokens: &r.tool_tokens,
         init_ns: r.init_time.map(|t| t.as_nanos() as u64),
         protocol_version: r.protocol_version.as_deref(),
@@ -258,7 +283,7 @@ mod tests {
         let back = report_from(report_json(&report)).expect("decodes");
         let line = format!(
             r#"{{"id":7,"result":{}}}"#,
-            reports_json(std::slice::from_ref(&report))
+            reports_json(std::slice::from_ref(&report), |_| false)
         );
         let (id, listed) = reports_answer(&line).expect("decodes");
         assert_eq!(id, 7);
