@@ -14,8 +14,9 @@
 //! `{"op":"status"}` → the gateway and its upstreams; `{"op":"stop"}` ends a daemon.
 //!
 //! `list`, `inspect` and `search` read through it too (the daemon sends data, the command line
-//! renders it as on the direct path): `{"op":"list"}` → `{"reports":[…]}` (every server it
-//! serves, starting nothing); `{"op":"inspect","server":"s"}` → `{"report":{…}}` (listed live
+//! renders it as on the direct path): `{"op":"list","definitions":bool}` → `{"reports":[…]}`
+//! (every server it serves, starting nothing; without definitions, `null`s stand for those of
+//! a server whose tools are all counted and untouched by the overrides); `{"op":"inspect","server":"s"}` → `{"report":{…}}` (listed live
 //! over the pool's session, started lazily); `{"op":"search","query","method","limit",
 //! "server","schema"}` → `{"servers":[…],"hits":[…],"searched","unavailable"}`, or a
 //! `not_ready` error while a search by meaning could not rank as the command line would.
