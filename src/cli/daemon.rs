@@ -364,20 +364,16 @@ pub(super) async fn report_through(
         let connect = crate::mcp::ConnectOptions::from_env();
         // The daemon bounds the start and the listing by the same windows.
         let limit = connect.fast_window + connect.slow_window + connect.list_timeout;
-        client
-            .inspect(&entry.qualified, limit + ANSWER_MARGIN)
-            .await
+        let report = client.inspect(&entry.qualified, limit + ANSWER_MARGIN);
+        report.await.map(Some)
     } else {
-        client.reports(true).await.map(|served| {
-            served
-                .into_iter()
-                .find(|r| r.name == entry.qualified)
-                .unwrap_or_else(|| disabled_report(entry))
-        })
+        let served = client.reports(true).await;
+        served.map(|served| served.into_iter().find(|r| r.name == entry.qualified))
     };
     let mut report = match asked {
-        Ok(report) if report.status == Status::Disabled => return Ok(None),
-        Ok(report) => report,
+        Ok(Some(report)) => report,
+        // Not one the daemon serves (disabled when it started): the direct path's.
+        Ok(None) => return Ok(None),
         Err(e) => return Ok(direct_after(&e)),
     };
     crate::catalog::count_tokens(std::slice::from_mut(&mut report)).await;
