@@ -16,6 +16,12 @@ Run with the tiktoken venv (it counts o200k tokens):
 5. `mcp-launch call` as a whole process through the daemon (`serve --daemon`) vs the direct
    path (`--daemon off`, which starts the server for the call), p50/p99; and `call --batch` of
    N lines through the daemon vs in one process without it.
+6. `mcp-launch list --json` and `mcp-launch search QUERY --json` as whole processes on the
+   33-server catalog, through the daemon vs the direct path (both answer from a fresh tool
+   index: nothing starts either way), p50/p99; by meaning too when a model is installed
+   (MCP_LAUNCH_MODEL_DIR or `mcp-launch model install`).
+
+`--only daemon` runs sections 5 and 6 alone.
 """
 
 from __future__ import annotations
@@ -166,11 +172,17 @@ async def call_loop(peer: Peer, name: str, calls: int, concurrency: int) -> dict
             "calls_per_s": len(samples) / wall}
 
 
-async def latency_figures(bin_path: str, tmp: str, env: dict, calls: int) -> dict:
+async def one_config(bin_path: str, tmp: str, env: dict) -> str:
+    """`one.json`: the fault server alone, its tool index entry seeded."""
     config = os.path.join(tmp, "one.json")
     with open(config, "w") as f:
         json.dump({"mcpServers": {"fault": {"command": sys.executable, "args": [FAULT]}}}, f)
     await seed_index(bin_path, config, tmp, env)
+    return config
+
+
+async def latency_figures(bin_path: str, tmp: str, env: dict, calls: int) -> dict:
+    config = await one_config(bin_path, tmp, env)
     out: dict = {}
     for concurrency in (1, 16):
         direct = await Peer.start([sys.executable, FAULT], tmp, env)
@@ -254,7 +266,80 @@ async def daemon_figures(bin_path: str, tmp: str, env: dict, rounds: int, lines:
             "batch_through_daemon_ms": ridden_batch_ms}
 
 
+async def view_figures(bin_path: str, tmp: str, env: dict, rounds: int) -> dict:
+    starts = os.path.join(tmp, "view-starts")
+    config = catalog_config(tmp, starts)
+    await seed_index(bin_path, config, tmp, env)
+    views = {
+        "list": ["list", "--json"],
+        "search": ["search", "read a file", "--method", "bm25", "--json"],
+        "search_hybrid": ["search", "read a file", "--json"],
+    }
+    has_model = await run_ok([bin_path, "--config", config, "search", "x", "--method", "hybrid", "--json",
+                              "--daemon", "off"], tmp, env)
+    if not has_model:
+        del views["search_hybrid"]
+    daemon = await asyncio.create_subprocess_exec(
+        bin_path, "--config", config, "serve", "--daemon", cwd=tmp, env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    for _ in range(200):  # until the daemon answers (and its tool vectors are in)
+        if await daemon_is_up(bin_path, tmp, env):
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(1.0)
+    before = count_starts(starts)
+    # Direct and through the daemon alternate, so a busy host weighs on both alike.
+    timed = {}
+    for name, argv in views.items():
+        base = [bin_path, "--config", config] + argv
+        await run_timed(base + ["--daemon", "off"], tmp, env)  # warm the page cache
+        await run_timed(base, tmp, env)
+        timed[name] = {"direct": [], "daemon": []}
+        for _ in range(rounds):
+            timed[name]["direct"].append(await run_timed(base + ["--daemon", "off"], tmp, env))
+            timed[name]["daemon"].append(await run_timed(base, tmp, env))
+    started = count_starts(starts) - before
+    daemon.terminate()
+    await daemon.wait()
+    out = {"servers_started_through_daemon": started}
+    for name, t in timed.items():
+        out[name] = {"direct_p50_ms": statistics.median(t["direct"]), "direct_p99_ms": pct(t["direct"], 0.99),
+                     "daemon_p50_ms": statistics.median(t["daemon"]), "daemon_p99_ms": pct(t["daemon"], 0.99)}
+    return out
+
+
+async def run_ok(argv: list[str], tmp: str, env: dict) -> bool:
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=tmp, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    return await proc.wait() == 0
+
+
+async def daemon_is_up(bin_path: str, tmp: str, env: dict) -> bool:
+    proc = await asyncio.create_subprocess_exec(
+        bin_path, "daemon", "status", "--json", cwd=tmp, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    out, _ = await proc.communicate()
+    try:
+        return any(g.get("kind") == "daemon" for g in json.loads(out)["gateways"])
+    except (ValueError, KeyError):
+        return False
+
+
+def report_views(v: dict) -> list[str]:
+    lines = []
+    for name in ("list", "search", "search_hybrid"):
+        if name in v:
+            t = v[name]
+            lines.append(f"`{name.replace('_', ' ')}` whole process: direct p50 {t['direct_p50_ms']:.1f} / "
+                         f"p99 {t['direct_p99_ms']:.1f} ms; through the daemon p50 {t['daemon_p50_ms']:.1f} / "
+                         f"p99 {t['daemon_p99_ms']:.1f} ms")
+    lines.append(f"servers started by the views through the daemon: {v['servers_started_through_daemon']}")
+    return lines
+
+
 def report(r: dict) -> str:
+    if "catalog" not in r:
+        return report_daemon(r)
     c = r["catalog"]
     lines = [
         f"catalog: {c['servers']} servers; tools/list full {c['full']['tools']} tools = {c['full']['tokens']} tokens, "
@@ -277,7 +362,15 @@ def report(r: dict) -> str:
                  f"through the daemon p50 {d['daemon_p50_ms']:.1f} / p99 {d['daemon_p99_ms']:.1f} ms; "
                  f"`call --batch` of {d['batch_lines']}: {d['batch_without_daemon_ms']:.0f} ms without a daemon, "
                  f"{d['batch_through_daemon_ms']:.0f} ms through it")
+    lines += report_views(r["views"])
     return "\n".join(lines)
+
+
+def report_daemon(r: dict) -> str:
+    d = r["daemon"]
+    lines = [f"`call` whole process: direct p50 {d['direct_p50_ms']:.1f} / p99 {d['direct_p99_ms']:.1f} ms; "
+             f"through the daemon p50 {d['daemon_p50_ms']:.1f} / p99 {d['daemon_p99_ms']:.1f} ms"]
+    return "\n".join(lines + report_views(r["views"]))
 
 
 async def main() -> None:
@@ -286,6 +379,7 @@ async def main() -> None:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", choices=["daemon"], help="only the daemon's figures (sections 5 and 6)")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
     tmp = tempfile.mkdtemp(prefix="bench-gateway-")
@@ -294,6 +388,15 @@ async def main() -> None:
         env.pop(key, None)
     env.setdefault("TIKTOKEN_CACHE_DIR", os.path.join(ROOT, ".deps", "tiktoken-cache"))
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", env["TIKTOKEN_CACHE_DIR"])
+    if args.only == "daemon":
+        await one_config(args.bin, tmp, env)
+        log("daemon figures")
+        daemon = await daemon_figures(args.bin, tmp, env, args.rounds, 1000)
+        log("view figures")
+        views = await view_figures(args.bin, tmp, env, args.rounds)
+        result = {"daemon": daemon, "views": views, "bin": args.bin}
+        print(json.dumps(result, indent=1) if args.json else report(result))
+        return
     log("catalog figures")
     catalog = await catalog_figures(args.bin, tmp, env, args.rounds * 10)
     log("latency figures")
@@ -302,8 +405,10 @@ async def main() -> None:
     first = await first_call_figures(args.bin, tmp, env, args.rounds)
     log("daemon figures")
     daemon = await daemon_figures(args.bin, tmp, env, args.rounds, 1000)
+    log("view figures")
+    views = await view_figures(args.bin, tmp, env, args.rounds)
     result = {"catalog": catalog, "latency": latency, "first_call": first, "daemon": daemon,
-              "bin": args.bin}
+              "views": views, "bin": args.bin}
     print(json.dumps(result, indent=1) if args.json else report(result))
 
 

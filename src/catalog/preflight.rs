@@ -49,6 +49,33 @@ pub enum ServerProblem {
     /// Starting or talking to the server failed.
     #[error(transparent)]
     Mcp(#[from] McpError),
+    /// A problem another process saw and passed on (a daemon's report): its facts as words.
+    #[error("{}", .0.message)]
+    Relayed(RelayedProblem),
+}
+
+/// A server problem as another process told it: type, message and help, no error value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayedProblem {
+    /// The original error's type (`server_exited`, `unset_variable`, …).
+    pub kind: &'static str,
+    /// What happened.
+    pub message: String,
+    /// What to do.
+    pub help: String,
+    /// The config entry was at fault (exit 2), not the server (exit 1).
+    pub is_config: bool,
+}
+
+impl ServerProblem {
+    /// True when the config entry is at fault (the user must change it), not the server.
+    pub fn is_config(&self) -> bool {
+        match self {
+            ServerProblem::Config(_) => true,
+            ServerProblem::Mcp(_) => false,
+            ServerProblem::Relayed(relayed) => relayed.is_config,
+        }
+    }
 }
 
 impl Actionable for ServerProblem {
@@ -56,12 +83,14 @@ impl Actionable for ServerProblem {
         match self {
             ServerProblem::Config(e) => e.kind(),
             ServerProblem::Mcp(e) => e.kind(),
+            ServerProblem::Relayed(relayed) => relayed.kind,
         }
     }
     fn help(&self) -> String {
         match self {
             ServerProblem::Config(e) => e.help(),
             ServerProblem::Mcp(e) => e.help(),
+            ServerProblem::Relayed(relayed) => relayed.help.clone(),
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::gateway::daemon::CallRequest;
 use crate::outputs::{ClientScope, Structured};
 use crate::outputs::{Outputs, Served};
 
-use super::daemon::{self, DaemonUse};
+use super::daemon::{self, DaemonFlag};
 use super::server::load_overrides;
 use super::{find_server, find_tool, load_config, CliError, GlobalArgs, Outcome};
 
@@ -55,16 +55,9 @@ pub struct CallArgs {
     /// tool's budget in the project's overrides, else 6000.
     #[arg(long, value_name = "TOKENS", value_parser = super::serve::parse_budget)]
     pub max_output_tokens: Option<crate::outputs::Budget>,
-    /// Through the daemon of this config set (`mcp-launch serve --daemon`): `use` it when it
-    /// runs, `auto` starts one when none does, `off` never.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "HOW",
-        default_value = "use",
-        env = "MCP_LAUNCH_DAEMON"
-    )]
-    pub daemon: DaemonUse,
+    /// Through the daemon of this config set: over its warm session.
+    #[command(flatten)]
+    pub daemon: DaemonFlag,
 }
 
 /// `--timeout`: one millisecond to one day.
@@ -86,7 +79,7 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
     let overrides = load_overrides()?;
     refuse_by_overrides(&overrides, entry, &server_arg, &tool)?;
     let started = std::time::Instant::now();
-    let result = match daemon::client_for(&loaded, global, args.daemon).await? {
+    let result = match daemon::client_for(&loaded, global, args.daemon.how).await? {
         Some(mut client) => {
             let request = CallRequest {
                 server: server.clone(),

@@ -1,5 +1,6 @@
-//! `mcp-launch daemon status|stop`, and how `call` finds (or starts) the daemon of its config
-//! set (see `crate::gateway::daemon`).
+//! `mcp-launch daemon status|stop`; how `call`, `list`, `inspect` and `search` find (or
+//! start) the daemon of their config set (see `crate::gateway::daemon`); and what the last
+//! three read through it — the daemon's data, rendered by each command as on the direct path.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -7,8 +8,10 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::config::Loaded;
-use crate::gateway::daemon::{self, Client, DaemonError};
+use crate::catalog::{ServerReport, Status};
+use crate::config::{Loaded, ServerEntry, ServerSpec};
+use crate::gateway::daemon::{self, Client, DaemonError, SearchRequest};
+use crate::gateway::Found;
 use crate::output::{self, style, Table};
 
 use super::{load_config, CliError, GlobalArgs, Outcome};
@@ -38,7 +41,23 @@ pub enum DaemonCommand {
     },
 }
 
-/// Whether `call` goes through a daemon.
+/// `--daemon use|auto|off`, shared by the commands that ride a daemon.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct DaemonFlag {
+    /// Through the daemon of this config set (`mcp-launch serve --daemon`): `use` it when it
+    /// runs, `auto` starts one when none does, `off` never.
+    #[arg(
+        id = "daemon",
+        long = "daemon",
+        value_enum,
+        value_name = "HOW",
+        default_value = "use",
+        env = "MCP_LAUNCH_DAEMON"
+    )]
+    pub how: DaemonUse,
+}
+
+/// Whether a command goes through a daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DaemonUse {
     /// Through the daemon of this config set when one runs, else directly.
@@ -219,7 +238,7 @@ pub(super) fn own_socket(loaded: &Loaded, global: &GlobalArgs) -> Result<PathBuf
     Ok(daemon::daemon_socket(&dir, &set))
 }
 
-/// The daemon to send `call` through: `None` for the direct path. `auto` starts one when
+/// The daemon to send a command through: `None` for the direct path. `auto` starts one when
 /// none runs; `use` falls back quietly when the socket cannot be reached.
 pub(super) async fn client_for(
     loaded: &Loaded,
@@ -285,4 +304,124 @@ async fn wait_gone(socket: &std::path::Path) {
 /// A daemon error as the command's error.
 pub(super) fn daemon_error(error: DaemonError) -> CliError {
     CliError::Daemon(Box::new(error))
+}
+
+/// True when `list` or `search` must check servers live here rather than read a daemon's
+/// catalog: `--refresh`, or `MCP_LAUNCH_INDEX_TTL=0` (the index never answers, so neither does
+/// the daemon's copy of it).
+pub(super) fn checks_live(refresh: bool) -> bool {
+    refresh || crate::catalog::TTL.from_env_or_default().is_zero()
+}
+
+/// Every server's report through the daemon, in `entries`' order, starting nothing: servers
+/// disabled here are reported disabled (the daemon does not serve them); `None` (the direct
+/// path) when no daemon answers, or it does not serve every enabled entry (its overrides were
+/// read when it started).
+pub(super) async fn reports_through(
+    loaded: &Loaded,
+    global: &GlobalArgs,
+    how: DaemonUse,
+    entries: &[ServerEntry],
+) -> Result<Option<Vec<ServerReport>>, CliError> {
+    let Some(mut client) = client_for(loaded, global, how).await? else {
+        return Ok(None);
+    };
+    // Rendered as counts: the definitions of tools the overrides leave alone need not travel.
+    let served = match client.reports(false).await {
+        Ok(served) => served,
+        Err(e) => return Ok(direct_after(&e)),
+    };
+    let mut reports = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if entry.disabled {
+            reports.push(disabled_report(entry));
+            continue;
+        }
+        match served.iter().find(|r| r.name == entry.qualified) {
+            Some(report) => reports.push(report.clone()),
+            None => {
+                tracing::debug!(server = %entry.qualified, "the daemon does not serve it; answering directly");
+                return Ok(None);
+            }
+        }
+    }
+    crate::catalog::count_tokens(&mut reports).await;
+    Ok(Some(reports))
+}
+
+/// `entry`'s report through the daemon: as it knows it (`live: false`, starting nothing), or
+/// listed live over its session, started lazily and kept warm (`live: true`). `None` (the
+/// direct path) when no daemon answers or it does not serve `entry` (disabled here or there).
+pub(super) async fn report_through(
+    loaded: &Loaded,
+    global: &GlobalArgs,
+    how: DaemonUse,
+    entry: &ServerEntry,
+    live: bool,
+) -> Result<Option<ServerReport>, CliError> {
+    if entry.disabled {
+        return Ok(None);
+    }
+    let Some(mut client) = client_for(loaded, global, how).await? else {
+        return Ok(None);
+    };
+    let asked = if live {
+        let connect = crate::mcp::ConnectOptions::from_env();
+        // The daemon bounds the start and the listing by the same windows.
+        let limit = connect.fast_window + connect.slow_window + connect.list_timeout;
+        let report = client.inspect(&entry.qualified, limit + ANSWER_MARGIN);
+        report.await.map(Some)
+    } else {
+        let served = client.reports(true).await;
+        served.map(|served| served.into_iter().find(|r| r.name == entry.qualified))
+    };
+    let mut report = match asked {
+        Ok(Some(report)) => report,
+        // Not one the daemon serves (disabled when it started): the direct path's.
+        Ok(None) => return Ok(None),
+        Err(e) => return Ok(direct_after(&e)),
+    };
+    crate::catalog::count_tokens(std::slice::from_mut(&mut report)).await;
+    Ok(Some(report))
+}
+
+/// A search through the daemon; `None` (the direct path) when no daemon answers, it cannot
+/// rank as the direct path would yet (`not_ready`), or it serves other servers than `enabled`.
+pub(super) async fn search_through(
+    loaded: &Loaded,
+    global: &GlobalArgs,
+    how: DaemonUse,
+    request: &SearchRequest,
+    enabled: &[&str],
+) -> Result<Option<Found>, CliError> {
+    let Some(mut client) = client_for(loaded, global, how).await? else {
+        return Ok(None);
+    };
+    match client.search(request).await {
+        Ok(answer) if answer.servers == enabled => Ok(Some(answer.found)),
+        Ok(_) => {
+            tracing::debug!("the daemon serves other servers; searching directly");
+            Ok(None)
+        }
+        Err(e) => Ok(direct_after(&e)),
+    }
+}
+
+/// What the daemon's answer beyond a call's own may take (the daemon bounds the work).
+const ANSWER_MARGIN: Duration = Duration::from_secs(5);
+
+/// Logs why the daemon did not answer: the direct path answers instead (what the user asked
+/// was checked here before the daemon was asked, so its errors are ours to show).
+fn direct_after<T>(error: &DaemonError) -> Option<T> {
+    tracing::debug!(error = %error, kind = crate::error::Actionable::kind(error), "the daemon did not answer; answering directly");
+    None
+}
+
+/// The report of a server that is not started because it is disabled.
+fn disabled_report(entry: &ServerEntry) -> ServerReport {
+    let transport = entry.spec.as_ref().map_or("-", ServerSpec::transport_name);
+    ServerReport {
+        status: Status::Disabled,
+        ..ServerReport::blank(entry, transport)
+    }
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::catalog::{self, tool};
 use crate::output::{self, style, thousands};
 
-use super::{connected_report, find_tool, CliError, GlobalArgs, Outcome};
+use super::{find_tool, report_through_daemon, CliError, GlobalArgs, Outcome};
 
 /// Show a tool's full definition and a ready-to-run example call.
 ///
@@ -24,11 +24,15 @@ pub struct InspectArgs {
     /// Print only the example call, ready to paste into a shell.
     #[arg(long)]
     pub example: bool,
+    /// Through the daemon: the tool as the server lists it now over the daemon's warm session
+    /// (started there if needed, and kept warm for the next call).
+    #[command(flatten)]
+    pub daemon: super::daemon::DaemonFlag,
 }
 
 pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     let overrides = super::server::load_overrides()?;
-    let report = connected_report(global, &args.server).await?;
+    let report = report_through_daemon(global, &args.server, args.daemon.how, true).await?;
     let found = find_tool(&report.name, &report.tools, &args.tool)?;
     let index = report.tools.iter().position(|t| std::ptr::eq(t, found));
     // The project's view of the tool: effective description, allowed or denied.

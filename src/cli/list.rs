@@ -9,8 +9,11 @@ use crate::catalog::{
 use crate::error::Actionable;
 use crate::output::{self, style, thousands, Table};
 
+use super::daemon::{self, DaemonFlag, DaemonUse};
 use super::server::{budget_words, entries_with_overrides, load_overrides};
-use super::{load_config_announced, server_report, CliError, GlobalArgs, Outcome};
+use super::{
+    load_config_announced, report_through_daemon, server_report, CliError, GlobalArgs, Outcome,
+};
 
 /// Check every server in parallel, or list one server's tools.
 ///
@@ -31,12 +34,20 @@ pub struct ListArgs {
     /// With SERVER: also show the tools the overrides deny, marked `denied`.
     #[arg(long)]
     pub all: bool,
+    /// Through the daemon (without --refresh, which checks live here): its warm sessions'
+    /// tools for running servers, the tool index's for the rest; nothing is started.
+    #[command(flatten)]
+    pub daemon: DaemonFlag,
 }
 
 pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     if let Some(name) = &args.server {
         let overrides = load_overrides()?;
-        let report = server_report(global, name, args.refresh).await?;
+        let report = match (daemon::checks_live(args.refresh), args.daemon.how) {
+            // --refresh checks live here, whatever runs.
+            (true, _) | (_, DaemonUse::Off) => server_report(global, name, args.refresh).await?,
+            (false, how) => report_through_daemon(global, name, how, false).await?,
+        };
         let costs = catalog::expose(std::slice::from_ref(&report), &overrides).await;
         let shown = Exposed::of(
             &report,
@@ -53,7 +64,16 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
     let loaded = load_config_announced(global, true)?;
     let opts = catalog::ResolveOptions::from_env(args.refresh);
     let (entries, overrides) = entries_with_overrides(&loaded)?;
-    let mut reports = catalog::resolve(&entries, &opts).await;
+    let through = match daemon::checks_live(args.refresh) {
+        true => None,
+        false => daemon::reports_through(&loaded, global, args.daemon.how, &entries).await?,
+    };
+    // The daemon's live checks are recorded by it; embedding them is its business.
+    let ridden = through.is_some();
+    let mut reports = match through {
+        Some(reports) => reports,
+        None => catalog::resolve(&entries, &opts).await,
+    };
     let exposed = catalog::expose(&reports, &overrides).await;
     let hidden = narrow_to_exposed(&mut reports, &exposed);
     if global.json {
@@ -86,7 +106,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
             );
         }
     }
-    let checked_live = reports.iter().any(|r| r.status == Status::Connected);
+    let checked_live = !ridden && reports.iter().any(|r| r.status == Status::Connected);
     super::model::embed_in_background(&loaded, global, checked_live);
     let any_failed = reports.iter().any(|r| r.status == Status::Error);
     Ok(if any_failed {

@@ -288,7 +288,7 @@ impl CliError {
     /// tools (exit 1).
     pub fn is_usage(&self) -> bool {
         match self {
-            CliError::Server { problem, .. } => matches!(**problem, ServerProblem::Config(_)),
+            CliError::Server { problem, .. } => problem.is_config(),
             CliError::State(e) => matches!(e, crate::launch::state::StateError::Escapes { .. }),
             CliError::Stdin(_) | CliError::Output(_) => false,
             CliError::Tui(e) => matches!(e, crate::tui::TuiError::NoTerminal(_)),
@@ -495,12 +495,29 @@ async fn server_report(
     }
 }
 
-/// [`server_report`] answering from the tool index when it can.
-async fn connected_report(
+/// [`server_report`] through the daemon of this config set: as the daemon knows the server
+/// (`live: false`, nothing starts; `list SERVER`), or listed live over its warm session,
+/// started there lazily and kept warm for the next call (`live: true`; `inspect`). The direct
+/// path (the tool index when it can) when no daemon answers.
+async fn report_through_daemon(
     global: &GlobalArgs,
     name: &str,
+    how: daemon::DaemonUse,
+    live: bool,
 ) -> Result<crate::catalog::ServerReport, CliError> {
-    server_report(global, name, false).await
+    if how == daemon::DaemonUse::Off {
+        return server_report(global, name, false).await;
+    }
+    let loaded = load_config(global)?;
+    let mut entry = find_server(&loaded, name)?.clone();
+    entry.disabled |= server::load_overrides()?.is_disabled(&entry);
+    match daemon::report_through(&loaded, global, how, &entry, live).await? {
+        Some(report) => match &report.error {
+            Some(problem) => Err(CliError::server(&report.name, problem.clone())),
+            None => Ok(report),
+        },
+        None => server_report(global, name, false).await,
+    }
 }
 
 /// The entry named `name`, or an error naming the servers that exist.

@@ -11,8 +11,10 @@ use crate::output::{self, style, Table};
 use crate::search::semantic::{DocVectors, Model};
 use crate::search::{Hit, Meaning, Method, Query, SearchIndex, ToolDoc};
 
+use super::daemon;
 use super::server::entries_with_overrides;
 use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
+use crate::gateway::daemon::SearchRequest;
 
 /// Find tools across every server by keywords, a task, a regex or a substring.
 ///
@@ -50,11 +52,17 @@ pub struct SearchArgs {
     /// Show each hit's lexical and semantic parts.
     #[arg(long)]
     pub explain: bool,
+    /// Through the daemon (without --refresh, which checks live here): its catalog, and its
+    /// model and tool vectors kept loaded; nothing is started.
+    #[command(flatten)]
+    pub daemon: super::daemon::DaemonFlag,
 }
 
 pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
-    let model = model_for(args.method)?;
-    let method = args.method.unwrap_or(if model.is_some() {
+    // Only located here: a search through the daemon ranks with the daemon's model, and the
+    // direct path opens it below.
+    let model_dir = model_dir_for(args.method)?;
+    let method = args.method.unwrap_or(if model_dir.is_some() {
         Method::Hybrid
     } else {
         Method::Bm25
@@ -67,7 +75,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         server,
     };
     SearchIndex::build(Vec::new()).search(&query(None))?;
-    if model.is_none() && args.method.is_none() && !global.json {
+    if model_dir.is_none() && args.method.is_none() && !global.json {
         let dim = style::DIM;
         anstream::eprintln!(
             "{dim}ranking by words only: `mcp-launch model install` adds ranking by meaning{dim:#}"
@@ -81,6 +89,43 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         None => None,
     };
     let (entries, overrides) = entries_with_overrides(&loaded)?;
+    if !daemon::checks_live(args.refresh) {
+        let request = SearchRequest {
+            query: args.query.clone(),
+            method,
+            limit: usize::from(args.limit),
+            server: server.clone(),
+            schemas: args.schema,
+        };
+        let enabled: Vec<&str> = (entries.iter().filter(|e| !e.disabled))
+            .map(|e| e.qualified.as_str())
+            .collect();
+        let how = args.daemon.how;
+        if let Some(found) =
+            daemon::search_through(&loaded, global, how, &request, &enabled).await?
+        {
+            tracing::debug!(hits = found.hits.len(), "searched through the daemon");
+            let hits: Vec<Hit> = found.hits.iter().map(|f| f.hit).collect();
+            let docs: Vec<ToolDoc> = found.hits.iter().map(|f| f.tool.clone()).collect();
+            let schemas: Vec<Value> = match args.schema {
+                true => (found.hits.iter())
+                    .map(|f| f.schema.clone().unwrap_or(Value::Null))
+                    .collect(),
+                false => Vec::new(),
+            };
+            let shown = Found {
+                method,
+                explain: args.explain,
+                hits: &hits,
+                docs: &docs,
+                schemas: &schemas,
+                unavailable: &found.unavailable,
+                searched: found.searched,
+            };
+            return print(&args, global, &shown);
+        }
+    }
+    let model = model_dir.as_deref().map(Model::open).transpose()?;
     let catalog = SearchCatalog::open(&entries, &overrides, args.refresh).await;
     tracing::debug!(tools = catalog.index.len(), "search index ready");
     let meaning = match (&model, method) {
@@ -116,22 +161,26 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         unavailable: &catalog.unavailable,
         searched: catalog.index.len(),
     };
+    print(&args, global, &found)
+}
+
+fn print(args: &SearchArgs, global: &GlobalArgs, found: &Found<'_>) -> Result<Outcome, CliError> {
     if global.json {
-        print_json(&args, &found)?;
+        print_json(args, found)?;
     } else {
-        print_human(&args, &found)?;
+        print_human(args, found)?;
     }
     Ok(Outcome::Success)
 }
 
-/// The model to rank by meaning with: the installed one, unless the method needs none. A
-/// method that needs one (`semantic`, `hybrid`) named without a model is an error.
-fn model_for(method: Option<Method>) -> Result<Option<Model>, CliError> {
+/// Where the model to rank by meaning with is: the installed one, unless the method needs
+/// none. A method that needs one (`semantic`, `hybrid`) named without a model is an error.
+fn model_dir_for(method: Option<Method>) -> Result<Option<std::path::PathBuf>, CliError> {
     if matches!(method, Some(Method::Bm25 | Method::Regex | Method::Exact)) {
         return Ok(None);
     }
     match crate::model::locate()? {
-        Some(dir) => Ok(Some(Model::open(&dir)?)),
+        Some(dir) => Ok(Some(dir)),
         None if method.is_some() => Err(CliError::Usage {
             message: format!(
                 "--method {} ranks by meaning, and no embedding model is installed",

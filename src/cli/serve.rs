@@ -115,6 +115,10 @@ pub(super) async fn run(
         false => None,
     };
     let gateway = Gateway::start(entries, options(&args)).await?;
+    if args.daemon {
+        // The command line's searches rank by meaning with the daemon's model, whatever the mode.
+        gateway.open_model();
+    }
     let stop = shutdown.child_token();
     let control = control_socket(&gateway, &args, socket, configs, stop.clone()).await;
     let served = match args.http {

@@ -14,7 +14,7 @@ use crate::catalog::{
 };
 
 use super::server::{finish, load_overrides, update_overrides, Target};
-use super::{connected_report, find_tool, CliError, GlobalArgs, Outcome};
+use super::{find_tool, report_through_daemon, CliError, GlobalArgs, Outcome};
 
 /// Allow, deny, reset, describe or budget a server's tools in this project's overrides.
 ///
@@ -145,7 +145,8 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
         ToolAction::Describe(d) => &d.server,
         ToolAction::Budget(b) => &b.server,
     };
-    let report = connected_report(global, server).await?;
+    let report =
+        report_through_daemon(global, server, super::daemon::DaemonUse::Off, false).await?;
     let (stack, server) = (report.stack.clone(), report.config_name.clone());
     let mut warnings = Vec::new();
     if report.status == Status::Disabled {

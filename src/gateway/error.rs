@@ -65,6 +65,13 @@ pub enum GatewayError {
     /// The server could not be reached, timed out, or the gateway is stopping.
     #[error(transparent)]
     Pool(Box<PoolError>),
+    /// The gateway cannot answer this the way the command line would yet (a search by
+    /// meaning before the tools' embeddings are in): the command line answers itself.
+    #[error("the gateway cannot answer yet: {what}")]
+    NotReady {
+        /// What is missing.
+        what: String,
+    },
 }
 
 impl GatewayError {
@@ -104,6 +111,7 @@ impl Actionable for GatewayError {
             Self::BadInput { .. } => "bad_input",
             Self::Rpc { .. } => "server_error",
             Self::Pool(error) => error.kind(),
+            Self::NotReady { .. } => "not_ready",
         }
     }
 
@@ -125,6 +133,7 @@ impl Actionable for GatewayError {
             Self::BadInput { help, .. } => help.clone(),
             Self::Rpc { .. } => "the server refused the request; check its arguments".into(),
             Self::Pool(error) => error.help(),
+            Self::NotReady { .. } => "ask again in a moment (--daemon off answers directly)".into(),
         }
     }
 }

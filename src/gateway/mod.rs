@@ -19,6 +19,7 @@ mod known;
 mod meaning;
 pub mod names;
 pub mod sparse;
+mod views;
 pub mod wire;
 
 use std::path::PathBuf;
@@ -42,6 +43,7 @@ pub use self::callers::ClientLink;
 use self::catalog::{Budgets, Catalog};
 pub use self::era::{asks_for_input, Stateless};
 use self::error::GatewayError;
+pub use self::views::{Found, FoundTool};
 use crate::outputs::{Outputs, Served};
 use crate::search::semantic::Model;
 
@@ -569,6 +571,8 @@ impl Gateway {
             Err(_) if self.inner.pool.is_closing() => {}
             Err(e) => {
                 tracing::warn!(server = %entry.qualified, "cannot list its tools: {}", crate::pool::describe(&e));
+                // Kept for the command line's `list` through a daemon: why it has no tools.
+                self.inner.reports.lock().await[i].error = Some(views::problem_of(&e));
             }
         }
         upstream.stop_unless_used().await;
@@ -637,14 +641,9 @@ impl Gateway {
         items::watch_upstreams(self).await;
     }
 
-    /// Re-lists `server`'s tools live and rebuilds the catalog when they differ.
+    /// Re-lists `server`'s tools live and rebuilds the catalog.
     async fn refresh_server(&self, server: &str) {
-        let Some(i) = self
-            .inner
-            .entries
-            .iter()
-            .position(|e| e.qualified == server)
-        else {
+        let Some(i) = self.index_of(server) else {
             return;
         };
         let Ok(upstream) = self.inner.pool.upstream(server) else {
@@ -660,8 +659,7 @@ impl Gateway {
                 return;
             }
         };
-        let report = tool_catalog::record_live(&self.inner.entries[i], &info, list).await;
-        self.inner.reports.lock().await[i] = report;
+        self.keep_listed(i, &info, list).await;
         self.rebuild().await;
     }
 

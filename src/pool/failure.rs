@@ -23,6 +23,8 @@ pub struct Failure {
     pub stderr: String,
     /// A short id that ties an answer to a client to the log line with the details.
     pub incident: String,
+    /// The server's config entry is at fault (the user must change it), not the server.
+    pub is_config: bool,
 }
 
 impl Failure {
@@ -62,12 +64,24 @@ impl Failure {
     pub fn from_problem(problem: &ServerProblem) -> Failure {
         match problem {
             ServerProblem::Mcp(error) => Failure::from_mcp(error),
-            ServerProblem::Config(error) => Failure::new(
-                Actionable::kind(error),
-                error.to_string(),
-                Actionable::help(error),
-                String::new(),
-            ),
+            ServerProblem::Config(error) => Failure {
+                is_config: true,
+                ..Failure::new(
+                    Actionable::kind(error),
+                    error.to_string(),
+                    Actionable::help(error),
+                    String::new(),
+                )
+            },
+            ServerProblem::Relayed(relayed) => Failure {
+                is_config: relayed.is_config,
+                ..Failure::new(
+                    relayed.kind,
+                    relayed.message.clone(),
+                    relayed.help.clone(),
+                    String::new(),
+                )
+            },
         }
     }
 
@@ -80,6 +94,7 @@ impl Failure {
             help,
             stderr,
             incident,
+            is_config: false,
         }
     }
 

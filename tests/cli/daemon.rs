@@ -1,5 +1,6 @@
 //! Daemon mode: `serve --daemon` keeps warm sessions for the command line; `call` (and
-//! `call --batch`) ride it when it runs and take the direct path when none does; `status` and
+//! `call --batch`), `list`, `inspect` and `search` ride it when it runs (printing what the
+//! direct path prints) and take the direct path when none does; `status` and
 //! `daemon status` list every gateway with its upstreams; `daemon stop` ends it and its
 //! servers. Real servers: the fault server (counting its starts) and server-everything.
 
@@ -41,6 +42,16 @@ fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting: {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The fault server alone (its starts counted in `starts`), with a variable of its
+/// environment from `TOKEN`: another TOKEN is another config set.
+fn token_project() -> Cmd {
+    let cmd = Cmd::new();
+    let counted = cmd.path("starts").display().to_string();
+    let mut entry = fault(&["--starts", &counted]);
+    entry["env"] = json!({"T": "${TOKEN}"});
+    cmd.config_json(json!({"mcpServers": {"fault": entry}}))
 }
 
 /// `daemon status --json`'s gateways.
@@ -272,11 +283,7 @@ fn auto_starts_one_daemon_a_second_is_refused_and_a_killed_ones_socket_is_taken_
 
 #[test]
 fn a_changed_variable_means_another_config_set_and_the_old_daemon_is_not_ridden() {
-    let cmd = Cmd::new();
-    let counted = cmd.path("starts").display().to_string();
-    let mut entry = fault(&["--starts", &counted]);
-    entry["env"] = json!({"T": "${TOKEN}"});
-    let cmd = cmd.config_json(json!({"mcpServers": {"fault": entry}}));
+    let cmd = token_project();
     let dir = cmd.dir().to_path_buf();
     let with = |token: &str| cmd.cmd().env("TOKEN", token);
     with("a")
@@ -299,6 +306,311 @@ fn a_changed_variable_means_another_config_set_and_the_old_daemon_is_not_ridden(
         starts(&dir),
         3,
         "another TOKEN: the direct path, not the old daemon"
+    );
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
+    daemon.wait();
+}
+
+/// The project's tool index and search indexes, removed: a `list` or `search` that answers
+/// without starting a server from then on answers from a daemon's memory.
+fn forget_the_indexes(dir: &Path) {
+    let cache = dir.join(".cache/mcp-launch");
+    let index = cache.join("tool-index.json");
+    assert!(
+        index.is_file(),
+        "{} is where the tool index lives",
+        index.display()
+    );
+    for file in std::fs::read_dir(&cache).unwrap().flatten() {
+        let name = file.file_name().to_string_lossy().into_owned();
+        if name == "tool-index.json" || name.starts_with("search-") {
+            std::fs::remove_file(file.path()).unwrap();
+        }
+    }
+}
+
+/// `ARGS` on the project's config, as `run`, through whatever `--daemon HOW` says.
+fn view(run: Cmd, how: &str, args: &[&str]) -> Output {
+    run.args(["--config", "config.json"])
+        .args(args)
+        .args(["--daemon", how])
+        .stderr_any()
+        .run()
+}
+
+/// The views compared between the direct path and a daemon: listings, searches (with
+/// schemas and parts), an inspection — human and JSON.
+const VIEWS: &[&[&str]] = &[
+    &["list", "--json"],
+    &["list"],
+    &["list", "fault", "--json"],
+    &["list", "fault", "--all"],
+    &["search", "echo", "--json"],
+    &[
+        "search",
+        "add two numbers",
+        "--schema",
+        "--explain",
+        "--json",
+    ],
+    &["search", "add two numbers", "--explain"],
+    &[
+        "search",
+        "^e",
+        "--method",
+        "regex",
+        "--server",
+        "everything",
+        "--json",
+    ],
+    &["inspect", "fault", "add", "--json"],
+    &["inspect", "everything", "echo"],
+];
+
+#[test]
+fn list_inspect_and_search_through_a_daemon_print_what_the_direct_path_prints() {
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    // The overrides touch one server (its definitions travel), not the other (its counts do).
+    cmd.cmd()
+        .args(["--config", "config.json", "tool", "deny", "fault", "crash"])
+        .stderr_any()
+        .run();
+    let direct: Vec<String> = VIEWS
+        .iter()
+        .map(|args| {
+            let out = view(cmd.cmd(), "off", args);
+            out.stdout
+        })
+        .collect();
+    assert_eq!(
+        starts(&dir),
+        1,
+        "the direct views answered from the tool index"
+    );
+    let daemon = start_daemon(&cmd, cmd.cmd());
+    // From here a direct answer would have to start the servers again.
+    forget_the_indexes(&dir);
+    for (args, direct) in VIEWS.iter().zip(&direct) {
+        // `inspect` lists the server over the daemon's session: its status is no part of it.
+        let ridden = cmd.cmd().args(["--config", "config.json"]).args(*args);
+        let ridden = ridden.stderr_any().run();
+        assert_eq!(&ridden.stdout, direct, "{args:?} through the daemon");
+    }
+    assert_eq!(
+        starts(&dir),
+        2,
+        "only `inspect fault` started the fault server, in the daemon"
+    );
+    let fault = |gateways: &[Value]| {
+        (gateways[0]["upstreams"].as_array().unwrap().iter())
+            .find(|u| u["name"] == "fault")
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        fault(&gateways(&cmd))["state"],
+        "up",
+        "inspect left it warm"
+    );
+    // The next call is warm: no start.
+    call_fault(cmd.cmd(), "echo", r#"{"message": "warm"}"#).run();
+    assert_eq!(starts(&dir), 2);
+    // `list` now reads the running server's tools over its session: live, nothing started.
+    let listed = view(cmd.cmd(), "use", &["list", "--json"]).json();
+    let server = |name: &str| {
+        (listed["servers"].as_array().unwrap().iter())
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(server("fault")["status"], "connected", "{listed}");
+    assert_eq!(
+        server("everything")["status"],
+        "connected",
+        "inspected too: {listed}"
+    );
+    assert_eq!(starts(&dir), 2, "list through the daemon started nothing");
+
+    // --refresh checks live here: the direct path, whatever runs.
+    view(cmd.cmd(), "use", &["list", "fault", "--refresh", "--json"]);
+    assert_eq!(starts(&dir), 3, "--refresh took the direct path");
+    // So does an index that never answers: the daemon's copy of it does not either.
+    let live = cmd.cmd().env("MCP_LAUNCH_INDEX_TTL", "0");
+    view(
+        live,
+        "use",
+        &["search", "echo", "--server", "fault", "--json"],
+    );
+    assert_eq!(
+        starts(&dir),
+        4,
+        "MCP_LAUNCH_INDEX_TTL=0 took the direct path"
+    );
+
+    // Input errors read as on the direct path.
+    for args in [
+        &["list", "nope", "--json"][..],
+        &["inspect", "fault", "nope", "--json"],
+        &["search", "(", "--method", "regex", "--json"],
+    ] {
+        let run = |how: &str| {
+            cmd.cmd()
+                .args(["--config", "config.json"])
+                .args(args)
+                .args(["--daemon", how])
+                .status(2)
+                .stderr_any()
+                .run()
+                .stdout
+        };
+        assert_eq!(run("use"), run("off"), "{args:?}");
+    }
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
+    daemon.wait();
+}
+
+#[test]
+fn views_take_the_direct_path_without_a_daemon_past_a_broken_one_and_for_another_config_set() {
+    let cmd = token_project();
+    let dir = cmd.dir().to_path_buf();
+    let with = |token: &str| cmd.cmd().env("TOKEN", token);
+    // No daemon: the direct path (the first list checks the server live).
+    let first = view(with("a"), "use", &["list", "--json"]).json();
+    assert_eq!(first["servers"][0]["status"], "connected", "{first}");
+    assert_eq!(starts(&dir), 1);
+    let direct = view(with("a"), "use", &["list", "--json"]).stdout;
+    assert_eq!(starts(&dir), 1, "then the tool index answers");
+
+    // Killed below: the exit status of SIGKILL.
+    let daemon = start_daemon(&cmd, with("a").status(137));
+    let socket: PathBuf = gateways(&cmd)[0]["socket"].as_str().unwrap().into();
+    forget_the_indexes(&dir);
+    assert_eq!(view(with("a"), "use", &["list", "--json"]).stdout, direct);
+    assert_eq!(starts(&dir), 1, "the daemon answered");
+    // Another TOKEN is another config set: not this daemon's to answer.
+    let other = view(with("b"), "use", &["list", "--json"]).json();
+    assert_eq!(other["servers"][0]["status"], "connected", "{other}");
+    assert_eq!(
+        starts(&dir),
+        2,
+        "another TOKEN: the direct path, not the old daemon"
+    );
+    let searched = view(with("b"), "use", &["search", "echo", "--json"]).json();
+    assert_eq!(searched["results"][0]["tool"], "echo", "{searched}");
+
+    // A daemon killed outright leaves its socket: the direct path answers.
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGKILL).unwrap();
+    daemon.wait();
+    assert!(socket.exists(), "the killed daemon left its socket");
+    let after = view(with("a"), "use", &["list", "--json"]).json();
+    assert_eq!(after["servers"][0]["tools"], first["servers"][0]["tools"]);
+
+    // A socket that greets as a gateway and then answers nonsense: the direct path again.
+    let _ = std::fs::remove_file(&socket);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    std::thread::spawn(move || {
+        use std::io::{BufRead, Write};
+        for stream in listener.incoming().flatten() {
+            let mut write = stream.try_clone().unwrap();
+            let _ = writeln!(write, r#"{{"mcp-launch": "gateway"}}"#);
+            for line in std::io::BufReader::new(stream)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let id = serde_json::from_str::<Value>(&line).unwrap_or_default()["id"].clone();
+                let answer = json!({"id": id, "result": {"reports": [{"name": 1}], "hits": "x"}});
+                let _ = writeln!(write, "{answer}");
+            }
+        }
+    });
+    let listed = view(with("a"), "use", &["list", "--json"]).json();
+    assert_eq!(listed["servers"][0]["name"], "fault", "{listed}");
+    let searched = view(with("a"), "use", &["search", "echo", "--json"]).json();
+    assert_eq!(searched["results"][0]["tool"], "echo", "{searched}");
+    let inspected = view(with("a"), "use", &["inspect", "fault", "echo", "--json"]).json();
+    assert_eq!(inspected["tool"], "echo", "{inspected}");
+    for line in std::fs::read_to_string(dir.join("starts")).unwrap().lines() {
+        if let Ok(server) = line.trim().parse::<i32>() {
+            let _ = kill(Pid::from_raw(server), Signal::SIGKILL);
+        }
+    }
+}
+
+#[test]
+fn search_by_meaning_through_a_daemon_ranks_and_scores_as_the_direct_path() {
+    let model = crate::semantic::shared_model().display().to_string();
+    let cmd = project();
+    let dir = cmd.dir().to_path_buf();
+    let with_model = || cmd.cmd().env("MCP_LAUNCH_MODEL_DIR", &model);
+    let searches: &[&[&str]] = &[
+        &["search", "say something back", "--explain", "--json"],
+        &[
+            "search",
+            "sum of two integers",
+            "--method",
+            "semantic",
+            "--json",
+        ],
+        &[
+            "search",
+            "sum of two integers",
+            "--explain",
+            "--limit",
+            "10",
+        ],
+    ];
+    let direct: Vec<Output> = (searches.iter())
+        .map(|args| view(with_model(), "off", args))
+        .collect();
+    let hybrid = direct[0].json();
+    assert_eq!(hybrid["method"], "hybrid", "{hybrid}");
+    assert!(
+        hybrid["results"][0]["explain"]["semantic"].is_number(),
+        "ranked by meaning: {hybrid}"
+    );
+    let daemon = start_daemon(&cmd, with_model());
+    forget_the_indexes(&dir);
+    for (args, direct) in searches.iter().zip(&direct) {
+        let ridden = view(with_model(), "use", args);
+        assert_eq!(ridden.stdout, direct.stdout, "{args:?} through the daemon");
+    }
+    assert_eq!(starts(&dir), 1, "the daemon answered: nothing started");
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
+    daemon.wait();
+}
+
+#[test]
+fn a_server_that_cannot_start_reads_the_same_through_the_daemon_which_does_not_retry_it() {
+    let cmd = Cmd::new();
+    let counted = cmd.path("starts").display().to_string();
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "fault": fault(&["--starts", &counted]),
+        "missing": {"command": "mcp-launch-test-no-such-command"},
+    }}));
+    let list = |how: &str| {
+        cmd.cmd()
+            .args(["--config", "config.json", "list", "--json", "--daemon", how])
+            .status(1)
+            .run()
+    };
+    list("off");
+    let direct = list("off");
+    assert_eq!(
+        direct.server("missing")["error"]["type"],
+        "command_not_found"
+    );
+    let daemon = start_daemon(&cmd, cmd.cmd());
+    forget_the_indexes(cmd.dir());
+    let ridden = list("use");
+    assert_eq!(
+        ridden.stdout, direct.stdout,
+        "the daemon's failed check reads as the direct one"
+    );
+    assert_eq!(
+        starts(cmd.dir()),
+        1,
+        "fault answered from the index both ways"
     );
     kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
     daemon.wait();

@@ -46,7 +46,7 @@ fn install(cmd: Cmd) -> (Output, PathBuf) {
 }
 
 /// One install shared by the in-process tests (tokenizer, quality).
-fn shared_model() -> &'static Path {
+pub fn shared_model() -> &'static Path {
     static DIR: OnceLock<(Output, PathBuf)> = OnceLock::new();
     &DIR.get_or_init(|| install(Cmd::new())).1
 }

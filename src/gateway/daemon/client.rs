@@ -12,7 +12,10 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio_util::codec::{FramedRead, LinesCodec};
 
-use super::{DaemonError, MAX_LINE};
+use super::{views, DaemonError, MAX_LINE};
+use crate::catalog::ServerReport;
+use crate::gateway::Found;
+use crate::search::Method;
 
 /// How long a gateway may take to greet a new connection.
 const GREETING_TIMEOUT: Duration = Duration::from_secs(2);
@@ -20,6 +23,34 @@ const GREETING_TIMEOUT: Duration = Duration::from_secs(2);
 const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 /// What a call's answer may take beyond the call's own timeout (the daemon bounds the call).
 const CALL_MARGIN: Duration = Duration::from_secs(5);
+/// How long `list` and `search` may take to answer: the daemon waits at most its list wait
+/// (5 s) for first checks and starts nothing; beyond this it is stuck, and the command line
+/// answers itself.
+const VIEW_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A search as `search` asks the daemon for it.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    /// The query text.
+    pub query: String,
+    /// How to match.
+    pub method: Method,
+    /// Hits at most.
+    pub limit: usize,
+    /// Only this server's tools (qualified name).
+    pub server: Option<String>,
+    /// Include each hit's input schema.
+    pub schemas: bool,
+}
+
+/// What the daemon's search found, and which servers it searched.
+#[derive(Debug, Clone)]
+pub struct SearchAnswer {
+    /// The servers the daemon serves (qualified names, config order).
+    pub servers: Vec<String>,
+    /// The hits and what `search` says besides.
+    pub found: Found,
+}
 
 /// One call: the server's qualified name, the tool's own name, its arguments.
 #[derive(Debug, Clone)]
@@ -111,6 +142,63 @@ impl Client {
         self.ask("status").await
     }
 
+    /// Every server's report as the daemon knows it (it starts nothing for this). Without
+    /// `definitions`, a report the overrides leave untouched and whose tools are all counted
+    /// carries `null`s for its tools' definitions (`list` without SERVER needs their number
+    /// and token counts only).
+    pub async fn reports(&mut self, definitions: bool) -> Result<Vec<ServerReport>, DaemonError> {
+        // Decoded from the line into reports at once: the answer holds every tool's definition,
+        // and a `Value` of it first cost the command line a few milliseconds.
+        let id = self.next();
+        let request = json!({"id": id, "op": "list", "definitions": definitions});
+        self.send(request.to_string()).await?;
+        let line = self.receive_line(VIEW_TIMEOUT).await?;
+        match views::reports_answer(&line) {
+            Some((got, _)) if got != id => {
+                Err(self.broken(format!("answered another request than {id}")))
+            }
+            Some((_, Ok(reports))) => Ok(reports),
+            Some((_, Err(error))) => result_of(json!({ "error": error })).map(|_| Vec::new()),
+            None => Err(self.broken("sent reports that do not decode".into())),
+        }
+    }
+
+    /// `server`'s report listed live over the daemon's session (started lazily); `limit`
+    /// bounds the wait (a first start included).
+    pub async fn inspect(
+        &mut self,
+        server: &str,
+        limit: Duration,
+    ) -> Result<ServerReport, DaemonError> {
+        let request = json!({"op": "inspect", "server": server});
+        let mut answer = self.request(request, limit).await?;
+        (answer.get_mut("report").map(Value::take))
+            .and_then(views::report_from)
+            .ok_or_else(|| self.broken("sent a report that does not decode".into()))
+    }
+
+    /// A search over the daemon's catalog.
+    pub async fn search(&mut self, search: &SearchRequest) -> Result<SearchAnswer, DaemonError> {
+        let request = json!({
+            "op": "search",
+            "query": search.query,
+            "method": search.method.as_str(),
+            "limit": search.limit,
+            "server": search.server,
+            "schema": search.schemas,
+        });
+        let answer = self.request(request, VIEW_TIMEOUT).await?;
+        let servers = (answer.get("servers").and_then(Value::as_array)).and_then(|names| {
+            (names.iter())
+                .map(|n| n.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+        });
+        match (servers, views::found_from(&answer)) {
+            (Some(servers), Some(found)) => Ok(SearchAnswer { servers, found }),
+            _ => Err(self.broken("sent search results that do not decode".into())),
+        }
+    }
+
     /// Asks a daemon to stop.
     pub async fn stop(&mut self) -> Result<(), DaemonError> {
         self.ask("stop").await.map(drop)
@@ -147,9 +235,15 @@ impl Client {
     }
 
     async fn ask(&mut self, op: &str) -> Result<Value, DaemonError> {
+        self.request(json!({ "op": op }), ASK_TIMEOUT).await
+    }
+
+    /// Sends `request` (an object; its id is set here) and waits `limit` for its answer.
+    async fn request(&mut self, mut request: Value, limit: Duration) -> Result<Value, DaemonError> {
         let id = self.next();
-        self.send(json!({"id": id, "op": op}).to_string()).await?;
-        let answer = self.receive(ASK_TIMEOUT).await?;
+        request["id"] = json!(id);
+        self.send(request.to_string()).await?;
+        let answer = self.receive(limit).await?;
         self.expect_id(&answer, id)?;
         result_of(answer)
     }
@@ -178,13 +272,17 @@ impl Client {
     }
 
     async fn receive(&mut self, limit: Duration) -> Result<Value, DaemonError> {
-        let line = match tokio::time::timeout(limit, self.lines.next()).await {
-            Err(_) => return Err(self.broken(format!("did not answer within {limit:?}"))),
-            Ok(None) => return Err(self.broken("closed the connection".into())),
-            Ok(Some(Err(e))) => return Err(self.broken(e.to_string())),
-            Ok(Some(Ok(line))) => line,
-        };
+        let line = self.receive_line(limit).await?;
         serde_json::from_str(&line).map_err(|e| self.broken(format!("sent bad JSON: {e}")))
+    }
+
+    async fn receive_line(&mut self, limit: Duration) -> Result<String, DaemonError> {
+        match tokio::time::timeout(limit, self.lines.next()).await {
+            Err(_) => Err(self.broken(format!("did not answer within {limit:?}"))),
+            Ok(None) => Err(self.broken("closed the connection".into())),
+            Ok(Some(Err(e))) => Err(self.broken(e.to_string())),
+            Ok(Some(Ok(line))) => Ok(line),
+        }
     }
 
     fn expect_id(&self, answer: &Value, id: u64) -> Result<(), DaemonError> {

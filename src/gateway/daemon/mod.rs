@@ -12,9 +12,18 @@
 //! `{"id":1,"op":"call","server":"s","tool":"t","arguments":{},"timeout_ms":30000}` →
 //! `{"id":1,"result":<CallToolResult>}` or `{"id":1,"error":{"type","message","help","usage"}}`;
 //! `{"op":"status"}` → the gateway and its upstreams; `{"op":"stop"}` ends a daemon.
+//!
+//! `list`, `inspect` and `search` read through it too (the daemon sends data, the command line
+//! renders it as on the direct path): `{"op":"list","definitions":bool}` → `{"reports":[…]}`
+//! (every server it serves, starting nothing; without definitions, `null`s stand for those of
+//! a server whose tools are all counted and untouched by the overrides); `{"op":"inspect","server":"s"}` → `{"report":{…}}` (listed live
+//! over the pool's session, started lazily); `{"op":"search","query","method","limit",
+//! "server","schema"}` → `{"servers":[…],"hits":[…],"searched","unavailable"}`, or a
+//! `not_ready` error while a search by meaning could not rank as the command line would.
 
 pub mod client;
 mod server;
+mod views;
 
 use std::fs::DirBuilder;
 use std::io;
@@ -24,7 +33,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use tokio::net::UnixListener;
 
-pub use self::client::{CallRequest, Client};
+pub use self::client::{CallRequest, Client, SearchAnswer, SearchRequest};
 pub use self::server::{listen, Info, Kind};
 
 /// The longest request or answer line (a tool result included).
@@ -158,6 +167,21 @@ fn remote_kind(kind: &str) -> &'static str {
         "server_stalled",
         "not_a_daemon",
         "bad_request",
+        "not_ready",
+        "config_not_found",
+        "config_unreadable",
+        "env_file_not_found",
+        "env_file_unreadable",
+        "environment",
+        "github",
+        "invalid_config",
+        "invalid_env_file",
+        "invalid_interpolation",
+        "invalid_json",
+        "invalid_server",
+        "undeclared_variable",
+        "unset_variable",
+        "untrusted_directory",
     ];
     KINDS
         .iter()

@@ -19,7 +19,8 @@ use crate::error::Actionable;
 use crate::gateway::error::GatewayError;
 use crate::gateway::Gateway;
 
-use super::MAX_LINE;
+use super::{views, MAX_LINE};
+use crate::search::{Method, Query};
 
 /// What kind of gateway listens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,6 +190,13 @@ async fn answer(shared: &Shared, line: &str) -> String {
     let outcome = match request.get("op").and_then(Value::as_str) {
         Some("call") => call(shared, &request).await,
         Some("status") => Ok(status(shared)),
+        // Written straight from the reports: the one answer that is not built as a `Value`.
+        Some("list") => {
+            let list = list(shared, &request).await;
+            return format!(r#"{{"id":{id},"result":{list}}}"#);
+        }
+        Some("inspect") => inspect(shared, &request).await,
+        Some("search") => search(shared, &request).await,
         Some("stop") if shared.info.kind == Kind::Daemon => {
             // The answer goes out before the connections close.
             let stop = shared.stop.clone();
@@ -201,7 +209,10 @@ async fn answer(shared: &Shared, line: &str) -> String {
         Some("stop") => {
             return error_line(&id, "not_a_daemon", "only a daemon stops on request");
         }
-        _ => return error_line(&id, "bad_request", "op must be call, status or stop"),
+        _ => {
+            let ops = "op must be call, list, inspect, search, status or stop";
+            return error_line(&id, "bad_request", ops);
+        }
     };
     match outcome {
         Ok(result) => json!({"id": id, "result": result}).to_string(),
@@ -231,6 +242,63 @@ async fn call(shared: &Shared, request: &Value) -> Result<Value, GatewayError> {
         .await
 }
 
+/// Every server's report, starting nothing, as `{"reports": […]}`. With
+/// `"definitions": false` (`list` without SERVER), a report whose tools are all counted and
+/// untouched by the overrides carries `null`s for its definitions: the command line exposes
+/// and counts them as they are, so it needs their number only.
+async fn list(shared: &Shared, request: &Value) -> String {
+    let definitions = request.get("definitions").and_then(Value::as_bool) != Some(false);
+    let overrides = (!definitions).then(|| shared.gateway.overrides()).flatten();
+    let counted = |r: &crate::catalog::ServerReport| {
+        overrides.as_ref().is_some_and(|o| {
+            r.tool_tokens.len() == r.tools.len() && o.for_server(&r.stack, &r.config_name).is_none()
+        })
+    };
+    shared
+        .gateway
+        .with_reports(|reports| views::reports_json(reports, counted))
+        .await
+}
+
+/// One server's report, listed live over its (lazily started) session.
+async fn inspect(shared: &Shared, request: &Value) -> Result<Value, GatewayError> {
+    let server = request
+        .get("server")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let report = shared.gateway.live_report(server).await?;
+    Ok(json!({ "report": views::report_json(&report) }))
+}
+
+/// A search over the daemon's catalog, as `search` asks it.
+async fn search(shared: &Shared, request: &Value) -> Result<Value, GatewayError> {
+    let bad = |message: String| GatewayError::BadInput {
+        message,
+        help: "send query, method, limit, server and schema".into(),
+    };
+    let method = match request.get("method").and_then(Value::as_str) {
+        Some(method) => method.parse::<Method>().map_err(bad)?,
+        None => return Err(bad("no method".into())),
+    };
+    let query = Query {
+        text: request
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+        method,
+        limit: request
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map_or(5, |n| n.clamp(1, 1000) as usize),
+        server: request.get("server").and_then(Value::as_str),
+    };
+    let schemas = request.get("schema").and_then(Value::as_bool) == Some(true);
+    let found = shared.gateway.search_catalog(&query, schemas).await?;
+    let mut answer = views::found_json(&found);
+    answer["servers"] = json!(shared.gateway.server_names());
+    Ok(answer)
+}
+
 fn is_usage(error: &GatewayError) -> bool {
     matches!(
         error,
@@ -245,7 +313,7 @@ fn error_line(id: &Value, kind: &str, message: &str) -> String {
     json!({"id": id, "error": {
         "type": kind,
         "message": message,
-        "help": "send one JSON object per line with an `op` (call, status or stop)",
+        "help": "send one JSON object per line with an `op` (call, list, inspect, search, status or stop)",
         "usage": true,
     }})
     .to_string()
