@@ -2,12 +2,16 @@
 //! overrides, trust store, state, mcpo's config, `init`'s config) goes to a temporary file
 //! beside its target, is flushed to disk, then renamed into place (and the directory flushed),
 //! so a reader sees the old file or the new one, never half of one, even after a crash.
+//! Files several processes change (the overrides, the state, the caches of tools, token counts
+//! and vectors) are changed under one exclusive lock ([`lock`], [`update_locked`]): each reads
+//! the file as it is now and merges its change, so none loses another's.
 
-use std::fs::Permissions;
+use std::fs::{File, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;
 
 /// Our directory in the user state dir: `$XDG_STATE_HOME/mcp-launch` (else the local data
@@ -46,6 +50,39 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// [`create_new`] for files that hold keys: owner-only (0600) from the start.
 pub fn create_new_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with(path, bytes, 0o600, Mode::CreateNew)
+}
+
+/// Rewrites the shared cache file `path` under an exclusive lock on `<path>.lock`: `change`
+/// gets what the file holds now (`None` when it does not exist or cannot be read) and returns
+/// the bytes to write, or `None` to leave the file as it is. Processes that update the same
+/// file take turns, so what one merged is never overwritten by another that read it before.
+pub fn update_locked(
+    path: &Path,
+    change: impl FnOnce(Option<Vec<u8>>) -> Option<Vec<u8>>,
+) -> io::Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let lock_path = path.with_file_name(format!("{name}.lock"));
+    if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let _held = lock(&lock_path)?;
+    let current = std::fs::read(path).ok();
+    match change(current) {
+        Some(bytes) => write(path, &bytes),
+        None => Ok(()),
+    }
+}
+
+/// Takes the exclusive lock of the lock file `path` (created when missing; its directory must
+/// exist), waiting for whoever holds it; released when the returned value drops. Blocking is
+/// fine: holders only read, change and write one small file.
+pub fn lock(path: &Path) -> io::Result<Flock<File>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| io::Error::from(errno))
 }
 
 enum Mode {
@@ -118,6 +155,36 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
         assert_eq!(names(dir.path()), ["config.json"]);
+    }
+
+    #[test]
+    fn locked_updates_from_many_threads_all_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("counts.json");
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    update_locked(&path, |current| {
+                        let mut seen: Vec<u32> = current
+                            .and_then(|b| serde_json::from_slice(&b).ok())
+                            .unwrap_or_default();
+                        // Widen the window a lost update needs.
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                        seen.push(i);
+                        serde_json::to_vec(&seen).ok()
+                    })
+                    .unwrap();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let mut seen: Vec<u32> = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..8).collect::<Vec<_>>());
+        assert_eq!(names(dir.path()), ["counts.json", "counts.json.lock"]);
     }
 
     #[test]

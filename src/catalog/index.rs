@@ -71,7 +71,8 @@ struct IndexFile {
 pub struct ToolIndex {
     path: Option<PathBuf>,
     file: IndexFile,
-    is_dirty: bool,
+    /// Keys of the entries recorded since the last save (what a save merges into the file).
+    recorded: std::collections::BTreeSet<String>,
 }
 
 impl ToolIndex {
@@ -87,7 +88,7 @@ impl ToolIndex {
         Self {
             path,
             file,
-            is_dirty: false,
+            recorded: std::collections::BTreeSet::new(),
         }
     }
 
@@ -129,6 +130,7 @@ impl ToolIndex {
             }
         }
         stale.truncate(MAX_STALE);
+        self.recorded.insert(key.clone());
         self.file.servers.insert(
             key,
             IndexEntry {
@@ -143,20 +145,38 @@ impl ToolIndex {
                 warnings: report.warnings.clone(),
             },
         );
-        self.is_dirty = true;
         stale
     }
 
-    /// Writes the index if anything changed (atomically). Failures are logged: the index is a
-    /// cache and the command's answer does not depend on it.
+    /// Merges the entries recorded since the last save into the file as it is now (another
+    /// process may have recorded other servers meanwhile), under the file's lock, and writes it
+    /// atomically. Failures are logged: the index is a cache and the command's answer does not
+    /// depend on it.
     pub fn save(&mut self) {
         let Some(path) = &self.path else { return };
-        if !self.is_dirty {
+        if self.recorded.is_empty() {
             return;
         }
-        self.file.version = FORMAT_VERSION;
-        match crate::files::write_json(path, &self.file) {
-            Ok(()) => self.is_dirty = false,
+        let mine = &self.file.servers;
+        let recorded = &self.recorded;
+        let mut merged = None;
+        let written = crate::files::update_locked(path, |current| {
+            let mut file = current.map_or_else(IndexFile::default, |b| parse(path, &b));
+            file.version = FORMAT_VERSION;
+            for key in recorded {
+                if let Some(entry) = mine.get(key) {
+                    file.servers.insert(key.clone(), entry.clone());
+                }
+            }
+            let bytes = serde_json::to_vec(&file).ok();
+            merged = Some(file);
+            bytes
+        });
+        match written {
+            Ok(()) => {
+                self.file = merged.unwrap_or_default();
+                self.recorded.clear();
+            }
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "could not save the tool index")
             }
@@ -201,15 +221,19 @@ pub(crate) fn unix_secs(t: SystemTime) -> u64 {
 }
 
 fn read_file(path: &Path) -> IndexFile {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return IndexFile::default(),
+    match std::fs::read(path) {
+        Ok(bytes) => parse(path, &bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => IndexFile::default(),
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "cannot read the tool index; rebuilding it");
-            return IndexFile::default();
+            IndexFile::default()
         }
-    };
-    match serde_json::from_slice::<IndexFile>(&bytes) {
+    }
+}
+
+/// The index in `bytes`; another format version or a corrupt file reads as empty (rebuilt).
+fn parse(path: &Path, bytes: &[u8]) -> IndexFile {
+    match serde_json::from_slice::<IndexFile>(bytes) {
         Ok(file) if file.version == FORMAT_VERSION => file,
         Ok(_) => IndexFile::default(),
         Err(e) => {
@@ -282,6 +306,27 @@ mod tests {
     }
 
     #[test]
+    fn two_processes_recording_different_servers_keep_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx.json");
+        let now = SystemTime::now();
+        let (a, mut b) = (entry("a"), entry("b"));
+        b.name = "other".into();
+        // Both opened before either saved: each holds the file as it was.
+        let mut first = ToolIndex::open_at(Some(path.clone()));
+        let mut second = ToolIndex::open_at(Some(path.clone()));
+        first.record(&a, &connected(&a, &["t1"]), now);
+        second.record(&b, &connected(&b, &["t2"]), now);
+        first.save();
+        second.save();
+        let index = ToolIndex::open_at(Some(path));
+        assert!(index.fresh(&a, DEFAULT_TTL, now).is_some(), "first kept");
+        assert!(index.fresh(&b, DEFAULT_TTL, now).is_some(), "second kept");
+        // The saver sees the merged file too.
+        assert!(second.fresh(&a, DEFAULT_TTL, now).is_some());
+    }
+
+    #[test]
     fn errors_are_not_recorded_and_vanished_tools_turn_stale() {
         let e = entry("a");
         let now = SystemTime::now();
@@ -319,8 +364,16 @@ mod tests {
         assert!(ToolIndex::open_at(Some(path))
             .fresh(&e, DEFAULT_TTL, SystemTime::now())
             .is_none());
-        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(leftovers.len(), 1, "no temp files left behind");
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["idx.json", "idx.json.lock"],
+            "no temp files left behind"
+        );
     }
 
     #[test]

@@ -77,21 +77,7 @@ fn count_tools_with_cache(tools: &[&Value], cache: Option<&Path>) -> Option<Vec<
                 .or_insert_with(|| counter.count(text));
         }
         if let Some(path) = cache {
-            if file.counts.len() > CACHE_MAX_ENTRIES {
-                let keep: std::collections::HashSet<&String> = keys.iter().collect();
-                let mut excess = file.counts.len() - CACHE_MAX_ENTRIES / 2;
-                file.counts.retain(|k, _| {
-                    if excess > 0 && !keep.contains(k) {
-                        excess -= 1;
-                        false
-                    } else {
-                        true
-                    }
-                });
-            }
-            if let Err(e) = crate::files::write_json(path, &file) {
-                tracing::warn!(path = %path.display(), error = %e, "could not save token counts");
-            }
+            save(path, &file, &keys);
         }
     }
     Some(keys.iter().map(|k| file.counts[k]).collect())
@@ -102,15 +88,51 @@ fn cache_path() -> Option<PathBuf> {
     dirs::cache_dir().map(|d| d.join("mcp-launch").join("token-counts.json"))
 }
 
-fn read_cache(path: &Path) -> CacheFile {
-    let empty = || CacheFile {
+/// Merges `mine`'s counts into the cache as it is now (another process may have added some),
+/// under its lock; past [`CACHE_MAX_ENTRIES`], half the counts not of `keys` are forgotten.
+fn save(path: &Path, mine: &CacheFile, keys: &[String]) {
+    let saved = crate::files::update_locked(path, |current| {
+        let mut file = current.map_or_else(empty_cache, |b| parse_cache(path, &b));
+        for (key, count) in &mine.counts {
+            file.counts.insert(key.clone(), *count);
+        }
+        if file.counts.len() > CACHE_MAX_ENTRIES {
+            let keep: std::collections::HashSet<&String> = keys.iter().collect();
+            let mut excess = file.counts.len() - CACHE_MAX_ENTRIES / 2;
+            file.counts.retain(|k, _| {
+                if excess > 0 && !keep.contains(k) {
+                    excess -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        serde_json::to_vec(&file).ok()
+    });
+    if let Err(e) = saved {
+        tracing::warn!(path = %path.display(), error = %e, "could not save token counts");
+    }
+}
+
+fn empty_cache() -> CacheFile {
+    CacheFile {
         tokenizer: TOKENIZER.to_string(),
         counts: HashMap::new(),
-    };
-    let Ok(bytes) = std::fs::read(path) else {
-        return empty();
-    };
-    match serde_json::from_slice::<CacheFile>(&bytes) {
+    }
+}
+
+fn read_cache(path: &Path) -> CacheFile {
+    match std::fs::read(path) {
+        Ok(bytes) => parse_cache(path, &bytes),
+        Err(_) => empty_cache(),
+    }
+}
+
+/// The cache in `bytes`; another tokenizer's or a corrupt one reads as empty (rebuilt).
+fn parse_cache(path: &Path, bytes: &[u8]) -> CacheFile {
+    let empty = empty_cache;
+    match serde_json::from_slice::<CacheFile>(bytes) {
         Ok(file) if file.tokenizer == TOKENIZER => file,
         Ok(_) => empty(),
         Err(e) => {

@@ -114,18 +114,21 @@ fn vectors_at(
         let started = std::time::Instant::now();
         let added = cache.fill(model, docs, &keys);
         tracing::debug!(tools = missing, elapsed = ?started.elapsed(), "tools embedded");
-        // Merge into what is on disk now: another process may have saved meanwhile.
-        let mut merged = read(model, path);
-        for &key in &added {
-            if let Some(v) = cache.get(key) {
-                merged.insert(key, v);
-            }
-        }
-        if merged.len() > MAX_CACHED {
-            merged.retain(&keys.iter().copied().collect::<HashSet<_>>());
-        }
         if let Some(path) = path {
-            if let Err(e) = crate::files::write(path, &merged.to_bytes()) {
+            // Merged into what is on disk now, under its lock: another process may have saved.
+            let saved = crate::files::update_locked(path, |current| {
+                let mut merged = decode(model, current.as_deref());
+                for &key in &added {
+                    if let Some(v) = cache.get(key) {
+                        merged.insert(key, v);
+                    }
+                }
+                if merged.len() > MAX_CACHED {
+                    merged.retain(&keys.iter().copied().collect::<HashSet<_>>());
+                }
+                Some(merged.to_bytes())
+            });
+            if let Err(e) = saved {
                 tracing::warn!(path = %path.display(), error = %e, "could not save tool vectors");
             }
         }
@@ -134,9 +137,14 @@ fn vectors_at(
 }
 
 fn read(model: &Model, path: Option<&Path>) -> VectorCache {
+    decode(model, path.and_then(|p| std::fs::read(p).ok()).as_deref())
+}
+
+/// The cache in `bytes` (none, or another model's: an empty one).
+fn decode(model: &Model, bytes: Option<&[u8]>) -> VectorCache {
     let name = &model.card().name;
-    match path.and_then(|p| std::fs::read(p).ok()) {
-        Some(bytes) => VectorCache::from_bytes(&bytes, name, model.dimensions()),
+    match bytes {
+        Some(bytes) => VectorCache::from_bytes(bytes, name, model.dimensions()),
         None => VectorCache::new(name, model.dimensions()),
     }
 }

@@ -10,7 +10,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 use serde::{Deserialize, Serialize};
 
 /// The file name inside the project's `.mcp-launch/` directory.
@@ -357,14 +357,7 @@ impl StateFile {
         if let Some(project) = lock_path.parent().and_then(Path::parent) {
             crate::project::ensure(project).map_err(|e| io("create the directory of", e))?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| io("open", e))?;
-        // Blocking is fine: holders only read, change and write a small file.
-        Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| io("lock", errno.into()))
+        crate::files::lock(&lock_path).map_err(|e| io("lock", e))
     }
 }
 

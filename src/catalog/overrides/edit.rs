@@ -10,7 +10,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 
 use super::{Action, Change, LaunchChoices, Overrides, OverridesError};
 use crate::catalog::trim_description;
@@ -241,11 +241,5 @@ fn lock(path: &Path) -> Result<Flock<File>, OverridesError> {
     if let Some(project) = path.parent().and_then(Path::parent) {
         crate::project::ensure(project).map_err(|e| failed(e.to_string()))?;
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|e| failed(e.to_string()))?;
-    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| failed(errno.to_string()))
+    crate::files::lock(path).map_err(|e| failed(e.to_string()))
 }
