@@ -5,10 +5,12 @@
 //!
 //! Rooms: `catalog` (what is offered, from the tool index), `names` (exposed names),
 //! `sparse` (the meta-tools), `items` (resources and prompts), `wire` (the MCP server side,
-//! on rmcp, and its transports), `clients` (client config snippets). This module holds the
-//! state they share and routes calls.
+//! on rmcp, and its transports), `clients` (client config snippets), `calls` (routing a call
+//! to its server), `refresh` (keeping the catalog current), `views` (what the command line
+//! reads through a daemon). This module holds the state they share.
 
 mod callers;
+mod calls;
 pub mod catalog;
 pub mod clients;
 pub mod daemon;
@@ -18,6 +20,7 @@ mod items;
 mod known;
 mod meaning;
 pub mod names;
+mod refresh;
 pub mod sparse;
 mod views;
 pub mod wire;
@@ -27,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -35,16 +38,16 @@ use tokio_util::task::TaskTracker;
 use crate::catalog::{self as tool_catalog, Overrides, ServerReport};
 use crate::config::ServerEntry;
 use crate::mcp::ConnectOptions;
-use crate::outputs::Structured;
 use crate::pool::{Pool, PoolConfig, PoolServer};
 
 use self::callers::Callers;
 pub use self::callers::ClientLink;
+pub use self::calls::{Caller, Progress, Sink};
 use self::catalog::{Budgets, Catalog};
 pub use self::era::{asks_for_input, Stateless};
 use self::error::GatewayError;
 pub use self::views::{Found, FoundTool};
-use crate::outputs::{Outputs, Served};
+use crate::outputs::Outputs;
 use crate::search::semantic::Model;
 
 /// How long shutdown waits for the gateway's own tasks to end.
@@ -356,313 +359,6 @@ impl Gateway {
         let _ = tokio::time::timeout(self.inner.options.list_wait, wait).await;
     }
 
-    /// A `tools/call`: `read_output`, a meta-tool in sparse mode, else the exposed tool on its
-    /// server; the answer within the output budget (a cut result keeps the rest behind a handle
-    /// for this caller). `progress` (the client's token and where to send) relays the server's
-    /// progress.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Value,
-        caller: Caller,
-    ) -> Result<Value, GatewayError> {
-        let scope = caller.scope.clone();
-        let outputs = &self.inner.outputs;
-        let is_read = name == crate::outputs::READ_OUTPUT && self.catalog().get(name).is_none();
-        if is_read && outputs.tool().is_some() {
-            return Ok(outputs.read(arguments, scope).await.unwrap_or_default());
-        }
-        let started = std::time::Instant::now();
-        let served = self.served_by(name, &arguments);
-        let result = self.route(name, arguments, caller).await?;
-        if era::asks_for_input(&result) {
-            // Not an answer yet: the client's retry must find it as the server sent it.
-            return Ok(result);
-        }
-        Ok(outputs
-            .apply(served, result, scope, started.elapsed())
-            .await)
-    }
-
-    /// The server and tool a call reaches (the gateway itself for its meta-tools), for the
-    /// usage record, the output budget the project set for it and how its
-    /// `structuredContent` may be cut.
-    fn served_by(&self, name: &str, arguments: &Value) -> Served {
-        let catalog = self.catalog();
-        let target = match (self.is_sparse(), name == sparse::CALL) {
-            (true, true) => arguments.get("name").and_then(Value::as_str).unwrap_or(""),
-            _ => name,
-        };
-        let budget = catalog.budget_of(target).map(crate::outputs::Budget::new);
-        match catalog.get(target) {
-            Some(found) => Served {
-                server: found.server.clone(),
-                tool: found.tool.clone(),
-                budget,
-                structured: found.structured.clone(),
-            },
-            None => Served {
-                server: "mcp-launch".into(),
-                tool: name.to_string(),
-                budget: None,
-                structured: Structured::Cut,
-            },
-        }
-    }
-
-    async fn route(
-        &self,
-        name: &str,
-        arguments: Value,
-        caller: Caller,
-    ) -> Result<Value, GatewayError> {
-        let pinned = self.inner.options.pins.iter().any(|p| p == name);
-        if self.is_sparse() && !pinned {
-            if name == sparse::CALL {
-                let target = arguments.get("name").and_then(Value::as_str).unwrap_or("");
-                let inner_args = arguments
-                    .get("arguments")
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                let wait = self.inner.options.call_timeout;
-                let catalog = self
-                    .catalog_knowing(|c| c.get(target).is_some(), wait)
-                    .await;
-                sparse::validate(&catalog, target, &inner_args)?;
-                return self.forward(target, inner_args, caller, None).await;
-            }
-            if sparse::is_meta(name) {
-                let catalog = self.catalog_embedded().await;
-                let model = self.inner.model.get().map(Arc::as_ref);
-                let answer = sparse::run(&catalog, model, name, &arguments);
-                self.release_model_later();
-                return answer;
-            }
-            return Err(sparse::unknown(&self.catalog(), name));
-        }
-        self.forward(name, arguments, caller, None).await
-    }
-
-    /// A call by the server's (qualified) name and the tool's own name, as the command line
-    /// names them: refused when the overrides deny it, checked against the input schema, and
-    /// bounded by `timeout` (else the gateway's call timeout). Whatever the mode.
-    pub async fn call_server_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-        timeout: Option<Duration>,
-    ) -> Result<Value, GatewayError> {
-        let wait = timeout.unwrap_or(self.inner.options.call_timeout);
-        let catalog = self
-            .catalog_knowing(|c| c.find(server, tool).is_some(), wait)
-            .await;
-        let Some(found) = catalog.find(server, tool) else {
-            return Err(catalog.refusal(server, tool));
-        };
-        let name = found.name.clone();
-        sparse::validate(&catalog, &name, &arguments)?;
-        let caller = Caller {
-            progress: None,
-            link: None,
-            cancel: CancellationToken::new(),
-            scope: crate::outputs::ClientScope::local(),
-            logs: None,
-            stateless: None,
-        };
-        self.forward(&name, arguments, caller, timeout).await
-    }
-
-    /// The catalog, once it `knows` what a call names — waiting (at most `wait`) while servers
-    /// the tool index did not know are still being checked (a first run); else as it is.
-    async fn catalog_knowing(
-        &self,
-        knows: impl Fn(&Catalog) -> bool,
-        wait: Duration,
-    ) -> Arc<Catalog> {
-        let catalog = self.catalog();
-        if knows(&catalog) || *self.inner.settled.borrow() {
-            return catalog;
-        }
-        let mut settled = self.inner.settled.clone();
-        let _ = tokio::time::timeout(wait, settled.wait_for(|done| *done)).await;
-        self.catalog()
-    }
-
-    /// Calls the tool exposed as `name` on its server.
-    async fn forward(
-        &self,
-        name: &str,
-        arguments: Value,
-        caller: Caller,
-        timeout: Option<Duration>,
-    ) -> Result<Value, GatewayError> {
-        let timeout = timeout.unwrap_or(self.inner.options.call_timeout);
-        let catalog = self
-            .catalog_knowing(|c| c.get(name).is_some(), timeout)
-            .await;
-        let found = catalog
-            .get(name)
-            .ok_or_else(|| sparse::unknown(&catalog, name))?;
-        let legacy = self.inner.pool.upstream(&found.server)?;
-        let upstream = self.era_upstream(legacy, caller.stateless.as_ref()).await?;
-        let session = upstream.session().await.map_err(GatewayError::from_pool)?;
-        let _calling = caller
-            .link
-            .map(|link| self.inner.callers.enter(&found.server, link));
-        let mut params = json!({"name": found.tool, "arguments": arguments});
-        let done = CancellationToken::new();
-        let progress = caller.progress.map(|progress| {
-            let ours = format!(
-                "mcpl-{}",
-                self.inner.next_token.fetch_add(1, Ordering::Relaxed)
-            );
-            params["_meta"] = json!({"progressToken": ours});
-            (progress, ours)
-        });
-        if let Some(call) = caller
-            .stateless
-            .as_ref()
-            .filter(|_| upstream.is_stateless())
-        {
-            call.stamp(&mut params);
-        }
-        let relay = (progress.is_some() || caller.logs.is_some()).then(|| {
-            let relay = Relay {
-                progress,
-                logs: caller.logs,
-            };
-            self.spawn(relay.run(session.notifications(), done.clone()))
-        });
-        let outcome = upstream
-            .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
-            .await;
-        // What the server sent before its answer reaches the client before the answer.
-        done.cancel();
-        if let Some(relay) = relay {
-            let _ = relay.await;
-        }
-        outcome.map_err(GatewayError::from_pool)
-    }
-
-    /// Checks the servers the tool index does not know (in parallel, each stopped after its
-    /// check), rebuilds the catalog, and tells clients.
-    async fn check_unknown(self, unknown: Vec<usize>, settle: watch::Sender<bool>) {
-        let checks = unknown.iter().map(|&i| self.check(i));
-        futures_util::future::join_all(checks).await;
-        self.rebuild().await;
-        settle.send_replace(true);
-    }
-
-    /// Lists the tools of entry `i` live through the pool, records them in the tool index and
-    /// the reports, and stops the server again unless it is always on (or a call took it).
-    async fn check(&self, i: usize) {
-        let entry = &self.inner.entries[i];
-        let Ok(upstream) = self.inner.pool.upstream(&entry.qualified) else {
-            return;
-        };
-        let timeout = self.inner.options.connect.list_timeout;
-        match upstream.list_tools(timeout).await {
-            Ok((info, list)) => {
-                let report = tool_catalog::record_live(entry, &info, list).await;
-                self.inner.reports.lock().await[i] = report;
-            }
-            // Stopping: nothing to check for.
-            Err(_) if self.inner.pool.is_closing() => {}
-            Err(e) => {
-                tracing::warn!(server = %entry.qualified, "cannot list its tools: {}", crate::pool::describe(&e));
-                // Kept for the command line's `list` through a daemon: why it has no tools.
-                self.inner.reports.lock().await[i].error = Some(views::problem_of(&e));
-            }
-        }
-        upstream.stop_unless_used().await;
-    }
-
-    /// Rebuilds the catalog from the reports and the overrides; tells clients when the tools
-    /// changed.
-    async fn rebuild(&self) {
-        let _one_at_a_time = self.inner.rebuilding.lock().await;
-        let overrides = match load_overrides(&self.inner.options) {
-            Ok(overrides) => overrides,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the overrides; the tools stay as they were");
-                return;
-            }
-        };
-        let reports = self.inner.reports.lock().await.clone();
-        let passthrough = self.inner.options.passthrough;
-        let outputs = &self.inner.outputs;
-        let catalog = build_catalog(&reports, &overrides, passthrough, outputs).await;
-        let before = self.list_fingerprint();
-        *self
-            .inner
-            .catalog
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
-        self.embed_catalog();
-        if self.list_fingerprint() != before {
-            tracing::info!("the tools changed; telling clients");
-            let _ = self.inner.changed.send(Event::Tools);
-        }
-        // The catalog it replaced is freed once the requests holding it end.
-        self.release_after_answer();
-    }
-
-    /// What clients see of the tool list, to tell whether it changed.
-    fn list_fingerprint(&self) -> u64 {
-        tool_catalog::fnv1a(self.tools_json_now().as_bytes())
-    }
-
-    /// Rebuilds when `overrides.json` changes (`tool deny` in another terminal, the TUI).
-    async fn watch_overrides(self) {
-        let path = self
-            .inner
-            .options
-            .project_dir
-            .join(crate::catalog::OVERRIDES_FILE);
-        let mut seen = modified(&path);
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(500)) => {}
-                () = self.inner.shutdown.cancelled() => return,
-            }
-            let now = modified(&path);
-            if now != seen {
-                seen = now;
-                tracing::info!(path = %path.display(), "the overrides changed");
-                self.rebuild().await;
-            }
-        }
-    }
-
-    /// Follows upstream list changes: a server's own `list_changed` re-lists its tools (and
-    /// records them in the tool index); resources and prompts changes are passed on.
-    async fn watch_upstreams(self) {
-        items::watch_upstreams(self).await;
-    }
-
-    /// Re-lists `server`'s tools live and rebuilds the catalog.
-    async fn refresh_server(&self, server: &str) {
-        let Some(i) = self.index_of(server) else {
-            return;
-        };
-        let Ok(upstream) = self.inner.pool.upstream(server) else {
-            return;
-        };
-        let timeout = self.inner.options.connect.list_timeout;
-        let (info, list) = match upstream.list_tools(timeout).await {
-            Ok(listed) => listed,
-            // Stopping: nothing to re-list for.
-            Err(_) if self.inner.pool.is_closing() => return,
-            Err(e) => {
-                tracing::warn!(server, error = %e, "cannot re-list the tools");
-                return;
-            }
-        };
-        self.keep_listed(i, &info, list).await;
-        self.rebuild().await;
-    }
-
     /// Stops every upstream (their process groups) and the gateway's tasks.
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
@@ -689,85 +385,6 @@ impl Gateway {
     /// Completes once the gateway begins to stop.
     pub fn stopping(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.inner.shutdown.cancelled()
-    }
-}
-
-/// Who makes a call: where its progress goes, who answers its server's requests, and the
-/// token the client cancels it with.
-pub struct Caller {
-    /// The client's progress token and sink, when it asked for progress.
-    pub progress: Option<Progress>,
-    /// The client, for the server's own requests.
-    pub link: Option<Arc<dyn ClientLink>>,
-    /// Cancelled when the client cancels the call (or goes away).
-    pub cancel: CancellationToken,
-    /// Whose outputs a cut result's handle belongs to (and who may read them).
-    pub scope: crate::outputs::ClientScope,
-    /// Where the server's log messages during the call go (else to every client).
-    pub logs: Option<Sink>,
-    /// A client of the stateless revision: what its server must see of the call.
-    pub stateless: Option<Stateless>,
-}
-
-/// Sends one notification's params to a client.
-pub type Sink = Box<dyn Fn(Value) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
-
-/// Where a call's progress goes: the client's token and a sink for
-/// `notifications/progress` params.
-pub struct Progress {
-    /// The client's `progressToken`.
-    pub token: Value,
-    /// Sends one progress notification's params to the client.
-    pub send: Sink,
-}
-
-/// What a call passes on to its client, in order, as its server sends it: progress (under the
-/// client's token, for our token `ours`) and log messages — part of answering the call, so
-/// they travel with it (on its response stream over HTTP) and reach the client before the
-/// answer.
-struct Relay {
-    progress: Option<(Progress, String)>,
-    logs: Option<Sink>,
-}
-
-impl Relay {
-    /// Passes notices on until `done`, then what is already received.
-    async fn run(
-        self,
-        mut notices: broadcast::Receiver<crate::mcp::Notice>,
-        done: CancellationToken,
-    ) {
-        loop {
-            let received = tokio::select! {
-                biased;
-                notice = notices.recv() => notice,
-                () = done.cancelled() => break,
-            };
-            match received {
-                Ok(notice) => self.pass_on(notice).await,
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return,
-            }
-        }
-        while let Ok(notice) = notices.try_recv() {
-            self.pass_on(notice).await;
-        }
-    }
-
-    async fn pass_on(&self, notice: crate::mcp::Notice) {
-        let Some(mut params) = notice.params else {
-            return;
-        };
-        match (notice.method.as_str(), &self.progress, &self.logs) {
-            ("notifications/progress", Some((progress, ours)), _)
-                if params.get("progressToken").and_then(Value::as_str) == Some(ours) =>
-            {
-                params["progressToken"] = progress.token.clone();
-                (progress.send)(params).await;
-            }
-            ("notifications/message", _, Some(logs)) => logs(params).await,
-            _ => {}
-        }
     }
 }
 
