@@ -45,10 +45,20 @@ fn install(cmd: Cmd) -> (Output, PathBuf) {
     (out, dir)
 }
 
-/// One install shared by the in-process tests (tokenizer, quality).
+/// One install shared by the in-process tests (tokenizer, quality), moved out of its temporary
+/// HOME into the target's temporary dir (replaced on each run): a static is never dropped, so a
+/// HOME kept in one would never be removed.
 pub fn shared_model() -> &'static Path {
-    static DIR: OnceLock<(Output, PathBuf)> = OnceLock::new();
-    &DIR.get_or_init(|| install(Cmd::new())).1
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let (home, installed) = install(Cmd::new());
+        let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("semantic-shared-model");
+        let _ = std::fs::remove_dir_all(&kept);
+        std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+        std::fs::rename(&installed, &kept).expect("the shared model moved beside the target");
+        drop(home);
+        kept
+    })
 }
 
 fn everything_project(cmd: Cmd) -> Cmd {
