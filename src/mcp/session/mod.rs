@@ -1,6 +1,5 @@
 //! A session with one MCP server: the hardened handshake, tool paging, multiplexed requests.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,13 +12,16 @@ use crate::duration::Setting;
 use crate::process::{ProcessGuard, SpawnSpec};
 
 use super::error::McpError;
-use super::limits::{Limits, TOOL_PAGES};
+use super::limits::Limits;
 use super::message::{
-    KNOWN_PROTOCOL_VERSIONS, META_PREFIX, METHOD_NOT_FOUND, PROTOCOL_VERSION,
-    STATELESS_PROTOCOL_VERSION,
+    KNOWN_PROTOCOL_VERSIONS, META_PREFIX, PROTOCOL_VERSION, STATELESS_PROTOCOL_VERSION,
 };
 use super::peer::{CloseReason, Peer};
 use super::{http, sse, stdio};
+
+mod tools;
+
+pub use self::tools::ToolList;
 
 /// The first window for the `initialize` answer. Most servers answer in well under a second;
 /// after this we log that we are waiting longer (a cold `npx`/`uvx` install).
@@ -165,15 +167,6 @@ impl ServerInfo {
             used_slow_window,
         }
     }
-}
-
-/// The tools of a server, with what went wrong while listing them.
-#[derive(Debug, Clone, Default)]
-pub struct ToolList {
-    /// Tool definitions as the server sent them (unknown fields kept).
-    pub tools: Vec<Value>,
-    /// Non-fatal problems: skipped malformed tools, a repeated cursor, the page cap.
-    pub warnings: Vec<String>,
 }
 
 enum Connection {
@@ -458,83 +451,6 @@ impl Session {
         }
     }
 
-    /// Lists every tool: the first page with the params shapes servers accept in turn, then
-    /// `nextCursor` until it ends, repeats, or hits the page cap ([`Limits::tool_pages`]).
-    pub async fn list_tools(&self, timeout: Duration) -> Result<ToolList, McpError> {
-        let span = self.span.clone();
-        self.list_tools_in_span(timeout).instrument(span).await
-    }
-
-    async fn list_tools_in_span(&self, timeout: Duration) -> Result<ToolList, McpError> {
-        let mut list = ToolList::default();
-        let mut page = self.first_tools_page(timeout, &mut list).await?;
-        let mut seen_cursors = HashSet::new();
-        let mut pages = 1;
-        loop {
-            collect_tools(&page, &mut list);
-            let Some(cursor) = page
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .filter(|c| !c.is_empty())
-                .map(str::to_owned)
-            else {
-                break;
-            };
-            if !seen_cursors.insert(cursor.clone()) {
-                list.warnings.push(format!(
-                    "the server repeated cursor {cursor:?}; stopped paging after {pages} pages"
-                ));
-                break;
-            }
-            if pages >= self.tool_pages {
-                list.warnings.push(format!(
-                    "stopped paging after {pages} pages; the server keeps sending cursors \
-                     ({} raises the cap)",
-                    TOOL_PAGES.name
-                ));
-                break;
-            }
-            page = self
-                .request("tools/list", Some(json!({"cursor": cursor})), timeout)
-                .await?;
-            pages += 1;
-        }
-        tracing::info!(tools = list.tools.len(), pages, "tools listed");
-        Ok(list)
-    }
-
-    async fn first_tools_page(
-        &self,
-        timeout: Duration,
-        list: &mut ToolList,
-    ) -> Result<Value, McpError> {
-        // Servers disagree on the shape of an empty first request; some reject `{}`, some
-        // reject a missing params key. Move on only when the server rejects the shape.
-        let shapes = [
-            Some(json!({})),
-            Some(json!({"cursor": ""})),
-            Some(json!({"cursor": null})),
-            None,
-        ];
-        let mut last_rejection = None;
-        for shape in shapes {
-            match self.request("tools/list", shape.clone(), timeout).await {
-                Ok(page) => return Ok(page),
-                Err(McpError::Rpc { error, .. }) if error.code == METHOD_NOT_FOUND => {
-                    list.warnings
-                        .push("the server does not implement tools/list".to_string());
-                    return Ok(json!({"tools": []}));
-                }
-                Err(rejection @ McpError::Rpc { .. }) => {
-                    tracing::debug!(?shape, error = %rejection, "tools/list params shape rejected");
-                    last_rejection = Some(rejection);
-                }
-                Err(other) => return Err(other),
-            }
-        }
-        Err(last_rejection.unwrap_or_else(|| McpError::Protocol("tools/list failed".into())))
-    }
-
     /// Calls a tool and returns the `CallToolResult` exactly as the server sent it (a result
     /// with `isError: true` is still `Ok`: it is the tool's answer, not a protocol failure).
     pub async fn call_tool(
@@ -634,135 +550,5 @@ impl Session {
     }
 }
 
-/// Appends the well-formed tools of one page; a malformed tool is skipped with a warning
-/// instead of losing the whole page.
-fn collect_tools(page: &Value, list: &mut ToolList) {
-    let Some(tools) = page.get("tools").and_then(Value::as_array) else {
-        list.warnings
-            .push("a tools/list page had no \"tools\" array".to_string());
-        return;
-    };
-    for tool in tools {
-        match tool.get("name").and_then(Value::as_str) {
-            Some(name) if !name.is_empty() => list.tools.push(tool.clone()),
-            _ => list.warnings.push(format!(
-                "skipped a tool without a name: {}",
-                truncate(&tool.to_string(), 120)
-            )),
-        }
-    }
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn silent_server() -> Endpoint {
-        // Reads nothing, answers nothing: only the windows can end the wait.
-        Endpoint::Stdio(SpawnSpec {
-            program: "sleep".into(),
-            args: vec!["1000".into()],
-            ..SpawnSpec::default()
-        })
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn silence_expires_the_fast_then_the_slow_window() {
-        let opts = ConnectOptions {
-            slow_window: Duration::from_secs(45),
-            ..ConnectOptions::default()
-        };
-        let started = tokio::time::Instant::now();
-        let err = Session::connect(&silent_server(), &opts)
-            .await
-            .err()
-            .expect("a silent server cannot connect");
-        // Virtual time: exactly the two windows, and not one more.
-        assert_eq!(started.elapsed(), Duration::from_secs(6 + 45));
-        assert!(matches!(err, McpError::InitTimeout { .. }), "{err:?}");
-        let message = err.to_string();
-        assert!(
-            message.contains("fast window 6s, then slow window 45s"),
-            "{message}"
-        );
-        assert!(err.help().contains("MCP_INIT_TIMEOUT_SEC"));
-    }
-
-    /// A real server that stops reading stdin after the handshake: its pipe fills, the queue to
-    /// it fills (as long as the options say), and further requests fail as stalled at their
-    /// timeout instead of piling up.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_server_that_stops_reading_stalls_requests_not_memory() {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/fault_server.py"
-        );
-        let endpoint = Endpoint::Stdio(SpawnSpec {
-            program: "python3".into(),
-            args: vec![script.into(), "--stop-reading-after-init".into()],
-            ..SpawnSpec::default()
-        });
-        let queue = 32;
-        let mut opts = ConnectOptions::default();
-        opts.limits.queued_messages = queue;
-        let session = Arc::new(
-            Session::connect(&endpoint, &opts)
-                .await
-                .expect("the fault server starts"),
-        );
-        // 8 KiB each: the 64 KiB pipe takes a handful, the queue `queue` more.
-        let message = "x".repeat(8 * 1024);
-        let calls: Vec<_> = (0..queue + 64)
-            .map(|_| {
-                let (session, message) = (Arc::clone(&session), message.clone());
-                tokio::spawn(async move {
-                    let arguments = json!({"message": message});
-                    session
-                        .call_tool("echo", arguments, Duration::from_millis(1500))
-                        .await
-                })
-            })
-            .collect();
-        let mut stalled = 0;
-        for call in calls {
-            match call.await.unwrap() {
-                Err(McpError::Stalled { queued, .. }) => {
-                    assert_eq!(queued, queue);
-                    stalled += 1;
-                }
-                Err(McpError::Timeout { .. }) => {}
-                other => panic!("a stuck server cannot answer: {other:?}"),
-            }
-        }
-        assert!(stalled >= 32, "only {stalled} calls found the queue full");
-        Arc::into_inner(session).unwrap().close().await;
-    }
-
-    #[test]
-    fn the_slow_window_setting_bounds_what_users_set() {
-        let opts = ConnectOptions::with_slow_window(INIT_TIMEOUT.parse("2.5").unwrap());
-        assert_eq!(opts.slow_window, Duration::from_millis(2500));
-        assert_eq!(opts.list_timeout, opts.slow_window);
-        assert_eq!(opts.fast_window, INIT_FAST_WINDOW);
-        // 1e20 seconds panicked in Duration::from_secs_f64.
-        let err = INIT_TIMEOUT.parse("1e20").unwrap_err();
-        assert!(err.to_string().contains(INIT_TIMEOUT_ENV), "{err}");
-        assert_eq!(INIT_TIMEOUT.default, INIT_SLOW_WINDOW);
-    }
-
-    #[test]
-    fn malformed_tools_are_skipped_not_the_page() {
-        let mut list = ToolList::default();
-        let page = json!({"tools": [{"name": "ok"}, {"description": "no name"}, 7, {"name": ""}]});
-        collect_tools(&page, &mut list);
-        assert_eq!(list.tools, vec![json!({"name": "ok"})]);
-        assert_eq!(list.warnings.len(), 3);
-    }
-}
+mod tests;
