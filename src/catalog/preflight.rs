@@ -159,6 +159,14 @@ impl ServerReport {
             checked_at: None,
         }
     }
+
+    /// The report of a server that is not started because it is disabled.
+    pub fn disabled(entry: &ServerEntry) -> ServerReport {
+        ServerReport {
+            status: Status::Disabled,
+            ..ServerReport::blank(entry, transport_of(entry))
+        }
+    }
 }
 
 /// How the preflight runs.
@@ -339,14 +347,10 @@ async fn check(
     opts: ConnectOptions,
     keep: bool,
 ) -> (ServerReport, Option<Session>) {
-    let transport = transport_of(&entry);
     if entry.disabled {
-        let report = ServerReport {
-            status: Status::Disabled,
-            ..ServerReport::blank(&entry, transport)
-        };
-        return (report, None);
+        return (ServerReport::disabled(&entry), None);
     }
+    let transport = transport_of(&entry);
     let session = match connect_in_span(&entry, &opts).await {
         Ok(session) => session,
         Err(problem) => return (failed(&entry, transport, problem), None),

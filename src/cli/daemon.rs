@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::catalog::{ServerReport, Status};
-use crate::config::{Loaded, ServerEntry, ServerSpec};
+use crate::catalog::ServerReport;
+use crate::config::{Loaded, ServerEntry};
 use crate::gateway::daemon::{self, Client, DaemonError, SearchRequest};
 use crate::gateway::Found;
 use crate::output::{self, style, Table};
@@ -334,7 +334,7 @@ pub(super) async fn reports_through(
     let mut reports = Vec::with_capacity(entries.len());
     for entry in entries {
         if entry.disabled {
-            reports.push(disabled_report(entry));
+            reports.push(ServerReport::disabled(entry));
             continue;
         }
         match served.iter().find(|r| r.name == entry.qualified) {
@@ -415,13 +415,4 @@ const ANSWER_MARGIN: Duration = Duration::from_secs(5);
 fn direct_after<T>(error: &DaemonError) -> Option<T> {
     tracing::debug!(error = %error, kind = crate::error::Actionable::kind(error), "the daemon did not answer; answering directly");
     None
-}
-
-/// The report of a server that is not started because it is disabled.
-fn disabled_report(entry: &ServerEntry) -> ServerReport {
-    let transport = entry.spec.as_ref().map_or("-", ServerSpec::transport_name);
-    ServerReport {
-        status: Status::Disabled,
-        ..ServerReport::blank(entry, transport)
-    }
 }

@@ -489,6 +489,13 @@ async fn server_report(
     let report = crate::catalog::resolve(std::slice::from_ref(entry), &opts)
         .await
         .swap_remove(0);
+    with_tools(report)
+}
+
+/// A server's report when it has its tools, else the server's error.
+fn with_tools(
+    report: crate::catalog::ServerReport,
+) -> Result<crate::catalog::ServerReport, CliError> {
     match &report.error {
         Some(problem) => Err(CliError::server(&report.name, problem.clone())),
         None => Ok(report),
@@ -512,10 +519,7 @@ async fn report_through_daemon(
     let mut entry = find_server(&loaded, name)?.clone();
     entry.disabled |= server::load_overrides()?.is_disabled(&entry);
     match daemon::report_through(&loaded, global, how, &entry, live).await? {
-        Some(report) => match &report.error {
-            Some(problem) => Err(CliError::server(&report.name, problem.clone())),
-            None => Ok(report),
-        },
+        Some(report) => with_tools(report),
         None => server_report(global, name, false).await,
     }
 }
