@@ -13,6 +13,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("files", 0),
     ("backoff", 0),
     ("memory", 0),
+    ("listen", 0),
     ("output", 1),
     ("process", 1),
     ("config", 1),
@@ -158,12 +159,12 @@ fn rmcp_is_named_only_behind_the_gateway_wire() {
     let wire = src.join("gateway").join("wire");
     // The lean tools server's MCP side, and what both servers share of rmcp.
     let tools_wire = src.join("tools").join("wire.rs");
-    let serving = src.join("serving.rs");
+    let serving = src.join("serving");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let outside: Vec<String> = files
         .iter()
-        .filter(|f| !f.starts_with(&wire) && **f != tools_wire && **f != serving)
+        .filter(|f| !f.starts_with(&wire) && **f != tools_wire && !f.starts_with(&serving))
         .filter(|f| {
             let text = std::fs::read_to_string(f).expect("read a source file");
             // Spelled in two parts, so this file does not find itself.
@@ -175,5 +176,30 @@ fn rmcp_is_named_only_behind_the_gateway_wire() {
     assert!(
         outside.is_empty(),
         "rmcp outside gateway/wire, tools/wire.rs and serving.rs: {outside:?}"
+    );
+}
+
+#[test]
+fn every_http_listener_is_served_by_the_one_hardened_loop() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let listen = src.join("listen.rs");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let is_test =
+        |f: &Path| f.components().any(|c| c.as_os_str() == "tests") || f.ends_with("tests.rs");
+    let outside: Vec<String> = files
+        .iter()
+        .filter(|f| **f != listen && !is_test(f))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("read a source file");
+            // Spelled in two parts, so this file does not find itself.
+            text.contains(concat!("axum", "::serve("))
+                || text.contains(concat!("serve_", "connection"))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "HTTP served outside crate::listen (no TCP_NODELAY, header timeout or cap): {outside:?}"
     );
 }

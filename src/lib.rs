@@ -12,6 +12,8 @@
 //! - [`backoff`]: the one backoff (exponential delays between attempts).
 //! - [`duration`]: the one checked reader of durations from flags and environment variables.
 //! - [`files`]: the one atomic writer (temporary file, fsync, rename).
+//! - [`listen`]: the one hardened HTTP accept loop (TCP_NODELAY, header timeout, connection
+//!   cap, graceful shutdown) of every TCP listener we serve.
 //! - [`memory`]: freed heap pages given back to the system (long-lived processes).
 //! - [`serving`]: what our MCP servers (gateway, lean tools) share of rmcp.
 //! - [`gateway`]: `mcp-launch serve`, one MCP server in front of every configured server.
@@ -39,6 +41,7 @@ pub mod error;
 pub mod files;
 pub mod gateway;
 pub mod launch;
+pub mod listen;
 pub mod mcp;
 pub mod memory;
 pub mod model;

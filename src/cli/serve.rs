@@ -253,6 +253,7 @@ async fn serve_http(
     let options = HttpOptions {
         addr: bound,
         api_key,
+        limits: crate::listen::Limits::default(),
     };
     wire::serve_http(gateway, listener, options, stop).await
 }

@@ -24,7 +24,6 @@ pub mod front;
 pub mod launcher;
 pub mod mask;
 pub mod plan;
-pub mod serve;
 pub mod spec;
 pub mod stack;
 pub mod state;

@@ -76,7 +76,7 @@ fn accepted(min: usize, max: usize, unit: Unit) -> String {
 }
 
 /// `n` bytes in the largest binary unit that divides it.
-fn bytes_text(n: usize) -> String {
+pub fn bytes_text(n: usize) -> String {
     for (suffix, size) in [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
         if n >= size && n % size == 0 {
             return format!("{}{suffix}", n / size);

@@ -82,8 +82,9 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         self.limit
     }
 
-    /// The next raw line without its terminator; `Ok(None)` at end of stream.
-    async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+    /// The next raw line without its terminator (or what is kept of one over the limit);
+    /// `Ok(None)` at end of stream.
+    pub async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
         self.line.clear();
         let mut overflow: Option<Overflow> = None;
         loop {
@@ -104,7 +105,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             if overflow.is_none() && self.line.len() + chunk.len() > self.limit {
                 tracing::warn!(
                     limit = self.limit,
-                    "discarding an over-long stdout line ({} raises the cap)",
+                    "discarding an over-long line ({} raises the cap)",
                     super::limits::MESSAGE_BYTES.name
                 );
                 overflow = Some(Overflow::starting_with(std::mem::take(&mut self.line)));
@@ -146,8 +147,12 @@ pub enum Frame {
 }
 
 /// A raw line, or what is kept of one over the limit.
-enum Line {
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    /// A line within the limit, without its `\n`.
     Whole(Vec<u8>),
+    /// A line over the limit, discarded: the id it shows at either end (as in
+    /// [`Frame::Oversized`]).
     Oversized(Option<u64>),
 }
 

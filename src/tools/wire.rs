@@ -30,7 +30,10 @@ pub async fn serve_stdio(
     use rmcp::ServiceExt;
     let (ready, _) = tokio::sync::watch::channel(false);
     let running = Wire(Arc::new(tools), Arc::new(ready))
-        .serve_with_ct(rmcp::transport::stdio(), stop)
+        .serve_with_ct(
+            crate::serving::stdio::transport(tokio::io::stdin(), tokio::io::stdout()),
+            stop,
+        )
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     running.waiting().await.map_err(std::io::Error::other)?;

@@ -30,6 +30,7 @@ mod search;
 mod security;
 mod semantic;
 mod serve;
+mod serve_errors;
 mod session;
 mod tokens;
 mod tools;

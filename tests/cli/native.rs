@@ -5,7 +5,7 @@
 //! `launch` runs its two-stack scenario with this controller too (keys, a denied tool refused
 //! and left out of the spec, a server that cannot start, `status`, `share`, `openapi`,
 //! `down`). These tests cover what the bridge adds: the spec keeps the tools' own schemas,
-//! arguments are checked before the call, `isError` is a 500, a killed server is restarted by
+//! arguments are checked before the call, `isError` is a 424, a killed server is restarted by
 //! a later call, one session answers many concurrent calls without mixing them up, and a
 //! disabled server is refused. Each test runs `up` in its own directory on ports it picked and
 //! ends by checking that every recorded process and every server the bridge ran is gone.
@@ -452,7 +452,7 @@ fn a_tool_reporting_is_error_answers_500_with_its_own_text() {
     let server = front.server("mcp-server-filesystem");
 
     let reply = front.post("filesystem/read_text_file", json!({"path": outside}));
-    let error = error_of(&reply, 500, "tool_error");
+    let error = error_of(&reply, 424, "tool_error");
     let result = &reply.body["result"];
     assert_eq!(result["isError"], true, "{}", reply.body);
     let text = result["content"][0]["text"].as_str().unwrap_or_default();

@@ -1,5 +1,7 @@
-//! Streamable HTTP at `/mcp`: rmcp's service behind our key check, on loopback unless a key
-//! is set. rmcp validates `Host` (loopback names by default) and, with the allow-list set
+//! Streamable HTTP at `/mcp`: rmcp's service behind our key check and request checks
+//! (`guard`: every refusal a JSON-RPC error; `batch`: 2025-03-26 batches), served by the one
+//! hardened loop (`crate::listen`: TCP_NODELAY, header timeout, connection cap), on loopback
+//! unless a key is set. rmcp validates `Host` (loopback names by default) and, with the allow-list set
 //! here, `Origin` (DNS-rebinding protection); it handles `Mcp-Session-Id`, SSE responses,
 //! the GET stream and DELETE.
 //!
@@ -18,11 +20,10 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::guard::{self, Guard, MAX_BODY_BYTES};
 use super::Handler;
 use crate::gateway::Gateway;
-
-/// The largest request body taken.
-const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+use crate::listen::Limits;
 
 /// Where and how the HTTP endpoint listens.
 #[derive(Clone)]
@@ -31,6 +32,8 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     /// The key clients send as `Authorization: Bearer <key>`; required off loopback.
     pub api_key: Option<String>,
+    /// The bounds of the listener (header timeout, connections).
+    pub limits: Limits,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -38,6 +41,7 @@ impl std::fmt::Debug for HttpOptions {
         f.debug_struct("HttpOptions")
             .field("addr", &self.addr)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -58,19 +62,21 @@ pub async fn serve_http(
         config = config.with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), host]);
     }
     let spliced = gateway.clone();
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&sessions),
         config,
     );
+    let inner = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(spliced, super::raw::restore));
     let key = Arc::new(options.api_key.unwrap_or_default());
     let app = Router::new()
-        .nest_service("/mcp", service)
-        .layer(middleware::from_fn_with_state(spliced, super::raw::restore))
+        .fallback(guard::check)
+        .with_state(Guard { inner, sessions })
         .layer(middleware::from_fn_with_state(key, require_key));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await
+    crate::listen::serve_with(listener, app, options.limits, stop).await
 }
 
 /// With a key set, refuses requests without it (constant-time comparison).
@@ -86,4 +92,80 @@ async fn require_key(State(key): State<Arc<String>>, request: Request, next: Nex
         axum::http::HeaderValue::from_static("Bearer"),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use super::*;
+    use crate::gateway::{GatewayOptions, Mode};
+
+    /// A gateway with no servers on a loopback port, under `limits`.
+    async fn serving(limits: Limits) -> (String, CancellationToken, tempfile::TempDir) {
+        let project = tempfile::tempdir().unwrap();
+        let options = GatewayOptions {
+            mode: Mode::Full,
+            idle: None,
+            always_on: Vec::new(),
+            pins: Vec::new(),
+            passthrough: false,
+            list_wait: Duration::from_millis(10),
+            call_timeout: Duration::from_secs(5),
+            connect: Default::default(),
+            budget: Default::default(),
+            project_dir: project.path().to_path_buf(),
+            max_output: crate::outputs::Budget { max_tokens: 0 },
+        };
+        let gateway = Gateway::start(Vec::new(), options).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        let options = HttpOptions {
+            addr,
+            api_key: None,
+            limits,
+        };
+        tokio::spawn(serve_http(gateway, listener, options, stop.clone()));
+        (addr.to_string(), stop, project)
+    }
+
+    /// The gateway's accepted connections have TCP_NODELAY (read back from its own socket):
+    /// without it every answer waited ~40 ms for the client's delayed ACK.
+    #[tokio::test]
+    async fn accepted_connections_have_nodelay() {
+        let (addr, stop, _project) = serving(Limits::default()).await;
+        let client = TcpStream::connect(&addr).await.unwrap();
+        let nodelay = crate::listen::accepted_nodelay(&client).await;
+        assert_eq!(
+            nodelay,
+            Some(true),
+            "the gateway's socket has no TCP_NODELAY"
+        );
+        stop.cancel();
+    }
+
+    /// A client that sends its headers slowly is cut off at the header timeout.
+    #[tokio::test]
+    async fn slow_headers_are_cut_off() {
+        let limits = Limits {
+            header_read_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let (addr, stop, _project) = serving(limits).await;
+        let mut slow = TcpStream::connect(&addr).await.unwrap();
+        slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .unwrap();
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(5), slow.read_to_end(&mut rest));
+        assert!(
+            closed.await.is_ok(),
+            "a slow client was held past the timeout"
+        );
+        stop.cancel();
+    }
 }

@@ -41,6 +41,8 @@ use super::error::GatewayError;
 use super::items::{object, Kind};
 use super::{asks_for_input, Caller, Event, Gateway, Progress, Stateless};
 
+mod batch;
+mod guard;
 mod http;
 mod link;
 mod raw;
@@ -56,7 +58,7 @@ pub async fn serve_stdio(
     let (stdin, stdout) = stdio::streams();
     let stdout = raw::SplicingWriter::new(stdout, gateway.clone());
     let running = Wire::new(gateway)
-        .serve_with_ct((stdin, stdout), stop)
+        .serve_with_ct(crate::serving::stdio::transport(stdin, stdout), stop)
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     running.waiting().await.map_err(std::io::Error::other)?;

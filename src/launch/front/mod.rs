@@ -212,7 +212,7 @@ impl Front {
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
-        super::serve::serve(listener, self.router(), shutdown).await
+        crate::listen::serve(listener, self.router(), shutdown).await
     }
 
     fn router(self) -> Router {

@@ -20,7 +20,7 @@ pub const ERROR: &str = "Error";
 /// The schema of a 422: [`ERROR`] with the violations and the expected parameters.
 pub const VALIDATION_ERROR: &str = "ValidationError";
 
-/// The schema of a 500: [`ERROR`] with the tool's own answer.
+/// The schema of a 424: [`ERROR`] with the tool's own answer.
 pub const TOOL_ERROR: &str = "ToolError";
 
 /// The statuses the front itself answers on a tool's route, whatever the controller.
@@ -28,7 +28,7 @@ pub const FRONT_STATUSES: [&str; 5] = ["401", "403", "404", "502", "503"];
 
 /// The statuses the native bridge answers on a tool's route (its 401 and 403 never reach a
 /// client: the front turns them into a 502).
-pub const BRIDGE_STATUSES: [&str; 8] = ["400", "404", "413", "422", "500", "502", "503", "504"];
+pub const BRIDGE_STATUSES: [&str; 8] = ["400", "404", "413", "422", "424", "502", "503", "504"];
 
 /// One documented error status.
 struct Status {
@@ -84,11 +84,12 @@ const STATUSES: [Status; 10] = [
                       the tool was not called.",
     },
     Status {
-        code: "500",
+        code: "424",
         name: "ToolFailed",
         schema: TOOL_ERROR,
         description: "The tool ran and reported a failure (`tool_error`, the tool's \
-                      `isError: true`): `result` holds its whole answer.",
+                      `isError: true`): `result` holds its whole answer. Not a server \
+                      error: the call depended on the tool, and the tool said no.",
     },
     Status {
         code: "502",
@@ -236,7 +237,7 @@ fn validation_error_schema() -> Value {
     })
 }
 
-/// The body of a 500: the tool ran and answered `isError: true`.
+/// The body of a 424: the tool ran and answered `isError: true`.
 fn tool_error_schema() -> Value {
     json!({
         "title": TOOL_ERROR,

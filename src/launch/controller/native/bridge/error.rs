@@ -154,7 +154,7 @@ impl BridgeError {
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidArguments { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::ToolError { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::ToolError { .. } => StatusCode::FAILED_DEPENDENCY,
             Self::Unavailable { .. } | Self::Upstream { .. } => StatusCode::BAD_GATEWAY,
             Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,

@@ -25,14 +25,19 @@
 //! | 405 | `method_not_allowed` | e.g. `GET /<server>/<tool>` |
 //! | 413 | `body_too_large` | over [`MAX_BODY_BYTES`] |
 //! | 422 | `invalid_arguments`, `invalid_read` | not an object, or against the tool's `inputSchema`; with `violations` and `expected` (a read: not `{handle, …}`) |
-//! | 500 | `tool_error` | the tool answered `isError: true`: `message` is its text, `result` its whole `CallToolResult` |
+//! | 424 | `tool_error` | the tool answered `isError: true`: `message` is its text, `result` its whole `CallToolResult` |
 //! | 502 | `upstream_unavailable` | the server exited, cannot start, or is backing off: `cause`, `stderr`, the next attempt in `help` and `Retry-After` |
 //! | 502 | `server_error`, `protocol_error`, `http_error` | the server answered the call with a JSON-RPC error or broke the protocol |
 //! | 503 | `shutting_down` | the bridge is stopping |
 //! | 504 | `timeout` | no answer within the call timeout (the request is cancelled upstream) |
 //!
-//! 500 for `isError` because the tool itself failed and said why (mcpo answers 500 too); 502
-//! is kept for "the server is not there", where retrying later can help.
+//! 424 Failed Dependency for `isError`: the call was well formed and the server did its part,
+//! but the tool it depended on ran and reported a failure (and said why, in `result`). That is
+//! neither the client's mistake about the request (422: the arguments were refused before any
+//! call, fix them) nor a fault of ours or of the server (5xx: a client, a fuzzer or a proxy
+//! would count it as a server error and may retry it). mcpo answers 500 here; our stacks
+//! document 424 in their spec. 502 is kept for "the server is not there", where retrying
+//! later can help.
 //!
 //! Privacy: arguments and results are never logged; requests are logged at DEBUG as method,
 //! path, status and time only; the key appears nowhere.
@@ -260,7 +265,7 @@ impl Bridge {
             }
             trigger.cancel();
         });
-        crate::launch::serve::serve(listener, app, stop).await
+        crate::listen::serve(listener, app, stop).await
     }
 
     /// A receiver that sees a change whenever a server connects, fails, is lost or closes

@@ -262,7 +262,7 @@ async fn invalid_arguments_are_refused_before_the_call() {
         (400, &json!("invalid_json"))
     );
     // An empty body is `{}`: accepted by a tool without parameters, refused by echo.
-    assert_eq!(bridge.post("/fault/fail", "").await.0, 500);
+    assert_eq!(bridge.post("/fault/fail", "").await.0, 424);
     assert_eq!(bridge.post("/fault/echo", "").await.0, 422);
     bridge.stop().await;
 }
@@ -351,10 +351,10 @@ async fn documents_and_docs_pages_are_served() {
 }
 
 #[tokio::test]
-async fn a_tool_error_is_a_500_with_its_message_and_result() {
+async fn a_tool_error_is_a_424_with_its_message_and_result() {
     let bridge = Running::start(vec![fault(&[])], LONG).await;
     let (status, body) = bridge.call("/fault/fail", json!({})).await;
-    assert_eq!(status, 500);
+    assert_eq!(status, 424, "a tool's own failure is no server error");
     assert_eq!(body["error"]["type"], "tool_error");
     assert_eq!(body["error"]["message"], "deliberate failure");
     assert_eq!(body["result"]["isError"], true);

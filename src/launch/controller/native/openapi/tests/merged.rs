@@ -97,7 +97,7 @@ fn the_error_components_are_kept_once_for_every_server() {
             .map(String::as_str)
             .collect();
         let expected = [
-            "200", "400", "404", "413", "422", "500", "502", "503", "504", "401", "403",
+            "200", "400", "404", "413", "422", "424", "502", "503", "504", "401", "403",
         ];
         assert_eq!(codes, expected, "{item}");
     }

@@ -199,7 +199,7 @@ fn every_error_answer_of_the_bridge_is_documented_with_the_shared_components() {
         .collect();
     assert_eq!(
         codes,
-        ["200", "400", "404", "413", "422", "500", "502", "503", "504"]
+        ["200", "400", "404", "413", "422", "424", "502", "503", "504"]
     );
     let body_schema = |code: &str| {
         let response = deref(document, &responses[code]);
@@ -208,7 +208,7 @@ fn every_error_answer_of_the_bridge_is_documented_with_the_shared_components() {
     };
     let shared = crate::launch::spec::responses::schemas();
     assert_eq!(body_schema("422"), shared["ValidationError"]);
-    assert_eq!(body_schema("500"), shared["ToolError"]);
+    assert_eq!(body_schema("424"), shared["ToolError"]);
     for code in ["400", "404", "413", "502", "503", "504"] {
         assert_eq!(body_schema(code), shared["Error"], "{code}");
     }

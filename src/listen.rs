@@ -1,5 +1,6 @@
-//! The one way our HTTP services (the front, the native bridge) accept connections, hardened
-//! for a port that may face the internet through a tunnel:
+//! The one way our HTTP services accept connections (the `up` front, the native bridge and the
+//! gateway's `serve --http`; a test in `architecture` keeps `axum::serve` out of `src/`),
+//! hardened for a port that may face the internet through a tunnel:
 //! - a client gets [`HEADER_READ_TIMEOUT`] to send a request's headers, on a new connection
 //!   and between requests on a kept-alive one, so slow-header clients (slowloris) and idle
 //!   connections are closed instead of held forever;
@@ -113,6 +114,50 @@ pub async fn serve_with(
     Ok(())
 }
 
+/// Whether the server side of `client`'s connection (an accepted socket of this process,
+/// found in `/proc/self/fd` by its two ports) has TCP_NODELAY set; `None` until it is
+/// accepted within a second.
+#[cfg(test)]
+pub(crate) async fn accepted_nodelay(client: &tokio::net::TcpStream) -> Option<bool> {
+    for _ in 0..100 {
+        if let Some(nodelay) = find_accepted_nodelay(client) {
+            return Some(nodelay);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+#[cfg(test)]
+fn find_accepted_nodelay(client: &tokio::net::TcpStream) -> Option<bool> {
+    use nix::sys::socket::{getpeername, getsockname, getsockopt, sockopt, SockaddrStorage};
+    use std::os::fd::{BorrowedFd, RawFd};
+    let (ours, theirs) = (client.local_addr().ok()?, client.peer_addr().ok()?);
+    let same = |a: SockaddrStorage, b: std::net::SocketAddr| {
+        a.as_sockaddr_in().map(|a| a.port()) == Some(b.port())
+    };
+    for entry in std::fs::read_dir("/proc/self/fd").ok()?.flatten() {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<RawFd>().ok())
+        else {
+            continue;
+        };
+        let local = getsockname::<SockaddrStorage>(fd);
+        let peer = getpeername::<SockaddrStorage>(fd);
+        if let (Ok(local), Ok(peer)) = (local, peer) {
+            if same(local, theirs) && same(peer, ours) {
+                // SAFETY: only read while `client` holds the connection open; a number
+                // closed meanwhile fails with EBADF, it is never written through.
+                let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+                return getsockopt(&fd, sockopt::TcpNoDelay).ok();
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +213,16 @@ mod tests {
                 "a slow client was held past the timeout"
             );
         }
+        shutdown.cancel();
+    }
+
+    /// Every accepted connection has TCP_NODELAY (read back from the server's own socket).
+    #[tokio::test]
+    async fn accepted_connections_have_nodelay() {
+        let (addr, shutdown) = server(Limits::default()).await;
+        let client = stall(&addr).await;
+        let seen = accepted_nodelay(&client).await;
+        assert_eq!(seen, Some(true), "the accepted socket has no TCP_NODELAY");
         shutdown.cancel();
     }
 

@@ -1,0 +1,262 @@
+//! Every refusal an HTTP client gets from `/mcp` is a JSON-RPC error body. rmcp refuses bad
+//! requests in plain text (and a body that is not JSON with a 415, as if its type were wrong),
+//! so requests are checked here first and rmcp's own refusals are rewrapped:
+//! - a body that is not JSON (bad syntax, invalid UTF-8, or nested deeper than serde_json's
+//!   [`MAX_DEPTH`], checked by a scan that does not recurse): 400, -32700, `id: null`;
+//! - JSON that is not a JSON-RPC message: 400, -32600 (rmcp's 415);
+//! - a POST whose `Content-Type` is not `application/json`: 415, -32600;
+//! - a batch: answered by [`super::batch`] on a 2025-03-26 session, else 400, -32600;
+//! - DELETE of a session that does not exist (or has ended): 404, -32001 ("the server MUST
+//!   respond to requests containing that session ID with HTTP 404 Not Found", Streamable HTTP,
+//!   session management); rmcp answers it 202;
+//! - rmcp's other plain-text refusals (406, 404 of an unknown session, 400 without a session id,
+//!   413) keep their status, with their text as the error's message (-32001 for a 404, as the
+//!   official TypeScript SDK does; -32603 for a 5xx; else -32600).
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::SessionManager;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+/// The largest request body taken.
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// The deepest nesting of arrays and objects rmcp can read (serde_json's recursion limit of
+/// 128 allows 127 levels).
+pub const MAX_DEPTH: usize = 127;
+
+/// JSON-RPC: the bytes are not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: the JSON is not a valid request.
+pub const INVALID_REQUEST: i64 = -32600;
+/// The session named is unknown (the official TypeScript SDK's code for a 404).
+pub const SESSION_NOT_FOUND: i64 = -32001;
+/// JSON-RPC: internal error.
+const INTERNAL_ERROR: i64 = -32603;
+
+/// The bytes of a plain-text refusal kept as the message.
+const MAX_REFUSAL_BYTES: usize = 4096;
+
+/// `/mcp` behind the checks: rmcp (with the raw layer) and its sessions.
+#[derive(Clone)]
+pub struct Guard {
+    /// rmcp's service under `/mcp`, with the raw layer.
+    pub inner: Router,
+    /// rmcp's sessions, to tell an unknown one.
+    pub sessions: Arc<LocalSessionManager>,
+}
+
+/// A JSON-RPC error response (`id: null` unless given) with an HTTP status.
+pub fn refusal(status: StatusCode, code: i64, message: impl Into<String>, id: Value) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id,
+        "error": {"code": code, "message": message.into()}});
+    (status, axum::Json(body)).into_response()
+}
+
+/// The handler of every request: checked, passed to rmcp (or the batch), refusals rewrapped.
+pub async fn check(State(guard): State<Guard>, request: Request) -> Response {
+    let response = match *request.method() {
+        Method::POST => match post(&guard, request).await {
+            Ok(response) => response,
+            Err(refused) => return refused,
+        },
+        Method::DELETE => match unknown_session(&guard, session_id(&request)).await {
+            Some(refused) => return refused,
+            None => forward(&guard.inner, request).await,
+        },
+        _ => forward(&guard.inner, request).await,
+    };
+    rewrap(response).await
+}
+
+/// rmcp's answer to `request`.
+pub async fn forward(inner: &Router, request: Request) -> Response {
+    match inner.clone().oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// A POST: its type and body checked, then rmcp's answer (a batch's, for an array).
+async fn post(guard: &Guard, request: Request) -> Result<Response, Response> {
+    if !is_json(&request) {
+        return Err(refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            INVALID_REQUEST,
+            "Unsupported Media Type: a POST to /mcp must have Content-Type: application/json",
+            Value::Null,
+        ));
+    }
+    let (mut parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| too_large())?;
+    check_json(&bytes)
+        .map_err(|e| refusal(StatusCode::BAD_REQUEST, PARSE_ERROR, e, Value::Null))?;
+    if bytes.trim_ascii_start().starts_with(b"[") {
+        return Ok(super::batch::answer(&guard.inner, parts, &bytes).await);
+    }
+    parts.headers.remove(CONTENT_LENGTH);
+    let response = forward(&guard.inner, Request::from_parts(parts, Body::from(bytes))).await;
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        // The type was checked above: rmcp could not read the JSON as a message.
+        let text = plain_text(response).await;
+        return Err(refusal(
+            StatusCode::BAD_REQUEST,
+            INVALID_REQUEST,
+            format!("Invalid Request: not a JSON-RPC message ({text})"),
+            Value::Null,
+        ));
+    }
+    Ok(response)
+}
+
+fn too_large() -> Response {
+    refusal(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        INVALID_REQUEST,
+        format!(
+            "Invalid Request: the body is over {} MiB",
+            MAX_BODY_BYTES >> 20
+        ),
+        Value::Null,
+    )
+}
+
+/// Whether the request says its body is JSON (`application/json`, parameters allowed).
+fn is_json(request: &Request) -> bool {
+    request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Why `bytes` are not JSON rmcp can read, if they are not.
+pub fn check_json(bytes: &[u8]) -> Result<(), String> {
+    if let Err(e) = std::str::from_utf8(bytes) {
+        return Err(format!(
+            "Parse error: the body is not UTF-8 (byte {})",
+            e.valid_up_to()
+        ));
+    }
+    // Syntax without building anything (serde_json skips ignored values without recursing).
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+        .map_err(|e| format!("Parse error: {e}"))?;
+    if depth(bytes) > MAX_DEPTH {
+        return Err(format!(
+            "Parse error: nested deeper than {MAX_DEPTH} levels of arrays and objects"
+        ));
+    }
+    Ok(())
+}
+
+/// The deepest nesting of arrays and objects in valid JSON `bytes`, counted in one pass.
+fn depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in bytes {
+        match (in_string, byte) {
+            (true, _) if escaped => escaped = false,
+            (true, b'\\') => escaped = true,
+            (true, b'"') => in_string = false,
+            (true, _) => {}
+            (false, b'"') => in_string = true,
+            (false, b'[' | b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The session a request names.
+fn session_id(request: &Request) -> Option<Arc<str>> {
+    let id = request.headers().get("mcp-session-id")?;
+    id.to_str().ok().map(Arc::from)
+}
+
+/// A DELETE naming a session rmcp does not have: 404.
+async fn unknown_session(guard: &Guard, id: Option<Arc<str>>) -> Option<Response> {
+    let known = guard.sessions.has_session(&id?).await;
+    if known.unwrap_or(true) {
+        return None;
+    }
+    Some(refusal(
+        StatusCode::NOT_FOUND,
+        SESSION_NOT_FOUND,
+        "Session not found: it ended or never existed; initialize a new one",
+        Value::Null,
+    ))
+}
+
+/// rmcp's plain-text refusal as a JSON-RPC error with the same status; anything else as is.
+async fn rewrap(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let code = match status {
+        StatusCode::NOT_FOUND => SESSION_NOT_FOUND,
+        s if s.is_server_error() => INTERNAL_ERROR,
+        _ => INVALID_REQUEST,
+    };
+    let headers = response.headers().clone();
+    let mut rewrapped = refusal(status, code, plain_text(response).await, Value::Null);
+    for (name, value) in &headers {
+        if name != CONTENT_TYPE && name != CONTENT_LENGTH {
+            rewrapped.headers_mut().insert(name, value.clone());
+        }
+    }
+    rewrapped
+}
+
+/// The start of a plain-text body.
+pub async fn plain_text(response: Response) -> String {
+    let bytes = axum::body::to_bytes(response.into_body(), MAX_REFUSAL_BYTES)
+        .await
+        .unwrap_or_else(|_| Bytes::from_static(b"(unreadable)"));
+    String::from_utf8_lossy(&bytes).trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_counts_brackets_outside_strings_only() {
+        assert_eq!(depth(br#"{"a":[1,{"b":"[[[{"}]}"#), 3);
+        assert_eq!(depth(br#"["\"[", "\\", []]"#), 2);
+        assert_eq!(depth(b"1"), 0);
+    }
+
+    #[test]
+    fn bodies_rmcp_cannot_read_are_parse_errors() {
+        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        assert!(check_json(deep.as_bytes()).unwrap_err().contains("deeper"));
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert_eq!(check_json(ok.as_bytes()), Ok(()));
+        assert!(check_json(b"{\"a\": \"\xff\"}")
+            .unwrap_err()
+            .contains("UTF-8"));
+        assert!(check_json(b"{nope").is_err());
+        assert!(check_json(b"").is_err());
+    }
+}

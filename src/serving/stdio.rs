@@ -1,0 +1,238 @@
+//! The stdio transport of our MCP servers (the gateway, the lean tools server): newline-delimited
+//! JSON, and every line a client sends answered. rmcp's own transport skips a line that is not
+//! JSON and drops one over its cap with only a log line, so the client waits for its own
+//! timeout. Here, as JSON-RPC 2.0 says:
+//! - a line that is not JSON (bad syntax, invalid UTF-8, nesting past serde_json's limit):
+//!   -32700 with `id: null`;
+//! - JSON that is not a message: -32600, with its `id` when it has one; a notification (a
+//!   `method` without an `id`) gets no answer, as rmcp ignores notifications it does not know;
+//! - a line over the message cap ([`MESSAGE_BYTES`], `MCP_LAUNCH_MAX_MESSAGE_BYTES`): -32600
+//!   naming the cap and its variable, with the request's id when the line's first or last bytes
+//!   show a numeric one, so that request fails at once.
+//!
+//! Answers and these errors leave through one writer, a whole message at a time.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures_util::{Sink, Stream};
+use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+use crate::mcp::cap::bytes_text;
+use crate::mcp::framing::{Line, LineReader};
+use crate::mcp::limits::MESSAGE_BYTES;
+
+/// JSON-RPC: the line is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: the JSON is not a valid request (or it is over the cap).
+pub const INVALID_REQUEST: i64 = -32600;
+
+/// A UTF-8 byte order mark some clients put before their first line.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// What rmcp sends through.
+pub type Outgoing = Pin<Box<dyn Sink<TxJsonRpcMessage<RoleServer>, Error = io::Error> + Send>>;
+/// What rmcp reads from.
+pub type Incoming = Pin<Box<dyn Stream<Item = RxJsonRpcMessage<RoleServer>> + Send>>;
+
+/// The transport over `input` and `output`, lines capped by [`MESSAGE_BYTES`] (its variable,
+/// or its default).
+pub fn transport<R, W>(input: R, output: W) -> (Outgoing, Incoming)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    transport_capped(input, output, MESSAGE_BYTES.from_env_or_default())
+}
+
+/// [`transport`] with lines of at most `cap` bytes.
+pub fn transport_capped<R, W>(input: R, output: W, cap: usize) -> (Outgoing, Incoming)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let writer = Arc::new(Mutex::new(output));
+    let outgoing = futures_util::sink::unfold(Arc::clone(&writer), |writer, message| async move {
+        let bytes = serde_json::to_vec(&message).map_err(io::Error::other)?;
+        write_line(&writer, bytes).await?;
+        Ok::<_, io::Error>(writer)
+    });
+    let lines = LineReader::new(BufReader::with_capacity(64 * 1024, input)).with_limit(cap);
+    let reader = Reader { lines, writer };
+    let incoming = futures_util::stream::unfold(reader, |mut reader| async move {
+        let message = reader.next().await?;
+        Some((message, reader))
+    });
+    (Box::pin(outgoing), Box::pin(incoming))
+}
+
+/// Writes `bytes` and a newline as one message.
+async fn write_line<W: AsyncWrite + Unpin>(
+    writer: &Mutex<W>,
+    mut bytes: Vec<u8>,
+) -> io::Result<()> {
+    bytes.push(b'\n');
+    let mut writer = writer.lock().await;
+    writer.write_all(&bytes).await?;
+    writer.flush().await
+}
+
+/// The client's lines, read into messages; what is not one is answered.
+struct Reader<R, W> {
+    lines: LineReader<BufReader<R>>,
+    writer: Arc<Mutex<W>>,
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Reader<R, W> {
+    /// The next message; `None` once stdin ends (or fails, or stdout is gone).
+    async fn next(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let answer = match self.lines.next_line().await {
+                Ok(Some(Line::Whole(line))) => match parse(&line) {
+                    Ok(Some(message)) => return Some(message),
+                    Ok(None) => continue,
+                    Err(answer) => answer,
+                },
+                Ok(Some(Line::Oversized(id))) => over_cap(id, self.lines.limit()),
+                Ok(None) => return None,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read stdin");
+                    return None;
+                }
+            };
+            let bytes = serde_json::to_vec(&answer).unwrap_or_default();
+            if let Err(e) = write_line(&self.writer, bytes).await {
+                tracing::debug!(error = %e, "cannot answer a bad line: stdout is gone");
+                return None;
+            }
+        }
+    }
+}
+
+/// A line as a message; `Ok(None)` for a blank line or an unknown notification; else the
+/// error answer it gets.
+fn parse(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, Value> {
+    let line = line.strip_prefix(BOM).unwrap_or(line).trim_ascii();
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let error = match serde_json::from_slice(line) {
+        Ok(message) => return Ok(Some(message)),
+        Err(e) => e,
+    };
+    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        tracing::debug!(error = %error, "a line that is not JSON");
+        return Err(answer(
+            Value::Null,
+            PARSE_ERROR,
+            format!("Parse error: {error}"),
+        ));
+    };
+    let id = value.get("id").cloned();
+    if value.get("method").is_some() && id.is_none() {
+        tracing::debug!(error = %error, "ignoring a notification that is not MCP");
+        return Ok(None);
+    }
+    let message = format!("Invalid Request: not a JSON-RPC message of MCP ({error})");
+    Err(answer(id.unwrap_or(Value::Null), INVALID_REQUEST, message))
+}
+
+/// The answer to a line over the cap.
+fn over_cap(id: Option<u64>, cap: usize) -> Value {
+    let message = format!(
+        "Invalid Request: the message is over the {} cap, so it was dropped; send less, or \
+         raise the cap with {} (up to 2GiB)",
+        bytes_text(cap),
+        MESSAGE_BYTES.name
+    );
+    tracing::warn!("{message}");
+    answer(
+        id.map_or(Value::Null, Value::from),
+        INVALID_REQUEST,
+        message,
+    )
+}
+
+fn answer(id: Value, code: i64, message: String) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    /// Sends `lines` to the transport and returns what it answered by itself and the messages
+    /// it passed on.
+    async fn exchange(input: &[u8], cap: usize) -> (Vec<Value>, usize) {
+        let (mut client, server_in) = tokio::io::duplex(1 << 22);
+        let (server_out, client_out) = tokio::io::duplex(1 << 22);
+        let (_outgoing, mut incoming) = transport_capped(server_in, server_out, cap);
+        client.write_all(input).await.unwrap();
+        drop(client);
+        let mut passed = 0;
+        while incoming.next().await.is_some() {
+            passed += 1;
+        }
+        drop(incoming);
+        drop(_outgoing);
+        let mut answers = Vec::new();
+        let mut lines = tokio::io::BufReader::new(client_out).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            answers.push(serde_json::from_str(&line).unwrap());
+        }
+        (answers, passed)
+    }
+
+    const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+
+    #[tokio::test]
+    async fn a_line_that_is_not_json_is_a_parse_error_with_a_null_id() {
+        let deep = "[".repeat(100_000);
+        let input = format!("not json\n{{\"a\": \"\u{0}\n{deep}\n{PING}\n");
+        let mut bytes = input.into_bytes();
+        bytes.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"\xff\"}\n");
+        let (answers, passed) = exchange(&bytes, 1 << 20).await;
+        assert_eq!(passed, 1, "the ping is passed on");
+        assert_eq!(answers.len(), 4, "{answers:?}");
+        for answer in &answers {
+            assert_eq!(answer["id"], Value::Null);
+            assert_eq!(answer["error"]["code"], PARSE_ERROR, "{answer}");
+        }
+    }
+
+    #[tokio::test]
+    async fn json_that_is_no_message_is_an_invalid_request_and_notifications_get_nothing() {
+        let input = "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"nope\":1}\n42\n\
+                     {\"jsonrpc\":\"2.0\",\"method\":\"lsp/whatever\"}\n";
+        let (answers, _) = exchange(input.as_bytes(), 1 << 20).await;
+        // The notification goes to rmcp (a custom one) or is dropped: never answered.
+        let ids: Vec<_> = answers.iter().map(|a| a["id"].clone()).collect();
+        assert_eq!(ids, [json!("a"), Value::Null]);
+        assert!(answers
+            .iter()
+            .all(|a| a["error"]["code"] == INVALID_REQUEST));
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_cap_is_answered_with_the_cap_and_its_variable() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{{\"x\":\"{}\"}}}}\n",
+            "a".repeat(2 << 20)
+        );
+        let (answers, passed) = exchange(format!("{big}{PING}\n").as_bytes(), 1 << 20).await;
+        assert_eq!(passed, 1, "the line after is still read");
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0]["id"], 7);
+        let message = answers[0]["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("1MiB") && message.contains(MESSAGE_BYTES.name),
+            "{message}"
+        );
+    }
+}
