@@ -149,7 +149,6 @@ fn over_cap(id: Option<u64>, cap: usize) -> Value {
         bytes_text(cap),
         MESSAGE_BYTES.name
     );
-    tracing::warn!("{message}");
     answer(
         id.map_or(Value::Null, Value::from),
         INVALID_REQUEST,

@@ -441,7 +441,7 @@ fn bad_arguments_get_422_naming_the_field_and_never_reach_the_server() {
 }
 
 #[test]
-fn a_tool_reporting_is_error_answers_500_with_its_own_text() {
+fn a_tool_reporting_is_error_answers_424_with_its_own_text() {
     let cmd = project(&[]);
     let root = cmd.mkdir("root");
     std::fs::write(root.join("inside.txt"), "allowed text").unwrap();

@@ -85,6 +85,7 @@ fn allowed(parts: &Parts) -> Result<(), String> {
 async fn one(inner: &Router, parts: &Parts, element: Value) -> Option<Value> {
     let id = element.get("id").cloned().unwrap_or(Value::Null);
     let is_request = element.get("method").is_some() && element.get("id").is_some();
+    let is_notification = element.get("method").is_some() && element.get("id").is_none();
     if !element.is_object() {
         return Some(error(
             Value::Null,
@@ -101,6 +102,11 @@ async fn one(inner: &Router, parts: &Parts, element: Value) -> Option<Value> {
     }
     if !status.is_success() {
         let text = plain_text(response).await;
+        if is_notification {
+            // JSON-RPC never answers a notification, not even its failure.
+            tracing::debug!(%status, text, "a batched notification was refused");
+            return None;
+        }
         let answer = serde_json::from_str::<Value>(&text)
             .ok()
             .filter(|v| v.get("error").is_some());

@@ -63,6 +63,9 @@ pub fn refusal(status: StatusCode, code: i64, message: impl Into<String>, id: Va
 
 /// The handler of every request: checked, passed to rmcp (or the batch), refusals rewrapped.
 pub async fn check(State(guard): State<Guard>, request: Request) -> Response {
+    if request.uri().path() != "/mcp" {
+        return forward(&guard.inner, request).await;
+    }
     let response = match *request.method() {
         Method::POST => match post(&guard, request).await {
             Ok(response) => response,
