@@ -9,6 +9,10 @@
 //! - TCP_NODELAY (a response written as headers then body otherwise stalls ~40 ms on a
 //!   kept-alive connection: Nagle's algorithm waiting for the client's delayed ACK);
 //! - graceful shutdown: on cancel, stop accepting and let requests in flight finish.
+//!
+//! The other listeners in `src/` are not HTTP: the daemon's unix socket (no Nagle there; its
+//! own line protocol and loop, `gateway::daemon`), and the ports `launch` binds only to
+//! reserve or probe them (`plan`, `tunnel`, `launcher`; those served are served here).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +31,10 @@ use tower::ServiceExt;
 /// kept-alive connection). Real clients send them in one packet.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a service that reads a whole request body gives the client to send it (the
+/// gateway's `/mcp`, answered 408): a header timeout does not bound a slow body.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Connections served at once. Far above what a stack's clients open; a flood past it waits.
 pub const MAX_CONNECTIONS: usize = 4096;
 
@@ -37,6 +45,8 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// See [`MAX_CONNECTIONS`].
     pub max_connections: usize,
+    /// See [`BODY_READ_TIMEOUT`] (applied by the service, not by the loop).
+    pub body_read_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -44,6 +54,7 @@ impl Default for Limits {
         Limits {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            body_read_timeout: BODY_READ_TIMEOUT,
         }
     }
 }
@@ -198,6 +209,7 @@ mod tests {
         let limits = Limits {
             header_read_timeout: Duration::from_millis(300),
             max_connections: 64,
+            ..Limits::default()
         };
         let (addr, shutdown) = server(limits).await;
         let mut slow = Vec::new();
@@ -232,6 +244,7 @@ mod tests {
         let limits = Limits {
             header_read_timeout: Duration::from_millis(500),
             max_connections: 2,
+            ..Limits::default()
         };
         let (addr, shutdown) = server(limits).await;
         let _held = [stall(&addr).await, stall(&addr).await];

@@ -5,6 +5,8 @@
 //!   [`MAX_DEPTH`], checked by a scan that does not recurse): 400, -32700, `id: null`;
 //! - JSON that is not a JSON-RPC message: 400, -32600 (rmcp's 415);
 //! - a POST whose `Content-Type` is not `application/json`: 415, -32600;
+//! - a body that does not arrive within the listener's body timeout (a slow-body client would
+//!   hold its connection: the header timeout does not cover bodies): 408, -32600;
 //! - a batch: answered by [`super::batch`] on a 2025-03-26 session, else 400, -32600;
 //! - DELETE of a session that does not exist (or has ended): 404, -32001 ("the server MUST
 //!   respond to requests containing that session ID with HTTP 404 Not Found", Streamable HTTP,
@@ -14,6 +16,7 @@
 //!   official TypeScript SDK does; -32603 for a 5xx; else -32600).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -52,6 +55,8 @@ pub struct Guard {
     pub inner: Router,
     /// rmcp's sessions, to tell an unknown one.
     pub sessions: Arc<LocalSessionManager>,
+    /// How long a client may take to send a body (`crate::listen::BODY_READ_TIMEOUT`).
+    pub body_read_timeout: Duration,
 }
 
 /// A JSON-RPC error response (`id: null` unless given) with an HTTP status.
@@ -99,9 +104,11 @@ async fn post(guard: &Guard, request: Request) -> Result<Response, Response> {
         ));
     }
     let (mut parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
-        .await
-        .map_err(|_| too_large())?;
+    let read = axum::body::to_bytes(body, MAX_BODY_BYTES);
+    let bytes = match tokio::time::timeout(guard.body_read_timeout, read).await {
+        Ok(read) => read.map_err(|_| too_large())?,
+        Err(_) => return Err(slow_body(guard.body_read_timeout)),
+    };
     check_json(&bytes)
         .map_err(|e| refusal(StatusCode::BAD_REQUEST, PARSE_ERROR, e, Value::Null))?;
     if bytes.trim_ascii_start().starts_with(b"[") {
@@ -132,6 +139,25 @@ fn too_large() -> Response {
         ),
         Value::Null,
     )
+}
+
+/// A body that did not arrive in time: 408, and the connection closed.
+fn slow_body(limit: Duration) -> Response {
+    let message = format!(
+        "Request Timeout: the body did not arrive within {}",
+        humantime::format_duration(limit)
+    );
+    let mut response = refusal(
+        StatusCode::REQUEST_TIMEOUT,
+        INVALID_REQUEST,
+        message,
+        Value::Null,
+    );
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 /// Whether the request says its body is JSON (`application/json`, parameters allowed).

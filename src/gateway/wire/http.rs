@@ -74,7 +74,11 @@ pub async fn serve_http(
     let key = Arc::new(options.api_key.unwrap_or_default());
     let app = Router::new()
         .fallback(guard::check)
-        .with_state(Guard { inner, sessions })
+        .with_state(Guard {
+            inner,
+            sessions,
+            body_read_timeout: options.limits.body_read_timeout,
+        })
         .layer(middleware::from_fn_with_state(key, require_key));
     crate::listen::serve_with(listener, app, options.limits, stop).await
 }
@@ -166,6 +170,30 @@ mod tests {
             closed.await.is_ok(),
             "a slow client was held past the timeout"
         );
+        stop.cancel();
+    }
+
+    /// A client that sends its body slowly gets a 408 at the body timeout, and is closed.
+    #[tokio::test]
+    async fn slow_bodies_are_answered_408_and_closed() {
+        let limits = Limits {
+            body_read_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let (addr, stop, _project) = serving(limits).await;
+        let mut slow = TcpStream::connect(&addr).await.unwrap();
+        let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                    Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{";
+        slow.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(5), slow.read_to_end(&mut answer));
+        assert!(
+            closed.await.is_ok(),
+            "a slow body was held past the timeout"
+        );
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.contains("-32600"), "{answer}");
         stop.cancel();
     }
 }
