@@ -31,6 +31,7 @@ mod security;
 mod semantic;
 mod serve;
 mod session;
+mod strict_clients;
 mod tokens;
 mod tools;
 mod tui;
