@@ -366,6 +366,61 @@ mod tests {
         binds_headers(schema.as_object().expect("an object"))
     }
 
+    fn report(tools: Vec<Value>) -> ServerReport {
+        let entry = crate::config::ServerEntry {
+            name: "gitlab".into(),
+            qualified: "gitlab".into(),
+            stack: "config".into(),
+            line: None,
+            disabled: false,
+            spec: Ok(crate::config::ServerSpec::Stdio {
+                command: "gitlab".into(),
+                args: Vec::new(),
+                env: Vec::new(),
+                cwd: None,
+            }),
+        };
+        let mut report = ServerReport::blank(&entry, "stdio");
+        report.status = crate::catalog::Status::Connected;
+        report.tools = tools;
+        report
+    }
+
+    #[test]
+    fn tools_are_listed_repaired_and_one_beyond_repair_is_skipped_not_the_list() {
+        let tools = vec![
+            json!({"name": "create_repository", "inputSchema": {}}),
+            json!({"name": 7}),
+            json!({"name": "ok", "inputSchema": {"type": "object"}}),
+        ];
+        let exposed: Vec<ExposedTool> = (tools.iter())
+            .map(|definition| ExposedTool {
+                name: tool::name(definition).to_string(),
+                definition: definition.clone(),
+                is_allowed: true,
+                is_overridden: false,
+                tokens_before: None,
+                tokens_after: None,
+            })
+            .collect();
+        let budgets = Budgets {
+            own: &|_, _| None,
+            default: Budget::default(),
+        };
+        let catalog = Catalog::build(&[report(tools)], &[exposed], false, &[], &budgets);
+        let names: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["gitlab__create_repository", "gitlab__ok"]);
+        assert_eq!(
+            catalog.tools()[0].definition["inputSchema"],
+            json!({"type": "object"})
+        );
+        assert!(catalog.tools_json().contains(r#"{"type":"object"}"#));
+        let repairs = &catalog.servers()[0].repairs;
+        assert_eq!(repairs.repaired.len(), 1);
+        assert_eq!(repairs.skipped, [catalog::Unrepairable::NoName]);
+        assert_eq!(catalog.servers()[0].tools, 2);
+    }
+
     #[test]
     fn a_schema_binds_headers_through_its_properties_only() {
         let region = json!({"type": "string", "x-mcp-header": "Region"});

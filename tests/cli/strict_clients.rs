@@ -7,7 +7,8 @@
 //!   (`tests/fixtures/mcp-schema/`, vendored from the specification repository);
 //! - the newest official clients, which validate what they receive (the Python SDK 2.x and the
 //!   TypeScript SDK, pinned by `scripts/install-test-deps.sh`), listing and calling in both
-//!   modes over both transports.
+//!   modes over both transports;
+//! - what was repaired, said once by the gateway and by `list` (directly and through a daemon).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -17,6 +18,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
+use crate::daemon::{start_daemon, view};
 use crate::serve::{http_gateway, stdio_gateway};
 use crate::util::*;
 
@@ -353,4 +355,59 @@ fn the_newest_python_and_typescript_sdks_list_and_call_in_both_modes_over_both_t
         kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
         running.wait();
     }
+}
+
+#[test]
+fn repaired_tools_are_said_once_by_the_gateway_and_by_list_directly_and_through_a_daemon() {
+    // @modelcontextprotocol/server-gitlab's real list: nine input schemas without a type.
+    let gitlab = manifest_dir().join("tests/fixtures/search-bench/tools/gitlab.json");
+    let gitlab = gitlab.display().to_string();
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {
+        "gitlab": fault(&["--only-file-tools", "--tools-file", &gitlab]),
+    }}));
+    let direct = view(cmd.cmd(), "off", &["list", "--json"]).json();
+    let repairs = &direct["servers"][0]["repairs"];
+    assert_eq!(
+        repairs["note"],
+        "9 tools repaired for strict clients (inputSchema: added \"type\": \"object\" ×9)",
+        "{direct}"
+    );
+    assert_eq!(
+        repairs["tools"]["create_repository"],
+        json!(["inputSchema: added \"type\": \"object\""]),
+        "{direct}"
+    );
+    assert_eq!(repairs["skipped"], 0, "{direct}");
+    let tools = view(cmd.cmd(), "off", &["list", "gitlab", "--json"]).json();
+    let tool = &tools["tools"][0];
+    assert_eq!(
+        tool["repairs"],
+        json!(["inputSchema: added \"type\": \"object\""]),
+        "{tools}"
+    );
+    let human = view(cmd.cmd(), "off", &["list"]).stdout;
+    assert!(
+        human.contains("note: gitlab: 9 tools repaired for strict clients"),
+        "{human}"
+    );
+
+    // Through a daemon the reports travel with their definitions: the same words.
+    let daemon = start_daemon(&cmd, cmd.cmd().args(["-v"]));
+    for args in [
+        &["list", "--json"][..],
+        &["list"],
+        &["list", "gitlab", "--json"],
+    ] {
+        let direct = view(cmd.cmd(), "off", args).stdout;
+        assert_eq!(view(cmd.cmd(), "use", args).stdout, direct, "{args:?}");
+    }
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
+    let stderr = daemon.wait().stderr;
+    assert_eq!(
+        stderr
+            .matches("9 tools repaired for strict clients")
+            .count(),
+        1,
+        "the gateway says it once:\n{stderr}"
+    );
 }
