@@ -770,7 +770,11 @@ fn output_schemas_are_kept_only_where_cut_results_still_conform() {
     let gateway = stdio_gateway(&dir, &["--mode", "sparse", "--max-output-tokens", "1000"]);
     args.extend(gateway.iter().map(String::as_str));
     let described = &drive(&dir, &args)["calls"];
-    assert_eq!(described["up__hits"]["outputSchema"], schema_of(0));
+    assert_eq!(
+        described["up__hits"]["outputSchema"],
+        schema_of(0),
+        "{described}"
+    );
     assert!(
         described["up__pairs"].get("outputSchema").is_none(),
         "{described}"

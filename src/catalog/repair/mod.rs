@@ -76,10 +76,13 @@ pub struct ServerRepairs {
 }
 
 impl ServerRepairs {
-    /// What `tools` (a server's definitions, as sent) need.
+    /// What `tools` (a server's definitions, as sent) need. A `null` is a definition that did
+    /// not travel (a daemon's report counted for `list`, which keeps the definitions of the
+    /// servers that need repairs): it says nothing. (Live lists never hold one: a tool
+    /// without a name is dropped as it is read.)
     pub fn of(tools: &[Value]) -> ServerRepairs {
         let mut found = ServerRepairs::default();
-        for tool in tools {
+        for tool in tools.iter().filter(|t| !t.is_null()) {
             found.add(super::tool::name(tool), &repair_tool(tool));
         }
         found
@@ -190,7 +193,7 @@ type Said<'a> = dyn FnMut(&str, &str) + 'a;
 /// `_meta` must be an object: anything else is dropped (it carries nothing a client reads).
 fn meta(fields: &mut Map<String, Value>, said: &mut Said<'_>) {
     if fields.get("_meta").is_some_and(|m| !m.is_object()) {
-        fields.remove("_meta");
+        fields.shift_remove("_meta");
         said("_meta", "dropped (not an object)");
     }
 }
@@ -200,14 +203,16 @@ fn meta(fields: &mut Map<String, Value>, said: &mut Said<'_>) {
 /// object); one describing something else is replaced by the empty object schema and kept
 /// under `_meta["mcp-launch/inputSchema"]`.
 fn input_schema(fields: &mut Map<String, Value>, said: &mut Said<'_>) {
-    let schema = fields.remove("inputSchema");
-    let mut schema = match schema {
-        None | Some(Value::Null) | Some(Value::Bool(true)) => {
+    // Taken from its place and put back there: members keep their order (a cut of a long
+    // definition drops the last ones).
+    let taken = std::mem::take(fields.entry("inputSchema").or_insert(Value::Null));
+    let mut schema = match taken {
+        Value::Null | Value::Bool(true) => {
             said("inputSchema", "missing; the empty object schema listed");
             json!({"type": "object"})
         }
-        Some(Value::Object(schema)) => Value::Object(schema),
-        Some(other) => {
+        Value::Object(schema) => Value::Object(schema),
+        other => {
             keep_in_meta(fields, INPUT_SCHEMA_META, other);
             said(
                 "inputSchema",
@@ -221,7 +226,7 @@ fn input_schema(fields: &mut Map<String, Value>, said: &mut Said<'_>) {
         properties(object, said);
         required(object, said);
         if object.get("$schema").is_some_and(|s| !s.is_string()) {
-            object.remove("$schema");
+            object.shift_remove("$schema");
             said("inputSchema.$schema", "dropped (not a string)");
         }
     }
@@ -262,7 +267,7 @@ fn properties(schema: &mut Map<String, Value>, said: &mut Said<'_>) {
     match schema.get_mut("properties") {
         None | Some(Value::Object(_)) => {}
         Some(_) => {
-            schema.remove("properties");
+            schema.shift_remove("properties");
             said("inputSchema.properties", "dropped (not an object)");
             return;
         }
@@ -298,7 +303,7 @@ fn required(schema: &mut Map<String, Value>, said: &mut Said<'_>) {
         return;
     };
     let Value::Array(names) = required else {
-        schema.remove("required");
+        schema.shift_remove("required");
         said("inputSchema.required", "dropped (not an array)");
         return;
     };
@@ -356,7 +361,7 @@ fn only_string(fields: &mut Map<String, Value>, key: &str, said: &mut Said<'_>) 
             said(key, "written as a string");
         }
         Some(_) => {
-            fields.remove(key);
+            fields.shift_remove(key);
             said(key, "dropped (not a string)");
         }
     }
@@ -369,7 +374,7 @@ fn annotations(fields: &mut Map<String, Value>, said: &mut Said<'_>) {
         return;
     };
     let Value::Object(annotations) = annotations else {
-        fields.remove("annotations");
+        fields.shift_remove("annotations");
         said("annotations", "dropped (not an object)");
         return;
     };
@@ -389,13 +394,13 @@ fn annotations(fields: &mut Map<String, Value>, said: &mut Said<'_>) {
                 said(&field, "read as a boolean");
             }
             Some(_) => {
-                annotations.remove(hint);
+                annotations.shift_remove(hint);
                 said(&field, "dropped (not a boolean)");
             }
         }
     }
     if annotations.get("title").is_some_and(|t| !t.is_string()) {
-        annotations.remove("title");
+        annotations.shift_remove("title");
         said("annotations.title", "dropped (not a string)");
     }
 }
@@ -445,7 +450,7 @@ fn icons(fields: &mut Map<String, Value>, said: &mut Said<'_>) {
         return;
     };
     let Value::Array(list) = icons else {
-        fields.remove("icons");
+        fields.shift_remove("icons");
         said("icons", "dropped (not an array)");
         return;
     };
@@ -478,13 +483,13 @@ fn execution(fields: &mut Map<String, Value>, said: &mut Said<'_>) {
         return;
     };
     let Value::Object(execution) = execution else {
-        fields.remove("execution");
+        fields.shift_remove("execution");
         said("execution", "dropped (not an object)");
         return;
     };
     let known = |v: &Value| matches!(v.as_str(), Some("forbidden" | "optional" | "required"));
     if execution.get("taskSupport").is_some_and(|v| !known(v)) {
-        execution.remove("taskSupport");
+        execution.shift_remove("taskSupport");
         said(
             "execution.taskSupport",
             "dropped (not forbidden, optional or required)",

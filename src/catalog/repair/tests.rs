@@ -39,6 +39,18 @@ fn an_input_schema_without_a_type_gets_type_object() {
 }
 
 #[test]
+fn members_keep_their_order() {
+    let (definition, repairs) = repaired(json!({"name": "t", "inputSchema": {"properties": []},
+        "description": 1, "annotations": "x", "outputSchema": {"type": "array"}, "x-last": 1}));
+    assert_eq!(repairs.len(), 5, "{repairs:?}");
+    let keys: Vec<&String> = definition.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["name", "inputSchema", "description", "x-last", "_meta"]
+    );
+}
+
+#[test]
 fn a_missing_input_schema_is_the_empty_object_schema() {
     let (definition, repairs) = repaired(json!({"name": "t"}));
     assert_eq!(definition["inputSchema"], json!({"type": "object"}));
@@ -200,4 +212,9 @@ fn a_server_note_counts_repairs_and_skipped_tools() {
         )
     );
     assert_eq!(ServerRepairs::of(&[]).note(), None);
+    assert_eq!(
+        ServerRepairs::of(&[Value::Null]).note(),
+        None,
+        "did not travel"
+    );
 }
