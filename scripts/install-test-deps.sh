@@ -24,6 +24,10 @@
 #   .deps/conformance/node_modules/.bin/conformance     (the official MCP conformance suite;
 #                                                        run by scripts/conformance.py)
 #   .deps/conformance/node_modules/.bin/mcp-inspector   (the MCP Inspector; `--cli` mode)
+#   .deps/sdk-ts/node_modules/@modelcontextprotocol/sdk (the official TypeScript SDK, pinned: the
+#                                                        strict client of tests/cli/strict_clients.rs,
+#                                                        tests/fixtures/ts_client.mjs, run with the
+#                                                        Node 22 above)
 #
 # Usage: scripts/install-test-deps.sh [--verify]
 #   --verify   afterwards, start each stdio server and do a real MCP handshake
@@ -60,6 +64,9 @@ CONFORMANCE_PKGS=(
   "@modelcontextprotocol/inspector@2.12.0"
 )
 CONFORMANCE_BINS=(node conformance mcp-inspector)
+# The official TypeScript SDK (its client validates every tool of a list with zod): a prefix of
+# its own, so the version the strict-client tests run is this pin, not a dependency's choice.
+TS_SDK_PKGS=("@modelcontextprotocol/sdk@1.32.2")
 TIME_SPEC="mcp-server-time==2026.10.19"
 TIKTOKEN_SPEC="tiktoken==0.14.0"
 GIT_SPEC="mcp-server-git==2026.10.19"
@@ -126,6 +133,11 @@ npm_prefix_install npm "${NPM_PKGS[@]}" -- "${NPM_BINS[@]}"
 npm_prefix_install conformance "${CONFORMANCE_PKGS[@]}" -- "${CONFORMANCE_BINS[@]}"
 node_major="$("$DEPS/conformance/node_modules/.bin/node" -p 'process.versions.node.split(".")[0]')"
 [[ "$node_major" == 22 ]] || { log "expected Node 22 in .deps/conformance, got $node_major"; exit 1; }
+
+# --- the official TypeScript SDK (no executable: its package.json is checked) -----------------
+npm_prefix_install sdk-ts "${TS_SDK_PKGS[@]}" --
+[[ -f "$DEPS/sdk-ts/node_modules/@modelcontextprotocol/sdk/package.json" ]] ||
+  { log "the TypeScript SDK is missing from .deps/sdk-ts after npm install"; exit 1; }
 
 # --- tmux (the TUI's end-to-end test drives it) -----------------------------------------------
 if command -v tmux >/dev/null; then

@@ -13,6 +13,7 @@ mod index;
 mod output_schema;
 mod overrides;
 mod preflight;
+mod repair;
 mod resolve;
 mod search_index;
 mod tokens;
@@ -36,6 +37,9 @@ pub use overrides::{
 pub use preflight::{
     connect, endpoint, preflight, preflight_keeping, OpenSessions, PreflightOptions,
     RelayedProblem, ServerProblem, ServerReport, Status,
+};
+pub use repair::{
+    repair_tool, Repair, Repaired, ServerRepairs, ToolRepairs, Unrepairable, INPUT_SCHEMA_META,
 };
 pub use resolve::{
     count_tokens, from_index, record_live, remember, resolve, resolve_keeping, ResolveOptions,

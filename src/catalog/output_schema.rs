@@ -34,7 +34,7 @@ pub fn move_output_schema_to_meta(definition: &mut Value) -> bool {
     let Some(fields) = definition.as_object_mut() else {
         return false;
     };
-    let Some(schema) = fields.remove("outputSchema") else {
+    let Some(schema) = fields.shift_remove("outputSchema") else {
         return false;
     };
     let meta = fields

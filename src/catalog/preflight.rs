@@ -135,6 +135,13 @@ impl ServerReport {
             .then(|| self.tool_tokens.iter().sum())
     }
 
+    /// What its tools need to be listed to strict clients (see [`repair_tool`]).
+    ///
+    /// [`repair_tool`]: super::repair_tool
+    pub fn repairs(&self) -> super::ServerRepairs {
+        super::ServerRepairs::of(&self.tools)
+    }
+
     /// True when the tools are known: connected now, or answered from the index.
     pub fn has_tools(&self) -> bool {
         matches!(self.status, Status::Connected | Status::Cached)

@@ -4,7 +4,8 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use crate::catalog::{
-    self, tool, ExposedTool, Overrides, ServerOverrides, ServerReport, Status, ToolView,
+    self, tool, ExposedTool, Overrides, Repair, ServerOverrides, ServerRepairs, ServerReport,
+    Status, ToolView,
 };
 use crate::error::Actionable;
 use crate::output::{self, style, thousands, Table};
@@ -144,10 +145,26 @@ fn server_json(r: &ServerReport) -> Value {
     if !r.warnings.is_empty() {
         v["warnings"] = json!(r.warnings);
     }
+    let repairs = r.repairs();
+    if let Some(note) = repairs.note() {
+        v["repairs"] = repairs_json(&repairs, note);
+    }
     if let Some(problem) = &r.error {
         v["error"] = output::error_object(problem);
     }
     v
+}
+
+/// A server's repairs for `--json`: the note, each repaired tool's repairs, the count skipped.
+fn repairs_json(repairs: &ServerRepairs, note: String) -> Value {
+    let tools: serde_json::Map<String, Value> = (repairs.repaired.iter())
+        .map(|t| (t.tool.clone(), tool_repairs_json(&t.repairs)))
+        .collect();
+    json!({"note": note, "tools": tools, "skipped": repairs.skipped.len()})
+}
+
+fn tool_repairs_json(repairs: &[Repair]) -> Value {
+    repairs.iter().map(ToString::to_string).collect()
 }
 
 /// Narrows each report to the tools the project exposes (definitions and token counts as
@@ -215,6 +232,7 @@ impl<'a> Exposed<'a> {
 }
 
 fn tools_json(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> Value {
+    let repairs = r.repairs();
     let tools: Vec<Value> = exposed
         .shown(all)
         .map(|view| {
@@ -231,6 +249,9 @@ fn tools_json(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> Value {
             if let Some(tokens) = exposed.entry.output_budget(view.name) {
                 v["maxOutputTokens"] = json!(tokens);
             }
+            if let Some(repairs) = repairs.of_tool(view.name) {
+                v["repairs"] = tool_repairs_json(repairs);
+            }
             v
         })
         .collect();
@@ -238,6 +259,9 @@ fn tools_json(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> Value {
     let mut v = json!({"server": r.name, "status": r.status.as_str(), "tokens": exposed.total, "tools": tools, "warnings": r.warnings, "stale": exposed.stale, "hiddenTools": hidden});
     if exposed.is_disabled {
         v["disabledBy"] = json!("overrides");
+    }
+    if let Some(note) = repairs.note() {
+        v["repairs"] = repairs_json(&repairs, note);
     }
     v
 }
@@ -298,6 +322,10 @@ fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<
         for w in &r.warnings {
             let st = style::WARN;
             writeln!(out, "{st}warning:{st:#} {}: {w}", r.name)?;
+        }
+        if let Some(note) = r.repairs().note() {
+            let st = style::WARN;
+            writeln!(out, "{st}note:{st:#} {}: {note}", r.name)?;
         }
         if let Some(problem) = &r.error {
             let (bad, head) = (style::BAD, style::HEAD);
@@ -383,6 +411,10 @@ fn print_tool_notes(
     for w in &r.warnings {
         let st = style::WARN;
         writeln!(out, "{st}warning:{st:#} {w}")?;
+    }
+    if let Some(note) = r.repairs().note() {
+        let st = style::WARN;
+        writeln!(out, "{st}note:{st:#} {note} (`--json` lists each tool's)")?;
     }
     let dim = style::DIM;
     if exposed.shown(all).any(|v| v.is_overridden) {

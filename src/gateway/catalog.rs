@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::catalog::{self, tool, ExposedTool, ServerReport};
+use crate::catalog::{self, tool, ExposedTool, ServerRepairs, ServerReport};
 use crate::outputs::{Budget, Structured};
 use crate::search::semantic::DocVectors;
 use crate::search::{SearchIndex, ToolDoc};
@@ -58,6 +58,8 @@ pub struct ServerSummary {
     pub summary: String,
     /// Why its tools are unknown (it has never been checked, or the check failed).
     pub problem: Option<String>,
+    /// What its allowed tools needed to be listed to strict clients.
+    pub repairs: ServerRepairs,
 }
 
 /// The tools and servers the gateway offers.
@@ -111,6 +113,7 @@ impl Catalog {
         };
         for (report, tools) in reports.iter().zip(exposed) {
             let mut allowed = 0;
+            let mut repairs = ServerRepairs::default();
             for exposed_tool in tools {
                 let name = names.next().unwrap_or_default();
                 if !exposed_tool.is_allowed {
@@ -119,8 +122,13 @@ impl Catalog {
                         .insert(name, (report.name.clone(), exposed_tool.name.clone()));
                     continue;
                 }
+                // What strict clients accept: a tool beyond repair is left out (and counted).
+                let repaired = catalog::repair_tool(&exposed_tool.definition);
+                repairs.add(&exposed_tool.name, &repaired);
+                let Ok(catalog::Repaired { mut definition, .. }) = repaired else {
+                    continue;
+                };
                 allowed += 1;
-                let mut definition = exposed_tool.definition.clone();
                 definition["name"] = Value::String(name.clone());
                 let own = (budgets.own)(&report.name, &exposed_tool.name);
                 if let Some(own) = own {
@@ -141,7 +149,9 @@ impl Catalog {
                     structured,
                 });
             }
-            catalog.servers.push(summary(report, tools, allowed));
+            catalog
+                .servers
+                .push(summary(report, tools, allowed, repairs));
         }
         let docs = catalog
             .tools
@@ -197,6 +207,22 @@ impl Catalog {
     /// The servers, in order.
     pub fn servers(&self) -> &[ServerSummary] {
         &self.servers
+    }
+
+    /// Says once, at warn, what each server's tools needed to be listed to strict clients:
+    /// for the servers whose repairs differ from `before`'s (the catalog this one replaces).
+    pub fn warn_repairs(&self, before: Option<&Catalog>) {
+        for server in &self.servers {
+            let Some(note) = server.repairs.note() else {
+                continue;
+            };
+            let seen = before
+                .and_then(|b| b.servers.iter().find(|s| s.name == server.name))
+                .is_some_and(|s| s.repairs == server.repairs);
+            if !seen {
+                tracing::warn!(server = %server.name, "{note}");
+            }
+        }
     }
 
     /// Total tokens of every tool's definition.
@@ -305,7 +331,12 @@ fn with_name(definition: &Value, name: &str) -> Value {
     own
 }
 
-fn summary(report: &ServerReport, tools: &[ExposedTool], allowed: usize) -> ServerSummary {
+fn summary(
+    report: &ServerReport,
+    tools: &[ExposedTool],
+    allowed: usize,
+    repairs: ServerRepairs,
+) -> ServerSummary {
     let names: Vec<&str> = tools
         .iter()
         .filter(|t| t.is_allowed)
@@ -323,6 +354,7 @@ fn summary(report: &ServerReport, tools: &[ExposedTool], allowed: usize) -> Serv
         tools: allowed,
         summary: format!("{}{more}", names.join(", ")),
         problem,
+        repairs,
     }
 }
 
@@ -332,6 +364,61 @@ mod tests {
 
     fn binds(schema: Value) -> bool {
         binds_headers(schema.as_object().expect("an object"))
+    }
+
+    fn report(tools: Vec<Value>) -> ServerReport {
+        let entry = crate::config::ServerEntry {
+            name: "gitlab".into(),
+            qualified: "gitlab".into(),
+            stack: "config".into(),
+            line: None,
+            disabled: false,
+            spec: Ok(crate::config::ServerSpec::Stdio {
+                command: "gitlab".into(),
+                args: Vec::new(),
+                env: Vec::new(),
+                cwd: None,
+            }),
+        };
+        let mut report = ServerReport::blank(&entry, "stdio");
+        report.status = crate::catalog::Status::Connected;
+        report.tools = tools;
+        report
+    }
+
+    #[test]
+    fn tools_are_listed_repaired_and_one_beyond_repair_is_skipped_not_the_list() {
+        let tools = vec![
+            json!({"name": "create_repository", "inputSchema": {}}),
+            json!({"name": 7}),
+            json!({"name": "ok", "inputSchema": {"type": "object"}}),
+        ];
+        let exposed: Vec<ExposedTool> = (tools.iter())
+            .map(|definition| ExposedTool {
+                name: tool::name(definition).to_string(),
+                definition: definition.clone(),
+                is_allowed: true,
+                is_overridden: false,
+                tokens_before: None,
+                tokens_after: None,
+            })
+            .collect();
+        let budgets = Budgets {
+            own: &|_, _| None,
+            default: Budget::default(),
+        };
+        let catalog = Catalog::build(&[report(tools)], &[exposed], false, &[], &budgets);
+        let names: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["gitlab__create_repository", "gitlab__ok"]);
+        assert_eq!(
+            catalog.tools()[0].definition["inputSchema"],
+            json!({"type": "object"})
+        );
+        assert!(catalog.tools_json().contains(r#"{"type":"object"}"#));
+        let repairs = &catalog.servers()[0].repairs;
+        assert_eq!(repairs.repaired.len(), 1);
+        assert_eq!(repairs.skipped, [catalog::Unrepairable::NoName]);
+        assert_eq!(catalog.servers()[0].tools, 2);
     }
 
     #[test]

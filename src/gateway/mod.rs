@@ -186,6 +186,7 @@ impl Gateway {
         let outputs = Outputs::new(options.max_output);
         let known = known::Known::load(&entries);
         let catalog = build_catalog(&reports, &overrides, options.passthrough, &outputs).await;
+        catalog.warn_repairs(None);
         let callers = Arc::new(Callers::default());
         let pool = Pool::new(
             entries

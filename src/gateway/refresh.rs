@@ -59,6 +59,7 @@ impl Gateway {
         let passthrough = self.inner.options.passthrough;
         let outputs = &self.inner.outputs;
         let catalog = build_catalog(&reports, &overrides, passthrough, outputs).await;
+        catalog.warn_repairs(Some(&self.catalog()));
         let before = self.list_fingerprint();
         *self
             .inner

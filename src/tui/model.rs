@@ -75,6 +75,8 @@ pub struct ToolLine {
     pub tokens: Option<usize>,
     /// True for a tool the overrides name but the server no longer offers.
     pub stale: bool,
+    /// What its definition needed to be listed to strict clients (empty: nothing).
+    pub repairs: Vec<String>,
 }
 
 /// Counts for a stack (or any set of rows).
@@ -139,10 +141,14 @@ impl Row {
         };
         let stack = &self.entry.stack;
         let server = &self.entry.name;
+        let repairs = report.repairs();
         let mut lines: Vec<ToolLine> = overrides
             .apply(stack, server, &report.tools)
             .into_iter()
             .map(|view| ToolLine {
+                repairs: (repairs.of_tool(view.name).into_iter().flatten())
+                    .map(ToString::to_string)
+                    .collect(),
                 name: view.name.to_string(),
                 overridden: view.is_overridden,
                 allowed: view.is_allowed,
@@ -169,6 +175,7 @@ impl Row {
                 allowed: false,
                 tokens: None,
                 stale: true,
+                repairs: Vec::new(),
             });
         }
         lines
@@ -186,6 +193,7 @@ impl Row {
             return Vec::new();
         };
         let mut warnings = report.warnings.clone();
+        warnings.extend(report.repairs().note());
         let long = tools
             .iter()
             .filter(|t| {

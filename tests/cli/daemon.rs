@@ -69,7 +69,7 @@ fn call_fault(run: Cmd, tool: &str, arguments: &str) -> Cmd {
 }
 
 /// `serve --daemon` for the project's config, run as `run`, once it answers.
-fn start_daemon(project: &Cmd, run: Cmd) -> Running {
+pub(super) fn start_daemon(project: &Cmd, run: Cmd) -> Running {
     let daemon = run
         .args(["--config", "config.json", "serve", "--daemon"])
         .stderr_any()
@@ -330,7 +330,7 @@ fn forget_the_indexes(dir: &Path) {
 }
 
 /// `ARGS` on the project's config, as `run`, through whatever `--daemon HOW` says.
-fn view(run: Cmd, how: &str, args: &[&str]) -> Output {
+pub(super) fn view(run: Cmd, how: &str, args: &[&str]) -> Output {
     run.args(["--config", "config.json"])
         .args(args)
         .args(["--daemon", how])

@@ -32,6 +32,7 @@ mod semantic;
 mod serve;
 mod serve_errors;
 mod session;
+mod strict_clients;
 mod tokens;
 mod tools;
 mod tui;

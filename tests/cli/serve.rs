@@ -39,7 +39,7 @@ fn drive(dir: &Path, args: &[&str]) -> Value {
 }
 
 /// The gateway's stdio command line for the driver's `--stdio`.
-fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
+pub(super) fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
     let config = dir.join("config.json").display().to_string();
     let mut argv = vec![
         "--stdio".to_string(),
@@ -53,7 +53,7 @@ fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
 }
 
 /// `serve --http` on a free loopback port, once it listens: the process and its `/mcp` URL.
-fn http_gateway(cmd: &Cmd, extra: &[&str]) -> (Running, String) {
+pub(super) fn http_gateway(cmd: &Cmd, extra: &[&str]) -> (Running, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let running = cmd
         .cmd()
@@ -82,7 +82,7 @@ fn pids(file: &Path) -> Vec<i32> {
         .collect()
 }
 
-fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
+pub(super) fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !check() {
         assert!(
@@ -770,7 +770,11 @@ fn output_schemas_are_kept_only_where_cut_results_still_conform() {
     let gateway = stdio_gateway(&dir, &["--mode", "sparse", "--max-output-tokens", "1000"]);
     args.extend(gateway.iter().map(String::as_str));
     let described = &drive(&dir, &args)["calls"];
-    assert_eq!(described["up__hits"]["outputSchema"], schema_of(0));
+    assert_eq!(
+        described["up__hits"]["outputSchema"],
+        schema_of(0),
+        "{described}"
+    );
     assert!(
         described["up__pairs"].get("outputSchema").is_none(),
         "{described}"

@@ -245,13 +245,16 @@ async fn call(shared: &Shared, request: &Value) -> Result<Value, GatewayError> {
 /// Every server's report, starting nothing, as `{"reports": […]}`. With
 /// `"definitions": false` (`list` without SERVER), a report whose tools are all counted and
 /// untouched by the overrides carries `null`s for its definitions: the command line exposes
-/// and counts them as they are, so it needs their number only.
+/// and counts them as they are, so it needs their number only (and a report whose tools
+/// needed repairs keeps them: the command line says what was repaired).
 async fn list(shared: &Shared, request: &Value) -> String {
     let definitions = request.get("definitions").and_then(Value::as_bool) != Some(false);
     let overrides = (!definitions).then(|| shared.gateway.overrides()).flatten();
     let counted = |r: &crate::catalog::ServerReport| {
         overrides.as_ref().is_some_and(|o| {
-            r.tool_tokens.len() == r.tools.len() && o.for_server(&r.stack, &r.config_name).is_none()
+            r.tool_tokens.len() == r.tools.len()
+                && o.for_server(&r.stack, &r.config_name).is_none()
+                && r.repairs().is_empty()
         })
     };
     shared

@@ -490,6 +490,12 @@ fn preview_lines(t: &Theme, view: &ServerView, selected: Option<&ToolLine>) -> V
                 Span::styled(overridden, t.warn),
             ])];
             lines.extend(tool.description.lines().map(|l| Line::raw(l.to_string())));
+            if !tool.repairs.is_empty() {
+                lines.push(Line::styled(
+                    format!("repaired for strict clients: {}", tool.repairs.join("; ")),
+                    t.warn,
+                ));
+            }
             lines
         }
     }

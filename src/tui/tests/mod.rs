@@ -492,3 +492,39 @@ fn stale_tools_are_listed_and_cannot_be_toggled() {
     assert!(app.notice.as_ref().unwrap().text.contains("stale"));
     snapshot("server_stale_tool", &app);
 }
+
+/// Issue 23: a tool a strict client would refuse is listed repaired; the TUI says so.
+#[test]
+fn repaired_tools_are_noted_on_the_preflight_and_in_the_server_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let entries = vec![entry("a", "gitlab")];
+    let (mut app, _) = App::new(
+        entries.clone(),
+        Overrides::load(dir.path()).unwrap(),
+        Theme::monochrome(),
+    );
+    let tools = [
+        ("create_repository", "Create a new GitLab project", 40),
+        ("search_repositories", "Search for GitLab projects", 30),
+    ];
+    let mut report = connected(&entries[0], &tools, 300);
+    report.tools[0]["inputSchema"] = json!({"$schema": "http://json-schema.org/draft-07/schema#"});
+    app.update(Msg::Checked {
+        row: 0,
+        report: Box::new(report),
+    });
+    let screen = draw(&app, 120, 40);
+    assert!(
+        screen.contains("1 tool repaired for strict clients"),
+        "{screen}"
+    );
+    press(&mut app, &[KeyCode::Enter]);
+    let screen = draw(&app, 120, 40);
+    assert!(
+        screen.contains("repaired for strict clients: inputSchema: added"),
+        "{screen}"
+    );
+    press(&mut app, &[KeyCode::Down]);
+    let screen = draw(&app, 120, 40);
+    assert!(!screen.contains("repaired for strict"), "{screen}");
+}
