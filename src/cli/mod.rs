@@ -7,6 +7,7 @@ mod client_config;
 mod daemon;
 mod doctor;
 mod down;
+mod embedding;
 mod init;
 mod inspect;
 mod list;
@@ -464,13 +465,14 @@ fn load_config(global: &GlobalArgs) -> Result<Loaded, CliError> {
 }
 
 /// The arguments that make a child `mcp-launch` load the same servers: `--config` for each
-/// loaded stack, `--env-file` for each env file given.
-fn config_args(loaded: &Loaded, global: &GlobalArgs) -> Vec<String> {
+/// loaded stack, `--env-file` for each env file read (with a discovered config, `./.env`
+/// first: named configs read no `./.env` of their own).
+fn config_args(loaded: &Loaded) -> Vec<String> {
     let mut args = Vec::new();
     for stack in &loaded.stacks {
         args.extend(["--config".to_string(), stack.path.display().to_string()]);
     }
-    for file in &global.env_files {
+    for file in &loaded.env_files {
         args.extend(["--env-file".to_string(), file.display().to_string()]);
     }
     args
@@ -518,7 +520,7 @@ async fn report_through_daemon(
     let loaded = load_config(global)?;
     let mut entry = find_server(&loaded, name)?.clone();
     entry.disabled |= server::load_overrides()?.is_disabled(&entry);
-    match daemon::report_through(&loaded, global, how, &entry, live).await? {
+    match daemon::report_through(&loaded, how, &entry, live).await? {
         Some(report) => with_tools(report),
         None => server_report(global, name, false).await,
     }
