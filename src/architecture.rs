@@ -13,6 +13,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("files", 0),
     ("backoff", 0),
     ("memory", 0),
+    ("pins", 0),
     ("output", 1),
     ("process", 1),
     ("config", 1),
