@@ -593,11 +593,11 @@ fn search_ranks_by_words_at_once_while_an_embedder_is_at_work() {
 #[test]
 fn two_embedders_at_once_embed_each_tool_once() {
     let project =
-        Cmd::new().config_json(json!({"mcpServers": {"many": fault(&["--tools", "300"])}}));
+        Cmd::new().config_json(json!({"mcpServers": {"many": fault(&["--tools", "120"])}}));
     // The tool index first, before a model is installed (a `list` then embeds nothing).
     let listed = project.args(["list", "--json"]).run();
     let (installed, _) = install(listed.again());
-    let tools = 300 + 8;
+    let tools = 120 + 8;
     let runs: Vec<Running> = (0..2)
         .map(|_| installed.again().args(["model", "embed", "--json"]).spawn())
         .collect();
