@@ -161,6 +161,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_embedding_is_shown_from_none_done_to_all_done_and_noted_in_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("embed-x.lock");
+        let turn = Turn {
+            lock: Some(crate::files::lock(&path).unwrap()),
+        };
+        let seen = std::sync::Mutex::new(Vec::new());
+        let result = turn.embedding(
+            3,
+            &|p| seen.lock().unwrap().push((p.done, p.total)),
+            |done| {
+                for _ in 0..3 {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                "embedded"
+            },
+        );
+        assert_eq!(result, "embedded");
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen.first(), Some(&(0, 3)));
+        assert_eq!(seen.last(), Some(&(3, 3)));
+        let noted = read_note(&path).unwrap();
+        assert_eq!(
+            (noted.pid, noted.done, noted.total),
+            (std::process::id(), 3, 3)
+        );
+        // Held, the lock says so to a background embedder.
+        assert!(crate::files::try_lock(&path).unwrap().is_none());
+        drop(turn);
+        assert!(crate::files::try_lock(&path).unwrap().is_some());
+    }
+
+    #[test]
     fn a_note_is_read_back_and_a_partial_one_is_none() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("embed-x.lock");
