@@ -14,6 +14,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("backoff", 0),
     ("memory", 0),
     ("listen", 0),
+    ("pins", 0),
     ("output", 1),
     ("process", 1),
     ("config", 1),

@@ -21,8 +21,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
 /// After a probe's stdout closes, how long its last stderr lines may take to be drained.
 const STDERR_SETTLE: Duration = Duration::from_millis(200);
 
-/// The mcpo release whose pins we know to work.
-pub const MCPO_SPEC: &str = "mcpo==0.0.20";
+/// The mcpo release whose pins we know to work (see [`crate::pins`]).
+pub use crate::pins::MCPO_SPEC;
 
 /// Oldest Node.js the reference servers run on.
 const MIN_NODE_MAJOR: u64 = 18;

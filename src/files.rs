@@ -77,12 +77,28 @@ pub fn update_locked(
 /// exist), waiting for whoever holds it; released when the returned value drops. Blocking is
 /// fine: holders only read, change and write one small file.
 pub fn lock(path: &Path) -> io::Result<Flock<File>> {
-    let file = std::fs::OpenOptions::new()
+    Flock::lock(open_lock(path)?, FlockArg::LockExclusive)
+        .map_err(|(_, errno)| io::Error::from(errno))
+}
+
+/// [`lock`] without the wait: `None` when another holder has it now. For work that another
+/// process already doing it makes needless (a background embedder).
+pub fn try_lock(path: &Path) -> io::Result<Option<Flock<File>>> {
+    match Flock::lock(open_lock(path)?, FlockArg::LockExclusiveNonblock) {
+        Ok(held) => Ok(Some(held)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, errno)) => Err(io::Error::from(errno)),
+    }
+}
+
+/// The lock file `path`, created when missing, never truncated (a holder may keep a note in it).
+fn open_lock(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
+        .read(true)
         .write(true)
-        .open(path)?;
-    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| io::Error::from(errno))
+        .open(path)
 }
 
 enum Mode {
@@ -155,6 +171,16 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
         assert_eq!(names(dir.path()), ["config.json"]);
+    }
+
+    #[test]
+    fn try_lock_says_none_while_another_holds_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let held = lock(&path).unwrap();
+        assert!(try_lock(&path).unwrap().is_none(), "held elsewhere");
+        drop(held);
+        assert!(try_lock(&path).unwrap().is_some(), "free again");
     }
 
     #[test]

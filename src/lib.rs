@@ -28,6 +28,8 @@
 //! - [`tui`]: the ratatui application of `up --tui` (pure state and update, screens, runtime).
 //! - [`outputs`]: budgeted results: cut at clean boundaries, the envelope, persisted handles.
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
+//! - [`pins`]: the releases of external programs we know to work (mcpo's), for `doctor` and
+//!   `launch` alike.
 #![warn(missing_docs)]
 
 pub mod auth;
@@ -47,6 +49,7 @@ pub mod memory;
 pub mod model;
 pub mod output;
 pub mod outputs;
+pub mod pins;
 pub mod pool;
 pub mod process;
 pub mod project;

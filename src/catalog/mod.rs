@@ -7,6 +7,7 @@
 //! server's failure lands in its own [`ServerReport`].
 
 mod check;
+pub mod embedder;
 mod expose;
 mod fingerprint;
 mod index;
@@ -47,4 +48,4 @@ pub use resolve::{
 pub use search_index::SearchCatalog;
 pub use tokens::TokenCounter;
 pub use trim::{trim_description, CHATGPT_DESCRIPTION_LIMIT, ELLIPSIS};
-pub use vectors::{search_vectors, vectors as tool_vectors};
+pub use vectors::{ready_search_vectors, search_vectors, vectors as tool_vectors};

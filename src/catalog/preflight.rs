@@ -185,6 +185,18 @@ pub struct PreflightOptions {
     pub count_tokens: bool,
 }
 
+impl PreflightOptions {
+    /// Live checks with the environment's timeouts (`MCP_INIT_TIMEOUT_SEC` and the others
+    /// `ConnectOptions::from_env` reads), counting no tokens (a caller that shows them turns
+    /// `count_tokens` on, or counts on a worker of its own, as the TUI does).
+    pub fn from_env() -> Self {
+        Self {
+            connect: ConnectOptions::from_env(),
+            count_tokens: false,
+        }
+    }
+}
+
 /// The transport endpoint for a configured server.
 pub fn endpoint(spec: &ServerSpec) -> Endpoint {
     match spec {

@@ -30,8 +30,8 @@ impl ResolveOptions {
     pub fn from_env(refresh: bool) -> Self {
         Self {
             preflight: PreflightOptions {
-                connect: crate::mcp::ConnectOptions::from_env(),
                 count_tokens: true,
+                ..PreflightOptions::from_env()
             },
             refresh,
             ttl: index::ttl_from_env(),

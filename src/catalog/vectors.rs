@@ -2,8 +2,10 @@
 //!
 //! One file per model (`$XDG_CACHE_HOME/mcp-launch/vectors-<model>.bin`, see
 //! `search::semantic::VectorCache`): a tool is embedded once per text, whatever project shows
-//! it. Tools the cache lacks are embedded when asked for (over every core) and the file is
-//! rewritten atomically, merged with what another process saved meanwhile.
+//! it. Tools the cache lacks are embedded when asked for (over every core), by one process at
+//! a time ([`super::embedder`]), and the file is rewritten atomically, merged with what
+//! another process saved meanwhile. A `search` that should not wait asks only for vectors
+//! that are ready ([`ready_search_vectors`]).
 //!
 //! A search index also keeps its tools' vectors beside it, lined up with it
 //! (`search-<key>.<model>.vec`: a header naming the model, the size and the index's checksum,
@@ -13,40 +15,74 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::embedder::{Progress, Turn};
 use super::SearchCatalog;
 use crate::search::semantic::{DocVectors, Model, VectorCache};
 use crate::search::ToolDoc;
 
 const ALIGNED_MAGIC: &[u8; 8] = b"MCPLVAL1";
 
-/// The vectors of a search catalog's tools: from the file beside its index when that file is
-/// of this model and this index, else from the shared cache (embedding what it lacks), then
-/// kept beside the index for the next search.
+/// The vectors of a search catalog's tools when none needs embedding: from the file beside
+/// its index when that file is of this model and this index, else from the shared cache (then
+/// kept beside the index for the next search). `Err` with how many tools the cache lacks.
+pub fn ready_search_vectors(model: &Model, catalog: &SearchCatalog) -> Result<DocVectors, usize> {
+    if let Some(found) = read_beside(model, catalog) {
+        return Ok(found);
+    }
+    let (cache, keys) = cached(model, catalog.index.docs(), cache_path(model).as_deref());
+    match cache.missing(&keys) {
+        0 => Ok(keep_beside(model, catalog, cache.lookup(&keys))),
+        missing => Err(missing),
+    }
+}
+
+/// The vectors of a search catalog's tools, the ones the cache lacks embedded now in `turn`
+/// (the caller's turn as the one embedder, see [`super::embedder`]; `show` hears how far it
+/// is), then kept beside the index.
 pub fn search_vectors(
     model: &Model,
     catalog: &SearchCatalog,
-    on_embed: impl FnOnce(usize),
+    turn: &Turn,
+    show: &(dyn Fn(Progress) + Sync),
 ) -> DocVectors {
-    let name = file_safe(&model.card().name);
-    let beside = catalog
-        .path
-        .as_ref()
-        .map(|p| p.with_extension(format!("{name}.vec")));
-    let tools = catalog.index.len();
-    if let Some(found) = beside
-        .as_deref()
-        .and_then(|p| read_aligned(p, model, catalog.fingerprint, tools))
-    {
+    if let Some(found) = read_beside(model, catalog) {
         return found;
     }
-    let vectors = vectors(model, catalog.index.docs(), on_embed);
-    if let (Some(path), Some(rows)) = (&beside, vectors.matrix()) {
-        let bytes = aligned_bytes(model, catalog.fingerprint, tools, rows);
-        if let Err(e) = crate::files::write(path, &bytes) {
+    let docs = catalog.index.docs();
+    let path = cache_path(model);
+    let (mut cache, keys) = cached(model, docs, path.as_deref());
+    fill_and_save(
+        model,
+        docs,
+        path.as_deref(),
+        (&mut cache, &keys),
+        turn,
+        show,
+    );
+    keep_beside(model, catalog, cache.lookup(&keys))
+}
+
+/// The file beside the catalog's index, when it holds this model's vectors of this index.
+fn read_beside(model: &Model, catalog: &SearchCatalog) -> Option<DocVectors> {
+    let path = beside_path(model, catalog)?;
+    read_aligned(&path, model, catalog.fingerprint, catalog.index.len())
+}
+
+/// Writes `vectors` beside the catalog's index when every tool has one; returns them.
+fn keep_beside(model: &Model, catalog: &SearchCatalog, vectors: DocVectors) -> DocVectors {
+    if let (Some(path), Some(rows)) = (beside_path(model, catalog), vectors.matrix()) {
+        let bytes = aligned_bytes(model, catalog.fingerprint, catalog.index.len(), rows);
+        if let Err(e) = crate::files::write(&path, &bytes) {
             tracing::warn!(path = %path.display(), error = %e, "could not save the index's vectors");
         }
     }
     vectors
+}
+
+/// `search-<key>.<model>.vec` beside the catalog's persisted index.
+fn beside_path(model: &Model, catalog: &SearchCatalog) -> Option<PathBuf> {
+    let name = file_safe(&model.card().name);
+    (catalog.path.as_ref()).map(|p| p.with_extension(format!("{name}.vec")))
 }
 
 /// The header, padded to a multiple of 8 bytes so the rows after it can be read in place.
@@ -93,47 +129,76 @@ fn read_aligned(path: &Path, model: &Model, fingerprint: u64, tools: usize) -> O
 /// Past this many vectors, the file keeps only those of the tools just asked for.
 const MAX_CACHED: usize = 100_000;
 
-/// The vectors of `docs` under `model`; tools not yet embedded are embedded now and saved.
-/// `on_embed` hears how many tools are about to be embedded (only when there are some).
+/// The vectors of `docs` under `model` (the gateway's catalog); when the cache lacks some,
+/// they are embedded in this process's turn as the one embedder (waiting for the embedder
+/// at work, whose vectors then need no embedding here) and saved. `on_embed` hears how many
+/// tools are about to be embedded (only when there are some).
 pub fn vectors(model: &Model, docs: &[ToolDoc], on_embed: impl FnOnce(usize)) -> DocVectors {
     let path = cache_path(model);
-    vectors_at(model, docs, path.as_deref(), on_embed)
-}
-
-fn vectors_at(
-    model: &Model,
-    docs: &[ToolDoc],
-    path: Option<&Path>,
-    on_embed: impl FnOnce(usize),
-) -> DocVectors {
-    let mut cache = read(model, path);
-    let keys = VectorCache::keys(model, docs);
+    let (cache, keys) = cached(model, docs, path.as_deref());
+    if cache.missing(&keys) == 0 {
+        return cache.lookup(&keys);
+    }
+    let turn = super::embedder::turn(model);
+    // Read again in the turn: the embedder before may have saved these very tools.
+    let (mut cache, keys) = cached(model, docs, path.as_deref());
     let missing = cache.missing(&keys);
     if missing > 0 {
         on_embed(missing);
-        let started = std::time::Instant::now();
-        let added = cache.fill(model, docs, &keys);
-        tracing::debug!(tools = missing, elapsed = ?started.elapsed(), "tools embedded");
-        if let Some(path) = path {
-            // Merged into what is on disk now, under its lock: another process may have saved.
-            let saved = crate::files::update_locked(path, |current| {
-                let mut merged = decode(model, current.as_deref());
-                for &key in &added {
-                    if let Some(v) = cache.get(key) {
-                        merged.insert(key, v);
-                    }
-                }
-                if merged.len() > MAX_CACHED {
-                    merged.retain(&keys.iter().copied().collect::<HashSet<_>>());
-                }
-                Some(merged.to_bytes())
-            });
-            if let Err(e) = saved {
-                tracing::warn!(path = %path.display(), error = %e, "could not save tool vectors");
-            }
-        }
+        fill_and_save(
+            model,
+            docs,
+            path.as_deref(),
+            (&mut cache, &keys),
+            &turn,
+            &|_| {},
+        );
     }
     cache.lookup(&keys)
+}
+
+/// The cache as saved now, and the keys of `docs` in it.
+fn cached(model: &Model, docs: &[ToolDoc], path: Option<&Path>) -> (VectorCache, Vec<u64>) {
+    (read(model, path), VectorCache::keys(model, docs))
+}
+
+/// Embeds the tools of `docs` the cache lacks, in `turn`, and merges them into the file.
+fn fill_and_save(
+    model: &Model,
+    docs: &[ToolDoc],
+    path: Option<&Path>,
+    (cache, keys): (&mut VectorCache, &[u64]),
+    turn: &Turn,
+    show: &(dyn Fn(Progress) + Sync),
+) {
+    let missing = cache.missing(keys);
+    if missing == 0 {
+        return;
+    }
+    let started = std::time::Instant::now();
+    let added = turn.embedding(missing, show, |done| {
+        cache.fill_counting(model, docs, keys, done)
+    });
+    tracing::debug!(tools = missing, elapsed = ?started.elapsed(), "tools embedded");
+    let Some(path) = path else {
+        return;
+    };
+    // Merged into what is on disk now, under its lock: another process may have saved.
+    let saved = crate::files::update_locked(path, |current| {
+        let mut merged = decode(model, current.as_deref());
+        for &key in &added {
+            if let Some(v) = cache.get(key) {
+                merged.insert(key, v);
+            }
+        }
+        if merged.len() > MAX_CACHED {
+            merged.retain(&keys.iter().copied().collect::<HashSet<_>>());
+        }
+        Some(merged.to_bytes())
+    });
+    if let Err(e) = saved {
+        tracing::warn!(path = %path.display(), error = %e, "could not save tool vectors");
+    }
 }
 
 fn read(model: &Model, path: Option<&Path>) -> VectorCache {
@@ -156,7 +221,7 @@ fn cache_path(model: &Model) -> Option<PathBuf> {
 }
 
 /// A model name fit for a file name.
-fn file_safe(name: &str) -> String {
+pub(super) fn file_safe(name: &str) -> String {
     name.chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
         .collect()

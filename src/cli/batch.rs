@@ -56,7 +56,7 @@ pub(super) async fn run(
     let window = usize::from(args.concurrency);
     // When every line was refused already, nothing is started.
     if !ready.is_empty() {
-        match daemon::client_for(&loaded, global, args.daemon.how).await? {
+        match daemon::client_for(&loaded, args.daemon.how).await? {
             Some(mut client) => through_daemon(&mut client, &ready, window, &mut printer).await?,
             None => in_process(&loaded, args.timeout, &ready, window, &mut printer).await?,
         }

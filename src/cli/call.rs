@@ -79,7 +79,7 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
     let overrides = load_overrides()?;
     refuse_by_overrides(&overrides, entry, &server_arg, &tool)?;
     let started = std::time::Instant::now();
-    let result = match daemon::client_for(&loaded, global, args.daemon.how).await? {
+    let result = match daemon::client_for(&loaded, args.daemon.how).await? {
         Some(mut client) => {
             let request = CallRequest {
                 server: server.clone(),

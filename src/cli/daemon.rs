@@ -101,7 +101,7 @@ async fn stop(global: &GlobalArgs, all: bool) -> Result<Outcome, CliError> {
             })
             .collect()
     } else {
-        vec![own_socket(&load_config(global)?, global)?]
+        vec![own_socket(&load_config(global)?)?]
     };
     let mut stopped = Vec::new();
     for socket in sockets {
@@ -221,7 +221,7 @@ fn print_upstreams(gateway: &Value) {
 }
 
 /// The daemon socket of the loaded config set.
-pub(super) fn own_socket(loaded: &Loaded, global: &GlobalArgs) -> Result<PathBuf, CliError> {
+pub(super) fn own_socket(loaded: &Loaded) -> Result<PathBuf, CliError> {
     let dir = daemon::runtime_dir().map_err(daemon_error)?;
     let cwd = std::env::current_dir().map_err(CliError::Output)?;
     let configs: Vec<PathBuf> = loaded.stacks.iter().map(|s| s.path.clone()).collect();
@@ -232,7 +232,7 @@ pub(super) fn own_socket(loaded: &Loaded, global: &GlobalArgs) -> Result<PathBuf
     let set = daemon::ConfigSet {
         cwd: &cwd,
         configs: &configs,
-        env_files: &global.env_files,
+        env_files: &loaded.env_files,
         servers: &servers,
     };
     Ok(daemon::daemon_socket(&dir, &set))
@@ -242,13 +242,12 @@ pub(super) fn own_socket(loaded: &Loaded, global: &GlobalArgs) -> Result<PathBuf
 /// none runs; `use` falls back quietly when the socket cannot be reached.
 pub(super) async fn client_for(
     loaded: &Loaded,
-    global: &GlobalArgs,
     how: DaemonUse,
 ) -> Result<Option<Client>, CliError> {
     if how == DaemonUse::Off {
         return Ok(None);
     }
-    let socket = match own_socket(loaded, global) {
+    let socket = match own_socket(loaded) {
         Ok(socket) => socket,
         Err(e) if how == DaemonUse::Use => {
             tracing::debug!(error = %e, "no daemon socket; calling directly");
@@ -266,17 +265,13 @@ pub(super) async fn client_for(
         }
         Err(e) => return Err(daemon_error(e)),
     }
-    start(loaded, global, &socket).await.map(Some)
+    start(loaded, &socket).await.map(Some)
 }
 
 /// Starts `serve --daemon` for this config set, detached, and waits for its socket.
-async fn start(
-    loaded: &Loaded,
-    global: &GlobalArgs,
-    socket: &std::path::Path,
-) -> Result<Client, CliError> {
+async fn start(loaded: &Loaded, socket: &std::path::Path) -> Result<Client, CliError> {
     let program = std::env::current_exe().map_err(CliError::Output)?;
-    let mut args = super::config_args(loaded, global);
+    let mut args = super::config_args(loaded);
     args.extend(["serve".to_string(), "--daemon".to_string()]);
     let log = daemon::daemon_log(socket);
     let pid = crate::process::spawn_detached(&program, &args, &log).map_err(CliError::Output)?;
@@ -319,11 +314,10 @@ pub(super) fn checks_live(refresh: bool) -> bool {
 /// read when it started).
 pub(super) async fn reports_through(
     loaded: &Loaded,
-    global: &GlobalArgs,
     how: DaemonUse,
     entries: &[ServerEntry],
 ) -> Result<Option<Vec<ServerReport>>, CliError> {
-    let Some(mut client) = client_for(loaded, global, how).await? else {
+    let Some(mut client) = client_for(loaded, how).await? else {
         return Ok(None);
     };
     // Rendered as counts: the definitions of tools the overrides leave alone need not travel.
@@ -354,7 +348,6 @@ pub(super) async fn reports_through(
 /// direct path) when no daemon answers or it does not serve `entry` (disabled here or there).
 pub(super) async fn report_through(
     loaded: &Loaded,
-    global: &GlobalArgs,
     how: DaemonUse,
     entry: &ServerEntry,
     live: bool,
@@ -362,7 +355,7 @@ pub(super) async fn report_through(
     if entry.disabled {
         return Ok(None);
     }
-    let Some(mut client) = client_for(loaded, global, how).await? else {
+    let Some(mut client) = client_for(loaded, how).await? else {
         return Ok(None);
     };
     let asked = if live {
@@ -389,12 +382,11 @@ pub(super) async fn report_through(
 /// rank as the direct path would yet (`not_ready`), or it serves other servers than `enabled`.
 pub(super) async fn search_through(
     loaded: &Loaded,
-    global: &GlobalArgs,
     how: DaemonUse,
     request: &SearchRequest,
     enabled: &[&str],
 ) -> Result<Option<Found>, CliError> {
-    let Some(mut client) = client_for(loaded, global, how).await? else {
+    let Some(mut client) = client_for(loaded, how).await? else {
         return Ok(None);
     };
     match client.search(request).await {

@@ -67,7 +67,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
     let (entries, overrides) = entries_with_overrides(&loaded)?;
     let through = match daemon::checks_live(args.refresh) {
         true => None,
-        false => daemon::reports_through(&loaded, global, args.daemon.how, &entries).await?,
+        false => daemon::reports_through(&loaded, args.daemon.how, &entries).await?,
     };
     // The daemon's live checks are recorded by it; embedding them is its business.
     let ridden = through.is_some();
@@ -108,7 +108,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
         }
     }
     let checked_live = !ridden && reports.iter().any(|r| r.status == Status::Connected);
-    super::model::embed_in_background(&loaded, global, checked_live);
+    super::embedding::in_background(&loaded, checked_live);
     let any_failed = reports.iter().any(|r| r.status == Status::Error);
     Ok(if any_failed {
         Outcome::Failed

@@ -31,8 +31,9 @@ enum ModelCommand {
     /// Say which model is installed, where, and how big.
     Status,
     /// Embed the configured servers' tools now (what `list` starts in the background when a
-    /// model is installed), so the next search by meaning need not.
-    Embed,
+    /// model is installed), so the next search by meaning need not. One embedder works at a
+    /// time: this waits for one at work, then embeds what it left.
+    Embed(super::embedding::EmbedArgs),
 }
 
 #[derive(Debug, Args)]
@@ -53,60 +54,7 @@ pub async fn run(args: ModelArgs, global: &GlobalArgs) -> Result<Outcome, CliErr
     match args.command {
         ModelCommand::Install(install) => run_install(install, global).await,
         ModelCommand::Status => status(global),
-        ModelCommand::Embed => embed(global).await,
-    }
-}
-
-async fn embed(global: &GlobalArgs) -> Result<Outcome, CliError> {
-    let Some(dir) = model::locate()? else {
-        return Err(CliError::Usage {
-            message: "no embedding model is installed".into(),
-            help: "run `mcp-launch model install` first".into(),
-        });
-    };
-    let opened = Model::open(&dir)?;
-    let loaded = super::load_config(global)?;
-    let (entries, overrides) = super::server::entries_with_overrides(&loaded)?;
-    let catalog = crate::catalog::SearchCatalog::open(&entries, &overrides, false).await;
-    let mut embedded = 0;
-    let started = std::time::Instant::now();
-    tokio::task::block_in_place(|| {
-        crate::catalog::search_vectors(&opened, &catalog, |n| embedded = n)
-    });
-    if global.json {
-        output::print_json(&json!({
-            "tools": catalog.index.len(),
-            "embedded": embedded,
-            "ms": started.elapsed().as_millis() as u64,
-        }))?;
-    } else {
-        anstream::println!(
-            "{} tools, {embedded} embedded now, in {:.1} s",
-            catalog.index.len(),
-            started.elapsed().as_secs_f64()
-        );
-    }
-    Ok(Outcome::Success)
-}
-
-/// After a preflight that checked servers live: when a model is installed, embed the tools in
-/// a detached `model embed` (the preflight's answer is not kept waiting; nothing is started
-/// when every server was answered from the index).
-pub(super) fn embed_in_background(loaded: &super::Loaded, global: &GlobalArgs, checked_live: bool) {
-    if !checked_live || !matches!(model::locate(), Ok(Some(_))) {
-        return;
-    }
-    let Ok(program) = std::env::current_exe() else {
-        return;
-    };
-    let mut args = super::config_args(loaded, global);
-    args.extend(["model".to_string(), "embed".to_string()]);
-    let dir = crate::files::state_dir();
-    let _ = std::fs::create_dir_all(&dir);
-    let log = dir.join("embed.log");
-    match crate::process::spawn_detached(&program, &args, &log) {
-        Ok(pid) => tracing::debug!(pid, "embedding tools in the background"),
-        Err(e) => tracing::debug!(error = %e, "could not start the background embedding"),
+        ModelCommand::Embed(embed) => super::embedding::run(embed, global).await,
     }
 }
 

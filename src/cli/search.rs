@@ -52,6 +52,10 @@ pub struct SearchArgs {
     /// Show each hit's lexical and semantic parts.
     #[arg(long)]
     pub explain: bool,
+    /// When tools are not embedded yet, wait for the embedder at work (or embed them here)
+    /// and rank by meaning; without it, such a search ranks by words at once and says so.
+    #[arg(long)]
+    pub wait: bool,
     /// Through the daemon (without --refresh, which checks live here): its catalog, and its
     /// model and tool vectors kept loaded; nothing is started.
     #[command(flatten)]
@@ -89,7 +93,8 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         None => None,
     };
     let (entries, overrides) = entries_with_overrides(&loaded)?;
-    if !daemon::checks_live(args.refresh) {
+    // `--wait` waits here, for vectors this process can see being made.
+    if !daemon::checks_live(args.refresh) && !args.wait {
         let request = SearchRequest {
             query: args.query.clone(),
             method,
@@ -101,9 +106,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
             .map(|e| e.qualified.as_str())
             .collect();
         let how = args.daemon.how;
-        if let Some(found) =
-            daemon::search_through(&loaded, global, how, &request, &enabled).await?
-        {
+        if let Some(found) = daemon::search_through(&loaded, how, &request, &enabled).await? {
             tracing::debug!(hits = found.hits.len(), "searched through the daemon");
             let hits: Vec<Hit> = found.hits.iter().map(|f| f.hit).collect();
             let docs: Vec<ToolDoc> = found.hits.iter().map(|f| f.tool.clone()).collect();
@@ -121,6 +124,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
                 schemas: &schemas,
                 unavailable: &found.unavailable,
                 searched: found.searched,
+                note: None,
             };
             return print(&args, global, &shown);
         }
@@ -128,12 +132,17 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
     let model = model_dir.as_deref().map(Model::open).transpose()?;
     let catalog = SearchCatalog::open(&entries, &overrides, args.refresh).await;
     tracing::debug!(tools = catalog.index.len(), "search index ready");
-    let meaning = match (&model, method) {
+    let (meaning, note) = match (&model, method) {
         (Some(model), Method::Semantic | Method::Hybrid) => {
-            Some(embed(model, &catalog, &args.query, global.json))
+            match meaning_of(model, &catalog, &loaded, &args, global.json) {
+                Ok(meaning) => (Some(meaning), None),
+                Err(note) => (None, Some(note)),
+            }
         }
-        _ => None,
+        _ => (None, None),
     };
+    // Without the tools' vectors the search ranks by words, and says so.
+    let method = if note.is_some() { Method::Bm25 } else { method };
     let meaning_ref = meaning
         .as_ref()
         .map(|(query, docs)| Meaning { query, docs });
@@ -160,6 +169,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         schemas: &schemas,
         unavailable: &catalog.unavailable,
         searched: catalog.index.len(),
+        note: note.as_deref(),
     };
     print(&args, global, &found)
 }
@@ -192,22 +202,19 @@ fn model_dir_for(method: Option<Method>) -> Result<Option<std::path::PathBuf>, C
     }
 }
 
-/// The query's vector and the tools' (embedding, once, tools not seen before). The work is
-/// CPU-bound and borrows the catalog: it runs on this worker, which tells the runtime so.
-fn embed(
+/// The query's vector and the tools', when they are ready (or, with `--wait`, once they
+/// are); else the note saying the search ranks by words. The work is CPU-bound and borrows the
+/// catalog: it runs on this worker, which tells the runtime so.
+fn meaning_of(
     model: &Model,
     catalog: &SearchCatalog,
-    text: &str,
+    loaded: &super::Loaded,
+    args: &SearchArgs,
     quiet: bool,
-) -> (Vec<f32>, DocVectors) {
+) -> Result<(Vec<f32>, DocVectors), String> {
     tokio::task::block_in_place(|| {
-        let vectors = catalog::search_vectors(model, catalog, |n| {
-            if !quiet && n > 50 {
-                let dim = style::DIM;
-                anstream::eprintln!("{dim}embedding {n} tools (once; kept in the cache){dim:#}");
-            }
-        });
-        (model.embed_query(text), vectors)
+        let vectors = super::embedding::search_vectors(model, catalog, loaded, args.wait, quiet)?;
+        Ok((model.embed_query(&args.query), vectors))
     })
 }
 
@@ -245,6 +252,8 @@ struct Found<'a> {
     unavailable: &'a [String],
     /// How many tools were searched.
     searched: usize,
+    /// Why the ranking is not what was asked for (tools not embedded yet).
+    note: Option<&'a str>,
 }
 
 fn print_json(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
@@ -279,11 +288,18 @@ fn print_json(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
     if !found.unavailable.is_empty() {
         out["unavailable"] = json!(found.unavailable);
     }
+    if let Some(note) = found.note {
+        out["note"] = json!(note);
+    }
     output::print_json(&out)?;
     Ok(())
 }
 
 fn print_human(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
+    if let Some(note) = found.note {
+        let dim = style::DIM;
+        anstream::eprintln!("{dim}{note}{dim:#}");
+    }
     for name in found.unavailable {
         output::warn(&format!(
             "{name} was unavailable when the index was built; its tools are not searched (`mcp-launch list {name}` says why, --refresh retries)"

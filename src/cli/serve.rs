@@ -111,7 +111,7 @@ pub(super) async fn run(
     let configs = loaded.stacks.iter().map(|s| s.path.clone()).collect();
     // A daemon's socket is claimed before anything starts: a second one is refused at once.
     let socket = match args.daemon {
-        true => Some(claim_daemon_socket(&loaded, global).await?),
+        true => Some(claim_daemon_socket(&loaded).await?),
         false => None,
     };
     let gateway = Gateway::start(entries, options(&args)).await?;
@@ -140,9 +140,8 @@ pub(super) async fn run(
 
 async fn claim_daemon_socket(
     loaded: &crate::config::Loaded,
-    global: &GlobalArgs,
 ) -> Result<(PathBuf, tokio::net::UnixListener), CliError> {
-    let socket = super::daemon::own_socket(loaded, global)?;
+    let socket = super::daemon::own_socket(loaded)?;
     let listener = daemon::bind(&socket)
         .await
         .map_err(super::daemon::daemon_error)?;

@@ -17,7 +17,8 @@ use super::{CliError, GlobalArgs, Outcome};
 /// checkout: the config's commands run as you, and a .env sets variables its servers read. They
 /// are used only once you trust the directory, and only as long as they do not change (a
 /// change asks again). Read them first: `trust` shows what each server runs. Files named with
-/// --config or --env-file, and ~/.claude's, are your own choice and need no trust.
+/// --config or --env-file, and ~/.claude's, are your own choice and need no trust; with
+/// --config, ./.env is not read at all.
 ///
 /// Example: mcp-launch trust
 #[derive(Debug, Args)]
@@ -40,7 +41,7 @@ pub(super) async fn run(args: TrustArgs, global: &GlobalArgs) -> Result<Outcome,
     let Some(subject) = config::trust_subject(&opts, discovered.as_deref()) else {
         return Err(CliError::Usage {
             message: format!("nothing in {} needs trust", opts.cwd.display()),
-            help: "trust covers a config that discovery finds here (./.mcp.json, ./mcp.config.json, ./.claude/mcp.json) and ./.env; there is neither".into(),
+            help: "trust covers a config that discovery finds here (./.mcp.json, ./mcp.config.json, ./.claude/mcp.json) and the ./.env read with it; there is neither (with --config, ./.env is not read)".into(),
         });
     };
     // What the config would run, shown before it is trusted (loaded as if trusted).

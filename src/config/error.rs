@@ -17,8 +17,8 @@ pub enum ConfigError {
         searched: Vec<PathBuf>,
     },
 
-    /// Files of the working directory that would be used (a discovered config, `./.env`) have
-    /// not been trusted, or changed since they were.
+    /// Files of the working directory that would be used (a discovered config, the `./.env`
+    /// read with it) have not been trusted, or changed since they were.
     #[error("{} is not trusted yet: mcp-launch would use {}", dir.display(), files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(" and "))]
     Untrusted {
         /// The directory.
@@ -267,8 +267,8 @@ impl ConfigError {
             }
             Self::InvalidServer { fault, .. } => fault.help(),
             Self::UnsetVariable { var, .. } => format!(
-                "set {var} in the environment, in ./.env or with --env-file, \
-                 or write ${{{var}:-default}}"
+                "set {var} in the environment or in a file passed with --env-file FILE \
+                 (./.env is read only with a discovered config), or write ${{{var}:-default}}"
             ),
             Self::UndeclaredUrlVariable { var, server, .. } => format!(
                 "if {server} should receive {var}, declare it in the server's entry: \
@@ -383,7 +383,7 @@ mod tests {
         );
         assert_eq!(
             err.help(),
-            "set TOKEN in the environment, in ./.env or with --env-file, or write ${TOKEN:-default}"
+            "set TOKEN in the environment or in a file passed with --env-file FILE (./.env is read only with a discovered config), or write ${TOKEN:-default}"
         );
     }
 

@@ -1,7 +1,8 @@
 //! Configuration: which MCP servers exist and how to reach them.
 //!
 //! [`load`] finds the config files (explicit `--config` paths, else discovery), reads the
-//! variables (process environment > `--env-file` > `./.env` > `~/.claude/.env`), and turns each
+//! variables (process environment > `--env-file` > `./.env` > `~/.claude/.env`; `./.env` only
+//! when the config was discovered, see [`checkout_env`]), and turns each
 //! file into a [`Stack`] of [`ServerEntry`]s whose [`ServerSpec`] is validated and has every
 //! `${VAR}` / `${VAR:-default}` expanded.
 //!
@@ -51,7 +52,8 @@ pub struct LoadOptions {
     pub configs: Vec<PathBuf>,
     /// `--env-file` paths; a later file wins over an earlier one. Each must exist.
     pub env_files: Vec<PathBuf>,
-    /// The working directory: relative paths, `./.env` and discovery start here.
+    /// The working directory: relative paths, `./.env` (with a discovered config) and discovery
+    /// start here.
     pub cwd: PathBuf,
     /// The home directory, for `~/.claude/mcp.json` and `~/.claude/.env`; `None` skips both.
     pub home: Option<PathBuf>,
@@ -129,6 +131,11 @@ pub struct Loaded {
     pub stacks: Vec<Stack>,
     /// The file discovery chose, when no `--config` was given, so the CLI can say which.
     pub discovered: Option<PathBuf>,
+    /// The `.env` files read besides `~/.claude/.env`, lowest precedence first: `./.env` when
+    /// discovery chose the config and it exists, then each `--env-file` (resolved against the
+    /// working directory). A child `mcp-launch` given these as `--env-file`s, with the stacks
+    /// as `--config`s, sees the same variables.
+    pub env_files: Vec<PathBuf>,
 }
 
 impl Loaded {
@@ -170,16 +177,25 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
 }
 
 /// What of the working directory needs the user's trust before it is used: the config file
-/// discovery found there (not one named with `--config`, nor the home directory's) and
-/// `./.env`. `None` when neither exists.
+/// discovery found there (not one named with `--config`, nor the home directory's) and the
+/// `./.env` read with it. `None` when neither exists, and always with `--config`.
 pub fn trust_subject(opts: &LoadOptions, discovered: Option<&std::path::Path>) -> Option<Subject> {
     let mut files: Vec<PathBuf> = discovered
         .filter(|path| path.starts_with(&opts.cwd))
         .map(std::path::Path::to_path_buf)
         .into_iter()
         .collect();
-    files.push(opts.cwd.join(".env"));
+    files.extend(checkout_env(opts, discovered));
     Subject::of(&opts.cwd, &files)
+}
+
+/// The working directory's `.env`, when it is read: only with a config that discovery found
+/// (the checkout's own setup, used once trusted). A config named with `--config` is the
+/// user's choice and brings no `.env` of its own — neither the working directory's (most
+/// repositories hold one, for other tools) nor the one beside the file: its variables come
+/// from the environment, `--env-file` and `~/.claude/.env`.
+pub fn checkout_env(opts: &LoadOptions, discovered: Option<&std::path::Path>) -> Option<PathBuf> {
+    discovered.map(|_| opts.cwd.join(".env"))
 }
 
 /// The config file discovery would pick in `opts.cwd` (for `mcp-launch trust`).
@@ -221,7 +237,12 @@ pub fn load_each(opts: &LoadOptions) -> Result<(Loaded, Vec<FailedStack>), Confi
             });
         }
     }
-    let mut vars = Variables::load(&opts.process_env, &opts.env_files, &opts.cwd, home)?;
+    let checkout_env = checkout_env(opts, discovered.as_deref()).filter(|path| path.is_file());
+    let env_files: Vec<PathBuf> = checkout_env
+        .into_iter()
+        .chain(opts.env_files.iter().map(|file| opts.cwd.join(file)))
+        .collect();
+    let mut vars = Variables::load(&opts.process_env, &env_files, home)?;
     if discovered
         .as_ref()
         .is_some_and(|d| d.starts_with(&opts.cwd))
@@ -242,5 +263,12 @@ pub fn load_each(opts: &LoadOptions) -> Result<(Loaded, Vec<FailedStack>), Confi
         }
     }
     stack::qualify(&mut stacks);
-    Ok((Loaded { stacks, discovered }, failed))
+    Ok((
+        Loaded {
+            stacks,
+            discovered,
+            env_files,
+        },
+        failed,
+    ))
 }

@@ -166,6 +166,42 @@ fn variables_follow_precedence_process_env_files_dot_env_home() {
 }
 
 #[test]
+fn a_named_config_reads_no_dot_env_but_the_env_files_given() {
+    let w = World::new();
+    w.write(
+        "conf/my.json",
+        r#"{"mcpServers": {"s": {"command": "x", "args": ["${A:-unset}", "${B:-unset}"]}}}"#,
+    );
+    // Neither the working directory's .env nor the one beside the named file is read, and
+    // neither asks for trust.
+    w.write(".env", "A=checkout\nB=checkout\n");
+    w.write("conf/.env", "A=beside\nB=beside\n");
+    let mut opts = w.untrusted(&["conf/my.json"]);
+    let loaded = load(&opts).unwrap();
+    assert_eq!(args_of(loaded.find("s").unwrap()), ["unset", "unset"]);
+    assert!(loaded.env_files.is_empty(), "{:?}", loaded.env_files);
+    // Named with --env-file, a .env is the user's choice too.
+    w.write("mine.env", "A=mine\n");
+    opts.env_files = vec!["mine.env".into()];
+    let loaded = load(&opts).unwrap();
+    assert_eq!(args_of(loaded.find("s").unwrap()), ["mine", "unset"]);
+    assert_eq!(loaded.env_files, [w.cwd.join("mine.env")]);
+    // Discovered, the checkout's .env is read (once trusted) and listed below the flags.
+    w.write(
+        ".mcp.json",
+        &fs::read_to_string(w.cwd.join("conf/my.json")).unwrap(),
+    );
+    let mut opts = w.opts(&[]);
+    opts.env_files = vec!["mine.env".into()];
+    let loaded = load(&opts).unwrap();
+    assert_eq!(args_of(loaded.find("s").unwrap()), ["mine", "checkout"]);
+    assert_eq!(
+        loaded.env_files,
+        [w.cwd.join(".env"), w.cwd.join("mine.env")]
+    );
+}
+
+#[test]
 fn env_overlay_carries_dotenv_vars_and_server_env_replaces_them() {
     let w = World::new();
     w.write(
@@ -242,12 +278,11 @@ fn file_level_errors_abort_the_load() {
     assert_eq!(*line, 6, "EOF is reported after the last line");
 
     w.write("ok.json", r#"{"mcpServers": {}}"#);
-    w.write(".env", "NOT A LINE\n");
-    let err = load(&w.opts(&["ok.json"])).unwrap_err();
-    assert_eq!(err.kind(), "invalid_env_file");
-
+    w.write("bad.env", "NOT A LINE\n");
     let mut opts = w.opts(&["ok.json"]);
-    fs::remove_file(w.cwd.join(".env")).unwrap();
+    opts.env_files = vec!["bad.env".into()];
+    assert_eq!(load(&opts).unwrap_err().kind(), "invalid_env_file");
+
     opts.env_files = vec!["missing.env".into()];
     assert_eq!(load(&opts).unwrap_err().kind(), "env_file_not_found");
 }
@@ -332,9 +367,9 @@ fn a_discovered_config_and_dot_env_need_trust_named_files_do_not() {
     assert!(err.help().contains("mcp-launch trust"), "{}", err.help());
     // Named with --config, the same file is the user's choice.
     assert!(load(&w.untrusted(&[".mcp.json"])).is_ok());
-    // A ./.env beside it needs trust even then, and any change asks again.
+    // A ./.env beside a discovered config needs trust, and any change asks again.
     w.write(".env", "NODE_OPTIONS=--require ./x.js\n");
-    let err = load(&w.untrusted(&[".mcp.json"])).unwrap_err();
+    let err = load(&w.untrusted(&[])).unwrap_err();
     assert_eq!(err.kind(), "untrusted_directory", "{err}");
     load(&w.opts(&[])).unwrap();
     assert!(load(&w.untrusted(&[])).is_ok(), "trusted now");

@@ -1,8 +1,9 @@
 //! The variables `${…}` can see, layered from their sources.
 //!
-//! Precedence, highest first: the process environment, `--env-file` files (a later flag wins),
-//! `./.env`, `~/.claude/.env`. A missing `--env-file` is an error; the two implicit files are
-//! optional. Variables that come only from `.env` files form the *overlay* every stdio server
+//! Precedence, highest first: the process environment, the env files [`super::load_each`] chose
+//! (`--env-file`s, a later flag winning, over `./.env` when the config was discovered), then
+//! `~/.claude/.env`. A missing env file is an error (the caller passes `./.env` only when it
+//! exists); `~/.claude/.env` is optional. Variables that come only from `.env` files form the *overlay* every stdio server
 //! receives on top of the environment it inherits (it would not see them otherwise).
 
 use std::collections::BTreeMap;
@@ -26,11 +27,11 @@ pub(crate) struct Variables<'p> {
 impl<'p> Variables<'p> {
     /// Reads the `.env` layers and stacks them under the process environment.
     ///
-    /// `env_files` are resolved against `cwd`; `home` is where `~/.claude/.env` lives.
+    /// `env_files` (paths as given, lowest precedence first) each must exist; `home` is where
+    /// `~/.claude/.env` lives.
     pub(crate) fn load(
         process: &'p BTreeMap<String, String>,
         env_files: &[PathBuf],
-        cwd: &Path,
         home: Option<&Path>,
     ) -> Result<Self, ConfigError> {
         let mut dotenv = BTreeMap::new();
@@ -38,9 +39,8 @@ impl<'p> Variables<'p> {
         if let Some(home) = home {
             read_into(&mut dotenv, &home.join(".claude").join(".env"), false)?;
         }
-        read_into(&mut dotenv, &cwd.join(".env"), false)?;
         for file in env_files {
-            read_into(&mut dotenv, &cwd.join(file), true)?;
+            read_into(&mut dotenv, file, true)?;
         }
         Ok(Self {
             process,
@@ -156,7 +156,7 @@ mod tests {
     }
 
     #[test]
-    fn precedence_process_then_env_files_then_dot_env_then_home() {
+    fn precedence_process_then_later_env_files_then_home() {
         let d = dirs();
         fs::write(
             d.home.join(".claude/.env"),
@@ -167,13 +167,14 @@ mod tests {
         fs::write(d.cwd.join("one.env"), "A=one\nB=one\n").unwrap();
         fs::write(d.cwd.join("two.env"), "A=two\n").unwrap();
         let process: BTreeMap<String, String> = [("A".to_string(), "process".to_string())].into();
-        let files = [PathBuf::from("one.env"), PathBuf::from("two.env")];
+        // As `load_each` passes them: ./.env (a discovered config), then the --env-files.
+        let files = [".env", "one.env", "two.env"].map(|f| d.cwd.join(f));
 
-        let vars = Variables::load(&process, &files, &d.cwd, Some(&d.home)).unwrap();
+        let vars = Variables::load(&process, &files, Some(&d.home)).unwrap();
         assert_eq!(vars.get("A"), Some("process"));
 
         let no_process = BTreeMap::new();
-        let vars = Variables::load(&no_process, &files, &d.cwd, Some(&d.home)).unwrap();
+        let vars = Variables::load(&no_process, &files, Some(&d.home)).unwrap();
         assert_eq!(vars.get("A"), Some("two"), "the later --env-file wins");
         assert_eq!(vars.get("B"), Some("one"), "--env-file beats ./.env");
         assert_eq!(vars.get("C"), Some("dot"), "./.env beats ~/.claude/.env");
@@ -190,25 +191,20 @@ mod tests {
             ("PATH".to_string(), "/bin".to_string()),
         ]
         .into();
-        let vars = Variables::load(&process, &[], &d.cwd, None).unwrap();
+        let vars = Variables::load(&process, &[d.cwd.join(".env")], None).unwrap();
         let overlay: Vec<_> = vars.overlay().collect();
         assert_eq!(overlay, vec![("ONLY_FILE", "1")]);
     }
 
     #[test]
-    fn implicit_files_are_optional_but_env_file_flags_are_not() {
+    fn the_home_file_is_optional_but_env_files_are_not() {
         let d = dirs();
         let process = BTreeMap::new();
-        assert!(Variables::load(&process, &[], &d.cwd, Some(&d.home)).is_ok());
+        assert!(Variables::load(&process, &[], Some(&d.home)).is_ok());
 
-        let err =
-            Variables::load(&process, &[PathBuf::from("nope.env")], &d.cwd, None).unwrap_err();
-        assert_eq!(
-            err,
-            ConfigError::EnvFileMissing {
-                path: d.cwd.join("nope.env")
-            }
-        );
+        let missing = d.cwd.join("nope.env");
+        let err = Variables::load(&process, std::slice::from_ref(&missing), None).unwrap_err();
+        assert_eq!(err, ConfigError::EnvFileMissing { path: missing });
         assert_eq!(err.kind(), "env_file_not_found");
     }
 
@@ -217,7 +213,7 @@ mod tests {
         let d = dirs();
         fs::write(d.cwd.join(".env"), "OK=1\n# fine\noops\n").unwrap();
         let process = BTreeMap::new();
-        let err = Variables::load(&process, &[], &d.cwd, None).unwrap_err();
+        let err = Variables::load(&process, &[d.cwd.join(".env")], None).unwrap_err();
         match &err {
             ConfigError::InvalidEnvFile { path, line, .. } => {
                 assert_eq!(path, &d.cwd.join(".env"));

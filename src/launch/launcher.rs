@@ -302,8 +302,8 @@ async fn start_stacks(
 }
 
 /// Whether mcpo is installed (for the TUI's launch options): its path or why not.
-pub fn mcpo_available() -> Result<PathBuf, String> {
-    mcpo::find_mcpo().map_err(|e| e.to_string())
+pub fn mcpo_available() -> Result<PathBuf, mcpo::ControllerError> {
+    mcpo::find_mcpo()
 }
 
 /// mcpo's program for `choice` (`Some(Err)`: asked for and missing), `None` for native. `auto`

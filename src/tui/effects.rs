@@ -21,7 +21,6 @@ use crate::launch::launcher::{self, LaunchOptions};
 use crate::launch::mask::Masker;
 use crate::launch::stack::RunningStack;
 use crate::launch::tunnel::{self, TunnelKind};
-use crate::mcp::ConnectOptions;
 
 use super::msg::{Effect, LaunchMsg, Msg};
 use super::overrides_sync::OverridesSync;
@@ -190,10 +189,7 @@ async fn check(
     tx: mpsc::UnboundedSender<Msg>,
     counter: mpsc::UnboundedSender<(usize, ServerEntry, ServerReport)>,
 ) {
-    let opts = PreflightOptions {
-        connect: ConnectOptions::from_env(),
-        count_tokens: false,
-    };
+    let opts = PreflightOptions::from_env();
     let Some(report) = catalog::preflight(std::slice::from_ref(&entry), &opts)
         .await
         .pop()

@@ -92,33 +92,21 @@ fn defaults_apply_when_a_variable_is_unset() {
 
 #[test]
 fn env_files_supply_variables_with_precedence() {
+    let config = json!({"mcpServers": {"f": fault(&["--protocol-version", "${PV}"])}});
     let cmd = Cmd::new()
-        .config_json(json!({"mcpServers": {"f": fault(&["--protocol-version", "${PV}"])}}))
+        .file(".mcp.json", &config.to_string())
         .file("vars.env", "# versions\nexport PV=2025-03-26\n")
         .file(".env", "PV=2024-11-05\n");
-    // ./.env comes with the directory: it is used once the directory is trusted.
+    // ./.env comes with the directory and its discovered config: used once it is trusted.
     let refused = cmd.args(["list", "--json"]).status(2).run();
     assert_eq!(refused.error()["type"], "untrusted_directory", "{refused}");
-    refused
-        .cmd()
-        .args(["--config", "config.json", "trust"])
-        .run();
-    let out = refused
-        .cmd()
-        .args(["--config", "config.json", "list", "--json"])
-        .run();
+    refused.cmd().args(["trust"]).run();
+    let out = refused.cmd().args(["list", "--json"]).run();
     assert_eq!(out.server("f")["protocolVersion"], "2024-11-05", "{out}");
     // --env-file beats ./.env.
     let flagged = out
         .cmd()
-        .args([
-            "--config",
-            "config.json",
-            "--env-file",
-            "vars.env",
-            "list",
-            "--json",
-        ])
+        .args(["--env-file", "vars.env", "list", "--json"])
         .run();
     assert_eq!(
         flagged.server("f")["protocolVersion"],
@@ -129,19 +117,71 @@ fn env_files_supply_variables_with_precedence() {
     let process = out
         .cmd()
         .env("PV", "2025-06-18")
-        .args([
-            "--config",
-            "config.json",
-            "--env-file",
-            "vars.env",
-            "list",
-            "--json",
-        ])
+        .args(["--env-file", "vars.env", "list", "--json"])
         .run();
     assert_eq!(
         process.server("f")["protocolVersion"],
         "2025-06-18",
         "{process}"
+    );
+}
+
+/// Issue 23 item 8: `--config` names the user's own file, so a repository's `.env` (most
+/// hold one, for other tools) is neither asked about nor read — not even a variable only it
+/// sets. A config that discovery finds there still waits for `trust`, and brings the `.env`.
+#[test]
+fn a_named_config_ignores_the_working_directorys_dot_env() {
+    let config = json!({"mcpServers": {"f": fault(&["--protocol-version", "${PV:-2025-03-26}"])}});
+    let hostile = "PV=2024-11-05\nNODE_OPTIONS=--require ./evil.js\n";
+    let cmd = Cmd::new()
+        .file("my.json", &config.to_string())
+        .file("repo/.env", hostile);
+    let named = |args: &[&str]| {
+        cmd.cmd()
+            .current_dir("repo")
+            .args(["--config", "../my.json"])
+            .args(args)
+    };
+    let listed = named(&["list", "--json"]).run();
+    assert_eq!(listed.server("f")["status"], "connected", "{listed}");
+    assert_eq!(
+        listed.server("f")["protocolVersion"],
+        "2025-03-26",
+        "PV comes only from ./.env, which must not be read: {listed}"
+    );
+    let called = named(&["call", "f", "echo", r#"{"message": "hi"}"#, "--json"]).run();
+    assert_eq!(called.json()["success"], true, "{called}");
+    assert_eq!(
+        called.json()["result"]["content"][0]["text"],
+        "hi",
+        "{called}"
+    );
+
+    // Discovered in the same directory, the config and its .env wait for trust.
+    std::fs::write(cmd.path("repo/.mcp.json"), config.to_string()).unwrap();
+    let discovered = || cmd.cmd().current_dir("repo").args(["list", "--json"]);
+    let refused = discovered().status(2).run();
+    assert_eq!(refused.error()["type"], "untrusted_directory", "{refused}");
+    assert!(
+        refused.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains(".env"),
+        "{refused}"
+    );
+    cmd.cmd().current_dir("repo").args(["trust"]).run();
+    let trusted = discovered().run();
+    assert_eq!(
+        trusted.server("f")["protocolVersion"],
+        "2024-11-05",
+        "trusted, the checkout's .env is read: {trusted}"
+    );
+    // Named again, the .env stays unread even though the directory is trusted now.
+    let listed = named(&["list", "--json"]).run();
+    assert_eq!(
+        listed.server("f")["protocolVersion"],
+        "2025-03-26",
+        "{listed}"
     );
 }
 
@@ -180,13 +220,19 @@ fn server_env_and_dotenv_variables_reach_the_process() {
     let cmd = Cmd::new()
         .config_json(json!({"mcpServers": {"everything": entry}}))
         .file(
-            ".env",
+            "vars.env",
             "MCP_LAUNCH_TEST_FROM_DOTENV=dotenv-value\nMCP_LAUNCH_TEST_UNNAMED=x\nNODE_OPTIONS=--max-old-space-size=77\n",
         );
-    cmd.cmd().args(["--config", "config.json", "trust"]).run();
     let out = cmd
         .env("MCP_LAUNCH_TEST_FROM_PROCESS", "inherited")
-        .args(["call", "everything", "get-env", "--json"])
+        .args([
+            "--env-file",
+            "vars.env",
+            "call",
+            "everything",
+            "get-env",
+            "--json",
+        ])
         .run();
     let env = server_env(&out);
     assert_eq!(

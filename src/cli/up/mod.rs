@@ -222,7 +222,7 @@ pub async fn run(
     errors.extend(failed.map(|(stack, e)| (stack.clone(), output::error_object(e))));
     let running = launched.running;
     print_summary(&running, &errors, began.elapsed(), global)?;
-    super::model::embed_in_background(&loaded, global, launched.checked_live);
+    super::embedding::in_background(&loaded, launched.checked_live);
     if running.is_empty() {
         finish_printing(events, printer).await;
         return Ok(Outcome::Failed);

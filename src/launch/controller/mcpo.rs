@@ -112,7 +112,7 @@ impl ControllerError {
             "install it in a venv of its own with working pins: python3 -m venv ~/.local/share/mcp-launch/mcpo && \
              ~/.local/share/mcp-launch/mcpo/bin/pip install {} -c scripts/mcpo-constraints.txt, then put its bin/ on PATH \
              or set {MCPO_ENV}; `mcp-launch doctor` checks it",
-            crate::doctor::MCPO_SPEC
+            crate::pins::MCPO_SPEC
         );
         match self {
             ControllerError::NotInstalled { .. } | ControllerError::Spawn(_) => install,

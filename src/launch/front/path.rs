@@ -214,10 +214,8 @@ fn encode_segment(segment: &str) -> String {
 mod tests {
     use super::*;
 
-    fn canonical(raw: &str) -> Result<String, String> {
-        RequestPath::parse(raw)
-            .map(|p| p.canonical())
-            .map_err(|e| e.to_string())
+    fn canonical(raw: &str) -> Result<String, FrontError> {
+        RequestPath::parse(raw).map(|p| p.canonical())
     }
 
     #[test]

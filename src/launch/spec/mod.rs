@@ -261,12 +261,12 @@ impl<'o> Merger<'o> {
                     item,
                     reached,
                 }),
-                Err(reference) => {
+                Err(unresolved) => {
                     let (server, tool) = (server.to_string(), tool.to_string());
                     self.warn(MergeWarning::UnresolvedReference {
                         server,
                         tool,
-                        reference,
+                        reference: unresolved.reference,
                     });
                 }
             }

@@ -122,9 +122,9 @@ impl<'a> Components<'a> {
         })
     }
 
-    /// The components `start` reaches, directly or through other components. `Err` holds the
+    /// The components `start` reaches, directly or through other components. `Err` names the
     /// first reference that does not resolve to a component of this document.
-    pub(super) fn reach(&self, start: &'a Value) -> Result<HashSet<ComponentKey>, String> {
+    pub(super) fn reach(&self, start: &'a Value) -> Result<HashSet<ComponentKey>, Unresolved> {
         self.walk([start], true)
     }
 
@@ -144,7 +144,7 @@ impl<'a> Components<'a> {
         &self,
         start: impl IntoIterator<Item = &'s Value>,
         strict: bool,
-    ) -> Result<HashSet<ComponentKey>, String>
+    ) -> Result<HashSet<ComponentKey>, Unresolved>
     where
         'a: 's,
     {
@@ -158,7 +158,9 @@ impl<'a> Components<'a> {
                     .and_then(|target| Some((self.get(target.kind, &target.name)?, target)));
                 let Some((component, target)) = component else {
                     if strict {
-                        return Err(reference.to_string());
+                        return Err(Unresolved {
+                            reference: reference.to_string(),
+                        });
                     }
                     continue;
                 };
@@ -168,6 +170,27 @@ impl<'a> Components<'a> {
             }
         }
         Ok(reached)
+    }
+}
+
+/// A `$ref` that names no component of its document: the path using it is left out of the
+/// merged spec, with a warning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{reference}` names no component of its document")]
+pub(super) struct Unresolved {
+    /// The reference as written.
+    pub reference: String,
+}
+
+impl crate::error::Actionable for Unresolved {
+    fn kind(&self) -> &'static str {
+        "unresolved_reference"
+    }
+
+    fn help(&self) -> String {
+        "the server's OpenAPI document is incomplete: update the server, or deny the tool \
+         (`mcp-launch tool deny SERVER TOOL`)"
+            .into()
     }
 }
 
@@ -205,7 +228,7 @@ mod tests {
         assert_eq!(names, ["a", "b"]);
         let missing = json!({"$ref": "#/components/schemas/zzz"});
         assert_eq!(
-            components.reach(&missing).unwrap_err(),
+            components.reach(&missing).unwrap_err().reference,
             "#/components/schemas/zzz"
         );
     }

@@ -7,6 +7,7 @@
 //! is ignored (the vectors are recomputed), never trusted.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{document_text, Model};
 use crate::search::doc::ToolDoc;
@@ -149,10 +150,22 @@ impl VectorCache {
     /// Embeds the tools of `docs` (whose keys are `keys`, from [`keys`](Self::keys)) the cache
     /// lacks, over every core, and stores them; returns the keys it added.
     pub fn fill(&mut self, model: &Model, docs: &[ToolDoc], keys: &[u64]) -> Vec<u64> {
+        self.fill_counting(model, docs, keys, &AtomicUsize::new(0))
+    }
+
+    /// [`fill`](Self::fill), adding one to `done` as each tool is embedded (another thread
+    /// may read it to show progress).
+    pub fn fill_counting(
+        &mut self,
+        model: &Model,
+        docs: &[ToolDoc],
+        keys: &[u64],
+        done: &AtomicUsize,
+    ) -> Vec<u64> {
         let missing: Vec<usize> = (0..docs.len())
             .filter(|&i| self.get(keys[i]).is_none())
             .collect();
-        let vectors = embed_in_parallel(model, docs, &missing);
+        let vectors = embed_in_parallel(model, docs, &missing, done);
         let mut added = Vec::with_capacity(missing.len());
         for (&i, vector) in missing.iter().zip(&vectors) {
             if vector.len() == self.dims {
@@ -187,7 +200,12 @@ impl VectorCache {
     }
 }
 
-fn embed_in_parallel(model: &Model, docs: &[ToolDoc], which: &[usize]) -> Vec<Vec<f32>> {
+fn embed_in_parallel(
+    model: &Model,
+    docs: &[ToolDoc],
+    which: &[usize],
+    done: &AtomicUsize,
+) -> Vec<Vec<f32>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per = which.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
@@ -196,7 +214,11 @@ fn embed_in_parallel(model: &Model, docs: &[ToolDoc], which: &[usize]) -> Vec<Ve
             .map(|part| {
                 let worker = scope.spawn(move || {
                     part.iter()
-                        .map(|&i| model.embed_document(&docs[i]))
+                        .map(|&i| {
+                            let vector = model.embed_document(&docs[i]);
+                            done.fetch_add(1, Ordering::Relaxed);
+                            vector
+                        })
                         .collect::<Vec<_>>()
                 });
                 (part.len(), worker)

@@ -161,6 +161,45 @@ impl std::fmt::Debug for BridgeConfig {
 
 pub use crate::pool::{ServerState, ServerStatus};
 
+/// Why the bridge could not reach a server outside a call (connecting all at start, listing
+/// a server's live tools): its calls answer 502 until it is up.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ServerDown {
+    /// The bridge serves no server of that name.
+    #[error("the bridge serves no server named {server}")]
+    NotServed {
+        /// The name asked for.
+        server: String,
+    },
+    /// The server could not be started or listed (the stderr tail, when any, follows).
+    #[error("{reason}")]
+    Unavailable {
+        /// The server.
+        server: String,
+        /// Why, as the pool describes it.
+        reason: String,
+    },
+}
+
+impl crate::error::Actionable for ServerDown {
+    fn kind(&self) -> &'static str {
+        match self {
+            ServerDown::NotServed { .. } => "unknown_server",
+            ServerDown::Unavailable { .. } => "server_unavailable",
+        }
+    }
+
+    fn help(&self) -> String {
+        match self {
+            ServerDown::NotServed { .. } => "`mcp-launch status` lists the stack's servers".into(),
+            ServerDown::Unavailable { server, .. } => format!(
+                "its calls answer 502 until it starts (each call after the backoff tries \
+                 again); `mcp-launch inspect {server}` shows why"
+            ),
+        }
+    }
+}
+
 /// The native bridge of one stack. Cheap to clone: clones share the sessions.
 #[derive(Clone)]
 pub struct Bridge {
@@ -242,8 +281,17 @@ impl Bridge {
 
     /// Connects every server in parallel. A server that fails stays down (its error is in
     /// [`Bridge::server_status`]) and is retried by its next call after the backoff.
-    pub async fn connect_all(&self) -> Vec<(String, Result<(), String>)> {
-        self.inner.pool.connect_all().await
+    pub async fn connect_all(&self) -> Vec<(String, Result<(), ServerDown>)> {
+        let connected = self.inner.pool.connect_all().await;
+        (connected.into_iter())
+            .map(|(server, result)| {
+                let result = result.map_err(|reason| ServerDown::Unavailable {
+                    server: server.clone(),
+                    reason,
+                });
+                (server, result)
+            })
+            .collect()
     }
 
     /// Serves on `listener` until `shutdown` is cancelled or [`Bridge::shutdown`] is called,
@@ -280,15 +328,14 @@ impl Bridge {
         &self,
         server: &str,
         timeout: Duration,
-    ) -> Result<(ServerInfo, ToolList), String> {
-        let served = self
-            .served(server)
-            .ok_or_else(|| format!("the bridge serves no server named {server}"))?;
-        served
-            .upstream
-            .list_tools(timeout)
-            .await
-            .map_err(|e| crate::pool::describe(&e))
+    ) -> Result<(ServerInfo, ToolList), ServerDown> {
+        let served = self.served(server).ok_or_else(|| ServerDown::NotServed {
+            server: server.to_string(),
+        })?;
+        (served.upstream.list_tools(timeout).await).map_err(|e| ServerDown::Unavailable {
+            server: server.to_string(),
+            reason: crate::pool::describe(&e),
+        })
     }
 
     /// `server`'s OpenAPI document as `/<server>/openapi.json` serves it; `None` when there is
