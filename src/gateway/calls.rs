@@ -167,6 +167,16 @@ impl Gateway {
             .ok_or_else(|| sparse::unknown(&catalog, name))?;
         let legacy = self.inner.pool.upstream(&found.server)?;
         let upstream = self.era_upstream(legacy, caller.stateless.as_ref()).await?;
+        if let Some(stateless) = caller
+            .stateless
+            .clone()
+            .filter(|_| !upstream.is_stateless())
+        {
+            // A handshake-era server asks for input mid-call: round trips for this client.
+            return self
+                .forward_asking(name, arguments, caller, &stateless, timeout)
+                .await;
+        }
         let session = upstream.session().await.map_err(GatewayError::from_pool)?;
         let _calling = caller
             .link

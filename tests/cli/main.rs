@@ -17,6 +17,7 @@ mod durations;
 mod handshake;
 mod index;
 mod init;
+mod input_required;
 mod inspect;
 mod launch;
 mod list;

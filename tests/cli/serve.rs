@@ -39,7 +39,7 @@ fn drive(dir: &Path, args: &[&str]) -> Value {
 }
 
 /// The gateway's stdio command line for the driver's `--stdio`.
-fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
+pub(crate) fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
     let config = dir.join("config.json").display().to_string();
     let mut argv = vec![
         "--stdio".to_string(),
@@ -53,7 +53,7 @@ fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
 }
 
 /// `serve --http` on a free loopback port, once it listens: the process and its `/mcp` URL.
-fn http_gateway(cmd: &Cmd, extra: &[&str]) -> (Running, String) {
+pub(crate) fn http_gateway(cmd: &Cmd, extra: &[&str]) -> (Running, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let running = cmd
         .cmd()
@@ -82,7 +82,7 @@ fn pids(file: &Path) -> Vec<i32> {
         .collect()
 }
 
-fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
+pub(crate) fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !check() {
         assert!(
