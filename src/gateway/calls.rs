@@ -205,9 +205,15 @@ impl Gateway {
             };
             self.spawn(relay.run(session.notifications(), done.clone()))
         });
-        let outcome = upstream
-            .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
-            .await;
+        let outcome = if found.task {
+            upstream
+                .call_task_on(&session, params, timeout, &caller.cancel)
+                .await
+        } else {
+            upstream
+                .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
+                .await
+        };
         // What the server sent before its answer reaches the client before the answer.
         done.cancel();
         if let Some(relay) = relay {

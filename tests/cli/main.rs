@@ -32,6 +32,7 @@ mod security;
 mod semantic;
 mod serve;
 mod session;
+mod tasks;
 mod tokens;
 mod tools;
 mod tui;
