@@ -1,9 +1,34 @@
-//! Key checks for our HTTP servers (a stack's front, the native bridge, the gateway). Every comparison is constant-time in the key's content (only its length can
+//! Keys of our HTTP servers (a stack's front, the native bridge, the gateway): generated from
+//! the OS's random source, and checked. Every comparison is constant-time in the key's content (only its length can
 //! leak), and an empty configured secret never matches, so a misconfigured front fails closed.
 
 use axum::http::header::AUTHORIZATION;
 use axum::http::HeaderMap;
 use subtle::{Choice, ConstantTimeEq};
+
+/// Characters of generated keys: letters and digits only, so keys survive copy-paste, URLs
+/// and shell quoting.
+const KEY_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+/// Length of generated keys: 40 characters of 62 symbols ≈ 238 bits.
+pub const KEY_LEN: usize = 40;
+
+/// A fresh random key of [`KEY_LEN`] letters and digits from the OS's random source.
+pub fn generate_key() -> String {
+    let mut out = String::with_capacity(KEY_LEN);
+    let mut buf = [0u8; 64];
+    while out.len() < KEY_LEN {
+        // getrandom fails only on a broken OS; a panic with the reason beats a weak key.
+        getrandom::fill(&mut buf).expect("the operating system's random source failed");
+        // Rejection sampling: 62 * 4 = 248, so bytes ≥ 248 are dropped to stay unbiased.
+        for b in buf.iter().filter(|&&b| b < 248) {
+            if out.len() == KEY_LEN {
+                break;
+            }
+            out.push(KEY_ALPHABET[(*b % 62) as usize] as char);
+        }
+    }
+    out
+}
 
 /// The header carrying the public API key (the alternative to `Authorization: Bearer`).
 pub const API_KEY_HEADER: &str = "x-api-key";

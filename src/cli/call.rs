@@ -207,6 +207,11 @@ async fn call(
             expected: catalog::expected_shape(tool_def),
         });
     }
+    if crate::mcp::requires_task(tool_def) {
+        let params = serde_json::json!({"name": tool, "arguments": arguments});
+        let never = tokio_util::sync::CancellationToken::new();
+        return (session.call_as_task(params, timeout, &never).await).map_err(server_error);
+    }
     session
         .call_tool(tool, arguments, timeout)
         .await

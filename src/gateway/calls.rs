@@ -167,6 +167,16 @@ impl Gateway {
             .ok_or_else(|| sparse::unknown(&catalog, name))?;
         let legacy = self.inner.pool.upstream(&found.server)?;
         let upstream = self.era_upstream(legacy, caller.stateless.as_ref()).await?;
+        if let Some(stateless) = caller
+            .stateless
+            .clone()
+            .filter(|_| !upstream.is_stateless())
+        {
+            // A handshake-era server asks for input mid-call: round trips for this client.
+            return self
+                .forward_asking(name, arguments, caller, &stateless, timeout)
+                .await;
+        }
         let session = upstream.session().await.map_err(GatewayError::from_pool)?;
         let _calling = caller
             .link
@@ -195,9 +205,15 @@ impl Gateway {
             };
             self.spawn(relay.run(session.notifications(), done.clone()))
         });
-        let outcome = upstream
-            .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
-            .await;
+        let outcome = if found.task {
+            upstream
+                .call_task_on(&session, params, timeout, &caller.cancel)
+                .await
+        } else {
+            upstream
+                .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
+                .await
+        };
         // What the server sent before its answer reaches the client before the answer.
         done.cancel();
         if let Some(relay) = relay {

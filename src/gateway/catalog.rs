@@ -32,6 +32,28 @@ pub struct GatewayTool {
     pub tokens: usize,
     /// How its `structuredContent` may be cut (its `outputSchema` kept when cut-tolerant).
     pub structured: Structured,
+    /// Its server runs it only as a task: the gateway calls it task-augmented and answers
+    /// with its result (clients see it without `execution.taskSupport`).
+    pub task: bool,
+}
+
+/// Whether the tool's server runs it only as a task; `definition` then loses its
+/// `execution.taskSupport` (the gateway holds the task itself and answers the call, so its
+/// clients call the tool as any other — the gateway declares no `tasks` capability).
+fn hold_tasks_here(definition: &mut Value) -> bool {
+    let task = crate::mcp::requires_task(definition);
+    if let Some(execution) = definition
+        .get_mut("execution")
+        .and_then(Value::as_object_mut)
+    {
+        execution.remove("taskSupport");
+        if execution.is_empty() {
+            definition
+                .as_object_mut()
+                .map(|fields| fields.remove("execution"));
+        }
+    }
+    task
 }
 
 /// Whether a property reached from `schema` through `properties` alone carries `x-mcp-header`.
@@ -136,6 +158,7 @@ impl Catalog {
                 }
                 let budget = own.unwrap_or(budgets.default.max_tokens);
                 let structured = structured_policy(&mut definition, budget);
+                let task = hold_tasks_here(&mut definition);
                 let tokens = exposed_tool
                     .tokens_after
                     .unwrap_or_else(|| definition.to_string().len() / 4);
@@ -147,6 +170,7 @@ impl Catalog {
                     definition,
                     tokens,
                     structured,
+                    task,
                 });
             }
             catalog

@@ -49,6 +49,21 @@ impl Stateless {
         })
     }
 
+    /// The retry's `requestState`, when the request is a retry.
+    pub fn request_state(&self) -> Option<&str> {
+        self.retry.get("requestState").and_then(Value::as_str)
+    }
+
+    /// The retry's `inputResponses` (answers by the keys of the requests they answer).
+    pub fn input_responses(&self) -> Option<&Map<String, Value>> {
+        self.retry.get("inputResponses").and_then(Value::as_object)
+    }
+
+    /// A member of the client's `_meta` (`io.modelcontextprotocol/…`).
+    pub fn meta(&self, key: &str) -> Option<&Value> {
+        self.meta.get(key)
+    }
+
     /// `params` (an object) as the server must get them: the retry members and the client's
     /// `_meta` members added (a `progressToken` already there stays).
     pub fn stamp(&self, params: &mut Value) {

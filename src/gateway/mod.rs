@@ -16,6 +16,7 @@ pub mod clients;
 pub mod daemon;
 mod era;
 pub mod error;
+mod input;
 mod items;
 mod known;
 mod meaning;
@@ -149,6 +150,8 @@ struct Inner {
     next_token: AtomicU64,
     /// Clients with calls under way, who answer their servers' requests.
     callers: Arc<Callers>,
+    /// Calls of 2026-07-28 clients waiting for their input (handshake-era servers).
+    parked: input::Parked,
     /// The log level a client asked for, passed to every server that starts.
     log_level: std::sync::Mutex<Option<Value>>,
     /// A release of freed memory is scheduled.
@@ -226,6 +229,7 @@ impl Gateway {
                 outputs,
                 known,
                 callers,
+                parked: input::Parked::default(),
                 model: std::sync::OnceLock::new(),
                 model_uses: AtomicU64::new(0),
                 embedded: tokio::sync::Notify::new(),

@@ -7,12 +7,7 @@
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 
-/// Characters of generated keys: letters and digits only, so keys survive copy-paste, URLs
-/// and shell quoting.
-const KEY_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-
-/// Length of generated keys: 40 characters of 62 symbols ≈ 238 bits.
-pub const KEY_LEN: usize = 40;
+pub use crate::auth::{generate_key, KEY_LEN};
 
 /// How many ports past a taken one we try before giving up.
 const PORT_SEARCH: u16 = 100;
@@ -58,24 +53,6 @@ impl PortError {
             }
         }
     }
-}
-
-/// A fresh random key of [`KEY_LEN`] letters and digits from the OS's random source.
-pub fn generate_key() -> String {
-    let mut out = String::with_capacity(KEY_LEN);
-    let mut buf = [0u8; 64];
-    while out.len() < KEY_LEN {
-        // getrandom fails only on a broken OS; a panic with the reason beats a weak key.
-        getrandom::fill(&mut buf).expect("the operating system's random source failed");
-        // Rejection sampling: 62 * 4 = 248, so bytes ≥ 248 are dropped to stay unbiased.
-        for b in buf.iter().filter(|&&b| b < 248) {
-            if out.len() == KEY_LEN {
-                break;
-            }
-            out.push(KEY_ALPHABET[(*b % 62) as usize] as char);
-        }
-    }
-    out
 }
 
 /// Hands out ports for the stacks of one launch, never the same port twice.

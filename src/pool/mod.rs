@@ -24,6 +24,7 @@
 //!   ([`Upstream::refused`]) and its handshake upstream serves those clients.
 
 mod failure;
+mod task;
 mod upstream;
 
 use std::collections::HashMap;

@@ -246,8 +246,17 @@ impl Upstream {
     ) -> Result<Result<Value, McpError>, PoolError> {
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
+        self.guarded(session.request_cancellable(method, Some(params), timeout, cancel))
+            .await
+    }
+
+    /// `outcome` of a request, counted, or `Err` when the pool closes first.
+    pub(super) async fn guarded(
+        &self,
+        outcome: impl std::future::Future<Output = Result<Value, McpError>>,
+    ) -> Result<Result<Value, McpError>, PoolError> {
         let outcome = tokio::select! {
-            outcome = session.request_cancellable(method, Some(params), timeout, cancel) => outcome,
+            outcome = outcome => outcome,
             () = self.closing.cancelled() => return Err(PoolError::ShuttingDown),
         };
         self.used();
@@ -261,7 +270,12 @@ impl Upstream {
     }
 
     /// The error for a request that failed on `session`; a lost session marks the server down.
-    fn failed(&self, session: &Arc<Session>, method: &str, error: McpError) -> PoolError {
+    pub(super) fn failed(
+        &self,
+        session: &Arc<Session>,
+        method: &str,
+        error: McpError,
+    ) -> PoolError {
         match error {
             McpError::Timeout { after, .. } => PoolError::Timeout {
                 server: self.name.clone(),

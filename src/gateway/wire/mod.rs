@@ -14,7 +14,7 @@
 //! in the 2025 era, which clients still speak: they are passed on.
 #![allow(deprecated)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::handler::server::ServerHandler;
@@ -109,6 +109,22 @@ impl Handler {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(id)
+    }
+
+    /// Subscribes on their servers to the resources a `subscriptions/listen` names; the URIs
+    /// whose updates it is to hear (one no server serves, or whose server refused, is left
+    /// out and logged: the client asked for what it cannot get).
+    async fn watch_resources(&self, filter: &SubscriptionFilter) -> HashSet<String> {
+        let mut watched = HashSet::new();
+        for uri in filter.resource_subscriptions.iter().flatten() {
+            match self.gateway.subscription("resources/subscribe", uri).await {
+                Ok(()) => {
+                    watched.insert(uri.clone());
+                }
+                Err(e) => tracing::info!(uri, error = %e, "subscriptions/listen: not subscribed"),
+            }
+        }
+        watched
     }
 }
 
@@ -488,8 +504,11 @@ impl ServerHandler for Handler {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        // A 2026-era client hears of list changes on its `subscriptions/listen` stream.
+        // A 2026-era client hears of list changes on its `subscriptions/listen` stream, and of
+        // the resources it named there (subscribed on their servers, as `resources/subscribe`
+        // does for a session client).
         let mut changes = self.gateway.subscribe();
+        let watched = self.watch_resources(context.accepted()).await;
         loop {
             let change = tokio::select! {
                 change = changes.recv() => change,
@@ -500,8 +519,16 @@ impl ServerHandler for Handler {
                 Ok(Event::Tools) => sink.notify_tool_list_changed().await,
                 Ok(Event::Resources) => sink.notify_resource_list_changed().await,
                 Ok(Event::Prompts) => sink.notify_prompt_list_changed().await,
+                Ok(Event::ResourceUpdated(params)) => {
+                    match params.get("uri").and_then(Value::as_str) {
+                        Some(uri) if watched.contains(uri) => {
+                            sink.notify_resource_updated(uri).await
+                        }
+                        _ => continue,
+                    }
+                }
                 // Log messages reach a 2026-era client on its request's stream only.
-                Ok(Event::Log(_) | Event::ResourceUpdated(_)) => continue,
+                Ok(Event::Log(_)) => continue,
                 Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return Ok(()),
             };

@@ -19,8 +19,10 @@ use super::message::{
 use super::peer::{CloseReason, Peer};
 use super::{http, sse, stdio};
 
+mod task;
 mod tools;
 
+pub use self::task::requires_task;
 pub use self::tools::ToolList;
 
 /// The first window for the `initialize` answer. Most servers answer in well under a second;

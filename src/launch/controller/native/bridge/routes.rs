@@ -149,10 +149,12 @@ async fn call(
         return Err(invalid(violations));
     }
     let started = Instant::now();
-    let answer = served
-        .upstream
-        .call(tool, arguments, bridge.inner.call_timeout)
-        .await?;
+    let timeout = bridge.inner.call_timeout;
+    let answer = if crate::mcp::requires_task(&found.definition) {
+        served.upstream.call_task(tool, arguments, timeout).await?
+    } else {
+        served.upstream.call(tool, arguments, timeout).await?
+    };
     let answer = match &bridge.inner.outputs {
         Some(outputs) => {
             let call = Call {

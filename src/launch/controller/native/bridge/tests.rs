@@ -620,3 +620,22 @@ async fn replaced_tools_change_the_routes_and_the_document() {
     assert_eq!(served, document);
     bridge.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_its_server_runs_only_as_a_task_answers_its_result() {
+    // server-everything's simulate-research-query has `taskSupport: "required"`: called
+    // plainly it answers -32601; the bridge calls it as a task and waits for the report.
+    let bridge = Running::start(vec![everything()], LONG).await;
+    let (status, body) = bridge
+        .call(
+            "/everything/simulate-research-query",
+            json!({"topic": "bridges"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.to_string().contains("Research Report: bridges"),
+        "{body}"
+    );
+    bridge.stop().await;
+}
