@@ -19,7 +19,7 @@ use crate::config::ServerEntry;
 use crate::duration::Setting;
 
 use super::fingerprint::server_identity;
-use super::preflight::{ServerReport, Status};
+use super::preflight::{ItemLists, ServerReport, Status};
 use super::tool;
 
 /// Bumped when the file's shape changes; another version is ignored (and rebuilt).
@@ -59,6 +59,13 @@ pub struct IndexEntry {
     /// Warnings of that check.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The client capabilities the tools were listed with (absent: not recorded, an older
+    /// file). A gateway, which offers its servers more, can tell a listing made for less.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_with: Option<Value>,
+    /// Its resources, resource templates and prompts at the check (absent: not listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<ItemLists>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -130,6 +137,11 @@ impl ToolIndex {
             }
         }
         stale.truncate(MAX_STALE);
+        // A check that did not list them (the gateway's own) keeps the last lists.
+        let items = report.items.clone().or_else(|| {
+            let previous = self.file.servers.get(&key)?;
+            (previous.identity == identity).then(|| previous.items.clone())?
+        });
         self.recorded.insert(key.clone());
         self.file.servers.insert(
             key,
@@ -143,6 +155,8 @@ impl ToolIndex {
                 tool_tokens: report.tool_tokens.clone(),
                 stale: stale.clone(),
                 warnings: report.warnings.clone(),
+                listed_with: report.listed_with.clone(),
+                items,
             },
         );
         stale
@@ -207,6 +221,8 @@ pub(crate) fn cached_report(entry: &ServerEntry, found: &IndexEntry) -> ServerRe
     report.warnings = found.warnings.clone();
     report.stale = found.stale.clone();
     report.checked_at = Some(UNIX_EPOCH + Duration::from_secs(found.checked_at));
+    report.listed_with = found.listed_with.clone();
+    report.items = found.items.clone();
     report
 }
 

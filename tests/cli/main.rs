@@ -9,6 +9,7 @@ mod launch_util;
 mod util;
 
 mod call;
+mod client_context;
 mod config;
 mod conformance;
 mod daemon;
@@ -19,6 +20,7 @@ mod index;
 mod init;
 mod inspect;
 mod launch;
+mod links;
 mod list;
 mod native;
 mod native_startup;
