@@ -290,6 +290,29 @@ mod tests {
     }
 
     #[test]
+    fn a_check_records_its_capabilities_and_items_and_one_without_items_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx.json");
+        let (now, e) = (SystemTime::now(), entry("a"));
+        let mut index = ToolIndex::open_at(Some(path.clone()));
+        let mut checked = connected(&e, &["t1"]);
+        checked.listed_with = Some(json!({}));
+        let prompts = vec![json!({"name": "p"})];
+        checked.items = Some([("prompts".to_string(), prompts.clone())].into());
+        index.record(&e, &checked, now);
+        let mut relisted = connected(&e, &["t1", "t2"]);
+        relisted.listed_with = Some(json!({"sampling": {}}));
+        index.record(&e, &relisted, now);
+        index.save();
+
+        let index = ToolIndex::open_at(Some(path));
+        let found = index.fresh(&e, Duration::from_secs(60), now).unwrap();
+        let report = cached_report(&e, found);
+        assert_eq!(report.listed_with, Some(json!({"sampling": {}})));
+        assert_eq!(report.items.unwrap()["prompts"], prompts);
+    }
+
+    #[test]
     fn fresh_until_the_ttl_or_the_identity_changes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("idx.json");

@@ -347,3 +347,77 @@ impl Callers {
         Ok(roots)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client that answers every request with `answer` (or refuses, for `None`).
+    struct Client {
+        who: &'static str,
+        answer: Option<Value>,
+    }
+
+    impl ClientLink for Client {
+        fn who(&self) -> &str {
+            self.who
+        }
+
+        fn ask(&self, _: String, _: Option<Value>) -> BoxFuture<'static, Result<Value, RpcError>> {
+            let answer = self.answer.clone().ok_or(RpcError {
+                code: METHOD_NOT_FOUND,
+                message: "not offered".into(),
+                data: None,
+            });
+            Box::pin(async move { answer })
+        }
+    }
+
+    fn calling(callers: &Callers, clients: &[(&'static str, Option<Value>)]) {
+        let mut upstreams = callers.lock();
+        let upstream = upstreams.entry("s".into()).or_default();
+        for (id, (who, answer)) in clients.iter().enumerate() {
+            let link: Arc<dyn ClientLink> = Arc::new(Client {
+                who,
+                answer: answer.clone(),
+            });
+            upstream.calls.push((id as u64, link));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_is_answered_by_the_one_client_calling_else_refused() {
+        let callers = Callers::default();
+        let asked = || callers.answer("s", "sampling/createMessage".into(), None);
+        assert_eq!(
+            asked().await.unwrap_err().code,
+            METHOD_NOT_FOUND,
+            "nobody calls"
+        );
+        let reply = json!({"content": {"type": "text", "text": "a"}});
+        calling(
+            &callers,
+            &[("a", Some(reply.clone())), ("a", Some(reply.clone()))],
+        );
+        assert_eq!(asked().await.unwrap(), reply, "two calls of one client");
+        calling(&callers, &[("b", Some(json!({"from": "b"})))]);
+        let refused = asked().await.unwrap_err();
+        assert_eq!(refused.code, METHOD_NOT_FOUND, "two clients: whose is it?");
+        assert!(
+            refused.message.contains("several clients"),
+            "{}",
+            refused.message
+        );
+    }
+
+    #[tokio::test]
+    async fn a_client_without_roots_gives_none_and_the_server_is_known_to_ask() {
+        let callers = Callers::default();
+        calling(&callers, &[("plain", None)]);
+        let roots = callers.answer("s", ROOTS_LIST.into(), None).await;
+        assert_eq!(roots.unwrap(), json!({"roots": []}));
+        let upstreams = callers.lock();
+        assert!(upstreams["s"].asks_roots);
+        assert_eq!(upstreams["s"].roots, Some(json!({"roots": []})));
+    }
+}
