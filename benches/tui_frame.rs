@@ -63,6 +63,8 @@ fn report(entry: &ServerEntry, tools: usize) -> ServerReport {
         error: None,
         stale: Vec::new(),
         checked_at: None,
+        listed_with: None,
+        items: None,
     }
 }
 

@@ -19,7 +19,7 @@ use crate::config::ServerEntry;
 use crate::duration::Setting;
 
 use super::fingerprint::server_identity;
-use super::preflight::{ServerReport, Status};
+use super::preflight::{ItemLists, ServerReport, Status};
 use super::tool;
 
 /// Bumped when the file's shape changes; another version is ignored (and rebuilt).
@@ -59,6 +59,13 @@ pub struct IndexEntry {
     /// Warnings of that check.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The client capabilities the tools were listed with (absent: not recorded, an older
+    /// file). A gateway, which offers its servers more, can tell a listing made for less.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_with: Option<Value>,
+    /// Its resources, resource templates and prompts at the check (absent: not listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<ItemLists>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -130,6 +137,11 @@ impl ToolIndex {
             }
         }
         stale.truncate(MAX_STALE);
+        // A check that did not list them (the gateway's own) keeps the last lists.
+        let items = report.items.clone().or_else(|| {
+            let previous = self.file.servers.get(&key)?;
+            (previous.identity == identity).then(|| previous.items.clone())?
+        });
         self.recorded.insert(key.clone());
         self.file.servers.insert(
             key,
@@ -143,6 +155,8 @@ impl ToolIndex {
                 tool_tokens: report.tool_tokens.clone(),
                 stale: stale.clone(),
                 warnings: report.warnings.clone(),
+                listed_with: report.listed_with.clone(),
+                items,
             },
         );
         stale
@@ -207,6 +221,8 @@ pub(crate) fn cached_report(entry: &ServerEntry, found: &IndexEntry) -> ServerRe
     report.warnings = found.warnings.clone();
     report.stale = found.stale.clone();
     report.checked_at = Some(UNIX_EPOCH + Duration::from_secs(found.checked_at));
+    report.listed_with = found.listed_with.clone();
+    report.items = found.items.clone();
     report
 }
 
@@ -271,6 +287,29 @@ mod tests {
         r.tools = tools.iter().map(|n| json!({"name": n})).collect();
         r.tool_tokens = vec![5; tools.len()];
         r
+    }
+
+    #[test]
+    fn a_check_records_its_capabilities_and_items_and_one_without_items_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx.json");
+        let (now, e) = (SystemTime::now(), entry("a"));
+        let mut index = ToolIndex::open_at(Some(path.clone()));
+        let mut checked = connected(&e, &["t1"]);
+        checked.listed_with = Some(json!({}));
+        let prompts = vec![json!({"name": "p"})];
+        checked.items = Some([("prompts".to_string(), prompts.clone())].into());
+        index.record(&e, &checked, now);
+        let mut relisted = connected(&e, &["t1", "t2"]);
+        relisted.listed_with = Some(json!({"sampling": {}}));
+        index.record(&e, &relisted, now);
+        index.save();
+
+        let index = ToolIndex::open_at(Some(path));
+        let found = index.fresh(&e, Duration::from_secs(60), now).unwrap();
+        let report = cached_report(&e, found);
+        assert_eq!(report.listed_with, Some(json!({"sampling": {}})));
+        assert_eq!(report.items.unwrap()["prompts"], prompts);
     }
 
     #[test]

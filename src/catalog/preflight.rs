@@ -126,7 +126,24 @@ pub struct ServerReport {
     pub stale: Vec<String>,
     /// When its tools were seen live, for a report from the tool index.
     pub checked_at: Option<std::time::SystemTime>,
+    /// The client capabilities its tools were listed with (`None`: not known, an index
+    /// written before they were recorded). Servers may list more tools to clients offering
+    /// more (sampling, elicitation, roots).
+    pub listed_with: Option<Value>,
+    /// Its resources, resource templates and prompts, when they were listed.
+    pub items: Option<ItemLists>,
 }
+
+/// A server's resources, resource templates and prompts as listed, by their list's key
+/// (`resources`, `resourceTemplates`, `prompts`).
+pub type ItemLists = std::collections::BTreeMap<String, Vec<Value>>;
+
+/// The lists of [`ItemLists`]: the method, the result's key, the capability that offers it.
+pub const ITEM_LISTS: [(&str, &str, &str); 3] = [
+    ("resources/list", "resources", "resources"),
+    ("resources/templates/list", "resourceTemplates", "resources"),
+    ("prompts/list", "prompts", "prompts"),
+];
 
 impl ServerReport {
     /// Total token cost of the server's tools, if counted.
@@ -164,6 +181,8 @@ impl ServerReport {
             error: None,
             stale: Vec::new(),
             checked_at: None,
+            listed_with: None,
+            items: None,
         }
     }
 
@@ -377,7 +396,10 @@ async fn check(
     let listed = session.list_tools(opts.list_timeout).await;
     let info = session.info().clone();
     let report = match listed {
-        Ok(list) => listed_report(&entry, &info, list),
+        Ok(list) => ServerReport {
+            items: Some(list_items(&session, opts.list_timeout).await),
+            ..listed_report(&entry, &info, list)
+        },
         Err(e) => ServerReport {
             init_time: Some(info.init_time),
             protocol_version: Some(info.protocol_version),
@@ -404,8 +426,28 @@ pub(crate) fn listed_report(
         init_time: Some(info.init_time),
         protocol_version: Some(info.protocol_version.clone()),
         used_slow_window: info.used_slow_window,
+        listed_with: Some(info.declared.clone()),
         ..ServerReport::blank(entry, transport_of(entry))
     }
+}
+
+/// The resources, templates and prompts `session`'s server offers (each list it declares;
+/// one that fails is left out, with a log line: the tools are what the check is for).
+pub(crate) async fn list_items(session: &Session, timeout: Duration) -> ItemLists {
+    let capabilities = &session.info().capabilities;
+    let mut lists = ItemLists::new();
+    for (method, key, capability) in ITEM_LISTS {
+        if capabilities.get(capability).is_none() {
+            continue;
+        }
+        match session.list_items(method, key, timeout).await {
+            Ok(items) => {
+                lists.insert(key.to_string(), items);
+            }
+            Err(e) => tracing::info!(method, error = %e, "cannot list; left out of the index"),
+        }
+    }
+    lists
 }
 
 fn failed(entry: &ServerEntry, transport: &'static str, problem: ServerProblem) -> ServerReport {

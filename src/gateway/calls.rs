@@ -35,7 +35,10 @@ impl Gateway {
         }
         let started = std::time::Instant::now();
         let served = self.served_by(name, &arguments);
-        let result = self.route(name, arguments, caller).await?;
+        let mut result = self.route(name, arguments, caller).await?;
+        if served.server != "mcp-launch" {
+            self.link_result(&served.server, &mut result);
+        }
         if era::asks_for_input(&result) {
             // Not an answer yet: the client's retry must find it as the server sent it.
             return Ok(result);
@@ -178,9 +181,18 @@ impl Gateway {
                 .await;
         }
         let session = upstream.session().await.map_err(GatewayError::from_pool)?;
-        let _calling = caller
-            .link
-            .map(|link| self.inner.callers.enter(&found.server, link));
+        let _calling = match caller.link {
+            Some(link) => {
+                let callers = &self.inner.callers;
+                let stateless = upstream.is_stateless();
+                Some(
+                    callers
+                        .enter(&found.server, stateless, link, &session)
+                        .await,
+                )
+            }
+            None => None,
+        };
         let mut params = json!({"name": found.tool, "arguments": arguments});
         let done = CancellationToken::new();
         let progress = caller.progress.map(|progress| {

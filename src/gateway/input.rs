@@ -12,6 +12,7 @@
 //! timeout for the client, and a call nobody resumes is cancelled on its server.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -36,6 +37,9 @@ const MAX_PARKED: usize = 256;
 
 /// Requests a server may have waiting on one call before the client's next round.
 const MAX_ASKS: usize = 16;
+
+/// Numbers the calls round trips serve (each is a client of its own).
+static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 
 /// JSON-RPC "internal error": the client went away without answering.
 const INTERNAL_ERROR: i64 = -32603;
@@ -104,12 +108,18 @@ impl Parked {
 
 /// Asks a 2026 client through the round trip: a server's request waits in the channel.
 struct RoundTrip {
+    /// A client of its own (a 2026 call stands alone: see `ClientLink::who`).
+    who: String,
     asks: mpsc::Sender<Ask>,
     /// The capabilities the client declared in its request's `_meta`.
     capabilities: Value,
 }
 
 impl ClientLink for RoundTrip {
+    fn who(&self) -> &str {
+        &self.who
+    }
+
     fn ask(
         &self,
         method: String,
@@ -194,6 +204,7 @@ impl Gateway {
     ) -> Running {
         let (asks, asked) = mpsc::channel(MAX_ASKS);
         let link = RoundTrip {
+            who: format!("input-call:{}", NEXT_CALL.fetch_add(1, Ordering::Relaxed)),
             asks,
             capabilities: stateless
                 .meta(&format!("{META_PREFIX}clientCapabilities"))
@@ -379,6 +390,7 @@ mod tests {
     async fn a_server_request_waits_for_the_clients_answer() {
         let (asks, mut asked) = mpsc::channel(1);
         let link = RoundTrip {
+            who: "test".into(),
             asks,
             capabilities: json!({"elicitation": {}}),
         };

@@ -65,23 +65,28 @@ impl Gateway {
     pub async fn list_items(&self, kind: Kind) -> Vec<Value> {
         let mut all = Vec::new();
         for upstream in self.inner.pool.servers() {
-            let listed = match self.listing_session(upstream).await {
-                Some(session) if session.info().capabilities.get(kind.capability()).is_none() => {
-                    continue
-                }
-                Some(session) => {
-                    let listed = self.list_pages(upstream, &session, kind).await;
-                    self.inner.known.remember(upstream.name(), kind, &listed);
-                    listed
-                }
-                None => self.inner.known.items(upstream.name(), kind),
-            };
-            for mut item in listed {
+            for mut item in self.items_of(upstream, kind).await {
                 self.rename(upstream.name(), kind, &mut item);
                 all.push(item);
             }
         }
         all
+    }
+
+    /// `upstream`'s items of `kind` under their own names: listed when it runs (and
+    /// remembered), else as last seen.
+    async fn items_of(&self, upstream: &Arc<Upstream>, kind: Kind) -> Vec<Value> {
+        match self.listing_session(upstream).await {
+            Some(session) if session.info().capabilities.get(kind.capability()).is_none() => {
+                Vec::new()
+            }
+            Some(session) => {
+                let listed = self.list_pages(upstream, &session, kind).await;
+                self.inner.known.remember(upstream.name(), kind, &listed);
+                listed
+            }
+            None => self.inner.known.items(upstream.name(), kind),
+        }
     }
 
     /// The session to list from: a running one; in passthrough mode, the one server started.
@@ -149,7 +154,13 @@ impl Gateway {
         uri: &str,
         stateless: Option<&Stateless>,
     ) -> Result<Value, GatewayError> {
-        let (upstream, own) = self.route_uri(uri)?;
+        let (upstream, own) = match self.route_uri(uri) {
+            Ok(routed) => routed,
+            Err(unknown) => (
+                self.owner_of_raw(uri).await.ok_or(unknown)?,
+                uri.to_string(),
+            ),
+        };
         let mut params = json!({"uri": own});
         let upstream = self.stamped(upstream, stateless, &mut params).await?;
         let mut result = upstream
@@ -177,10 +188,43 @@ impl Gateway {
             params["arguments"] = arguments;
         }
         let upstream = self.stamped(upstream, stateless, &mut params).await?;
-        upstream
+        let mut result = upstream
             .request("prompts/get", params, self.inner.options.call_timeout)
             .await
-            .map_err(GatewayError::from_pool)
+            .map_err(GatewayError::from_pool)?;
+        if let Some(Value::Array(messages)) = result.get_mut("messages") {
+            for message in messages {
+                if let Some(content) = message.get_mut("content") {
+                    self.link_content(upstream.name(), content);
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// A tool result's content items as the client can follow them: the URIs of resource
+    /// links and embedded resources in the form `resources/read` takes (`server+uri`).
+    pub(super) fn link_result(&self, server: &str, result: &mut Value) {
+        if let Some(Value::Array(content)) = result.get_mut("content") {
+            for item in content {
+                self.link_content(server, item);
+            }
+        }
+    }
+
+    /// One content item's URI (a `resource_link`'s, an embedded `resource`'s) renamed.
+    fn link_content(&self, server: &str, item: &mut Value) {
+        if self.inner.options.passthrough {
+            return;
+        }
+        let target = match item.get("type").and_then(Value::as_str) {
+            Some("resource_link") => Some(item),
+            Some("resource") => item.get_mut("resource"),
+            _ => None,
+        };
+        if let Some(target) = target {
+            prefix_field(target, "uri", &scheme_prefix(server));
+        }
     }
 
     /// The upstream a request of `stateless` reaches on `upstream`'s server (`era_upstream`),
@@ -310,6 +354,48 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// The one server a URI not in the gateway's form belongs to (a link a result carried
+    /// before links were renamed, or one a client kept): the server whose resources or
+    /// templates name it, else whose resources share its scheme. `None` when no server or
+    /// several do.
+    async fn owner_of_raw(&self, uri: &str) -> Option<&Arc<Upstream>> {
+        let mut named = Vec::new();
+        let mut same_scheme = Vec::new();
+        let scheme = uri.split_once(':').map(|(scheme, _)| scheme)?;
+        for upstream in self.inner.pool.servers() {
+            let mut own = self.items_of(upstream, Kind::Resources).await;
+            own.extend(self.items_of(upstream, Kind::Templates).await);
+            let uris: Vec<&str> = own
+                .iter()
+                .filter_map(|item| item.get("uri").or_else(|| item.get("uriTemplate")))
+                .filter_map(Value::as_str)
+                .collect();
+            if uris.iter().any(|own| names_uri(own, uri)) {
+                named.push(upstream);
+            } else if uris
+                .iter()
+                .any(|own| own.split_once(':').map(|(s, _)| s) == Some(scheme))
+            {
+                same_scheme.push(upstream);
+            }
+        }
+        match (named.as_slice(), same_scheme.as_slice()) {
+            ([one], _) | ([], [one]) => Some(*one),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a resource URI or template (`demo://r/{id}`) names `uri`: equal, or its fixed
+/// start (up to the first `{`) starts it.
+fn names_uri(own: &str, uri: &str) -> bool {
+    match own.split_once('{') {
+        Some((fixed, _)) => !fixed.is_empty() && uri.starts_with(fixed),
+        None => own == uri,
+    }
+}
+
 /// `github+`: the server's name as URI scheme characters, and the joining `+`.
 fn scheme_prefix(server: &str) -> String {
     let cleaned: String = server
@@ -355,6 +441,10 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
                 listen(&gateway, &session);
             } else {
                 announce(&gateway, &session);
+                let (gateway, server) = (gateway.clone(), upstream.name().to_string());
+                gateway
+                    .clone()
+                    .spawn(async move { gateway.relist_if_provisional(&server).await });
             }
             let server = upstream.name().to_string();
             let stateless = upstream.is_stateless();

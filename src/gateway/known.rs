@@ -5,7 +5,8 @@
 //! `resources/list` from it for servers that are not running, so a client sees them at once;
 //! a call starts the server as usual. A cache: a failed write is logged, never an error, and
 //! two gateways writing at once may drop each other's newest lists (each re-reads the file
-//! and changes only its own entries).
+//! and changes only its own entries). A server no gateway has listed yet starts with the lists
+//! its check recorded in the tool index (`mcp-launch list` records them).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::catalog::ServerReport;
 use crate::config::ServerEntry;
 
 use super::items::Kind;
@@ -36,8 +38,10 @@ pub struct Known {
 }
 
 impl Known {
-    /// The lists kept for `entries` whose definition is unchanged.
-    pub fn load(entries: &[ServerEntry]) -> Known {
+    /// The lists kept for `entries` whose definition is unchanged; for a server seen by
+    /// none of the gateways yet, the lists its check recorded in the tool index (`reports`,
+    /// parallel to `entries`).
+    pub fn load(entries: &[ServerEntry], reports: &[ServerReport]) -> Known {
         let path = dirs::cache_dir().map(|d| d.join("mcp-launch").join("gateway-items.json"));
         let identities: HashMap<String, String> = entries
             .iter()
@@ -45,6 +49,18 @@ impl Known {
             .collect();
         let mut items = read(path.as_ref());
         items.retain(|name, kept| identities.get(name) == Some(&kept.identity));
+        for (entry, report) in entries.iter().zip(reports) {
+            let (Some(identity), Some(lists)) = (identities.get(&entry.qualified), &report.items)
+            else {
+                continue;
+            };
+            items
+                .entry(entry.qualified.clone())
+                .or_insert_with(|| ServerItems {
+                    identity: identity.clone(),
+                    lists: lists.clone(),
+                });
+        }
         Known {
             path,
             identities,

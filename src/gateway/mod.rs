@@ -187,7 +187,7 @@ impl Gateway {
             .collect();
         let (reports, unknown) = tool_catalog::from_index(&entries);
         let outputs = Outputs::new(options.max_output);
-        let known = known::Known::load(&entries);
+        let known = known::Known::load(&entries, &reports);
         let catalog = build_catalog(&reports, &overrides, options.passthrough, &outputs).await;
         catalog.warn_repairs(None);
         let callers = Arc::new(Callers::default());

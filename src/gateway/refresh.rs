@@ -108,6 +108,33 @@ impl Gateway {
         items::watch_upstreams(self).await;
     }
 
+    /// Re-lists `server`'s tools once its session is up when the tool index listed them for
+    /// a client offering less than the gateway relays (`mcp-launch list` declares no client
+    /// capabilities; server-everything then leaves out the tools that need them). Listing
+    /// starts nothing, so this waits for the server's first start.
+    pub(super) async fn relist_if_provisional(&self, server: &str) {
+        let Some(i) = self.index_of(server) else {
+            return;
+        };
+        let provisional = {
+            let reports = self.inner.reports.lock().await;
+            let report = &reports[i];
+            let relayed = crate::mcp::relayed_capabilities();
+            report.status == tool_catalog::Status::Cached
+                && !report
+                    .listed_with
+                    .as_ref()
+                    .is_some_and(|with| crate::mcp::declares_all(with, &relayed))
+        };
+        if provisional {
+            tracing::info!(
+                server,
+                "its tools were listed for a client offering less; re-listing"
+            );
+            self.refresh_server(server).await;
+        }
+    }
+
     /// Re-lists `server`'s tools live and rebuilds the catalog.
     pub(super) async fn refresh_server(&self, server: &str) {
         let Some(i) = self.index_of(server) else {

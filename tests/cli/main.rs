@@ -9,6 +9,7 @@ mod launch_util;
 mod util;
 
 mod call;
+mod client_context;
 mod config;
 mod conformance;
 mod daemon;
@@ -20,6 +21,7 @@ mod init;
 mod input_required;
 mod inspect;
 mod launch;
+mod links;
 mod list;
 mod native;
 mod native_startup;

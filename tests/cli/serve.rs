@@ -39,7 +39,7 @@ fn drive(dir: &Path, args: &[&str]) -> Value {
 }
 
 /// The gateway's stdio command line for the driver's `--stdio`.
-pub(super) fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
+pub(crate) fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
     let config = dir.join("config.json").display().to_string();
     let mut argv = vec![
         "--stdio".to_string(),
@@ -53,7 +53,7 @@ pub(super) fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
 }
 
 /// `serve --http` on a free loopback port, once it listens: the process and its `/mcp` URL.
-pub(super) fn http_gateway(cmd: &Cmd, extra: &[&str]) -> (Running, String) {
+pub(crate) fn http_gateway(cmd: &Cmd, extra: &[&str]) -> (Running, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let running = cmd
         .cmd()
@@ -93,7 +93,7 @@ pub(super) fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool)
     }
 }
 
-fn strings(value: &Value) -> Vec<String> {
+pub(crate) fn strings(value: &Value) -> Vec<String> {
     value
         .as_array()
         .map(|a| {
@@ -624,9 +624,14 @@ fn prompts_seen_once_are_listed_by_the_next_gateway_before_their_server_runs() {
             .map(|p| p["name"].clone())
             .collect::<Vec<_>>()))
     };
-    // No server runs yet, and none has been seen: nothing to list.
+    // No server runs yet and no gateway has seen one: the prompts `list` recorded in the tool
+    // index.
     let first = raw_client(&dir, "", &first_args(&over_stdio(&[])));
-    assert!(names(&first).is_empty(), "{first}");
+    let recorded = names(&first);
+    assert!(
+        !recorded.is_empty() && recorded.iter().all(|n| n.starts_with("everything__")),
+        "{first}"
+    );
     // A call starts the server; its prompts are listed live and remembered.
     let arguments = over_stdio(&["--arguments", r#"{"message": "hi"}"#]);
     let live = names(&raw_client(
@@ -641,7 +646,7 @@ fn prompts_seen_once_are_listed_by_the_next_gateway_before_their_server_runs() {
     // A new gateway lists them before anything starts the server.
     let later = raw_client(&dir, "", &first_args(&over_stdio(&[])));
     assert_eq!(names(&later), live);
-    // A changed definition forgets them.
+    // A changed definition forgets them: what its own check records is listed.
     let changed = cmd.config_json(json!({"mcpServers": {"everything": {
         "command": everything_bin(), "env": {"CHANGED": "1"},
     }}}));
@@ -651,7 +656,7 @@ fn prompts_seen_once_are_listed_by_the_next_gateway_before_their_server_runs() {
         .stderr_any()
         .run();
     let after = raw_client(changed.dir(), "", &first_args(&over_stdio(&[])));
-    assert!(names(&after).is_empty(), "{after}");
+    assert_eq!(names(&after), recorded, "{after}");
 }
 
 /// Borrowed arguments.
@@ -788,7 +793,7 @@ fn output_schemas_are_kept_only_where_cut_results_still_conform() {
 
 /// Steps of the stateless client against `url`, and its answers.
 /// `transport` is `["--url", URL]` or `["--", COMMAND...]`.
-fn stateless(dir: &Path, transport: &[&str], steps: Value) -> Vec<Value> {
+pub(crate) fn stateless(dir: &Path, transport: &[&str], steps: Value) -> Vec<Value> {
     let mut command = Command::new(sdk_python());
     command
         .arg(manifest_dir().join("tests/fixtures/stateless_client.py"))
@@ -798,7 +803,7 @@ fn stateless(dir: &Path, transport: &[&str], steps: Value) -> Vec<Value> {
     answers.as_array().cloned().unwrap_or_default()
 }
 
-fn text_of(answer: &Value) -> &str {
+pub(crate) fn text_of(answer: &Value) -> &str {
     answer["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default()

@@ -196,6 +196,8 @@ fn report_in(r: ReportIn) -> ServerReport {
         error,
         stale: r.stale,
         checked_at: (r.checked_at_ms).map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+        listed_with: None,
+        items: None,
     }
 }
 
@@ -279,6 +281,8 @@ mod tests {
             })),
             stale: vec!["old".into()],
             checked_at: Some(UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
+            listed_with: None,
+            items: None,
         };
         let back = report_from(report_json(&report)).expect("decodes");
         let line = format!(

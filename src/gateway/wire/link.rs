@@ -1,7 +1,10 @@
 //! A connected client as the answerer of its servers' requests (sampling, elicitation,
 //! roots): asked only for what it declared at `initialize`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use futures_util::future::BoxFuture;
+use rmcp::model::Extensions;
 use rmcp::model::ServerRequest;
 use rmcp::service::RoleServer;
 use rmcp::{Peer, ServiceError};
@@ -15,17 +18,70 @@ use crate::mcp::RpcError;
 const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;
 
-/// The client behind an rmcp peer.
-pub struct PeerLink(pub Peer<RoleServer>);
+/// Numbers the requests of clients of the stateless revision: each is a client of its own.
+static STANDALONE: AtomicU64 = AtomicU64::new(1);
+
+/// The client behind an rmcp peer, and who it is ([`ClientLink::who`]).
+pub struct PeerLink {
+    peer: Peer<RoleServer>,
+    who: String,
+    /// A request of the stateless revision: its client cannot be asked anything mid-call.
+    stateless: bool,
+}
+
+impl PeerLink {
+    /// The client of a request or notification that came with `extensions` (over HTTP, the
+    /// request's parts); `stateless` for a request of the stateless revision, which stands
+    /// alone whatever session header it carries.
+    pub fn new(peer: Peer<RoleServer>, extensions: &Extensions, stateless: bool) -> PeerLink {
+        PeerLink {
+            peer,
+            who: who(extensions, stateless),
+            stateless,
+        }
+    }
+}
+
+/// Who sent a request: its HTTP session, the one stdio client, or (a request of the stateless
+/// revision, or over HTTP without a session) a client of its own.
+fn who(extensions: &Extensions, stateless: bool) -> String {
+    let standalone = || format!("request:{}", STANDALONE.fetch_add(1, Ordering::Relaxed));
+    if stateless {
+        return standalone();
+    }
+    let Some(parts) = extensions.get::<axum::http::request::Parts>() else {
+        return "stdio".into();
+    };
+    parts
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(standalone, |session| format!("session:{session}"))
+}
 
 impl ClientLink for PeerLink {
+    fn who(&self) -> &str {
+        &self.who
+    }
+
     fn ask(
         &self,
         method: String,
         params: Option<Value>,
     ) -> BoxFuture<'static, Result<Value, RpcError>> {
-        let peer = self.0.clone();
+        let peer = self.peer.clone();
+        let stateless = self.stateless;
         Box::pin(async move {
+            if stateless {
+                tracing::info!(
+                    method,
+                    "refused a server request: a 2026-07-28 client cannot be asked mid-call"
+                );
+                return Err(rpc(
+                    METHOD_NOT_FOUND,
+                    format!("{method}: the client cannot be asked during a call"),
+                ));
+            }
             if !declared(&peer, &method) {
                 tracing::info!(
                     method,

@@ -310,9 +310,14 @@ impl ServerHandler for Handler {
                 request.request_state.as_deref(),
             );
             let arguments = object(request.arguments);
+            let link = link::PeerLink::new(
+                context.peer.clone(),
+                &context.extensions,
+                stateless.is_some(),
+            );
             let caller = Caller {
                 progress,
-                link: Some(Arc::new(link::PeerLink(context.peer.clone()))),
+                link: Some(Arc::new(link)),
                 cancel: context.ct.clone(),
                 scope: scope_of(&context),
                 logs: Some(log_sink(&context)),

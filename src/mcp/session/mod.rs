@@ -127,10 +127,28 @@ pub struct ServerInfo {
     pub capabilities: Value,
     /// `instructions`, if any.
     pub instructions: Option<String>,
+    /// The client capabilities we declared (what the server may have tailored its lists to:
+    /// server-everything lists some tools only to clients offering sampling, elicitation or
+    /// roots). `{}` in the stateless revision, where each request carries its client's.
+    pub declared: Value,
     /// Time from start (spawn or first request) to the `initialize` answer.
     pub init_time: Duration,
     /// True when the answer came only in the slow window.
     pub used_slow_window: bool,
+}
+
+/// The client capabilities a gateway declares for its clients
+/// ([`ConnectOptions::forwards_client_requests`]): it passes these requests on to them.
+pub fn relayed_capabilities() -> Value {
+    json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": true}})
+}
+
+/// Whether client capabilities `declared` include every one of `wanted` (by name).
+pub fn declares_all(declared: &Value, wanted: &Value) -> bool {
+    let Some(wanted) = wanted.as_object() else {
+        return true;
+    };
+    wanted.keys().all(|name| declared.get(name).is_some())
 }
 
 /// The `_meta` of our own requests in the stateless revision: its version, no capabilities.
@@ -152,7 +170,7 @@ impl ServerInfo {
     /// What the answer to the opening request (`initialize`, `server/discover`) says.
     fn opened(
         version: &str,
-        server_info: Value,
+        (server_info, declared): (Value, Value),
         answer: &Value,
         started: Instant,
         used_slow_window: bool,
@@ -160,6 +178,7 @@ impl ServerInfo {
         ServerInfo {
             protocol_version: version.to_string(),
             server_info,
+            declared,
             capabilities: answer.get("capabilities").cloned().unwrap_or(Value::Null),
             instructions: answer
                 .get("instructions")
@@ -228,6 +247,7 @@ impl Session {
                 protocol_version: String::new(),
                 server_info: Value::Null,
                 capabilities: Value::Null,
+                declared: json!({}),
                 instructions: None,
                 init_time: Duration::ZERO,
                 used_slow_window: false,
@@ -247,13 +267,13 @@ impl Session {
         started: Instant,
     ) -> Result<(), McpError> {
         let capabilities = if opts.forwards_client_requests {
-            json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": true}})
+            relayed_capabilities()
         } else {
             json!({})
         };
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": capabilities,
+            "capabilities": capabilities.clone(),
             "clientInfo": {"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")},
         });
         let (result, used_slow_window) = self.handshake("initialize", params, opts).await?;
@@ -268,7 +288,8 @@ impl Session {
             );
         }
         let server_info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
-        self.info = ServerInfo::opened(version, server_info, &result, started, used_slow_window);
+        let told = (server_info, capabilities);
+        self.info = ServerInfo::opened(version, told, &result, started, used_slow_window);
         tracing::info!(
             version,
             ms = self.info.init_time.as_millis() as u64,
@@ -300,7 +321,8 @@ impl Session {
             .cloned()
             .unwrap_or(Value::Null);
         let version = STATELESS_PROTOCOL_VERSION;
-        self.info = ServerInfo::opened(version, server_info, &result, started, used_slow_window);
+        let told = (server_info, json!({}));
+        self.info = ServerInfo::opened(version, told, &result, started, used_slow_window);
         tracing::info!(
             ms = self.info.init_time.as_millis() as u64,
             "server/discover answered: the server speaks {STATELESS_PROTOCOL_VERSION}"
@@ -368,6 +390,11 @@ impl Session {
         };
         let result = outcome.map_err(|_| self.closed_error(method))??;
         Ok((result, used_slow_window))
+    }
+
+    /// Sends a notification (queued in order with the requests; nothing waits for it).
+    pub fn notify(&self, method: &str, params: Option<Value>) {
+        self.peer.notify(method, params);
     }
 
     /// What the server said in the handshake.

@@ -68,6 +68,33 @@ impl Session {
         Ok(list)
     }
 
+    /// Every item of a paged list other than tools (`resources/list`,
+    /// `resources/templates/list`, `prompts/list`): the array under `key` of each page, until
+    /// `nextCursor` ends, repeats or hits the page cap.
+    pub async fn list_items(
+        &self,
+        method: &str,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<Vec<Value>, McpError> {
+        let mut items = Vec::new();
+        let mut seen_cursors = HashSet::new();
+        let mut params = json!({});
+        for _ in 0..self.tool_pages {
+            let page = self.request(method, Some(params), timeout).await?;
+            if let Some(Value::Array(list)) = page.get(key) {
+                items.extend(list.iter().cloned());
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(cursor) if !cursor.is_empty() && seen_cursors.insert(cursor.to_string()) => {
+                    params = json!({"cursor": cursor});
+                }
+                _ => break,
+            }
+        }
+        Ok(items)
+    }
+
     async fn first_tools_page(
         &self,
         timeout: Duration,

@@ -1,0 +1,112 @@
+//! One client's context never answers another's call: server-everything's `get-roots-list`
+//! (it asks `roots/list` once and keeps the answer until told the roots changed) called through
+//! `mcp-launch serve` by clients with roots of their own — the official Python SDK
+//! (`tests/fixtures/context_client.py`) and the raw 2026-07-28 client
+//! (`tests/fixtures/stateless_client.py`) — over Streamable HTTP (several sessions on one
+//! gateway) and stdio (one client whose roots change).
+
+use std::path::Path;
+use std::process::Command;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+use crate::serve::{http_gateway, stateless, stdio_gateway, text_of};
+use crate::util::*;
+
+/// The roots the SDK clients offer (`file:///NAME`).
+const ROOTS: [&str; 4] = ["alpha-root", "beta-root", "first-root", "second-root"];
+
+fn context_client(dir: &Path, args: &[String]) -> Value {
+    let mut command = Command::new(sdk_python());
+    command
+        .arg(manifest_dir().join("tests/fixtures/context_client.py"))
+        .args(args);
+    client_json(command, dir, "the context client")
+}
+
+/// The roots of [`ROOTS`] a text names.
+fn roots_in(text: &str) -> Vec<&'static str> {
+    ROOTS
+        .into_iter()
+        .filter(|root| text.contains(&format!("file:///{root}")))
+        .collect()
+}
+
+/// A 2026-07-28 client's call of get-roots-list: its text (it offers roots in its `_meta`, but
+/// cannot be asked for them mid-call, so it gets none — and never a session's).
+fn stateless_roots(dir: &Path, transport: &[&str]) -> String {
+    let call = json!([{"method": "tools/call",
+        "params": {"name": "everything__get-roots-list", "arguments": {}}}]);
+    let answers = stateless(dir, transport, call);
+    let answer = answers.first().cloned().unwrap_or_default();
+    let text = text_of(&answer).to_string();
+    assert!(
+        !text.is_empty(),
+        "the 2026 client's call answered: {answer}"
+    );
+    text
+}
+
+#[test]
+fn sessions_on_one_http_gateway_see_only_their_own_roots_in_both_eras() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"everything": everything()}}));
+    let dir = cmd.dir().to_path_buf();
+    let (running, url) = http_gateway(&cmd, &["--mode", "full"]);
+    let seen = context_client(&dir, &["--http".into(), url.clone()]);
+    let own = |client: &str| match client {
+        "alpha" => vec!["alpha-root"],
+        "beta" => vec!["beta-root"],
+        _ => vec![],
+    };
+    for call in seen["interleaved"].as_array().into_iter().flatten() {
+        let (client, text) = (
+            call[0].as_str().unwrap_or(""),
+            call[1].as_str().unwrap_or(""),
+        );
+        assert_eq!(
+            roots_in(text),
+            own(client),
+            "one after another, {client} sees its own roots: {seen}"
+        );
+    }
+    let concurrent = seen["concurrent"].as_array().cloned().unwrap_or_default();
+    assert_eq!(concurrent.len(), 9, "{seen}");
+    for call in &concurrent {
+        let (client, text) = (
+            call[0].as_str().unwrap_or(""),
+            call[1].as_str().unwrap_or(""),
+        );
+        let roots = roots_in(text);
+        assert!(
+            roots.is_empty() || roots == own(client),
+            "at once, {client} sees its own roots or none (a refusal), never another's: {seen}"
+        );
+    }
+    // A 2026 client after them: not the roots of the sessions before it.
+    let text = stateless_roots(&dir, &["--url", &url]);
+    assert_eq!(roots_in(&text), Vec::<&str>::new(), "{text}");
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    running.wait();
+}
+
+#[test]
+fn a_stdio_client_whose_roots_change_is_seen_with_the_new_ones_in_both_eras() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"everything": everything()}}));
+    let dir = cmd.dir().to_path_buf();
+    let gateway = stdio_gateway(&dir, &["--mode", "full"]);
+    let seen = context_client(&dir, &gateway);
+    let first = seen["first"].as_str().unwrap_or("");
+    assert_eq!(roots_in(first), ["first-root"], "{seen}");
+    let second = seen["second"].as_str().unwrap_or("");
+    assert_eq!(
+        roots_in(second),
+        ["second-root"],
+        "the changed roots reach the server: {seen}"
+    );
+    let mut stdio = vec!["--"];
+    stdio.extend(gateway[1..].iter().map(String::as_str));
+    let text = stateless_roots(&dir, &stdio);
+    assert_eq!(roots_in(&text), Vec::<&str>::new(), "{text}");
+}
