@@ -39,9 +39,12 @@ pub struct GatewayTool {
 
 /// Whether the tool's server runs it only as a task; `definition` then loses its
 /// `execution.taskSupport` (the gateway holds the task itself and answers the call, so its
-/// clients call the tool as any other — the gateway declares no `tasks` capability).
+/// clients call the tool as any other — the gateway declares no `tasks` capability). Any other
+/// `taskSupport` is passed on as the server sent it.
 fn hold_tasks_here(definition: &mut Value) -> bool {
-    let task = crate::mcp::requires_task(definition);
+    if !crate::mcp::requires_task(definition) {
+        return false;
+    }
     if let Some(execution) = definition
         .get_mut("execution")
         .and_then(Value::as_object_mut)
@@ -53,7 +56,7 @@ fn hold_tasks_here(definition: &mut Value) -> bool {
                 .map(|fields| fields.remove("execution"));
         }
     }
-    task
+    true
 }
 
 /// Whether a property reached from `schema` through `properties` alone carries `x-mcp-header`.

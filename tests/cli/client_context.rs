@@ -34,17 +34,31 @@ fn roots_in(text: &str) -> Vec<&'static str> {
         .collect()
 }
 
-/// A 2026-07-28 client's call of get-roots-list: its text (it offers roots in its `_meta`, but
-/// cannot be asked for them mid-call, so it gets none — and never a session's).
+/// The root the 2026-07-28 client gives when asked.
+const STATELESS_ROOT: &str = "file:///stateless-root";
+
+/// A 2026-07-28 client's call of get-roots-list: the server's request for roots reaches it as
+/// an `InputRequiredResult` (it cannot be asked mid-call), and its retry with its own roots is
+/// answered with them — never a session's. The text of the final answer.
 fn stateless_roots(dir: &Path, transport: &[&str]) -> String {
-    let call = json!([{"method": "tools/call",
-        "params": {"name": "everything__get-roots-list", "arguments": {}}}]);
-    let answers = stateless(dir, transport, call);
-    let answer = answers.first().cloned().unwrap_or_default();
-    let text = text_of(&answer).to_string();
+    let params = json!({"name": "everything__get-roots-list", "arguments": {}});
+    let mut retry = params.clone();
+    retry["inputResponses"] =
+        json!({"r1": {"roots": [{"uri": STATELESS_ROOT, "name": "stateless-root"}]}});
+    retry["requestState"] = json!("$state");
+    let steps = json!([{"method": "tools/call", "params": params},
+        {"method": "tools/call", "params": retry}]);
+    let answers = stateless(dir, transport, steps);
+    let asked = &answers[0]["result"];
+    assert_eq!(asked["resultType"], "input_required", "{answers:?}");
+    assert_eq!(
+        asked["inputRequests"]["r1"]["method"], "roots/list",
+        "{answers:?}"
+    );
+    let text = text_of(&answers[1]).to_string();
     assert!(
-        !text.is_empty(),
-        "the 2026 client's call answered: {answer}"
+        text.contains(STATELESS_ROOT),
+        "the retry is answered with the client's own roots: {answers:?}"
     );
     text
 }

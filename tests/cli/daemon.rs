@@ -565,6 +565,8 @@ fn search_by_meaning_through_a_daemon_ranks_and_scores_as_the_direct_path() {
             "10",
         ],
     ];
+    // The tools' vectors first (a search does not wait for them: it ranks by words meanwhile).
+    view(with_model(), "off", &["search", "echo", "--wait", "--json"]);
     let direct: Vec<Output> = (searches.iter())
         .map(|args| view(with_model(), "off", args))
         .collect();
