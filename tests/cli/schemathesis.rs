@@ -78,7 +78,11 @@ fn schemathesis_finds_nothing_on_a_native_stack() {
             "--workers",
             "1",
         ])
-        .args(LONG_RUNNING.iter().flat_map(|path| ["--exclude-path", path]))
+        .args(
+            LONG_RUNNING
+                .iter()
+                .flat_map(|path| ["--exclude-path", path]),
+        )
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
