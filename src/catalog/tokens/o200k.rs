@@ -148,15 +148,12 @@ impl Vocabulary {
         let mut pairs: Vec<u32> = (0..piece.len() - 1)
             .map(|i| self.pair_rank(piece, i, i + 2))
             .collect();
-        loop {
-            let Some((i, _)) = pairs
-                .iter()
-                .enumerate()
-                .filter(|(_, &rank)| rank != u32::MAX)
-                .min_by_key(|&(i, &rank)| (rank, i))
-            else {
-                break;
-            };
+        while let Some((i, _)) = pairs
+            .iter()
+            .enumerate()
+            .filter(|(_, &rank)| rank != u32::MAX)
+            .min_by_key(|&(i, &rank)| (rank, i))
+        {
             starts.remove(i + 1);
             pairs.remove(i);
             if i + 2 < starts.len() {
