@@ -11,6 +11,10 @@
 
 use std::time::{Duration, Instant};
 
+#[path = "common/timing.rs"]
+mod timing;
+use timing::{median, ms};
+
 use mcp_launch::search::baseline::BaselineIndex;
 use mcp_launch::search::eval::{self, BenchSet, Case};
 use mcp_launch::search::semantic::{DocVectors, Model, VectorCache};
@@ -225,14 +229,4 @@ fn cost(
     );
     println!("| hybrid query over {SYNTHETIC_TOOLS} tools in a long-lived process, embedding included | {:.2} ms |", ms(search));
     println!();
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn median(rounds: usize, mut f: impl FnMut() -> Duration) -> Duration {
-    let mut all: Vec<Duration> = (0..rounds).map(|_| f()).collect();
-    all.sort();
-    all[rounds / 2]
 }

@@ -1,17 +1,11 @@
 //! Measuring text in o200k tokens without paying for the tokenizer when size alone answers.
 //!
 //! A token is at least one byte, so text of at most `limit` bytes fits `limit` tokens: the
-//! common small result never loads the vocabulary (~50 MB resident, ~0.3 s of CPU; the
-//! gateway has an RSS target). The tokenizer is loaded lazily, once per process, the first
-//! time a result is too large to be judged by its size.
-
-use std::sync::OnceLock;
+//! common small result never loads the vocabulary (its index is ~3 MB; the gateway has an RSS
+//! target). The tokenizer is loaded lazily, once per process and shared with the catalog
+//! (`TokenCounter::shared`), the first time a result is too large to be judged by its size.
 
 use crate::catalog::TokenCounter;
-
-/// The tokenizer, loaded on first need. `None` when the embedded vocabulary cannot load;
-/// bytes then stand in for tokens (an upper bound: cuts are early, never late).
-static COUNTER: OnceLock<Option<TokenCounter>> = OnceLock::new();
 
 /// A piece of text this many times longer in bytes than the tokens left is not counted: it
 /// cannot fit in practice (o200k averages ~4 bytes a token on code and prose; 32 leaves room
@@ -23,13 +17,9 @@ pub(crate) const BYTES_PER_TOKEN_CEILING: usize = 32;
 /// figure is for the envelope, and counting 100 MB would cost far more than the call.
 pub(crate) const EXACT_TOTAL_BYTES: usize = 1 << 20;
 
-fn counter() -> Option<&'static TokenCounter> {
-    COUNTER.get_or_init(TokenCounter::load).as_ref()
-}
-
 /// Whether this process has loaded the tokenizer (tests check the small path never does).
 pub fn is_tokenizer_loaded() -> bool {
-    COUNTER.get().is_some()
+    TokenCounter::is_loaded()
 }
 
 thread_local! {
@@ -46,7 +36,8 @@ pub(crate) fn counted_on_this_thread() -> usize {
 /// The o200k tokens of `text` (loads the tokenizer when needed).
 pub fn tokens(text: &str) -> usize {
     COUNTED.with(|c| c.set(c.get() + 1));
-    match counter() {
+    // Without a vocabulary, bytes stand in for tokens (an upper bound: cuts are early).
+    match TokenCounter::shared() {
         Some(counter) => counter.count(text),
         None => text.len(),
     }
