@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""bench/real_clients.py - the gateway's added latency as the official SDK clients see it (issue 23).
+
+Our own bench clients write each request in one segment, so they never saw that every real
+client waited ~40 ms per HTTP request when the gateway left Nagle on. This bench measures with
+clients nobody here wrote: the official TypeScript SDK (pinned in scripts/install-test-deps.sh)
+and the official Python SDK 2.x (.deps/venv-sdk).
+
+  python3 bench/real_clients.py [--bin target/release/mcp-launch] [--calls N] [--rounds R] [--json]
+
+For each client (ts, python), transport (stdio, http) and concurrency (1, 16), `echo` on
+@modelcontextprotocol/server-everything is called N times (after a warm-up)
+- directly: the client spawns the server over stdio, or talks to the server's own Streamable
+  HTTP transport (`mcp-server-everything streamableHttp`);
+- through the gateway: the client spawns `mcp-launch serve` (full mode) over stdio, whose
+  upstream is the server over stdio; or talks to `mcp-launch serve --http`, whose upstream is
+  that same HTTP server.
+Direct and through alternate, R rounds each; the figure is the added p50 (through minus direct,
+per round, then the median of the rounds). Goal (issue 23): added p50 <= 0.5 ms everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import DEPS, ROOT, everything_bin, free_ports, log, pct  # noqa: E402
+
+CLIENTS_DIR = os.path.join(ROOT, "bench", "clients")
+PY_SDK = os.path.join(DEPS, "venv-sdk", "bin", "python")
+TS_SDK = os.environ.get("MCP_BENCH_TS_SDK", os.path.join(DEPS, "sdk-ts"))
+# Node 22 of the test deps (the conformance suite's), else the machine's.
+_NODE22 = os.path.join(DEPS, "conformance", "node_modules", ".bin", "node")
+NODE = os.environ.get("MCP_BENCH_NODE", _NODE22 if os.path.exists(_NODE22) else "node")
+ECHO_ARGS = '{"message": "hi"}'
+
+
+def client_argv(client: str, target: list[str], calls: int, concurrency: int, tool: str) -> list[str]:
+    common = ["--calls", str(calls), "--concurrency", str(concurrency), "--tool", tool, "--args", ECHO_ARGS]
+    if client == "ts":
+        head = [NODE, os.path.join(CLIENTS_DIR, "ts_latency.mjs"), "--sdk", TS_SDK]
+    else:
+        head = [PY_SDK, os.path.join(CLIENTS_DIR, "py_latency.py")]
+    # --stdio takes the rest of the command line, so it goes last.
+    return head + common + target
+
+
+def run_client(argv: list[str], env: dict) -> dict:
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:2])} failed: {done.stderr.strip()[-800:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    s = sorted(out["samples_ms"])
+    return {"p50": pct(s, 50), "p90": pct(s, 90), "p99": pct(s, 99), "ping": out["ping_ms"],
+            "calls_per_s": len(s) / out["wall_s"], "version": out["protocolVersion"]}
+
+
+def wait_port(port: int, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
+            return
+        except urllib.error.HTTPError:
+            return  # it answers
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+class Http:
+    """server-everything's own Streamable HTTP transport and a gateway in front of it."""
+
+    def __init__(self, bin_path: str, tmp: str, env: dict) -> None:
+        base = free_ports(2)
+        self.server_port, self.gateway_port = base, base + 1
+        self.procs: list[subprocess.Popen] = []
+        self.procs.append(subprocess.Popen(
+            [everything_bin(), "streamableHttp"], env=dict(env, PORT=str(self.server_port)),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        wait_port(self.server_port, time.monotonic() + 30)
+        config = os.path.join(tmp, "http.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"everything": {
+                "type": "http", "url": f"http://127.0.0.1:{self.server_port}/mcp"}}}, f)
+        self.procs.append(subprocess.Popen(
+            [bin_path, "serve", "--config", config, "--mode", "full",
+             "--http", f"127.0.0.1:{self.gateway_port}"] + no_auth(bin_path),
+            env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "gateway-http.log"), "w"),
+            start_new_session=True))
+        wait_port(self.gateway_port, time.monotonic() + 30)
+
+    def direct(self) -> list[str]:
+        return ["--http", f"http://127.0.0.1:{self.server_port}/mcp"]
+
+    def through(self) -> list[str]:
+        return ["--http", f"http://127.0.0.1:{self.gateway_port}/mcp"]
+
+    def close(self) -> None:
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, 15)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
+
+
+def no_auth(bin_path: str) -> list[str]:
+    """`--no-auth` where this build has it (loopback binds need a key once they do)."""
+    helptext = subprocess.run([bin_path, "serve", "--help"], capture_output=True, text=True).stdout
+    return ["--no-auth"] if "--no-auth" in helptext else []
+
+
+def stdio_targets(bin_path: str, tmp: str) -> tuple[list[str], list[str]]:
+    config = os.path.join(tmp, "stdio.json")
+    with open(config, "w") as f:
+        json.dump({"mcpServers": {"everything": {"command": everything_bin(), "args": []}}}, f)
+    return (["--stdio", everything_bin()],
+            ["--stdio", bin_path, "serve", "--config", config, "--mode", "full"])
+
+
+def measure(bin_path: str, tmp: str, env: dict, calls: int, rounds: int) -> dict:
+    results: dict = {}
+    http = Http(bin_path, tmp, env)
+    try:
+        stdio_direct, stdio_through = stdio_targets(bin_path, tmp)
+        targets = {"stdio": (stdio_direct, stdio_through), "http": (http.direct(), http.through())}
+        for client in ("ts", "python"):
+            for transport, (direct, through) in targets.items():
+                for conc in (1, 16):
+                    key = f"{client}/{transport}/c{conc}"
+                    runs = {"direct": [], "through": []}
+                    for r in range(rounds):
+                        runs["direct"].append(run_client(
+                            client_argv(client, direct, calls, conc, "echo"), env))
+                        runs["through"].append(run_client(
+                            client_argv(client, through, calls, conc, "everything__echo"), env))
+                    added = [t["p50"] - d["p50"] for d, t in zip(runs["direct"], runs["through"])]
+                    results[key] = {**runs, "added_p50": statistics.median(added)}
+                    log(f"{key}: direct p50 {statistics.median(x['p50'] for x in runs['direct']):.2f} ms, "
+                        f"through {statistics.median(x['p50'] for x in runs['through']):.2f} ms, "
+                        f"added {results[key]['added_p50']:+.2f} ms")
+    finally:
+        http.close()
+    return results
+
+
+def report(r: dict) -> str:
+    lines = [f"# real clients, {r['machine']}, {r['date']}, {r['commit']}",
+             f"{r['calls']} calls per run, {r['rounds']} rounds; ms; added = through - direct (p50, median of rounds)",
+             "", "| client | transport | c | direct p50 | through p50 | through p90 | ping through | added p50 | calls/s through |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for key, v in r["results"].items():
+        client, transport, conc = key.split("/")
+        med = lambda runs, f: statistics.median(x[f] for x in runs)  # noqa: E731
+        lines.append(
+            f"| {client} | {transport} | {conc[1:]} | {med(v['direct'], 'p50'):.2f} | {med(v['through'], 'p50'):.2f} | "
+            f"{med(v['through'], 'p90'):.2f} | {med(v['through'], 'ping'):.2f} | {v['added_p50']:+.2f} | "
+            f"{med(v['through'], 'calls_per_s'):.0f} |")
+    versions = sorted({f"{k.split('/')[0]}: {x['version']}" for k, v in r["results"].items() for x in v["through"]})
+    lines += ["", "negotiated through the gateway: " + ", ".join(versions)]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "mcp-launch"))
+    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--render", metavar="FILE", help="print the report of a saved --json result")
+    a = ap.parse_args()
+    if a.render:
+        with open(a.render) as f:
+            print(report(json.load(f)))
+        return
+    for path in (a.bin, PY_SDK, os.path.join(TS_SDK, "node_modules", "@modelcontextprotocol", "sdk")):
+        if not os.path.exists(path):
+            sys.exit(f"missing {path} (cargo build --release; bash scripts/install-test-deps.sh)")
+    with tempfile.TemporaryDirectory(prefix="mcpl-real-clients-") as tmp:
+        home = os.path.join(tmp, "home")
+        os.makedirs(home)
+        env = dict(os.environ, HOME=home, NO_COLOR="1", XDG_CACHE_HOME=os.path.join(tmp, "cache"),
+                   XDG_STATE_HOME=os.path.join(tmp, "state"), XDG_RUNTIME_DIR=tmp)
+        env.pop("MCP_LAUNCH_API_KEY", None)
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+        result = {"machine": f"{os.cpu_count()} cores, {platform.machine()}",
+                  "date": time.strftime("%Y-%m-%d"), "commit": commit, "calls": a.calls,
+                  "rounds": a.rounds, "results": measure(a.bin, tmp, env, a.calls, a.rounds)}
+    print(json.dumps(result, indent=1) if a.json else report(result))
+
+
+if __name__ == "__main__":
+    main()
