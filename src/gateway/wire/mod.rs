@@ -111,18 +111,23 @@ impl Handler {
             .remove(id)
     }
 
-    /// Subscribes on their servers to the resources a `subscriptions/listen` names; the URIs
-    /// whose updates it is to hear (one no server serves, or whose server refused, is left
-    /// out and logged: the client asked for what it cannot get).
-    async fn watch_resources(&self, filter: &SubscriptionFilter) -> HashSet<String> {
-        let mut watched = HashSet::new();
-        for uri in filter.resource_subscriptions.iter().flatten() {
-            match self.gateway.subscription("resources/subscribe", uri).await {
-                Ok(()) => {
-                    watched.insert(uri.clone());
+    /// The resources a `subscriptions/listen` names, whose updates it is to hear: subscribed
+    /// on their servers in the background (a server may have to start first, and the stream
+    /// must not wait for it; one no server serves, or whose server refuses, is logged).
+    fn watch_resources(&self, filter: &SubscriptionFilter) -> HashSet<String> {
+        let watched: HashSet<String> = filter
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        for uri in watched.iter().cloned() {
+            let gateway = self.gateway.clone();
+            self.gateway.spawn(async move {
+                if let Err(e) = gateway.subscription("resources/subscribe", &uri).await {
+                    tracing::info!(uri, error = %e, "subscriptions/listen: not subscribed");
                 }
-                Err(e) => tracing::info!(uri, error = %e, "subscriptions/listen: not subscribed"),
-            }
+            });
         }
         watched
     }
@@ -513,7 +518,7 @@ impl ServerHandler for Handler {
         // the resources it named there (subscribed on their servers, as `resources/subscribe`
         // does for a session client).
         let mut changes = self.gateway.subscribe();
-        let watched = self.watch_resources(context.accepted()).await;
+        let watched = self.watch_resources(context.accepted());
         loop {
             let change = tokio::select! {
                 change = changes.recv() => change,
