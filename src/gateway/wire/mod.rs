@@ -121,8 +121,8 @@ impl Handler {
             .flatten()
             .cloned()
             .collect();
-        for uri in watched.iter().cloned() {
-            let gateway = self.gateway.clone();
+        for uri in &watched {
+            let (gateway, uri) = (self.gateway.clone(), uri.clone());
             self.gateway.spawn(async move {
                 if let Err(e) = gateway.subscription("resources/subscribe", &uri).await {
                     tracing::info!(uri, error = %e, "subscriptions/listen: not subscribed");
