@@ -74,7 +74,8 @@ pub(super) fn start_daemon(project: &Cmd, run: Cmd) -> Running {
         .args(["--config", "config.json", "serve", "--daemon"])
         .stderr_any()
         .spawn();
-    eventually(20, "the daemon answers", || !gateways(project).is_empty());
+    // A readiness wait, not a figure: a loaded 2-core CI machine once needed more than 20 s.
+    eventually(60, "the daemon answers", || !gateways(project).is_empty());
     daemon
 }
 
