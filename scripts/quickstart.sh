@@ -14,6 +14,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 command -v npx >/dev/null || { echo "error: npx not found; install Node.js 18+ (it brings npm and npx)" >&2; exit 2; }
+# What this run put into .deps/ (said at the end: later shells need it named).
+FROM_DEPS=()
 if ! command -v uvx >/dev/null; then
   if [[ ! -x .deps/venv-tools/bin/uvx ]]; then
     echo "==> installing uv into .deps/venv-tools (for uvx)"
@@ -21,10 +23,11 @@ if ! command -v uvx >/dev/null; then
     .deps/venv-tools/bin/pip install --quiet --disable-pip-version-check uv
   fi
   export PATH="$ROOT/.deps/venv-tools/bin:$PATH"
+  FROM_DEPS+=("PATH=\"$ROOT/.deps/venv-tools/bin:\$PATH\"")
 fi
 
-echo "==> building mcp-launch (release)"
-cargo build --release --quiet
+echo "==> building mcp-launch (release; the first build takes about 5 minutes on 2 cores)"
+cargo build --release --locked
 BIN="$ROOT/target/release/mcp-launch"
 echo "==> mcp-launch --config mcp_configs/example.json list"
 export MCP_INIT_TIMEOUT_SEC="${MCP_INIT_TIMEOUT_SEC:-120}"
@@ -46,16 +49,19 @@ if [[ -z "${MCP_LAUNCH_MCPO:-}" ]] && ! command -v mcpo >/dev/null; then
     .deps/venv-mcpo/bin/pip install --quiet --disable-pip-version-check mcpo==0.0.20 -c scripts/mcpo-constraints.txt
   fi
   export MCP_LAUNCH_MCPO="$ROOT/.deps/venv-mcpo/bin/mcpo"
+  FROM_DEPS+=("MCP_LAUNCH_MCPO=\"$MCP_LAUNCH_MCPO\"")
 fi
 
-# The stack runs in a scratch project directory (its state and overrides live there).
+# The stack runs in a scratch project directory (its state and overrides live there), private
+# (up.json holds the stack's key) and removed on every exit.
+umask 077
 WORK="$(mktemp -d)"
 cp mcp_configs/example.json "$WORK/example.json"
 cd "$WORK"
 echo "==> mcp-launch up --config example.json --tunnel none   (in $WORK)"
 "$BIN" up --config example.json --tunnel none --json >up.json 2>up.log &
 UP=$!
-trap '"$BIN" down >/dev/null 2>&1 || true; kill "$UP" 2>/dev/null || true' EXIT
+trap '"$BIN" down >/dev/null 2>&1 || true; kill "$UP" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 for _ in $(seq 1 900); do
   [[ -s up.json ]] && python3 -c 'import json,sys; json.load(open("up.json"))' 2>/dev/null && break
   kill -0 "$UP" 2>/dev/null || { cat up.log >&2; echo "error: up exited early (log above)" >&2; exit 1; }
@@ -74,3 +80,19 @@ echo
 echo "==> mcp-launch down"
 "$BIN" down
 trap - EXIT
+cd "$ROOT"
+rm -rf "$WORK"
+
+cat <<EOF
+
+==> done. The binary is $BIN
+    Put it on PATH:  cargo install --path . --locked   (or: cp $BIN ~/.local/bin/)
+    Try next, in a project of yours:
+      mcp-launch init && mcp-launch list          # a working config, every server checked
+      mcp-launch search "what you want to do"     # the best tools, nothing started
+      mcp-launch up --tui                         # preflight, trim and launch in a terminal UI
+      mcp-launch serve --print-config claude-code # put the gateway into your MCP client
+EOF
+if ((${#FROM_DEPS[@]})); then
+  echo "    This run installed into .deps/; for later shells: export ${FROM_DEPS[*]}"
+fi

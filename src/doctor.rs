@@ -22,7 +22,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
 const STDERR_SETTLE: Duration = Duration::from_millis(200);
 
 /// The mcpo release whose pins we know to work (see [`crate::pins`]).
-pub use crate::pins::MCPO_SPEC;
+pub use crate::pins::{MCPO_CONSTRAINTS, MCPO_ENV, MCPO_SPEC};
 
 /// Oldest Node.js the reference servers run on.
 const MIN_NODE_MAJOR: u64 = 18;
@@ -105,6 +105,8 @@ pub struct DoctorOptions {
     pub path: Option<OsString>,
     /// Bound of each program run.
     pub timeout: Duration,
+    /// The mcpo `up` would run instead of PATH's (`MCP_LAUNCH_MCPO`).
+    pub mcpo: Option<PathBuf>,
 }
 
 impl Default for DoctorOptions {
@@ -112,6 +114,9 @@ impl Default for DoctorOptions {
         Self {
             path: std::env::var_os("PATH"),
             timeout: DEFAULT_TIMEOUT,
+            mcpo: std::env::var_os(MCPO_ENV)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from),
         }
     }
 }
@@ -131,27 +136,13 @@ pub async fn run(opts: &DoctorOptions) -> Vec<Check> {
     vec![python, node, npx, uv, uvx, cloudflared, mcpo]
 }
 
-/// Where the venv with mcpo's working pins goes, as the fix shows it.
-const MCPO_VENV: &str = "~/.local/share/mcp-launch/mcpo";
-
-/// The constraints file with mcpo's working pins: the repository's copy when this binary was
-/// built from a checkout that still exists, else its path inside the repository.
-pub fn mcpo_constraints() -> String {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mcpo-constraints.txt");
-    if here.is_file() {
-        here.display().to_string()
-    } else {
-        "scripts/mcpo-constraints.txt (in the mcp-launch repository)".into()
-    }
-}
-
 fn mcpo_help() -> String {
     format!(
-        "install mcpo in a venv of its own with its working pins (a plain `pip install mcpo` \
-         pulls an MCP SDK 2.x and a FastAPI it cannot run with):\n\
-         python3 -m venv {MCPO_VENV} && {MCPO_VENV}/bin/pip install {MCPO_SPEC} -c {}\n\
-         then put {MCPO_VENV}/bin on PATH",
-        mcpo_constraints()
+        "optional: `up` serves through its native controller without mcpo (--controller auto \
+         takes mcpo only when installed). For --controller mcpo, install it in a venv of its \
+         own with its working pins (a plain `pip install mcpo` pulls an MCP SDK 2.x and a \
+         FastAPI it cannot run with):\n{}",
+        crate::pins::mcpo_install()
     )
 }
 
@@ -223,7 +214,20 @@ async fn check_version(name: &'static str, required: bool, opts: &DoctorOptions)
 /// import that a bad resolution of FastAPI / the MCP SDK breaks) and tell its version.
 async fn check_mcpo(opts: &DoctorOptions) -> Check {
     let mut check = blank("mcpo", false);
-    let Some(path) = opts.path.as_deref().and_then(|path| which_in("mcpo", path)) else {
+    // The one `up` would run: MCP_LAUNCH_MCPO when set, else PATH's.
+    let found = match &opts.mcpo {
+        Some(path) if path.is_file() => Some(path.clone()),
+        Some(path) => {
+            let mut check = missing(check);
+            check.message = Some(format!(
+                "{MCPO_ENV} names {}, which does not exist",
+                path.display()
+            ));
+            return check;
+        }
+        None => opts.path.as_deref().and_then(|path| which_in("mcpo", path)),
+    };
+    let Some(path) = found else {
         return missing(check);
     };
     check.path = Some(path.clone());

@@ -80,11 +80,18 @@ impl DurationError {
 }
 
 fn accepted(min: Duration, max: Duration) -> String {
-    format!(
-        "from {} to {}",
-        humantime::format_duration(min),
-        humantime::format_duration(max)
-    )
+    format!("from {} to {}", shown(min), shown(max))
+}
+
+/// A bound as a person reads it: humantime's form, except whole days from a month up, which
+/// humantime would give in its 30.44-day months and 365.25-day years (`1year 18h` for 365d).
+fn shown(bound: Duration) -> String {
+    let days = bound.as_secs() / DAY.as_secs();
+    if days >= 30 && bound == DAY * days as u32 {
+        format!("{days}days")
+    } else {
+        humantime::format_duration(bound).to_string()
+    }
 }
 
 impl Setting {
@@ -227,6 +234,17 @@ mod tests {
             e.help()
         );
         assert_eq!(e.kind(), "invalid_duration");
+    }
+
+    #[test]
+    fn a_range_of_a_year_reads_in_days() {
+        let year = DAY * 365;
+        let since = Setting::new("--since", DAY, Duration::from_secs(60), year);
+        let e = since.parse("yesterday").unwrap_err();
+        assert!(
+            e.to_string().ends_with("it takes from 1m to 365days"),
+            "{e}"
+        );
     }
 
     proptest! {

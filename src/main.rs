@@ -15,6 +15,14 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
+    if let Some(timeout) = cli.command.init_timeout() {
+        // Before any thread starts (the log writer's included): setting the environment is
+        // then sound, and every reader below sees the flag as the variable.
+        std::env::set_var(
+            mcp_launch::mcp::INIT_TIMEOUT_ENV,
+            format!("{}ms", timeout.as_millis()),
+        );
+    }
     let _log_guard = match init_logging(
         &cli.global,
         cli.command.streams_child_logs(),
@@ -128,19 +136,40 @@ fn usage_error(e: clap::Error) -> ExitCode {
         );
     }
     if std::env::args().any(|a| a == "--json") {
-        let message = e.to_string();
-        let first = message
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ");
-        let envelope = serde_json::json!({"success": false, "error": {
-            "type": "usage", "message": first, "help": "run `mcp-launch --help` or `mcp-launch COMMAND --help`"}});
-        println!("{envelope:#}");
+        println!("{:#}", usage_envelope(&e.render().to_string()));
         return ExitCode::from(2);
     }
     let _ = e.print();
     ExitCode::from(2)
+}
+
+/// Clap's rendered error as the `--json` envelope: its whole first paragraph (which argument,
+/// which value) is the message; its tips ("a similar subcommand exists: 'list'") and usage
+/// line go into the help.
+fn usage_envelope(rendered: &str) -> serde_json::Value {
+    let mut paragraphs = rendered
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
+    let first = paragraphs
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ");
+    let message = first.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    let mut help = Vec::new();
+    for paragraph in paragraphs {
+        if let Some(usage) = paragraph.strip_prefix("Usage: ") {
+            help.push(format!("usage: {usage}"));
+        } else {
+            let tips = paragraph
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("tip: "));
+            help.extend(tips.map(str::to_owned));
+        }
+    }
+    help.push("run `mcp-launch --help` or `mcp-launch COMMAND --help`".to_string());
+    serde_json::json!({"success": false, "error": {
+        "type": "usage", "message": message, "help": help.join("; ")}})
 }
 
 /// Stderr gets warnings (or more with -v/-vv); `--log-file` gets everything at debug level

@@ -45,6 +45,61 @@ pub fn print_json(value: &Value) -> io::Result<()> {
     anstream::stdout().lock().write_all(&text)
 }
 
+/// Prints a command's `--json` answer with `success` first (agents read it before anything
+/// else): true when the command did what it was asked, i.e. when it exits 0.
+pub fn print_answer(success: bool, value: Value) -> io::Result<()> {
+    let mut answer = serde_json::Map::new();
+    answer.insert("success".into(), Value::Bool(success));
+    match value {
+        Value::Object(fields) => answer.extend(fields),
+        other => {
+            answer.insert("result".into(), other);
+        }
+    }
+    print_json(&Value::Object(answer))
+}
+
+/// A cut result's envelope in the command line's words: each `read_output {"handle": …}` an
+/// MCP client would send becomes the `mcp-launch output HANDLE …` that reads the same part
+/// (`offset` N → `--range N+1:`, `grep`, `jsonpath`). Text without one is returned as is.
+pub fn in_cli_words(text: &str) -> String {
+    const CALL: &str = "read_output {";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(CALL) {
+        let object = &rest[at + CALL.len() - 1..];
+        let mut read = serde_json::Deserializer::from_str(object).into_iter::<Value>();
+        let Some(Ok(request)) = read.next() else {
+            out.push_str(&rest[..at + CALL.len()]);
+            rest = &rest[at + CALL.len()..];
+            continue;
+        };
+        out.push_str(&rest[..at]);
+        out.push_str(&output_command(&request));
+        rest = &object[read.byte_offset()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `mcp-launch output HANDLE [--range A:] [--grep RE] [--jsonpath P]` for a `read_output`
+/// request.
+fn output_command(request: &Value) -> String {
+    let text = |key: &str| request.get(key).and_then(Value::as_str);
+    let quoted = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
+    let mut command = format!("mcp-launch output {}", text("handle").unwrap_or("HANDLE"));
+    if let Some(offset) = request.get("offset").and_then(Value::as_u64) {
+        command.push_str(&format!(" --range {}:", offset + 1));
+    }
+    if let Some(grep) = text("grep") {
+        command.push_str(&format!(" --grep {}", quoted(grep)));
+    }
+    if let Some(path) = text("jsonpath") {
+        command.push_str(&format!(" --jsonpath {}", quoted(path)));
+    }
+    command
+}
+
 /// Prints `value` as one compact line (a stream of results, one per line).
 pub fn print_json_line(value: &Value) -> io::Result<()> {
     let mut text = serde_json::to_vec(value)?;
@@ -77,12 +132,18 @@ pub fn warn(message: &str) -> io::Result<()> {
     writeln!(anstream::stderr().lock(), "{w}warning:{w:#} {message}")
 }
 
-/// `12345` → `"12,345"`.
+/// `n` and its noun, plural unless one: `1 tool`, `12,345 tokens`.
+pub fn counted(n: usize, noun: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{s}", thousands(n))
+}
+
+/// `n` with thousands separators: `12,345`.
 pub fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -190,6 +251,24 @@ impl Table {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_envelope_reads_in_the_command_lines_words() {
+        let envelope = r#"[mcp-launch: kept lines 1-730 of 20,000 lines. More: read_output {"handle": "h_1", "offset": 730}, or grep. Handles last 24 h.]"#;
+        assert_eq!(
+            super::in_cli_words(envelope),
+            "[mcp-launch: kept lines 1-730 of 20,000 lines. More: mcp-launch output h_1 --range 731:, or grep. Handles last 24 h.]"
+        );
+        let json = r#"More: read_output {"handle": "h_2", "jsonpath": "$.items[5:]"}"#;
+        assert_eq!(
+            super::in_cli_words(json),
+            "More: mcp-launch output h_2 --jsonpath '$.items[5:]'"
+        );
+        assert_eq!(
+            super::in_cli_words("read_output {oops"),
+            "read_output {oops"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -19,6 +19,7 @@ use crate::outputs::Outputs;
 
 use super::call::{parse_arguments, refuse_by_overrides, result_json, CallArgs};
 use super::daemon::{self, daemon_error};
+use super::error::{BATCH_LINE, BATCH_ORIGIN};
 use super::server::load_overrides;
 use super::{find_server, load_config, CliError, GlobalArgs, Outcome};
 
@@ -199,7 +200,7 @@ fn plan(
     timeout: Duration,
 ) -> Line {
     // One line of JSON: its line in the batch is the line the error names.
-    let parsed = parse_arguments(&(text.to_string(), "the batch")).map_err(|e| match e {
+    let parsed = parse_arguments(&(text.to_string(), BATCH_ORIGIN)).map_err(|e| match e {
         CliError::InvalidJson {
             origin,
             message,
@@ -210,6 +211,10 @@ fn plan(
             message,
             line: number,
             column,
+        },
+        CliError::ArgumentsNotObject { found } => CliError::Usage {
+            message: format!("batch line {number} is {found}, not a JSON object"),
+            help: BATCH_LINE.into(),
         },
         other => other,
     });
@@ -224,15 +229,16 @@ fn plan(
         if asked.is_empty() || tool.is_empty() {
             return Err(CliError::Usage {
                 message: format!("batch line {number} names no server or tool"),
-                help: r#"each line is {"server": "S", "tool": "T", "arguments": {...}}"#.into(),
+                help: BATCH_LINE.into(),
             });
         }
         let entry = find_server(loaded, asked)?;
         refuse_by_overrides(overrides, entry, asked, tool)?;
         let arguments = line.get("arguments").cloned().unwrap_or_else(|| json!({}));
         if !arguments.is_object() {
-            return Err(CliError::ArgumentsNotObject {
-                found: "not an object",
+            return Err(CliError::Usage {
+                message: format!("batch line {number}: \"arguments\" is not a JSON object"),
+                help: BATCH_LINE.into(),
             });
         }
         Ok(CallRequest {

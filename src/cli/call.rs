@@ -300,10 +300,11 @@ fn print_result(result: &Value, is_error: bool) -> std::io::Result<()> {
         .unwrap_or_default();
     for item in &items {
         match item.get("type").and_then(Value::as_str) {
+            // A cut result's envelope names the `output` command, not MCP's read_output.
             Some("text") => writeln!(
                 out,
                 "{}",
-                item.get("text").and_then(Value::as_str).unwrap_or("")
+                output::in_cli_words(item.get("text").and_then(Value::as_str).unwrap_or(""))
             )?,
             Some(kind @ ("image" | "audio")) => {
                 let mime = item.get("mimeType").and_then(Value::as_str).unwrap_or("?");

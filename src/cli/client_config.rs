@@ -3,7 +3,10 @@
 
 use clap::{Args, ValueEnum};
 
+use serde_json::json;
+
 use crate::gateway::clients::{self, Client, ClientPaths, Scope, ServeCommand};
+use crate::output;
 
 use super::{load_config, CliError, GlobalArgs, Outcome};
 
@@ -62,8 +65,7 @@ pub(super) fn run(
     let serve = ServeCommand::new(program, &global.configs, flags, &paths.cwd);
     if args.unwrite {
         let report = clients::unwrite(client, scope, &paths).map_err(usage)?;
-        eprintln!("{report}");
-        return Ok(Outcome::Success);
+        return print_report(&report, global);
     }
     if args.write {
         let fronted = if args.comment_out {
@@ -72,12 +74,27 @@ pub(super) fn run(
             Vec::new()
         };
         let report = clients::write(client, scope, &paths, &serve, &fronted).map_err(usage)?;
-        eprintln!("{report}");
-        return Ok(Outcome::Success);
+        return print_report(&report, global);
     }
     let snippet = clients::print(client, scope, &paths, &serve).map_err(usage)?;
-    print!("{}", snippet.text);
-    eprintln!("{}", snippet.how);
+    if global.json {
+        let answer = json!({"client": client.name(), "file": snippet.file, "text": snippet.text, "how": snippet.how});
+        output::print_answer(true, answer)?;
+    } else {
+        print!("{}", snippet.text);
+        eprintln!("{}", snippet.how);
+    }
+    Ok(Outcome::Success)
+}
+
+/// What `--write` or `--unwrite` did: on stderr, or as the `--json` answer.
+fn print_report(report: &clients::WriteReport, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    if global.json {
+        let answer = json!({"file": report.file, "changed": report.changed, "backup": report.backup, "message": report.to_string()});
+        output::print_answer(true, answer)?;
+    } else {
+        eprintln!("{report}");
+    }
     Ok(Outcome::Success)
 }
 

@@ -81,7 +81,7 @@ pub(super) async fn run(args: DaemonArgs, global: &GlobalArgs) -> Result<Outcome
 async fn status(global: &GlobalArgs) -> Result<Outcome, CliError> {
     let gateways = gateways().await;
     if global.json {
-        output::print_json(&json!({ "gateways": gateways }))?;
+        output::print_answer(true, json!({ "gateways": gateways }))?;
     } else if gateways.is_empty() {
         anstream::println!("no gateway runs (start one with `mcp-launch serve --daemon`)");
     } else {
@@ -112,7 +112,7 @@ async fn stop(global: &GlobalArgs, all: bool) -> Result<Outcome, CliError> {
         }
     }
     if global.json {
-        output::print_json(&json!({ "stopped": stopped }))?;
+        output::print_answer(true, json!({ "stopped": stopped }))?;
     } else if stopped.is_empty() {
         anstream::println!("no daemon was running");
     } else {
@@ -180,7 +180,15 @@ fn print_upstreams(gateway: &Value) {
         gateway["pid"]
     );
     let mut table = Table::new(
-        vec!["SERVER", "STATE", "CALLS", "RESTARTS", "IDLE", "LAST ERROR"],
+        // Requests, not tool calls: `inspect` lists tools over the warm session, and counts.
+        vec![
+            "SERVER",
+            "STATE",
+            "REQUESTS",
+            "RESTARTS",
+            "IDLE",
+            "LAST ERROR",
+        ],
         &[2, 3],
     );
     for u in &upstreams {
@@ -194,7 +202,7 @@ fn print_upstreams(gateway: &Value) {
             (None, Some(retry)) => format!("retry in {}s", retry.as_secs()),
             _ => "-".into(),
         };
-        let state = u["state"].as_str().unwrap_or("").to_string();
+        let state = state_word(u).to_string();
         let state_style = match state.as_str() {
             "up" => style::GOOD,
             "restarting" => style::WARN,
@@ -218,6 +226,21 @@ fn print_upstreams(gateway: &Value) {
         ]);
     }
     anstream::print!("{}", table.render());
+}
+
+/// An upstream's state in words: a server without a session that never failed is not "down"
+/// but `not started` (no request yet) or `stopped` (stopped while idle).
+fn state_word(upstream: &Value) -> &str {
+    let state = upstream["state"].as_str().unwrap_or("");
+    let failed = upstream["last_error"]
+        .as_str()
+        .is_some_and(|e| !e.is_empty());
+    match state {
+        "down" if failed => "down",
+        "down" if upstream["calls"].as_u64().unwrap_or(0) == 0 => "not started",
+        "down" => "stopped",
+        other => other,
+    }
 }
 
 /// The daemon socket of the loaded config set.

@@ -19,6 +19,9 @@ use super::{CliError, GlobalArgs, Outcome};
 /// ok, missing or broken, with its version and, when not ok, the fix. mcpo is also made to
 /// import its server code, which a plain `pip install mcpo` breaks today.
 ///
+/// mcpo is optional: `up` serves through its native controller without it. The mcpo checked is
+/// the one `up` would run: MCP_LAUNCH_MCPO when set, else PATH's.
+///
 /// Exit status: 0 when python3, node and npx are ok and nothing is broken; missing optional
 /// programs (mcpo, cloudflared, uv, uvx) only warn. 1 otherwise.
 ///
@@ -29,25 +32,35 @@ pub struct DoctorArgs {
     /// duration (15, 2.5, 1m).
     #[arg(long, value_name = "DURATION", default_value = "15", value_parser = |s: &str| DOCTOR_TIMEOUT.parse(s))]
     pub timeout: Duration,
+    /// Print mcpo's working pins (a pip constraints file) and exit: `pip install mcpo==0.0.20
+    /// -c <(mcp-launch doctor --mcpo-constraints)`.
+    #[arg(long)]
+    pub mcpo_constraints: bool,
 }
 
 /// `--timeout`: one millisecond to one day.
 const DOCTOR_TIMEOUT: Setting = Setting::timeout("--timeout", doctor::DEFAULT_TIMEOUT);
 
 pub(super) async fn run(args: DoctorArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    if args.mcpo_constraints {
+        anstream::print!("{}", doctor::MCPO_CONSTRAINTS);
+        return Ok(Outcome::Success);
+    }
     let opts = DoctorOptions {
         timeout: args.timeout,
         ..DoctorOptions::default()
     };
     let checks = doctor::run(&opts).await;
+    let failed = checks.iter().any(Check::fails);
     if global.json {
-        output::print_json(&json!({
-            "checks": checks.iter().map(Check::to_json).collect::<Vec<_>>(),
-        }))?;
+        output::print_answer(
+            !failed,
+            json!({"checks": checks.iter().map(Check::to_json).collect::<Vec<_>>()}),
+        )?;
     } else {
         print_report(&checks)?;
     }
-    Ok(if checks.iter().any(Check::fails) {
+    Ok(if failed {
         Outcome::Failed
     } else {
         Outcome::Success

@@ -10,6 +10,15 @@ pub enum CliError {
     /// The config could not be loaded.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// No config was found here while a stack or gateway runs with one. Named, never used:
+    /// the state file naming it comes with the directory, as a discovered config does.
+    #[error("{error}")]
+    NoConfig {
+        /// Discovery's error (every path it looked at; boxed: it is large and rare).
+        error: Box<ConfigError>,
+        /// The configs of the stacks running here and of the running gateways.
+        running: Vec<String>,
+    },
     /// No server of that name.
     #[error("no server named {name:?} in {}", .config_files.join(", "))]
     UnknownServer {
@@ -143,6 +152,12 @@ pub enum CliError {
     Semantic(#[from] crate::search::semantic::SemanticError),
 }
 
+/// What a line of `call --batch` holds (the help of every bad line).
+pub(super) const BATCH_LINE: &str = r#"each line of the batch is one JSON object: {"server": "S", "tool": "T", "arguments": {...}, "id": any} (arguments and id may be left out)"#;
+
+/// Where arguments read from a batch come from (`origin` of [`CliError::InvalidJson`]).
+pub(super) const BATCH_ORIGIN: &str = "the batch";
+
 impl CliError {
     /// A failure of `server`.
     pub fn server(server: &str, problem: impl Into<ServerProblem>) -> Self {
@@ -179,6 +194,7 @@ impl Actionable for CliError {
     fn kind(&self) -> &'static str {
         match self {
             CliError::Config(e) => e.kind(),
+            CliError::NoConfig { error, .. } => error.kind(),
             CliError::UnknownServer { .. } => "unknown_server",
             CliError::UnknownTool { .. } => "unknown_tool",
             CliError::InvalidJson { .. } => "invalid_json",
@@ -210,6 +226,11 @@ impl Actionable for CliError {
     fn help(&self) -> String {
         match self {
             CliError::Config(e) => e.help(),
+            CliError::NoConfig { running, .. } => format!(
+                "a running stack or gateway uses {}: pass --config {} (nothing here names it), or run `mcp-launch init`",
+                running.join(", "),
+                running[0]
+            ),
             CliError::UnknownServer { available, .. } if available.is_empty() => {
                 "the config has no servers; add one under \"mcpServers\"".into()
             }
@@ -222,6 +243,7 @@ impl Actionable for CliError {
             CliError::UnknownTool { suggestions, .. } => {
                 format!("did you mean: {}", suggestions.join("; "))
             }
+            CliError::InvalidJson { origin, .. } if *origin == BATCH_ORIGIN => BATCH_LINE.into(),
             CliError::InvalidJson { .. } | CliError::ArgumentsNotObject { .. } => {
                 "pass one JSON object, e.g. mcp-launch call SERVER TOOL '{\"message\": \"hi\"}', or pipe it with --stdin".into()
             }

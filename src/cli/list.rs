@@ -39,6 +39,9 @@ pub struct ListArgs {
     /// tools for running servers, the tool index's for the rest; nothing is started.
     #[command(flatten)]
     pub daemon: DaemonFlag,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub init_timeout: super::InitTimeoutFlag,
 }
 
 pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
@@ -56,7 +59,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
             costs.into_iter().next().unwrap_or_default(),
         );
         if global.json {
-            output::print_json(&tools_json(&report, &shown, args.all))?;
+            output::print_answer(true, tools_json(&report, &shown, args.all))?;
         } else {
             print_tools(&report, &shown, args.all)?;
         }
@@ -73,7 +76,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
     let ridden = through.is_some();
     let mut reports = match through {
         Some(reports) => reports,
-        None => catalog::resolve(&entries, &opts).await,
+        None => super::progress::resolve(&entries, &opts, !global.json).await,
     };
     let exposed = catalog::expose(&reports, &overrides).await;
     let hidden = narrow_to_exposed(&mut reports, &exposed);
@@ -83,26 +86,31 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
             .iter()
             .map(|s| s.path.display().to_string())
             .collect();
-        output::print_json(&json!({
-            "configs": configs,
-            "servers": reports.iter().zip(&entries).zip(&hidden).map(|((r, e), hidden)| {
-                let mut v = server_json(r);
-                if *hidden > 0 {
-                    v["hiddenTools"] = json!(hidden);
-                }
-                if overrides.for_server(&e.stack, &e.name).is_some_and(|o| o.disabled.is_some()) {
-                    v["disabledBy"] = json!("overrides");
-                }
-                v
-            }).collect::<Vec<_>>(),
-        }))?;
+        let any_failed = reports.iter().any(|r| r.status == Status::Error);
+        output::print_answer(
+            !any_failed,
+            json!({
+                "configs": configs,
+                "servers": reports.iter().zip(&entries).zip(&hidden).map(|((r, e), hidden)| {
+                    let mut v = server_json(r);
+                    if *hidden > 0 {
+                        v["hiddenTools"] = json!(hidden);
+                    }
+                    if overrides.for_server(&e.stack, &e.name).is_some_and(|o| o.disabled.is_some()) {
+                        v["disabledBy"] = json!("overrides");
+                    }
+                    v
+                }).collect::<Vec<_>>(),
+            }),
+        )?;
     } else {
         print_servers(&reports, loaded.stacks.len() > 1)?;
         let hidden: usize = hidden.iter().sum();
         if hidden > 0 {
             let dim = style::DIM;
             anstream::println!(
-                "{dim}{hidden} tools hidden by {} (`list SERVER --all` shows them){dim:#}",
+                "{dim}{} hidden by {} (`list SERVER --all` shows them){dim:#}",
+                output::counted(hidden, "tool"),
                 overrides.path().display()
             );
         }
@@ -333,20 +341,38 @@ fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<
             writeln!(out, "  {head}help:{head:#} {}", problem.help())?;
         }
     }
-    let count = |s: Status| reports.iter().filter(|r| r.status == s).count();
     let tools: usize = reports.iter().map(|r| r.tools.len()).sum();
     let tokens: usize = reports.iter().filter_map(ServerReport::tokens).sum();
     let dim = style::DIM;
     writeln!(
         out,
-        "\n{dim}{} servers: {} connected, {} error, {} disabled · {} tools · {} tokens{dim:#}",
-        reports.len(),
-        count(Status::Connected),
-        count(Status::Error),
-        count(Status::Disabled),
-        thousands(tools),
-        thousands(tokens)
+        "\n{dim}{}: {} · {} · {}{dim:#}",
+        output::counted(reports.len(), "server"),
+        status_counts(reports),
+        output::counted(tools, "tool"),
+        output::counted(tokens, "token")
     )
+}
+
+/// `2 connected, 1 cached, 1 error`: each status some server has, in a fixed order.
+fn status_counts(reports: &[ServerReport]) -> String {
+    let statuses = [
+        Status::Connected,
+        Status::Cached,
+        Status::Error,
+        Status::Disabled,
+    ];
+    let counts: Vec<String> = statuses
+        .iter()
+        .map(|&s| (s, reports.iter().filter(|r| r.status == s).count()))
+        .filter(|&(_, n)| n > 0)
+        .map(|(s, n)| format!("{n} {}", s.as_str()))
+        .collect();
+    if counts.is_empty() {
+        "none checked".to_string()
+    } else {
+        counts.join(", ")
+    }
 }
 
 fn print_tools(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> std::io::Result<()> {

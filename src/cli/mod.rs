@@ -15,6 +15,7 @@ mod list;
 mod model;
 mod openapi;
 mod output;
+mod progress;
 mod search;
 mod serve;
 mod server;
@@ -123,6 +124,32 @@ impl Command {
     }
 }
 
+impl Command {
+    /// `--init-timeout` of `list` and `up`: `main` hands it on as `MCP_INIT_TIMEOUT_SEC` before
+    /// any thread starts, so every session of the command (and every child `mcp-launch` it
+    /// spawns) uses the same slow window.
+    pub fn init_timeout(&self) -> Option<std::time::Duration> {
+        match self {
+            Command::List(args) => args.init_timeout.timeout,
+            Command::Up(args) => args.init_timeout.timeout,
+            _ => None,
+        }
+    }
+}
+
+/// The `--init-timeout` flag of the commands that check servers live.
+#[derive(Debug, Args, Clone, Default)]
+pub struct InitTimeoutFlag {
+    /// The handshake's slow window, after its first 6 s (MCP_INIT_TIMEOUT_SEC as a flag):
+    /// seconds or a duration (60, 2m). A first `npx`/`uvx` run may need 60.
+    #[arg(long = "init-timeout", value_name = "DURATION", value_parser = |s: &str| INIT_TIMEOUT_FLAG.parse(s))]
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// `--init-timeout`: the range of `MCP_INIT_TIMEOUT_SEC`.
+const INIT_TIMEOUT_FLAG: crate::duration::Setting =
+    crate::duration::Setting::timeout("--init-timeout", crate::mcp::INIT_SLOW_WINDOW);
+
 /// How a command ended when it did not fail outright.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -159,6 +186,19 @@ pub async fn run(
     // A bad value is refused before anything starts, naming the variable and its range.
     crate::duration::check_env(&ENV_DURATIONS)?;
     crate::mcp::cap::check_env(&ENV_CAPS)?;
+    match run_command(cli, shutdown).await {
+        Err(CliError::Config(error @ config::ConfigError::NotFound { .. })) => {
+            Err(name_running_configs(error).await)
+        }
+        result => result,
+    }
+}
+
+/// Dispatches to the command.
+async fn run_command(
+    cli: Cli,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Result<Outcome, CliError> {
     match cli.command {
         Command::List(args) => list::run(args, &cli.global).await,
         Command::Inspect(args) => inspect::run(args, &cli.global).await,
@@ -181,6 +221,40 @@ pub async fn run(
         Command::Tools(args) => tools::run(args, &cli.global, shutdown).await,
         Command::Usage(args) => usage::run(args, &cli.global).await,
         Command::Model(args) => model::run(args, &cli.global).await,
+    }
+}
+
+/// Discovery found no config: name the configs of the stacks running here and of the running
+/// gateways (`status` and `daemon status` show them), so the error says what to pass.
+async fn name_running_configs(error: config::ConfigError) -> CliError {
+    let mut running: Vec<String> = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| {
+            crate::launch::state::StateFile::in_project(&cwd)
+                .read()
+                .ok()
+        })
+        .map(|state| {
+            state
+                .stacks
+                .iter()
+                .map(|s| s.config.display().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    for gateway in daemon::gateways().await {
+        let configs = gateway["configs"].as_array().cloned().unwrap_or_default();
+        running.extend(configs.iter().filter_map(|c| c.as_str()).map(str::to_owned));
+    }
+    let mut seen = std::collections::HashSet::new();
+    running.retain(|config| seen.insert(config.clone()));
+    if running.is_empty() {
+        CliError::Config(error)
+    } else {
+        CliError::NoConfig {
+            error: Box::new(error),
+            running,
+        }
     }
 }
 

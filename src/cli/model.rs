@@ -47,6 +47,9 @@ struct InstallArgs {
     /// A PyPI-compatible simple index (a mirror behind a firewall).
     #[arg(long, value_name = "URL", env = "MCP_LAUNCH_PYPI_INDEX", default_value = model::DEFAULT_INDEX)]
     index_url: String,
+    /// Install again even when this version is installed and opens.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Runs `model`.
@@ -63,6 +66,12 @@ async fn run_install(args: InstallArgs, global: &GlobalArgs) -> Result<Outcome, 
         Some(name) => model::find(name)?,
         None => model::default_model(),
     };
+    let models = model::models_dir().ok_or(model::ModelError::NoDataDir)?;
+    if !args.force {
+        if let Some(opened) = installed_already(known, &models) {
+            return print_installed(known, &models.join(known.name), &opened, false, global);
+        }
+    }
     let source = match args.from {
         Some(path) => Source::Wheel(path),
         None => {
@@ -77,24 +86,57 @@ async fn run_install(args: InstallArgs, global: &GlobalArgs) -> Result<Outcome, 
             Source::Index(args.index_url)
         }
     };
-    let models = model::models_dir().ok_or(model::ModelError::NoDataDir)?;
     let dir = model::install(known, source, &models).await?;
     // Prove it runs before saying it is installed.
     let opened = Model::open(&dir)?;
-    let bytes = model::size_on_disk(&dir);
+    print_installed(known, &dir, &opened, true, global)
+}
+
+/// The model when this version of it is installed in `models` and opens (nothing to fetch).
+fn installed_already(known: &KnownModel, models: &std::path::Path) -> Option<Model> {
+    let dir = models.join(known.name);
+    if !model::is_installed(&dir) {
+        return None;
+    }
+    let opened = Model::open(&dir).ok()?;
+    let wanted = format!("{}=={}", known.package, known.version);
+    (opened.card().source == wanted).then_some(opened)
+}
+
+/// What `install` did (`fresh`) or found in place.
+fn print_installed(
+    known: &KnownModel,
+    dir: &std::path::Path,
+    opened: &Model,
+    fresh: bool,
+    global: &GlobalArgs,
+) -> Result<Outcome, CliError> {
+    let bytes = model::size_on_disk(dir);
     if global.json {
-        output::print_json(&json!({
-            "installed": known.name,
-            "source": format!("{}=={}", known.package, known.version),
-            "path": dir,
-            "bytes": bytes,
-            "dimensions": opened.dimensions(),
-        }))?;
-    } else {
+        output::print_answer(
+            true,
+            json!({
+                "installed": known.name,
+                "source": format!("{}=={}", known.package, known.version),
+                "path": dir,
+                "bytes": bytes,
+                "dimensions": opened.dimensions(),
+                "alreadyInstalled": !fresh,
+            }),
+        )?;
+    } else if fresh {
         anstream::println!(
             "installed {} ({:.1} MB) in {}",
             known.name,
             bytes as f64 / 1e6,
+            dir.display()
+        );
+    } else {
+        anstream::println!(
+            "{} ({}=={}) is already installed in {}; nothing fetched (--force installs it again)",
+            known.name,
+            known.package,
+            known.version,
             dir.display()
         );
     }

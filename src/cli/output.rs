@@ -54,14 +54,47 @@ fn parse_range(text: &str) -> Result<(usize, Option<usize>), CliError> {
     } else {
         Some(b.parse::<usize>().map_err(|_| usage())?)
     };
-    if first == 0 || last.is_some_and(|l| l < first) {
-        return Err(usage());
+    let wrong = |message: String| CliError::Usage {
+        message,
+        help: "give lines as A:B with A <= B, both from 1, e.g. --range 200:400 or --range 200:"
+            .into(),
+    };
+    if first == 0 || last == Some(0) {
+        return Err(wrong(format!(
+            "--range {text:?}: lines are numbered from 1"
+        )));
+    }
+    if let Some(last) = last.filter(|&l| l < first) {
+        return Err(wrong(format!(
+            "--range {text:?} ends before it starts ({first} > {last})"
+        )));
     }
     Ok((first - 1, last.map(|l| l - first + 1)))
 }
 
+/// The read's note with its next step as this command's flag: `more: offset 5` (lines read so
+/// far, as MCP's `read_output` takes it) is `more: --range 6:`.
+fn note_in_cli_words(note: &str) -> String {
+    const MORE: &str = "; more: offset ";
+    let Some((before, after)) = note.rsplit_once(MORE) else {
+        return note.to_string();
+    };
+    let digits = after.trim_end_matches(']');
+    match digits.parse::<usize>() {
+        Ok(offset) => format!("{before}; more: --range {}:]", offset + 1),
+        Err(_) => note.to_string(),
+    }
+}
+
 /// Runs `output`.
 pub async fn run(args: OutputArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    if !outputs::is_handle(&args.handle) {
+        return Err(CliError::Usage {
+            message: format!("{:?} is not a handle (h_ and 24 hex digits)", args.handle),
+            help: "copy the handle from the cut result's last line: `More: mcp-launch output h_…`"
+                .into(),
+        });
+    }
     let (offset, limit) = match &args.range {
         Some(range) => {
             let (offset, limit) = parse_range(range)?;
@@ -105,7 +138,7 @@ pub async fn run(args: OutputArgs, global: &GlobalArgs) -> Result<Outcome, CliEr
                 writeln!(out)?;
             }
             let dim = crate::output::style::DIM;
-            anstream::eprintln!("{dim}{}{dim:#}", read.note);
+            anstream::eprintln!("{dim}{}{dim:#}", note_in_cli_words(&read.note));
         }
     }
     Ok(Outcome::Success)

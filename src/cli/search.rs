@@ -291,7 +291,7 @@ fn print_json(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
     if let Some(note) = found.note {
         out["note"] = json!(note);
     }
-    output::print_json(&out)?;
+    output::print_answer(true, out)?;
     Ok(())
 }
 

@@ -23,7 +23,7 @@ use super::{load_config, CliError, GlobalArgs, Outcome};
 /// the catalog fits 40 tools and 8,000 tokens. Tools are listed from the tool index: no server
 /// starts until a call needs it, and idle ones stop after --idle.
 ///
-/// Example: claude mcp add mcp-launch -- mcp-launch serve --mode sparse
+/// Example: claude mcp add mcp-launch -- mcp-launch serve --config ~/dev.json --mode sparse
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// full, sparse or auto.

@@ -70,7 +70,7 @@ pub(super) async fn run(args: ServerArgs, global: &GlobalArgs) -> Result<Outcome
         stack: &entry.stack,
         key: &entry.name,
     };
-    finish(global, &updated, &target, &[])
+    finish(global, &updated, &target, &[]).await
 }
 
 /// The overrides of the project in the current directory.
@@ -109,7 +109,7 @@ pub(super) struct Target<'a> {
 }
 
 /// Reports what `updated` changed (and `warnings`).
-pub(super) fn finish(
+pub(super) async fn finish(
     global: &GlobalArgs,
     updated: &Updated,
     target: &Target<'_>,
@@ -121,6 +121,10 @@ pub(super) fn finish(
         saved,
     } = updated;
     let entry = overrides.for_server(target.stack, target.key);
+    let live = match saved {
+        true => apply_to_running_stacks().await,
+        false => Live::default(),
+    };
     if global.json {
         let (done, same): (Vec<&Change>, Vec<&Change>) = changes.iter().partition(|c| c.changed);
         let mut v = json!({
@@ -134,6 +138,10 @@ pub(super) fn finish(
         });
         if !warnings.is_empty() {
             v["warnings"] = Value::from(warnings);
+        }
+        v["appliedTo"] = json!(live.applied);
+        if !live.failed.is_empty() {
+            v["notApplied"] = json!(live.failed);
         }
         output::print_json(&v)?;
         return Ok(Outcome::Success);
@@ -166,10 +174,50 @@ pub(super) fn finish(
     let dim = style::DIM;
     if *saved {
         writeln!(out, "{dim}saved in {}{dim:#}", overrides.path().display())?;
+        for stack in &live.applied {
+            writeln!(out, "{dim}applied to the running stack {stack}{dim:#}")?;
+        }
+        for failed in &live.failed {
+            output::warn(&format!(
+                "not applied to the running stack {}: {} (`mcp-launch openapi` applies it)",
+                failed["stack"].as_str().unwrap_or_default(),
+                failed["error"].as_str().unwrap_or_default()
+            ))?;
+        }
     } else {
         writeln!(out, "{dim}nothing to change{dim:#}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// The stacks of this project a change was applied to, and those it could not reach.
+#[derive(Default)]
+struct Live {
+    applied: Vec<String>,
+    failed: Vec<Value>,
+}
+
+/// Applies the saved overrides to the stacks `up` runs in this project, as `mcp-launch
+/// openapi` does: each front rebuilds its spec and refuses what was just denied or disabled.
+/// (`serve` reads the file itself.)
+async fn apply_to_running_stacks() -> Live {
+    let mut live = Live::default();
+    let Ok(cwd) = std::env::current_dir() else {
+        return live;
+    };
+    let Ok(state) = crate::launch::state::StateFile::in_project(&cwd).read() else {
+        return live;
+    };
+    let client = reqwest::Client::new();
+    for stack in state.stacks.iter().filter(|s| s.supervisor.process_alive()) {
+        match crate::launch::control::reload(stack, &client, None).await {
+            Ok(_) => live.applied.push(stack.name.clone()),
+            Err(e) => live
+                .failed
+                .push(json!({"stack": stack.name, "error": e.to_string()})),
+        }
+    }
+    live
 }
 
 /// An output budget in words: `2,000 tokens`, or `0 (never cut)`.

@@ -39,7 +39,7 @@ pub async fn run(_args: ShareArgs, global: &GlobalArgs) -> Result<Outcome, CliEr
                 })
             })
             .collect();
-        output::print_json(&json!({ "stacks": stacks }))?;
+        output::print_answer(!live.is_empty(), json!({ "stacks": stacks }))?;
     } else {
         let head = style::HEAD;
         for s in &live {

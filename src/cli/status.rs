@@ -42,7 +42,10 @@ pub async fn run(args: StatusArgs, global: &GlobalArgs) -> Result<Outcome, CliEr
             .zip(&checks)
             .map(|(s, h)| stack_json(s, h, args.show_keys))
             .collect();
-        output::print_json(&json!({ "stacks": stacks, "gateways": gateways }))?;
+        output::print_answer(
+            all_healthy,
+            json!({ "stacks": stacks, "gateways": gateways }),
+        )?;
     } else {
         if state.stacks.is_empty() {
             anstream::println!("no stacks running here (start one with `mcp-launch up`)");

@@ -43,12 +43,12 @@ pub(super) async fn run(args: TokensArgs, global: &GlobalArgs) -> Result<Outcome
     let reports =
         catalog::resolve(&entries, &catalog::ResolveOptions::from_env(args.refresh)).await;
     let exposed = catalog::expose(&reports, &overrides).await;
+    let any_failed = reports.iter().any(|r| r.status == Status::Error);
     if global.json {
-        output::print_json(&report_json(&reports, &exposed, args.by))?;
+        output::print_answer(!any_failed, report_json(&reports, &exposed, args.by))?;
     } else {
         print_report(&reports, &exposed, args.by)?;
     }
-    let any_failed = reports.iter().any(|r| r.status == Status::Error);
     Ok(if any_failed {
         Outcome::Failed
     } else {

@@ -198,7 +198,7 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
         stack: &stack,
         key: &server,
     };
-    finish(global, &updated, &target, &warnings)
+    finish(global, &updated, &target, &warnings).await
 }
 
 /// `names` without repeats, each offered by the server (or, when `stale_ok`, mentioned by the

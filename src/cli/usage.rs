@@ -33,6 +33,17 @@ pub struct UsageArgs {
     pub since: Duration,
 }
 
+/// The tokens column: "–" when no call was counted, the calls counted when some were not.
+fn tokens_shown(total: &outputs::UsageTotal) -> String {
+    match total.counted {
+        0 => "–".to_string(),
+        n if n < total.calls => {
+            format!("{} ({n} of {} calls)", thousands(total.tokens), total.calls)
+        }
+        _ => thousands(total.tokens),
+    }
+}
+
 /// Runs `usage`.
 pub async fn run(args: UsageArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     let from = SystemTime::now()
@@ -43,11 +54,14 @@ pub async fn run(args: UsageArgs, global: &GlobalArgs) -> Result<Outcome, CliErr
         .map_err(|e| CliError::Output(std::io::Error::other(e)))?;
     let totals = outputs::totals(&records);
     if global.json {
-        output::print_json(&json!({
-            "since": humantime::format_duration(args.since).to_string(),
-            "calls": records.len(),
-            "tools": totals,
-        }))?;
+        output::print_answer(
+            true,
+            json!({
+                "since": humantime::format_duration(args.since).to_string(),
+                "calls": records.len(),
+                "tools": totals,
+            }),
+        )?;
         return Ok(Outcome::Success);
     }
     if totals.is_empty() {
@@ -78,7 +92,7 @@ pub async fn run(args: UsageArgs, global: &GlobalArgs) -> Result<Outcome, CliErr
             thousands(t.cut),
             outputs::human_bytes(t.bytes),
             outputs::human_bytes(t.bytes_total),
-            thousands(t.tokens),
+            tokens_shown(t),
             format!("{} ms", t.p50_ms),
         ]);
     }

@@ -101,7 +101,7 @@ mod tests {
             .contains(&home.join(".claude/mcp.json").display().to_string()));
         assert_eq!(
             err.help(),
-            "create ./.mcp.json with an \"mcpServers\" object (mcp_configs/example.json is a working example) or pass --config PATH"
+            "run `mcp-launch init` to write a working ./mcp.config.json (the reference servers), or pass --config PATH"
         );
 
         let without_home = discover(&cwd, None).unwrap_err();

@@ -235,7 +235,7 @@ impl ConfigError {
     pub fn help(&self) -> String {
         match self {
             Self::NotFound { .. } => {
-                "create ./.mcp.json with an \"mcpServers\" object (mcp_configs/example.json is a working example) or pass --config PATH".to_string()
+                "run `mcp-launch init` to write a working ./mcp.config.json (the reference servers), or pass --config PATH".to_string()
             }
             Self::Untrusted { dir, .. } => format!(
                 "these files come with the directory, not from you: read them (a config's commands run as you; a .env sets variables), then run `mcp-launch trust` in {} — or name your own files with --config FILE and --env-file FILE",
@@ -364,7 +364,7 @@ mod tests {
         );
         assert_eq!(
             err.help(),
-            "create ./.mcp.json with an \"mcpServers\" object (mcp_configs/example.json is a working example) or pass --config PATH"
+            "run `mcp-launch init` to write a working ./mcp.config.json (the reference servers), or pass --config PATH"
         );
     }
 

@@ -52,7 +52,7 @@ pub(crate) fn parse(
     stack: &str,
     vars: &Variables<'_>,
 ) -> Result<Vec<ServerEntry>, ConfigError> {
-    let root: Value = serde_json::from_str(raw).map_err(|err| invalid_json(path, &err))?;
+    let root: Value = serde_json::from_str(raw).map_err(|err| invalid_json(path, raw, &err))?;
     let root = root.as_object().ok_or_else(|| ConfigError::NotAnObject {
         path: path.to_path_buf(),
         found: describe(&root),
@@ -111,10 +111,10 @@ pub(crate) fn parse(
 }
 
 /// serde_json's error with its position as separate facts.
-fn invalid_json(path: &Path, err: &serde_json::Error) -> ConfigError {
-    let (line, column) = (err.line(), err.column());
+fn invalid_json(path: &Path, raw: &str, err: &serde_json::Error) -> ConfigError {
+    let (line, column) = crate::error::json_position(raw, err);
     let full = err.to_string();
-    let suffix = format!(" at line {line} column {column}");
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
     let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
     ConfigError::InvalidJson {
         path: path.to_path_buf(),

@@ -115,7 +115,7 @@ fn no_config_anywhere_lists_the_paths() {
     assert_eq!(searched.last(), Some(&w.home.join(".claude/mcp.json")));
     assert_eq!(
         err.help(),
-        "create ./.mcp.json with an \"mcpServers\" object (mcp_configs/example.json is a working example) or pass --config PATH"
+        "run `mcp-launch init` to write a working ./mcp.config.json (the reference servers), or pass --config PATH"
     );
 }
 
@@ -271,11 +271,18 @@ fn file_level_errors_abort_the_load() {
         "{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"x\" \n  }\n}\n",
     );
     let err = load(&w.opts(&["bad.json"])).unwrap_err();
-    let ConfigError::InvalidJson { path, line, .. } = &err else {
+    let ConfigError::InvalidJson {
+        path, line, column, ..
+    } = &err
+    else {
         panic!("{err:?}")
     };
     assert_eq!(path, &w.cwd.join("bad.json"));
-    assert_eq!(*line, 6, "EOF is reported after the last line");
+    assert_eq!(
+        (*line, *column),
+        (5, 2),
+        "EOF is reported at the end of the last line, not at 6:0"
+    );
 
     w.write("ok.json", r#"{"mcpServers": {}}"#);
     w.write("bad.env", "NOT A LINE\n");

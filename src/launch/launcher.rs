@@ -74,6 +74,10 @@ pub struct LaunchOptions {
     /// Budget the native bridge's results (`None`: off): the default budget; tools' own
     /// budgets in the overrides win.
     pub max_output: Option<Budget>,
+    /// Servers the caller's own live check has just found failing (the TUI's preflight):
+    /// reported as they were, not checked again — a hanging one would cost its whole init
+    /// window a second time. Ignored with `refresh`; empty from `up`.
+    pub failed_just_now: Vec<ServerReport>,
 }
 
 /// What a launch started, and what it could not.
@@ -191,11 +195,15 @@ pub async fn launch(
     };
     let (plans, mut errors) = planning.plan_stacks(loaded);
     let overrides = Overrides::load(&options.project_dir)?;
+    let reused = match options.refresh {
+        true => &[][..],
+        false => &options.failed_just_now[..],
+    };
     let (reports, sessions) = preflight(
         &plans,
         &overrides,
         mcpo_program.is_some(),
-        options.refresh,
+        (options.refresh, reused),
         events,
     )
     .await;
@@ -235,7 +243,7 @@ async fn preflight(
     plans: &[StackPlan],
     overrides: &Overrides,
     for_mcpo: bool,
-    refresh: bool,
+    (refresh, failed_just_now): (bool, &[ServerReport]),
     events: &Events,
 ) -> (Vec<ServerReport>, OpenSessions) {
     let mut all_entries: Vec<ServerEntry> = plans
@@ -250,13 +258,45 @@ async fn preflight(
         let step = format!("preflight of {} servers", plan.entries.len());
         events.progress(&plan.name, &step, 0);
     }
-    if for_mcpo {
+    let reused: Vec<Option<ServerReport>> = all_entries
+        .iter()
+        .map(|entry| failed_before(failed_just_now, entry))
+        .collect();
+    let to_check: Vec<ServerEntry> = all_entries
+        .iter()
+        .zip(&reused)
+        .filter(|(_, r)| r.is_none())
+        .map(|(entry, _)| entry.clone())
+        .collect();
+    let (checked, sessions) = if for_mcpo {
         let opts = ResolveOptions::from_env(true).without_tokens();
-        (resolve(&all_entries, &opts).await, OpenSessions::default())
+        (resolve(&to_check, &opts).await, OpenSessions::default())
     } else {
         let opts = ResolveOptions::from_env(refresh).without_tokens();
-        resolve_keeping(&all_entries, &opts).await
+        resolve_keeping(&to_check, &opts).await
+    };
+    let mut checked = checked.into_iter();
+    // In the entries' order: a reused report where there is one, else the next checked.
+    let reports = reused
+        .into_iter()
+        .filter_map(|r| r.or_else(|| checked.next()))
+        .collect();
+    (reports, sessions)
+}
+
+/// The report of `entry` among `failed_just_now`, when it failed there and is still enabled.
+fn failed_before(failed_just_now: &[ServerReport], entry: &ServerEntry) -> Option<ServerReport> {
+    if entry.disabled {
+        return None;
     }
+    failed_just_now
+        .iter()
+        .find(|r| {
+            r.stack == entry.stack
+                && r.config_name == entry.name
+                && r.status == crate::catalog::Status::Error
+        })
+        .cloned()
 }
 
 /// Starts the planned stacks together; `None` when `shutdown` came first (the starts are

@@ -78,7 +78,7 @@ fn accepted(min: usize, max: usize, unit: Unit) -> String {
 /// `n` bytes in the largest binary unit that divides it.
 pub fn bytes_text(n: usize) -> String {
     for (suffix, size) in [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-        if n >= size && n % size == 0 {
+        if n >= size && n.is_multiple_of(size) {
             return format!("{}{suffix}", n / size);
         }
     }

@@ -161,6 +161,9 @@ pub struct UsageTotal {
     pub bytes_total: usize,
     /// Tokens sent, over the calls that counted them.
     pub tokens: usize,
+    /// Calls whose tokens were counted (a result within its budget is not, unless the
+    /// tokenizer was loaded anyway): `tokens` covers these only.
+    pub counted: usize,
     /// Median duration, milliseconds.
     pub p50_ms: u64,
 }
@@ -186,6 +189,7 @@ pub fn totals(records: &[UsageRecord]) -> Vec<UsageTotal> {
         total.bytes += r.bytes;
         total.bytes_total += r.bytes_total;
         total.tokens += r.tokens.unwrap_or(0);
+        total.counted += usize::from(r.tokens.is_some());
         times.push(r.ms);
     }
     let mut out: Vec<UsageTotal> = groups

@@ -207,7 +207,7 @@ fn lines(
     let mut is_late = false;
     while taken < wanted {
         // Skipping to a far offset on a slow disk is bounded like a walk.
-        if number % 4096 == 0 && started.elapsed() > tools.limits.deadline {
+        if number.is_multiple_of(4096) && started.elapsed() > tools.limits.deadline {
             is_late = true;
             break;
         }

@@ -57,7 +57,7 @@ impl Bounds {
             return false;
         }
         // Checking the clock every 64 entries keeps it off the hot path.
-        if visited % 64 == 0 && self.started.elapsed() > self.limits.deadline {
+        if visited.is_multiple_of(64) && self.started.elapsed() > self.limits.deadline {
             self.is_out_of_time.store(true, Ordering::Relaxed);
         }
         !self.is_out_of_time.load(Ordering::Relaxed)

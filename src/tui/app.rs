@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
 
-use crate::catalog::{Change, Edit, Overrides};
+use crate::catalog::{Change, Edit, Overrides, Status};
 use crate::config::ServerEntry;
 
 use super::component::{Action, Component, Ctx, Handled};
@@ -336,7 +336,9 @@ impl App {
                 self.start_launch();
                 // Offered again next time.
                 let (_, save) = self.edit(vec![Edit::SetLaunchChoices(choice.remembered())]);
-                return vec![save, Effect::Launch(choice)];
+                let failed = self.rows.iter().filter_map(Row::report);
+                let failed = failed.filter(|r| r.status == Status::Error).cloned();
+                return vec![save, Effect::Launch(choice, failed.collect())];
             }
             Action::Copy { stack, text } => {
                 self.say(format!("copied the spec URL and key of {stack} (OSC 52)"));

@@ -147,8 +147,8 @@ impl Effects {
                 });
             }
             Effect::Save(edits) => self.context.sync.save(edits),
-            Effect::Launch(choice) => {
-                let launch = launch(choice, self.context.clone(), tx);
+            Effect::Launch(choice, failed) => {
+                let launch = launch(choice, failed, self.context.clone(), tx);
                 tasks.spawn(self.context.launching.track_future(launch));
             }
             Effect::Copy(text) => copy_to_clipboard(&text),
@@ -277,7 +277,12 @@ fn spawn_token_worker(
 
 /// Launches every stack as `choice` says; its events and then the outcome go to the app, the
 /// running stacks to `context.running` (stopped when the TUI ends).
-async fn launch(choice: LaunchChoice, context: Context, tx: mpsc::UnboundedSender<Msg>) {
+async fn launch(
+    choice: LaunchChoice,
+    failed_just_now: Vec<ServerReport>,
+    context: Context,
+    tx: mpsc::UnboundedSender<Msg>,
+) {
     let Some((loaded, configs)) = context.chosen() else {
         let errors = vec![(
             "launch".to_string(),
@@ -291,7 +296,8 @@ async fn launch(choice: LaunchChoice, context: Context, tx: mpsc::UnboundedSende
     };
     // The launch reads the overrides file: the choices made so far must be in it.
     context.sync.flushed().await;
-    let options = launch_options(&choice, &context.opts, configs, loaded.stacks.len());
+    let stacks = loaded.stacks.len();
+    let options = launch_options(&choice, &context.opts, configs, stacks, failed_just_now);
     let events = spawn_event_forwarder(tx.clone(), &context);
     let masker = Masker::new();
     let outcome = launcher::launch(&loaded, &options, &masker, &events, &context.stop).await;
@@ -334,6 +340,7 @@ fn launch_options(
     opts: &LoadOptions,
     configs: Vec<PathBuf>,
     stack_count: usize,
+    failed_just_now: Vec<ServerReport>,
 ) -> LaunchOptions {
     let tunnel = match choice.tunnel {
         TunnelChoice::None => None,
@@ -356,6 +363,7 @@ fn launch_options(
         protect_spec: false,
         refresh: false,
         max_output: None,
+        failed_just_now,
     }
 }
 

@@ -29,6 +29,7 @@ mod terminal;
 pub mod theme;
 pub mod view;
 mod widgets;
+mod words;
 
 #[cfg(test)]
 mod tests;

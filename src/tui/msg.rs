@@ -91,7 +91,9 @@ pub enum Effect {
     EditExternally(ExternalEdit),
     /// Launch every stack as chosen; answers with [`LaunchMsg::Stack`] events, then
     /// [`LaunchMsg::Launched`].
-    Launch(LaunchChoice),
+    /// With the servers the preflight found failing: the launch reports them as they were
+    /// instead of checking them again (`r` retries one first).
+    Launch(LaunchChoice, Vec<crate::catalog::ServerReport>),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
     /// Write these log lines to a file in `./.mcp-launch/`; answers with

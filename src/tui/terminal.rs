@@ -22,8 +22,11 @@ pub struct TerminalGuard {
 impl TerminalGuard {
     /// Takes over the terminal. Fails when stdin or stdout is not a terminal.
     pub fn enter() -> Result<TerminalGuard, io::Error> {
-        if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
-            return Err(io::Error::other("not a terminal"));
+        if !io::stdin().is_terminal() {
+            return Err(io::Error::other("its input (stdin) is a pipe or a file"));
+        }
+        if !io::stdout().is_terminal() {
+            return Err(io::Error::other("its output (stdout) is a pipe or a file"));
         }
         // ratatui::init also installs a panic hook that restores the terminal first.
         let terminal = ratatui::try_init()?;

@@ -113,10 +113,46 @@ exit 1"#,
     );
     let help = mcpo["help"].as_str().unwrap();
     assert!(help.contains("mcpo==0.0.20"), "{out}");
-    assert!(help.contains("mcpo-constraints.txt"), "{out}");
+    assert!(help.contains("--mcpo-constraints"), "{out}");
     assert!(help.contains("python3 -m venv"), "{out}");
     // Everything else is still fine.
     assert_eq!(check(&out, "node")["status"], "ok");
+}
+
+/// Issue 25, item 18: mcpo is optional (the native controller serves), the fix needs no build
+/// checkout (the pins come from the binary), and the mcpo `up` would run is the one checked.
+#[test]
+fn mcpo_is_optional_its_pins_come_from_the_binary_and_mcp_launch_mcpo_is_seen() {
+    let cmd = all_but_mcpo();
+    let out = with_path(cmd.cmd()).args(["doctor", "--json"]).run();
+    let mcpo = check(&out, "mcpo");
+    assert_eq!(mcpo["status"], "missing", "{out}");
+    let help = mcpo["help"].as_str().unwrap();
+    assert!(help.starts_with("optional"), "{out}");
+    assert!(help.contains("native controller"), "{out}");
+    let checkout = manifest_dir().display().to_string();
+    assert!(
+        !help.contains(&checkout),
+        "no path inside the build checkout\n{out}"
+    );
+    let pins = cmd.cmd().args(["doctor", "--mcpo-constraints"]).run();
+    assert!(
+        pins.stdout.lines().any(|l| l.starts_with("fastapi==")),
+        "{pins}"
+    );
+
+    // An mcpo outside PATH, named as `up` takes it.
+    let elsewhere = cmd.mkdir("venv/bin").join("mcpo");
+    std::fs::write(&elsewhere, "#!/bin/sh\necho 'Usage: mcpo [OPTIONS]'\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = with_path(cmd.cmd())
+        .env("MCP_LAUNCH_MCPO", &elsewhere.display().to_string())
+        .args(["doctor", "--json"])
+        .run();
+    let mcpo = check(&out, "mcpo");
+    assert_eq!(mcpo["status"], "ok", "{out}");
+    assert_eq!(mcpo["path"], elsewhere.display().to_string(), "{out}");
 }
 
 #[test]

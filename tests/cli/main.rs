@@ -25,6 +25,7 @@ mod links;
 mod list;
 mod native;
 mod native_startup;
+mod newcomer;
 mod output;
 mod overrides;
 mod remote;

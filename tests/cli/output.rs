@@ -25,7 +25,8 @@ fn reads_a_range_grep_and_jsonpath() {
         .run();
     assert_eq!(out.stdout, "row 3\nrow 4\nrow 5\n");
     assert!(
-        out.stderr.contains("[lines 3-5 of 1,000; more: offset 5]"),
+        out.stderr
+            .contains("[lines 3-5 of 1,000; more: --range 6:]"),
         "{out}"
     );
 

@@ -12,12 +12,12 @@ use crate::launch_util::{http, read_state, recorded_pids, stack};
 use crate::util::{assert_pid_gone, everything, fault, free_ports, Cmd, BIN};
 
 /// A tmux server of the test's own, with one 120×40 window running a command.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn start(dir: &Path, command: &str) -> Tmux {
+    pub(crate) fn start(dir: &Path, command: &str) -> Tmux {
         let socket = dir.join("tmux.sock").display().to_string();
         let tmux = Tmux { socket };
         tmux.run(&[
@@ -87,12 +87,12 @@ impl Tmux {
         }
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "t"])
     }
 
     /// Waits until the screen holds every one of `wanted`; returns it.
-    fn wait_for(&self, wanted: &[&str]) -> String {
+    pub(crate) fn wait_for(&self, wanted: &[&str]) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let screen = self.screen();
@@ -127,6 +127,18 @@ fn open_tui(cmd: &Cmd, config: &Value) -> Tmux {
          echo $? > {dir}/exit.txt; echo AFTER-TUI; sleep 60"
     );
     Tmux::start(cmd.dir(), &command)
+}
+
+/// From the preflight: `L`, no tunnel (the default), a free port, Enter. The port and the spec's
+/// URL.
+fn launch_on_a_free_port(tmux: &Tmux) -> (u16, String) {
+    let port = free_ports(2);
+    tmux.keys(&["L"]);
+    tmux.wait_for(&["mcp-launch · launch", "auto (native)"]);
+    tmux.keys(&["Down", "Down", "BSpace", "BSpace", "BSpace", "BSpace"]);
+    tmux.text(&port.to_string());
+    tmux.keys(&["Enter"]);
+    (port, format!("http://127.0.0.1:{port}/openapi.json"))
 }
 
 /// A tool with a description over the 300-character limit, for the trim.
@@ -184,13 +196,7 @@ fn preflight_edit_launch_call_and_quit_in_a_terminal() {
     tmux.wait_for(&["mcp-launch · preflight"]);
 
     // Launch with no tunnel on a free port.
-    let port = free_ports(2);
-    tmux.keys(&["L"]);
-    tmux.wait_for(&["mcp-launch · launch", "auto (native)"]);
-    tmux.keys(&["Down", "Down", "BSpace", "BSpace", "BSpace", "BSpace"]);
-    tmux.text(&port.to_string());
-    tmux.keys(&["Enter"]);
-    let url = format!("http://127.0.0.1:{port}/openapi.json");
+    let (port, url) = launch_on_a_free_port(&tmux);
     let screen = tmux.wait_for(&["mcp-launch · results", &url]);
     assert!(screen.contains("broken is left out"), "{screen}");
 
@@ -356,4 +362,39 @@ fn choices_from_another_terminal_show_in_the_tui_and_survive_its_saves() {
     // Quitting wrote nothing over the outside choices.
     let file = wait_for_overrides(cmd.dir(), |_| true);
     assert_eq!(denied(&file), json!(["echo", "get-sum"]));
+}
+
+/// Issue 25, item 6: Launch reuses the preflight's results: a server the preflight found
+/// failing (here: hanging through both init windows) is neither started nor waited for again.
+#[test]
+fn launch_does_not_check_again_a_server_the_preflight_found_failing() {
+    let cmd = Cmd::new();
+    let starts = cmd.path("starts");
+    let config = json!({"mcpServers": {
+        "quick": fault(&[]),
+        "hang": fault(&["--no-answer", "--starts", &starts.display().to_string()]),
+    }});
+    std::fs::write(cmd.path("a.json"), config.to_string()).unwrap();
+    let dir = cmd.dir().display().to_string();
+    let command = format!(
+        "cd {dir} && env HOME={dir} XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 \
+         MCP_INIT_TIMEOUT_SEC=1 MCP_LAUNCH_MCPO=/nonexistent/mcpo {BIN} up --tui --config a.json; \
+         echo $? > {dir}/exit.txt; sleep 60"
+    );
+    let tmux = Tmux::start(cmd.dir(), &command);
+    tmux.wait_for(&["ok         a/quick", "error      a/hang"]);
+    let (_, url) = launch_on_a_free_port(&tmux);
+    tmux.wait_for(&["mcp-launch · results", &url]);
+    let started = std::fs::read_to_string(&starts).unwrap_or_default();
+    assert_eq!(
+        started.lines().count(),
+        1,
+        "the hanging server was started by the preflight only:\n{}",
+        tmux.screen()
+    );
+    let pids = recorded_pids(&read_state(cmd.dir()));
+    assert_eq!(tmux.quit(cmd.dir()), "0");
+    for (what, pid) in pids {
+        assert_pid_gone(pid, &what);
+    }
 }

@@ -413,11 +413,14 @@ impl Overrides {
                 launch: None,
             });
         }
-        let invalid = |e: serde_json::Error, path: &Path| OverridesError::Invalid {
-            path: path.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            message: strip_position(&e.to_string()),
+        let invalid = |e: serde_json::Error, path: &Path| {
+            let (line, column) = crate::error::json_position(&text, &e);
+            OverridesError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: strip_position(&e.to_string()),
+            }
         };
         // Syntax first (with its position), then the version, then the shape.
         let raw: Value = serde_json::from_str(&text).map_err(|e| invalid(e, &path))?;

@@ -40,6 +40,9 @@ use report::{finish_printing, print_events, print_summary};
 ///   mcp-launch up --config a.json --config b.json --shared-key --tunnel quick
 #[derive(Debug, Args)]
 pub struct UpArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub init_timeout: super::InitTimeoutFlag,
     /// Front port of the first stack; stack i gets PORT+i. Taken ports move to the next free
     /// one unless given explicitly.
     #[arg(long, value_name = "N")]
@@ -207,6 +210,7 @@ pub async fn run(
         protect_spec: args.protect_spec,
         refresh: args.refresh,
         max_output: args.max_output_tokens,
+        failed_just_now: Vec::new(),
     };
 
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();

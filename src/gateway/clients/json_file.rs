@@ -135,10 +135,11 @@ fn strict(text: &str, path: &Path) -> Result<(), ClientError> {
     let message = message
         .rsplit_once(" at line ")
         .map_or(&*message, |(m, _)| m);
+    let (line, column) = crate::error::json_position(text, &e);
     Err(ClientError::Invalid {
         path: path.to_path_buf(),
-        line: e.line(),
-        column: e.column(),
+        line,
+        column,
         format: "JSON",
         message: message.to_string(),
     })

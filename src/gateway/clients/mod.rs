@@ -333,7 +333,7 @@ pub fn print(
     let mut how = format!(
         "merge this into {} (or run: {})",
         file.display(),
-        command_line(client, scope, "--write")
+        command_line(client, scope, Some(serve), "--write")
     );
     if serve.configs.is_empty() {
         how.push_str(
@@ -370,7 +370,7 @@ pub fn write(
     }
     let old = file::read(&file)?;
     let edit = add_entry(client, &file, old.as_deref().unwrap_or(""), serve, fronted)?;
-    let undo = command_line(client, scope, "--unwrite");
+    let undo = command_line(client, scope, None, "--unwrite");
     finish(scope, file, old, edit, undo)
 }
 
@@ -388,7 +388,7 @@ pub fn unwrite(
         Format::Json { servers_key, jsonc } => json_file::remove(&old, &file, servers_key, jsonc)?,
         Format::Toml => toml_file::remove(&old, &file)?,
     };
-    let undo = command_line(client, scope, "--write");
+    let undo = command_line(client, scope, None, "--write");
     finish(scope, file, Some(old), edit, undo)
 }
 
@@ -453,10 +453,13 @@ impl fmt::Display for WriteReport {
             return write!(f, "{file} is already up to date");
         }
         match &self.backup {
-            Some(backup) => writeln!(f, "backed up {file} to {}", backup.display())?,
-            None => writeln!(f, "created {file}")?,
+            Some(backup) => write!(
+                f,
+                "backed up {file} to {}\nupdated {file}",
+                backup.display()
+            )?,
+            None => write!(f, "created {file}")?,
         }
-        write!(f, "updated {file}")?;
         if !self.set_aside.is_empty() {
             write!(
                 f,
@@ -482,13 +485,39 @@ impl fmt::Display for WriteReport {
 }
 
 /// The `serve` command line that does `action` for this client and scope.
-fn command_line(client: Client, scope: Scope, action: &str) -> String {
+/// The command line that does `action` for `client`: with `serve`, its whole `serve …` (configs
+/// and flags) so the written entry is the printed one.
+fn command_line(
+    client: Client,
+    scope: Scope,
+    serve: Option<&ServeCommand>,
+    action: &str,
+) -> String {
     let scope = if scope == client.default_scope() {
         String::new()
     } else {
         format!(" --scope {}", scope.name())
     };
-    format!("mcp-launch serve --print-config {client}{scope} {action}")
+    let serve = match serve {
+        Some(serve) => serve
+            .args
+            .iter()
+            .map(|a| shell_word(a))
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => "serve".to_string(),
+    };
+    format!("mcp-launch {serve} --print-config {client}{scope} {action}")
+}
+
+/// `text` as one POSIX shell word, quoted only when it needs it.
+fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_string()
+    } else {
+        shell_quote(text)
+    }
 }
 
 /// `text` as one POSIX shell word.

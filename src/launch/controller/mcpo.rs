@@ -20,7 +20,7 @@ use crate::process::{
 };
 
 /// Environment variable naming the mcpo executable (else `mcpo` on `PATH`).
-pub const MCPO_ENV: &str = "MCP_LAUNCH_MCPO";
+pub use crate::pins::MCPO_ENV;
 
 /// Environment variable bounding mcpo's start-up, in seconds.
 pub const READY_TIMEOUT_ENV: &str = "MCP_LAUNCH_READY_TIMEOUT";
@@ -109,10 +109,8 @@ impl ControllerError {
     /// What to do about it.
     pub fn help(&self) -> String {
         let install = format!(
-            "install it in a venv of its own with working pins: python3 -m venv ~/.local/share/mcp-launch/mcpo && \
-             ~/.local/share/mcp-launch/mcpo/bin/pip install {} -c scripts/mcpo-constraints.txt, then put its bin/ on PATH \
-             or set {MCPO_ENV}; `mcp-launch doctor` checks it",
-            crate::pins::MCPO_SPEC
+            "install it in a venv of its own with working pins: {}; `mcp-launch doctor` checks it",
+            crate::pins::mcpo_install()
         );
         match self {
             ControllerError::NotInstalled { .. } | ControllerError::Spawn(_) => install,

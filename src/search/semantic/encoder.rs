@@ -370,7 +370,7 @@ impl Layout {
                 ));
             }
             let offset = view.data().as_ptr() as usize - base;
-            if offset % 4 != 0 {
+            if !offset.is_multiple_of(4) {
                 return Err(format!("{full} is not aligned for f32"));
             }
             Ok(Span {

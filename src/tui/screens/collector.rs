@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
@@ -90,6 +90,7 @@ const MOVE: Command = Command::bar(
     &[("↑↓", "lists")],
 );
 const CLEAR: Command = Command::help("esc", "clear the input");
+const EDIT: Command = Command::help("ctrl-u ctrl-w", "clear the path / delete its last part");
 
 /// What the keys do while the lists have them.
 const COMMANDS: &[Command] = &[
@@ -111,6 +112,7 @@ const TYPING_COMMANDS: &[Command] = &[
     ENTER,
     MOVE,
     CLEAR,
+    EDIT,
     Command::bar("ctrl-c", "quit (asks first)", &[("ctrl-c", "quit")]),
 ];
 
@@ -128,6 +130,17 @@ impl Component for CollectorView {
             }
             (KeyCode::Backspace, Focus::Input) => {
                 self.input.pop();
+            }
+            // The shell's line editing: ctrl-u clears, ctrl-w deletes the last part of the path.
+            (KeyCode::Char('u'), Focus::Input) if key.modifiers == KeyModifiers::CONTROL => {
+                self.input.clear()
+            }
+            (KeyCode::Char('w'), Focus::Input) if key.modifiers == KeyModifiers::CONTROL => {
+                delete_last_part(&mut self.input)
+            }
+            // Other control keys are not text.
+            (KeyCode::Char(_), Focus::Input) if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                return Handled::Ignored
             }
             (KeyCode::Char(c), Focus::Input) => self.input.push(c),
             (KeyCode::Delete | KeyCode::Char('d'), Focus::Accepted(i))
@@ -156,6 +169,15 @@ impl Component for CollectorView {
     fn render(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
         render(frame, area, ctx, self);
     }
+}
+
+/// Ctrl-W in a path: the last component and the separators after it (`~/a/b.json` → `~/a/`,
+/// `~/a/` → `~/`), or the last word after a space.
+fn delete_last_part(input: &mut String) {
+    let kept = input.trim_end_matches(['/', ' ']).len();
+    input.truncate(kept);
+    let start = input.rfind(['/', ' ']).map_or(0, |i| i + 1);
+    input.truncate(start);
 }
 
 impl CollectorView {

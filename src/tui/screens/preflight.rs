@@ -339,12 +339,7 @@ fn notes(row: &Row, tools: &[ToolLine]) -> String {
         };
     };
     if let Some(error) = &report.error {
-        return error
-            .to_string()
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_string();
+        return crate::tui::words::one_line(&error.to_string());
     }
     findings(row, tools).join("; ")
 }

@@ -319,7 +319,12 @@ fn stack_lines(
     ];
     let reported = view.warnings.iter().filter(|(s, _)| *s == stack.name);
     for warning in stack.warnings.iter().chain(reported.map(|(_, w)| w)) {
-        lines.push(Line::styled(format!("    ! {warning}"), t.warn));
+        // Every line of it (a crash note's stderr tail follows its first line), in TUI keys.
+        let warning = crate::tui::words::in_tui_words(warning);
+        for (i, text) in warning.lines().enumerate() {
+            let mark = if i == 0 { "    ! " } else { "      " };
+            lines.push(Line::styled(format!("{mark}{text}"), t.warn));
+        }
     }
     lines
 }

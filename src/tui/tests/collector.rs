@@ -116,3 +116,22 @@ fn continuing_loads_the_files_and_starts_the_preflight() {
     assert_eq!(app.rows.len(), 2);
     assert_eq!(app.stacks, ["a"]);
 }
+
+/// Issue 25, item 20: ctrl-u and ctrl-w edit the path as a shell would; no control key is
+/// typed in as a letter.
+#[test]
+fn ctrl_u_clears_and_ctrl_w_deletes_the_last_part_of_the_path() {
+    use crossterm::event::{KeyEvent, KeyModifiers};
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = collecting(dir.path());
+    let ctrl = |c| Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+    type_text(&mut app, "~/work/configs/a.json");
+    app.update(ctrl('w'));
+    assert_eq!(app.collector.input, "~/work/configs/");
+    app.update(ctrl('w'));
+    assert_eq!(app.collector.input, "~/work/");
+    app.update(ctrl('x'));
+    assert_eq!(app.collector.input, "~/work/");
+    app.update(ctrl('u'));
+    assert_eq!(app.collector.input, "");
+}

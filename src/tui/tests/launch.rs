@@ -64,7 +64,7 @@ fn launch_options_choose_and_launch() {
     );
     snapshot("launch_options_named", &app);
     let effects = press(&mut app, &[KeyCode::Enter]);
-    let [Effect::Save(_), Effect::Launch(choice)] = effects.as_slice() else {
+    let [Effect::Save(_), Effect::Launch(choice, _)] = effects.as_slice() else {
         panic!("the choices saved, then one launch; got {effects:?}")
     };
     assert_eq!(choice.controller, ControllerChoice::Native);
@@ -233,4 +233,39 @@ fn every_screen_draws_in_a_tiny_terminal() {
         assert_eq!(lines(app, 1, 1).len(), 1);
         assert_eq!(lines(&with_help, 1, 1), ["┌"]);
     }
+}
+
+/// Issue 25, item 20: a warning's fix names the TUI's keys, and a warning of several lines (a
+/// crash's stderr tail) shows every line.
+#[test]
+fn results_warnings_speak_in_keys_and_keep_every_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app(dir.path());
+    press(&mut app, &[KeyCode::Char('L'), KeyCode::Enter]);
+    news(
+        &mut app,
+        LaunchMsg::Stack(StackEvent::Warning {
+            stack: "a".into(),
+            message: "fs/read_file: description cut from 400 to 300 characters; set a shorter \
+                      one with `mcp-launch tool describe fs read_file --text \"…\"`"
+                .into(),
+        }),
+    );
+    news(
+        &mut app,
+        LaunchMsg::Stack(StackEvent::Warning {
+            stack: "a".into(),
+            message: "server db exited; last stderr lines:\n    cannot open database".into(),
+        }),
+    );
+    launched(&mut app);
+    let screen = draw(&app, 200, 40);
+    // The stacks' pane, above the log (which keeps each event as it was said).
+    let pane = screen.split(" log ·").next().unwrap();
+    assert!(
+        pane.contains("t (trim) or i (edit) on read_file"),
+        "{screen}"
+    );
+    assert!(!pane.contains("`mcp-launch tool describe"), "{screen}");
+    assert!(pane.contains("      cannot open database"), "{screen}");
 }

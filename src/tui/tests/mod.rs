@@ -528,3 +528,26 @@ fn repaired_tools_are_noted_on_the_preflight_and_in_the_server_screen() {
     let screen = draw(&app, 120, 40);
     assert!(!screen.contains("repaired for strict"), "{screen}");
 }
+
+/// Issue 25, item 20: a crash's note is not cut after "last stderr lines:" — it ends with the
+/// last thing the server said.
+#[test]
+fn a_crash_note_ends_with_the_servers_last_stderr_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let entries = vec![entry("a", "github")];
+    let (mut app, _) = App::new(
+        entries.clone(),
+        Overrides::load(dir.path()).unwrap(),
+        Theme::monochrome(),
+    );
+    app.update(Msg::Checked {
+        row: 0,
+        report: Box::new(failed(&entries[0])),
+    });
+    let screen = draw(&app, 200, 40);
+    let row = screen.lines().find(|l| l.contains("a/github")).unwrap();
+    assert!(
+        row.contains("during initialize: Error: GITHUB_TOKEN is not set"),
+        "{screen}"
+    );
+}
