@@ -84,26 +84,20 @@ fn assert_success(out: &Output, expected: bool) {
 #[test]
 fn item_15_every_json_answer_says_success() {
     let cmd = two_servers();
-    let list = cmd
-        .cmd()
-        .args(["--config", "config.json", "list", "--json"])
-        .run();
-    assert_success(&list, true);
-    let one = cmd
-        .cmd()
-        .args(["--config", "config.json", "list", "one", "--json"])
-        .run();
-    assert_success(&one, true);
-    let tokens = cmd
-        .cmd()
-        .args(["--config", "config.json", "tokens", "--json"])
-        .run();
-    assert_success(&tokens, true);
-    let search = cmd
-        .cmd()
-        .args(["--config", "config.json", "search", "echo", "--json"])
-        .run();
-    assert_success(&search, true);
+    for command in [
+        &["list"][..],
+        &["list", "one"],
+        &["tokens"],
+        &["search", "echo"],
+    ] {
+        let out = cmd
+            .cmd()
+            .args(["--config", "config.json"])
+            .args(command)
+            .args(["--json"])
+            .run();
+        assert_success(&out, true);
+    }
     // Nothing runs here to share: an answer all the same, saying so.
     let share = cmd.cmd().args(["share", "--json"]).status(1).run();
     assert_success(&share, false);
