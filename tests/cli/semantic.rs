@@ -255,12 +255,14 @@ fn installs_from_a_package_index_and_says_what_an_index_lacks() {
             .any(|e| { e.unwrap().file_name().to_string_lossy().starts_with('.') }),
         "no download or staging left behind\n{out}"
     );
-    // An index without the package: the error names the page and how to go on.
+    // An index without the package: the error names the page and how to go on (--force: the
+    // model is installed, and an install fetches nothing then).
     let missing = out
         .cmd()
         .args([
             "model",
             "install",
+            "--force",
             "--index-url",
             &format!("http://127.0.0.1:{port}/nothing"),
         ])
