@@ -253,6 +253,7 @@ async fn serve_http(
         addr: bound,
         api_key,
         limits: crate::listen::Limits::default(),
+        sessions: wire::SessionLimits::default(),
     };
     wire::serve_http(gateway, listener, options, stop).await
 }

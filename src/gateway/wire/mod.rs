@@ -46,8 +46,10 @@ mod guard;
 mod http;
 mod link;
 mod raw;
+mod sessions;
 mod stdio;
 pub use http::{serve_http, HttpOptions};
+pub use sessions::{SessionLimits, MAX_SESSIONS, MAX_SESSIONS_PER_KEY, SESSION_IDLE};
 
 /// Serves the gateway over stdin/stdout until the client closes stdin (or `stop` fires).
 pub async fn serve_stdio(
