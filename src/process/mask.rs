@@ -4,7 +4,7 @@
 //! call's arguments and its own command line; none of that may reach a log, a ring buffer or
 //! an error unmasked.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// What a secret is replaced with.
 pub const MASK: &str = "****";
@@ -61,6 +61,37 @@ impl Masker {
         }
     }
 
+    /// Adds a header value and, for a `Scheme credential` value (`Bearer t0ken`), the
+    /// credential alone: an upstream may echo either.
+    pub fn add_credential(&self, value: &str) {
+        self.add(value);
+        if let Some((_, credential)) = value.trim().rsplit_once(char::is_whitespace) {
+            self.add(credential);
+        }
+    }
+
+    /// Adds a remote server's credentials: its header values and its URL's (the user, the
+    /// password and every query value: `?api_key=…` is a key whatever its name).
+    pub fn add_remote<'a>(&self, url: &str, header_values: impl IntoIterator<Item = &'a str>) {
+        for value in header_values {
+            self.add_credential(value);
+        }
+        let Ok(parsed) = reqwest::Url::parse(url) else {
+            return;
+        };
+        self.add(parsed.username());
+        self.add(parsed.password().unwrap_or_default());
+        for (_, value) in parsed.query_pairs() {
+            self.add(&value);
+        }
+    }
+
+    /// Adds every secret `other` knows.
+    pub fn add_known(&self, other: &Masker) {
+        let known = other.secrets.read().map(|s| s.clone()).unwrap_or_default();
+        self.add_all(known.iter().map(String::as_str));
+    }
+
     /// Adds the values of the variables whose names look secret (`*TOKEN*`, `*KEY*`,
     /// `*SECRET*`, `*PASSWORD*`, case-insensitive).
     pub fn add_env<'a>(&self, vars: impl IntoIterator<Item = (&'a str, &'a str)>) {
@@ -84,6 +115,23 @@ impl Masker {
         }
         mask_after_markers(&out)
     }
+}
+
+/// This process's own secrets: the values of [`super::WITHHELD_ENV`] in our environment
+/// (`TUNNEL_TOKEN`, `MCP_LAUNCH_API_KEY`) and the keys of the stacks we launch (added by the
+/// launcher before any preflight). Every child's output is masked with them, whoever spawned
+/// it: a preflight runs before its stack's own masker exists.
+pub fn own_secrets() -> &'static Masker {
+    static OWN: OnceLock<Masker> = OnceLock::new();
+    OWN.get_or_init(|| {
+        let masker = Masker::new();
+        for name in super::WITHHELD_ENV {
+            if let Ok(value) = std::env::var(name) {
+                masker.add(&value);
+            }
+        }
+        masker
+    })
 }
 
 /// True for variable names that hold secrets by convention.
@@ -170,6 +218,24 @@ mod tests {
         masker.add_all(["postgres://db-secret", "short"]);
         assert_eq!(masker.mask("at postgres://db-secret/x"), "at ****/x");
         assert_eq!(format!("{masker:?}"), "Masker { secrets: 1 }");
+    }
+
+    /// An upstream that echoes its request gives back our header values and the URL's key:
+    /// each is masked, the scheme's credential alone too.
+    #[test]
+    fn a_remote_servers_headers_and_url_secrets_are_masked() {
+        let masker = Masker::new();
+        masker.add_remote(
+            "https://bob:pa55word@api.x.com/mcp?api_key=k3y-in-url&v=2",
+            ["Token tok-123456", "x-token-value"],
+        );
+        let echo = "GET /mcp?api_key=k3y-in-url&v=2 user bob:pa55word x-token: x-token-value \
+                    authorization: Token tok-123456 (again: tok-123456)";
+        let masked = masker.mask(echo);
+        for secret in ["k3y-in-url", "pa55word", "x-token-value", "tok-123456"] {
+            assert!(!masked.contains(secret), "{secret} in {masked}");
+        }
+        assert!(masked.contains("v=2"), "{masked}");
     }
 
     #[test]
