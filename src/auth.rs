@@ -60,10 +60,7 @@ pub fn has_admin_token(headers: &HeaderMap, token: &str) -> bool {
 
 /// The value of header `name` when the request sends it once; none when it sends it several
 /// times (one request must not try many keys).
-fn single<'a>(
-    headers: &'a HeaderMap,
-    name: impl axum::http::header::AsHeaderName,
-) -> Option<&'a [u8]> {
+fn single(headers: &HeaderMap, name: impl axum::http::header::AsHeaderName) -> Option<&[u8]> {
     let mut all = headers.get_all(name).into_iter();
     let first = all.next()?;
     all.next().is_none().then(|| first.as_bytes())
