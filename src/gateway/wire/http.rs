@@ -284,6 +284,26 @@ mod tests {
         stop.cancel();
     }
 
+    /// A session silent past the idle limit ends (rmcp's default kept one 300 s).
+    #[tokio::test]
+    async fn a_silent_session_ends_after_the_idle_limit() {
+        let sessions = SessionLimits {
+            idle: Duration::from_millis(300),
+            ..SessionLimits::default()
+        };
+        let (addr, stop, _project) = serving_with(Limits::default(), sessions, None).await;
+        let client = reqwest::Client::new();
+        let session = open_session(&client, &addr).await;
+        assert_eq!(list_tools(&client, &addr, &session).await.0, 200);
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let (status, body) = list_tools(&client, &addr, &session).await;
+        assert_eq!(
+            status, 404,
+            "a silent session outlived its idle limit: {body}"
+        );
+        stop.cancel();
+    }
+
     /// A flood of `initialize`s keeps the sessions at the cap, and a client in use keeps its
     /// session and gets every answer within a second.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
