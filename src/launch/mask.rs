@@ -13,7 +13,7 @@ pub fn add_server_secrets(masker: &Masker, spec: &ServerSpec) {
     match spec {
         ServerSpec::Stdio { env, .. } => masker.add_all(env.iter().map(|(_, v)| v.as_str())),
         ServerSpec::Http { url, headers } | ServerSpec::Sse { url, headers } => {
-            masker.add_remote(url, headers.iter().map(|(_, v)| v.as_str()))
+            crate::mcp::redact::add_remote(masker, url, headers.iter().map(|(_, v)| v.as_str()))
         }
     }
 }

@@ -285,7 +285,7 @@ pub(crate) async fn http_error(
 fn sent_credentials(url: &str, headers: &HeaderMap) -> crate::process::Masker {
     let masker = crate::process::Masker::new();
     let values = headers.values().filter_map(|v| v.to_str().ok());
-    masker.add_remote(url, values);
+    super::redact::add_remote(&masker, url, values);
     masker
 }
 
