@@ -16,7 +16,11 @@ its front while a prober asks `GET /healthz` every 20 ms on fresh connections:
 Reports per phase: /healthz latency p50/p99/max and failures, the `up` process's peak RSS
 (sampled every 50 ms), and for slowloris how many sockets the front closed, and when.
 
-    cargo build --release && python3 bench/abuse.py [--sockets 2000] [--json]
+With --target gateway (or both), the same abuse of `mcp-launch serve --http` instead, while a
+normal MCP client keeps asking (bench/abuse_gateway.py: slow clients, held connections, a
+flood of sessions, wrong keys).
+
+    cargo build --release && python3 bench/abuse.py [--target front|gateway|both] [--json]
 """
 import argparse
 import concurrent.futures
@@ -29,6 +33,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import abuse_gateway  # noqa: E402
 import common  # noqa: E402
 from common import Up, bench_env, lat_stats, log, prepare_run, proc_status  # noqa: E402
 
@@ -184,16 +189,37 @@ def bodies(port, count, megabytes, key, parallel):
 
 
 def report(result):
-    lines = [f"abuse bench on {result['machine']}, {result['date']}, commit {result['commit']}",
-             "| phase | load | /healthz p50 | p99 | max | failed | up peak RSS | notes |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [f"abuse bench on {result['machine']}, {result['date']}, commit {result['commit']}"]
+    if result["phases"]:
+        lines += ["| phase | load | /healthz p50 | p99 | max | failed | up peak RSS | notes |",
+                  "|---|---|---|---|---|---|---|---|"]
     for p in result["phases"]:
         h = p["healthz"] or {}
         load = {k: v for k, v in p.items() if k in ("sockets", "requests", "bodies", "mb_each", "parallel")}
         notes = {k: v for k, v in p.items() if k in ("closed_by_front", "closed_after_s_median", "statuses")}
         lines.append(f"| {p['phase']} | {load or '-'} | {h.get('p50', 0) * 1000:.2f} ms | {h.get('p99', 0) * 1000:.2f} ms "
                      f"| {h.get('max', 0) * 1000:.1f} ms | {p['healthz_failures']} | {p['peak_rss_kb'] / 1024:.1f} MB | {notes} |")
+    if result.get("gateway"):
+        lines += ["", abuse_gateway.report(result["gateway"])]
     return "\n".join(lines)
+
+
+def front_phases(a, bin_copy, config, tmp, env):
+    up = Up(bin_copy, [config], os.path.join(tmp, "work"), env, extra_args=["--controller", "native"])
+    try:
+        up.wait_ready()
+        port = up.front_base
+        pid = up.proc.pid
+        work = {
+            "baseline": lambda: (lambda: time.sleep(3)),
+            "slowloris": lambda: slowloris(port, a.sockets, a.hold),
+            "badkeys": lambda: bad_keys(port, a.requests),
+            "bodies-wrong": lambda: bodies(port, a.bodies, a.body_mb, "wrong-key-wrong-key-wrong", a.bodies),
+            "bodies-right": lambda: bodies(port, a.bodies, a.body_mb, KEY, 20),
+        }
+        return [phase(name, port, pid, work[name]()) for name in a.phases.split(",")]
+    finally:
+        up.stop()
 
 
 def main():
@@ -205,6 +231,9 @@ def main():
     ap.add_argument("--bodies", type=int, default=200)
     ap.add_argument("--body-mb", type=int, default=10)
     ap.add_argument("--phases", default="baseline,slowloris,badkeys,bodies-wrong,bodies-right")
+    ap.add_argument("--target", choices=["front", "gateway", "both"], default="front")
+    ap.add_argument("--sessions", type=int, default=12000, help="initializes of the gateway's sessions phase")
+    ap.add_argument("--gateway-phases", default="baseline,slowloris,connections,sessions,badkeys")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -212,25 +241,12 @@ def main():
     config = common.write_json(os.path.join(tmp, "a.json"), {"mcpServers": {"time": {
         "command": os.path.join(common.DEPS, "venv-time", "bin", "mcp-server-time")}}})
     env = dict(bench_env(tmp), MCP_LAUNCH_API_KEY=KEY)
-    up = Up(bin_copy, [config], os.path.join(tmp, "work"), env, extra_args=["--controller", "native"])
-    result = None
-    try:
-        up.wait_ready()
-        port = up.front_base
-        pid = up.proc.pid
-        wanted = a.phases.split(",")
-        work = {
-            "baseline": lambda: (lambda: time.sleep(3)),
-            "slowloris": lambda: slowloris(port, a.sockets, a.hold),
-            "badkeys": lambda: bad_keys(port, a.requests),
-            "bodies-wrong": lambda: bodies(port, a.bodies, a.body_mb, "wrong-key-wrong-key-wrong", a.bodies),
-            "bodies-right": lambda: bodies(port, a.bodies, a.body_mb, KEY, 20),
-        }
-        phases = [phase(name, port, pid, work[name]()) for name in wanted]
-        machine = os.uname().nodename
-        result = {"commit": commit, "date": time.strftime("%Y-%m-%d"), "machine": machine, "phases": phases}
-    finally:
-        up.stop()
+    machine = os.uname().nodename
+    result = {"commit": commit, "date": time.strftime("%Y-%m-%d"), "machine": machine, "phases": []}
+    if a.target in ("front", "both"):
+        result["phases"] = front_phases(a, bin_copy, config, tmp, env)
+    if a.target in ("gateway", "both"):
+        result["gateway"] = abuse_gateway.run(a, tmp, bin_copy, config, bench_env(tmp), KEY)
     common.finish(tmp, a.keep, result, a.json, report)
 
 

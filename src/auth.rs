@@ -11,6 +11,9 @@ use subtle::{Choice, ConstantTimeEq};
 const KEY_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 /// Length of generated keys: 40 characters of 62 symbols ≈ 238 bits.
 pub const KEY_LEN: usize = 40;
+/// The shortest key a listener reachable from other machines takes (`serve --http
+/// --api-key`): 16 random letters and digits are ~95 bits; `a` was accepted.
+pub const MIN_KEY_LEN: usize = 16;
 
 /// A fresh random key of [`KEY_LEN`] letters and digits from the OS's random source.
 pub fn generate_key() -> String {
@@ -37,8 +40,11 @@ pub const ADMIN_HEADER: &str = "x-mcp-launch-admin";
 
 /// Whether the request presents `key` as `X-API-Key: <key>` or `Authorization: Bearer <key>`.
 pub fn has_api_key(headers: &HeaderMap, key: &str) -> bool {
-    let from_x_api_key = headers.get_all(API_KEY_HEADER).iter().map(|v| v.as_bytes());
-    matches_any(from_x_api_key.chain(bearer_tokens(headers)), key)
+    let from_x_api_key = single(headers, API_KEY_HEADER);
+    matches_any(
+        from_x_api_key.into_iter().chain(bearer_tokens(headers)),
+        key,
+    )
 }
 
 /// Whether the request presents `key` as `Authorization: Bearer <key>` (how the front hands
@@ -49,18 +55,22 @@ pub fn has_bearer(headers: &HeaderMap, key: &str) -> bool {
 
 /// Whether the request presents the admin token in `X-MCP-Launch-Admin`.
 pub fn has_admin_token(headers: &HeaderMap, token: &str) -> bool {
-    matches_any(
-        headers.get_all(ADMIN_HEADER).iter().map(|v| v.as_bytes()),
-        token,
-    )
+    matches_any(single(headers, ADMIN_HEADER).into_iter(), token)
 }
 
-/// The tokens of every `Authorization: Bearer <token>` header.
+/// The value of header `name` when the request sends it once; none when it sends it several
+/// times (one request must not try many keys).
+fn single(headers: &HeaderMap, name: impl axum::http::header::AsHeaderName) -> Option<&[u8]> {
+    let mut all = headers.get_all(name).into_iter();
+    let first = all.next()?;
+    all.next().is_none().then(|| first.as_bytes())
+}
+
+/// The token of the one `Authorization: Bearer <token>` header.
 fn bearer_tokens(headers: &HeaderMap) -> impl Iterator<Item = &[u8]> {
-    headers
-        .get_all(AUTHORIZATION)
-        .iter()
-        .filter_map(|v| bearer_token(v.as_bytes()))
+    single(headers, AUTHORIZATION)
+        .and_then(bearer_token)
+        .into_iter()
 }
 
 /// The token of a `Bearer <token>` credential (scheme case-insensitive).
@@ -110,6 +120,21 @@ mod tests {
             &headers(&[("x-api-key", "nope"), ("authorization", "Bearer k1")]),
             "k1"
         ));
+    }
+
+    /// Low 14 of issue 24: every `Authorization` header was compared, so one request could
+    /// try ~100 keys. A header sent more than once now counts as none.
+    #[test]
+    fn a_request_with_several_key_headers_is_refused() {
+        for several in [["Bearer k2", "Bearer k1"], ["Bearer k1", "Bearer k2"]] {
+            let several = headers(&[("authorization", several[0]), ("authorization", several[1])]);
+            assert!(!has_bearer(&several, "k1"));
+            assert!(!has_api_key(&several, "k1"));
+        }
+        let keys = headers(&[("x-api-key", "k2"), ("x-api-key", "k1")]);
+        assert!(!has_api_key(&keys, "k1"));
+        let admin = headers(&[("x-mcp-launch-admin", "t2"), ("x-mcp-launch-admin", "t")]);
+        assert!(!has_admin_token(&admin, "t"));
     }
 
     #[test]

@@ -70,7 +70,37 @@ pub struct ServeArgs {
     /// How long a call may take.
     #[arg(long, value_name = "DURATION", default_value = "300", value_parser = |s: &str| CALL_TIMEOUT.parse(s))]
     pub call_timeout: Duration,
+    /// With --http: the most sessions kept at once (past it, the one idle longest ends).
+    #[arg(long, env = "MCP_LAUNCH_MAX_SESSIONS", value_name = "N", default_value_t = wire::MAX_SESSIONS,
+        value_parser = parse_sessions)]
+    pub max_sessions: usize,
+    /// With --http: the most sessions kept at once per key.
+    #[arg(long, env = "MCP_LAUNCH_MAX_SESSIONS_PER_KEY", value_name = "N", default_value_t = wire::MAX_SESSIONS_PER_KEY,
+        value_parser = parse_sessions)]
+    pub max_sessions_per_key: usize,
+    /// With --http: end a session after this long without a message.
+    #[arg(long, env = "MCP_LAUNCH_SESSION_IDLE", value_name = "DURATION", default_value = "120s",
+        value_parser = |s: &str| SESSION_IDLE.parse(s))]
+    pub session_idle: Duration,
 }
+
+/// `--max-sessions`, `--max-sessions-per-key`: 1 to 65,536.
+fn parse_sessions(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a session count: give one from 1 to 65536"
+        )),
+    }
+}
+
+/// `--session-idle`: a second to an hour.
+const SESSION_IDLE: Setting = Setting::new(
+    "--session-idle",
+    wire::SESSION_IDLE,
+    Duration::from_secs(1),
+    Duration::from_secs(3600),
+);
 
 /// `--idle`: zero (never) to a day.
 const IDLE: Setting = Setting::new("--idle", Duration::from_secs(600), Duration::ZERO, DAY);
@@ -126,7 +156,7 @@ pub(super) async fn run(
             stop.cancelled().await;
             Ok(())
         }
-        Some(addr) => serve_http(gateway.clone(), addr, args.api_key, stop.clone()).await,
+        Some(addr) => serve_http(gateway.clone(), addr, &args, stop.clone()).await,
         None => wire::serve_stdio(gateway.clone(), stop.clone()).await,
     };
     stop.cancel();
@@ -243,7 +273,7 @@ pub(super) fn parse_budget(text: &str) -> Result<crate::outputs::Budget, String>
 async fn serve_http(
     gateway: Gateway,
     addr: SocketAddr,
-    api_key: Option<String>,
+    args: &ServeArgs,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -251,19 +281,62 @@ async fn serve_http(
     eprintln!("mcp-launch serve: http://{bound}/mcp");
     let options = HttpOptions {
         addr: bound,
-        api_key,
+        api_key: args.api_key.clone(),
         limits: crate::listen::Limits::default(),
+        sessions: wire::SessionLimits {
+            max_sessions: args.max_sessions,
+            max_per_key: args.max_sessions_per_key,
+            idle: args.session_idle,
+        },
     };
     wire::serve_http(gateway, listener, options, stop).await
 }
 
-/// A non-loopback address needs a key: the gateway runs tools on this machine.
+/// A non-loopback address needs a key of at least [`crate::auth::MIN_KEY_LEN`] characters:
+/// the gateway runs tools on this machine.
 fn refuse_open_without_key(addr: SocketAddr, key: Option<&str>) -> Result<(), CliError> {
-    if addr.ip().is_loopback() || key.is_some_and(|k| !k.is_empty()) {
+    let min = crate::auth::MIN_KEY_LEN;
+    let length = key.map_or(0, |k| k.chars().count());
+    if addr.ip().is_loopback() || length >= min {
         return Ok(());
     }
+    let message = match length {
+        0 => format!("--http {addr} is reachable from other machines and no key is set"),
+        n => format!("--http {addr} is reachable from other machines and its key has {n} characters (at least {min} needed)"),
+    };
     Err(CliError::Usage {
-        message: format!("--http {addr} is reachable from other machines and no key is set"),
-        help: "set --api-key KEY (or MCP_LAUNCH_API_KEY), or bind 127.0.0.1".into(),
+        message,
+        help: format!(
+            "set --api-key KEY (or MCP_LAUNCH_API_KEY) to a random key of {min}+ characters, e.g. this fresh one: {}; or bind 127.0.0.1",
+            crate::auth::generate_key()
+        ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Low 14 of issue 24: `serve --http 0.0.0.0:… --api-key a` was accepted.
+    #[test]
+    fn a_short_key_is_refused_off_loopback_with_a_fresh_one_offered() {
+        let open: SocketAddr = "0.0.0.0:8000".parse().unwrap();
+        let Err(CliError::Usage { message, help }) = refuse_open_without_key(open, Some("a"))
+        else {
+            panic!("a one-character key was accepted off loopback");
+        };
+        assert!(message.contains("1 characters"), "{message}");
+        let offered = help
+            .split("fresh one: ")
+            .nth(1)
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap();
+        assert_eq!(offered.len(), crate::auth::KEY_LEN, "{help}");
+        assert!(refuse_open_without_key(open, None).is_err());
+        assert!(refuse_open_without_key(open, Some("0123456789abcdef")).is_ok());
+        let loopback: SocketAddr = "127.0.0.1:8000".parse().unwrap();
+        assert!(refuse_open_without_key(loopback, Some("a")).is_ok());
+    }
 }

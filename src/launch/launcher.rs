@@ -194,6 +194,10 @@ pub async fn launch(
         events,
     };
     let (plans, mut errors) = planning.plan_stacks(loaded);
+    for plan in &plans {
+        // Before the preflight: a server's stderr tail must never show a stack's key.
+        stack::register_keys(plan, crate::process::own_secrets());
+    }
     let overrides = Overrides::load(&options.project_dir)?;
     let reused = match options.refresh {
         true => &[][..],

@@ -6,14 +6,14 @@ pub use crate::process::{is_secret_name, Masker, MASK};
 
 use crate::config::ServerSpec;
 
-/// Teaches `masker` a server's secrets: every value of its `env` block and every header value
-/// (resolved), whatever their names — a connection string or a custom auth header is as secret
-/// as a variable named `*_TOKEN`.
+/// Teaches `masker` a server's secrets: every value of its `env` block, every header value
+/// (resolved) and the URL's user, password and query values, whatever their names — a
+/// connection string or a custom auth header is as secret as a variable named `*_TOKEN`.
 pub fn add_server_secrets(masker: &Masker, spec: &ServerSpec) {
     match spec {
         ServerSpec::Stdio { env, .. } => masker.add_all(env.iter().map(|(_, v)| v.as_str())),
-        ServerSpec::Http { headers, .. } | ServerSpec::Sse { headers, .. } => {
-            masker.add_all(headers.iter().map(|(_, v)| v.as_str()))
+        ServerSpec::Http { url, headers } | ServerSpec::Sse { url, headers } => {
+            crate::mcp::redact::add_remote(masker, url, headers.iter().map(|(_, v)| v.as_str()))
         }
     }
 }

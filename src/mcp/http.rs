@@ -182,7 +182,7 @@ impl Post {
             }
         };
         if !resp.status().is_success() {
-            let error = http_error(&self.url, resp).await;
+            let error = http_error(&self.url, &self.headers, resp).await;
             return self.fail(request_id, error);
         }
         if let Some(id) = resp
@@ -263,20 +263,30 @@ fn lock(state: &Mutex<SessionState>) -> std::sync::MutexGuard<'_, SessionState> 
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The error for a response with a failure status: its status and the start of its body.
-pub(crate) async fn http_error(url: &str, resp: reqwest::Response) -> McpError {
+/// The error for a response with a failure status: its status and the start of its body,
+/// with the credentials we sent masked (an upstream may echo its request, and the error
+/// reaches logs, tool errors and the front's answers).
+pub(crate) async fn http_error(
+    url: &str,
+    headers: &HeaderMap,
+    resp: reqwest::Response,
+) -> McpError {
     let status = resp.status().as_u16();
     let body = read_prefix(resp, ERROR_BODY_BYTES).await;
+    let body: String = body.chars().take(ERROR_BODY_BYTES).collect();
     McpError::Http {
         url: url.to_string(),
         status,
-        body: body
-            .chars()
-            .take(ERROR_BODY_BYTES)
-            .collect::<String>()
-            .trim()
-            .to_string(),
+        body: sent_credentials(url, headers).mask(body.trim()),
     }
+}
+
+/// A masker of what a request to `url` with `headers` carried.
+fn sent_credentials(url: &str, headers: &HeaderMap) -> crate::process::Masker {
+    let masker = crate::process::Masker::new();
+    let values = headers.values().filter_map(|v| v.to_str().ok());
+    super::redact::add_remote(&masker, url, values);
+    masker
 }
 
 /// The error and its causes, e.g. "error sending request: connection refused". Callers pass
@@ -291,4 +301,57 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// An upstream that answers every request 500 with the request itself as the body.
+    async fn echoing_upstream() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = vec![0u8; 8192];
+            let n = socket.read(&mut request).await.unwrap();
+            let head = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-length: {n}\r\nconnection: close\r\n\r\n"
+            );
+            socket.write_all(head.as_bytes()).await.unwrap();
+            socket.write_all(&request[..n]).await.unwrap();
+        });
+        format!("http://{addr}/mcp?api_key=url-k3y-secret")
+    }
+
+    /// Medium 4 of issue 24: the error of an upstream that echoes its request carried our
+    /// header values and the URL's key to the log, the gateway's tool error and the front.
+    #[tokio::test]
+    async fn an_echoed_request_in_an_error_body_is_masked() {
+        let url = echoing_upstream().await;
+        let configured = [
+            ("X-Token".to_string(), "x-t0ken-secret".to_string()),
+            (
+                "Authorization".to_string(),
+                "Bearer bearer-s3cret".to_string(),
+            ),
+        ];
+        let headers = header_map(&url, &configured).unwrap();
+        let resp = client(&url)
+            .unwrap()
+            .post(&url)
+            .headers(headers.clone())
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        let shown = http_error(&url, &headers, resp).await.to_string();
+        assert!(shown.contains("HTTP 500"), "{shown}");
+        assert!(shown.contains("x-token"), "the echo is kept: {shown}");
+        for secret in ["x-t0ken-secret", "bearer-s3cret", "url-k3y-secret"] {
+            assert!(!shown.contains(secret), "{secret} relayed: {shown}");
+        }
+    }
 }

@@ -57,7 +57,7 @@ pub(crate) async fn start(
         .await
         .map_err(|e| connect_error(error_chain(&e.without_url())))?;
     if !resp.status().is_success() {
-        return Err(http_error(url, resp).await);
+        return Err(http_error(url, &headers, resp).await);
     }
     let mut events = cap_events(resp.bytes_stream(), url, opts.limits.message_bytes).eventsource();
     let wait = opts.fast_window + opts.slow_window;
@@ -152,7 +152,7 @@ impl Posts {
                 .await;
             let error = match sent {
                 Ok(resp) if resp.status().is_success() => continue,
-                Ok(resp) => http_error(self.url.as_str(), resp).await,
+                Ok(resp) => http_error(self.url.as_str(), &self.headers, resp).await,
                 Err(e) => McpError::Connect {
                     url: self.url.to_string(),
                     message: error_chain(&e.without_url()),

@@ -4,7 +4,7 @@
 //! call's arguments and its own command line; none of that may reach a log, a ring buffer or
 //! an error unmasked.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// What a secret is replaced with.
 pub const MASK: &str = "****";
@@ -61,6 +61,21 @@ impl Masker {
         }
     }
 
+    /// Adds a header value and, for a `Scheme credential` value (`Bearer t0ken`), the
+    /// credential alone: an upstream may echo either.
+    pub fn add_credential(&self, value: &str) {
+        self.add(value);
+        if let Some((_, credential)) = value.trim().rsplit_once(char::is_whitespace) {
+            self.add(credential);
+        }
+    }
+
+    /// Adds every secret `other` knows.
+    pub fn add_known(&self, other: &Masker) {
+        let known = other.secrets.read().map(|s| s.clone()).unwrap_or_default();
+        self.add_all(known.iter().map(String::as_str));
+    }
+
     /// Adds the values of the variables whose names look secret (`*TOKEN*`, `*KEY*`,
     /// `*SECRET*`, `*PASSWORD*`, case-insensitive).
     pub fn add_env<'a>(&self, vars: impl IntoIterator<Item = (&'a str, &'a str)>) {
@@ -84,6 +99,23 @@ impl Masker {
         }
         mask_after_markers(&out)
     }
+}
+
+/// This process's own secrets: the values of [`super::WITHHELD_ENV`] in our environment
+/// (`TUNNEL_TOKEN`, `MCP_LAUNCH_API_KEY`) and the keys of the stacks we launch (added by the
+/// launcher before any preflight). Every child's output is masked with them, whoever spawned
+/// it: a preflight runs before its stack's own masker exists.
+pub fn own_secrets() -> &'static Masker {
+    static OWN: OnceLock<Masker> = OnceLock::new();
+    OWN.get_or_init(|| {
+        let masker = Masker::new();
+        for name in super::WITHHELD_ENV {
+            if let Ok(value) = std::env::var(name) {
+                masker.add(&value);
+            }
+        }
+        masker
+    })
 }
 
 /// True for variable names that hold secrets by convention.

@@ -39,7 +39,7 @@ pub use group::{
     wait_gone,
 };
 pub use listener::{verify_listener, Squatted};
-pub use mask::{is_secret_name, Masker, MASK};
+pub use mask::{is_secret_name, own_secrets, Masker, MASK};
 pub use ring::StderrRing;
 pub use service::{spawn_service, LineSink};
 pub use users::shared_host;
@@ -76,10 +76,12 @@ pub struct SpawnSpec {
 }
 
 impl SpawnSpec {
-    /// The masker for this child's output: the caller's, taught this child's `env` values.
+    /// The masker for this child's output: the caller's, taught this child's `env` values
+    /// and this process's own secrets.
     fn output_masker(&self) -> Masker {
         let masker = self.masker.clone();
         masker.add_all(self.env.iter().map(|(_, v)| v.as_str()));
+        masker.add_known(own_secrets());
         masker
     }
 }
@@ -402,6 +404,16 @@ mod tests {
         assert_eq!(exit, Some(Exit::Code(3)));
         assert_eq!(spawned.guard.stderr_tail(1), "last words");
         assert_eq!(spawned.guard.stderr_tail(5), "first\nlast words");
+    }
+
+    /// Low 20 of issue 24: a preflight's stderr tail showed the stack's key; a child's output
+    /// is masked with this process's own secrets whoever spawned it.
+    #[tokio::test]
+    async fn our_own_secrets_are_masked_in_every_childs_stderr() {
+        own_secrets().add("stack-key-4f9a2c");
+        let spawned = spawn(&sh("echo \"key stack-key-4f9a2c\" >&2")).unwrap();
+        spawned.guard.settle(Duration::from_secs(5)).await;
+        assert_eq!(spawned.guard.stderr_tail(1), "key ****");
     }
 
     #[tokio::test]

@@ -313,6 +313,51 @@ fn secrets_in_server_urls_never_reach_errors_or_logs() {
     assert!(message.contains("api_key=****"), "{message}");
 }
 
+/// An upstream that echoes its request in an error body (issue 24, Medium 4): our header
+/// values and the URL's key came back in the error, the log and what the front and the
+/// gateway relay. A real socket here answers 500 with the request it got.
+#[test]
+fn an_upstream_echoing_our_credentials_in_its_error_is_masked() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut socket in listener.incoming().flatten() {
+            let mut request = vec![0u8; 16384];
+            let n = socket.read(&mut request).unwrap_or(0);
+            let head = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-length: {n}\r\nconnection: close\r\n\r\n"
+            );
+            let _ = socket.write_all(head.as_bytes());
+            let _ = socket.write_all(&request[..n]);
+        }
+    });
+    let remote = json!({"url": format!("http://127.0.0.1:{port}/mcp?api_key=url-k3y-secret"),
+        "headers": {"X-Token": "x-t0ken-secret", "Authorization": "Bearer bearer-s3cret"}});
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"remote": remote}}));
+    let out = cmd
+        .args(["list", "--json", "-vv", "--log-file", "run.log"])
+        .status(1)
+        .stderr_any()
+        .run();
+    let log = std::fs::read_to_string(out.path("run.log")).unwrap();
+    let message = out.server("remote")["error"]["message"].to_string();
+    assert!(message.contains("HTTP 500"), "{message}");
+    assert!(
+        message.contains("x-token"),
+        "the echo is relayed: {message}"
+    );
+    for (what, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("log", &log),
+    ] {
+        for secret in ["x-t0ken-secret", "bearer-s3cret", "url-k3y-secret"] {
+            assert!(!text.contains(secret), "{what} holds {secret}: {text}");
+        }
+    }
+}
+
 /// On a shared host `auto` picks the native controller: mcpo's key would sit on its command
 /// line for the other users to read. (Detection itself is tested in `process::users`; here the
 /// override stands in for a neighbour, which would sway every other test's `auto` meanwhile.)

@@ -24,7 +24,6 @@ use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::SessionManager;
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -53,8 +52,8 @@ const MAX_REFUSAL_BYTES: usize = 4096;
 pub struct Guard {
     /// rmcp's service under `/mcp`, with the raw layer.
     pub inner: Router,
-    /// rmcp's sessions, to tell an unknown one.
-    pub sessions: Arc<LocalSessionManager>,
+    /// rmcp's sessions (bounded), to tell an unknown one.
+    pub sessions: Arc<super::sessions::Sessions>,
     /// How long a client may take to send a body (`crate::listen::BODY_READ_TIMEOUT`).
     pub body_read_timeout: Duration,
 }

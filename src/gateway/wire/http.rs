@@ -15,12 +15,12 @@ use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::guard::{self, Guard, MAX_BODY_BYTES};
+use super::sessions::{SessionLimits, Sessions};
 use super::Handler;
 use crate::gateway::Gateway;
 use crate::listen::Limits;
@@ -34,6 +34,8 @@ pub struct HttpOptions {
     pub api_key: Option<String>,
     /// The bounds of the listener (header timeout, connections).
     pub limits: Limits,
+    /// The bounds of the sessions (how many, how long idle).
+    pub sessions: SessionLimits,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -42,6 +44,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("addr", &self.addr)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("limits", &self.limits)
+            .field("sessions", &self.sessions)
             .finish()
     }
 }
@@ -62,7 +65,7 @@ pub async fn serve_http(
         config = config.with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), host]);
     }
     let spliced = gateway.clone();
-    let sessions = Arc::new(LocalSessionManager::default());
+    let sessions = Arc::new(Sessions::new(options.sessions));
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
         Arc::clone(&sessions),
@@ -105,11 +108,22 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
 
+    use serde_json::Value;
+
     use super::*;
     use crate::gateway::{GatewayOptions, Mode};
 
     /// A gateway with no servers on a loopback port, under `limits`.
     async fn serving(limits: Limits) -> (String, CancellationToken, tempfile::TempDir) {
+        serving_with(limits, SessionLimits::default(), None).await
+    }
+
+    /// A gateway with no servers on a loopback port, under these bounds and key.
+    async fn serving_with(
+        limits: Limits,
+        sessions: SessionLimits,
+        api_key: Option<String>,
+    ) -> (String, CancellationToken, tempfile::TempDir) {
         let project = tempfile::tempdir().unwrap();
         let options = GatewayOptions {
             mode: Mode::Full,
@@ -130,8 +144,9 @@ mod tests {
         let stop = CancellationToken::new();
         let options = HttpOptions {
             addr,
-            api_key: None,
+            api_key,
             limits,
+            sessions,
         };
         tokio::spawn(serve_http(gateway, listener, options, stop.clone()));
         (addr.to_string(), stop, project)
@@ -194,6 +209,136 @@ mod tests {
         let answer = String::from_utf8_lossy(&answer);
         assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
         assert!(answer.contains("-32600"), "{answer}");
+        stop.cancel();
+    }
+
+    /// POSTs `body` to `/mcp` (in `session`, if given): the status, the session id the answer
+    /// names and the body.
+    async fn post(
+        client: &reqwest::Client,
+        addr: &str,
+        session: Option<&str>,
+        body: Value,
+    ) -> (u16, Option<String>, String) {
+        let mut request = client
+            .post(format!("http://{addr}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let id = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        (status, id, response.text().await.unwrap_or_default())
+    }
+
+    /// A new session (initialize, then initialized): its id.
+    async fn open_session(client: &reqwest::Client, addr: &str) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}});
+        let (status, id, body) = post(client, addr, None, init).await;
+        assert_eq!(status, 200, "{body}");
+        let id = id.expect("a session id");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        post(client, addr, Some(&id), initialized).await;
+        id
+    }
+
+    /// `tools/list` in `session`: the status and body.
+    async fn list_tools(client: &reqwest::Client, addr: &str, session: &str) -> (u16, String) {
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let (status, _, body) = post(client, addr, Some(session), list).await;
+        (status, body)
+    }
+
+    fn capped(max_sessions: usize) -> SessionLimits {
+        SessionLimits {
+            max_sessions,
+            ..SessionLimits::default()
+        }
+    }
+
+    /// With room for two sessions, a third evicts the one idle longest; the others answer.
+    #[tokio::test]
+    async fn a_session_past_the_cap_evicts_the_oldest_idle_one() {
+        let (addr, stop, _project) = serving_with(Limits::default(), capped(2), None).await;
+        let client = reqwest::Client::new();
+        let first = open_session(&client, &addr).await;
+        assert_eq!(list_tools(&client, &addr, &first).await.0, 200);
+        let second = open_session(&client, &addr).await;
+        assert_eq!(list_tools(&client, &addr, &second).await.0, 200);
+        let third = open_session(&client, &addr).await;
+        let (status, body) = list_tools(&client, &addr, &first).await;
+        assert_eq!(status, 404, "the oldest idle session was kept: {body}");
+        assert!(body.contains("-32001"), "{body}");
+        assert_eq!(list_tools(&client, &addr, &second).await.0, 200);
+        assert_eq!(list_tools(&client, &addr, &third).await.0, 200);
+        stop.cancel();
+    }
+
+    /// A session silent past the idle limit ends (rmcp's default kept one 300 s).
+    #[tokio::test]
+    async fn a_silent_session_ends_after_the_idle_limit() {
+        let sessions = SessionLimits {
+            idle: Duration::from_millis(300),
+            ..SessionLimits::default()
+        };
+        let (addr, stop, _project) = serving_with(Limits::default(), sessions, None).await;
+        let client = reqwest::Client::new();
+        let session = open_session(&client, &addr).await;
+        assert_eq!(list_tools(&client, &addr, &session).await.0, 200);
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let (status, body) = list_tools(&client, &addr, &session).await;
+        assert_eq!(
+            status, 404,
+            "a silent session outlived its idle limit: {body}"
+        );
+        stop.cancel();
+    }
+
+    /// A flood of `initialize`s keeps the sessions at the cap, and a client in use keeps its
+    /// session and gets every answer within a second.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_in_use_is_answered_under_a_flood_of_initializes() {
+        let (addr, stop, _project) = serving_with(Limits::default(), capped(16), None).await;
+        let client = reqwest::Client::new();
+        let mine = open_session(&client, &addr).await;
+        assert_eq!(list_tools(&client, &addr, &mine).await.0, 200);
+        let early = open_session(&client, &addr).await;
+        let flood: Vec<_> = (0..8)
+            .map(|_| {
+                let (client, addr) = (reqwest::Client::new(), addr.clone());
+                tokio::spawn(async move {
+                    for _ in 0..50 {
+                        open_session(&client, &addr).await;
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..20 {
+            let started = std::time::Instant::now();
+            let (status, body) = list_tools(&client, &addr, &mine).await;
+            assert_eq!(status, 200, "the client in use lost its session: {body}");
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "{:?}",
+                started.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for task in flood {
+            task.await.unwrap();
+        }
+        let (status, _) = list_tools(&client, &addr, &early).await;
+        assert_eq!(status, 404, "400 sessions were kept past a cap of 16");
         stop.cancel();
     }
 }

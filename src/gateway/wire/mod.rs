@@ -46,8 +46,10 @@ mod guard;
 mod http;
 mod link;
 mod raw;
+mod sessions;
 mod stdio;
 pub use http::{serve_http, HttpOptions};
+pub use sessions::{SessionLimits, MAX_SESSIONS, MAX_SESSIONS_PER_KEY, SESSION_IDLE};
 
 /// Serves the gateway over stdin/stdout until the client closes stdin (or `stop` fires).
 pub async fn serve_stdio(
@@ -192,14 +194,25 @@ fn log_sink(context: &RequestContext<RoleServer>) -> crate::gateway::Sink {
     })
 }
 
-/// Whose outputs a call's cut result belongs to: over HTTP the client's session (or, without
-/// one, its key); over stdio the one client, as the local user (`mcp-launch output` reads it).
+/// Whose outputs a call's cut result belongs to, from what the client proved: over HTTP a
+/// handshake-era request's session (rmcp routes it into its live session or answers 404),
+/// else the key it presented; over stdio the one client, as the local user (`mcp-launch
+/// output` reads it).
 fn scope_of(context: &RequestContext<RoleServer>) -> crate::outputs::ClientScope {
     let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
         return crate::outputs::ClientScope::local();
     };
-    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
-    let id = header("mcp-session-id")
+    let stateless = context.meta.protocol_version().is_some();
+    scope_from(&parts.headers, stateless)
+}
+
+/// The scope of an HTTP request. A stateless-revision request has no session: the
+/// `Mcp-Session-Id` it may carry proves nothing (a DELETEd session's handles were read by
+/// presenting its id this way), so only a handshake-era request's counts.
+fn scope_from(headers: &axum::http::HeaderMap, stateless: bool) -> crate::outputs::ClientScope {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let session = header("mcp-session-id").filter(|_| !stateless);
+    let id = session
         .map(|session| format!("session:{session}"))
         .or_else(|| header("authorization").map(|key| format!("key:{key}")))
         .unwrap_or_else(|| "http".into());
@@ -546,5 +559,30 @@ impl ServerHandler for Handler {
                 return Ok(());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue};
+
+    use super::scope_from;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(name, value)| (name.parse().unwrap(), HeaderValue::from_static(value)))
+            .collect()
+    }
+
+    /// Low 15 of issue 24: a stateless request naming a (DELETEd) session read its handles.
+    #[test]
+    fn a_stateless_request_does_not_get_the_scope_of_the_session_it_names() {
+        let named = headers(&[("mcp-session-id", "s-1"), ("authorization", "Bearer k")]);
+        let in_session = scope_from(&named, false);
+        let stateless = scope_from(&named, true);
+        assert_ne!(stateless.hash(), in_session.hash());
+        let keyed = scope_from(&headers(&[("authorization", "Bearer k")]), true);
+        assert_eq!(stateless.hash(), keyed.hash(), "the key is what it proved");
     }
 }

@@ -32,7 +32,7 @@ mod start;
 mod supervise;
 
 pub use error::StackError;
-pub use start::start;
+pub use start::{register_keys, start};
 
 /// How long mcpo and cloudflared get between SIGTERM and SIGKILL when a stack stops: mcpo
 /// closes its servers' sessions on TERM, which takes a moment per server.

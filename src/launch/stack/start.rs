@@ -265,6 +265,12 @@ fn register_secrets(plan: &StackPlan, masker: &Masker) -> (u16, (String, String)
     for spec in plan.entries.iter().filter_map(|e| e.spec.as_ref().ok()) {
         crate::launch::mask::add_server_secrets(masker, spec);
     }
+    register_keys(plan, masker)
+}
+
+/// Adds the stack's keys and admin token to `masker`; returns the controller's port and its
+/// `(base URL, key)`.
+pub fn register_keys(plan: &StackPlan, masker: &Masker) -> (u16, (String, String)) {
     masker.add(&plan.api_key);
     let (port, key) = plan.controller.endpoint();
     masker.add(&key);

@@ -1,0 +1,354 @@
+//! The sessions of `serve --http` (the 2025 era's `Mcp-Session-Id`): rmcp's
+//! [`LocalSessionManager`] with bounds. A flood of `initialize`s once held 12,000 sessions
+//! (803 MB) for rmcp's 300 s each; now:
+//! - at most [`SessionLimits::max_sessions`] in all and [`SessionLimits::max_per_key`] per key
+//!   (the key a client presented; keyless clients count as one key). Past a cap, a session
+//!   goes to make room: first one that has asked nothing since its handshake (a flood's), then
+//!   the one idle longest; one with a request or stream open only when every other is busy;
+//! - a session ends after [`SessionLimits::idle`] without a message (rmcp's keep-alive);
+//! - the maps shrink after a wave, so the memory goes back to the allocator.
+//!
+//! Every end of a session (DELETE, idle, evicted) passes through [`Sessions::close_session`],
+//! and a session id is trusted as a scope only while rmcp routes requests into it (the
+//! handler's `scope_of`): a closed session's handles can no longer be read.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures_util::{Stream, StreamExt};
+use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
+use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::SessionManager;
+
+/// Sessions kept at once, in all: ~80 KB each, so ~20 MB at most.
+pub const MAX_SESSIONS: usize = 256;
+/// Sessions kept at once per key (with one key, the binding cap).
+pub const MAX_SESSIONS_PER_KEY: usize = 128;
+/// How long a session may stay silent before it ends (rmcp's default is 300 s; an agent's
+/// client speaks far more often, and one that was away initializes again).
+pub const SESSION_IDLE: Duration = Duration::from_secs(120);
+
+/// The bounds of the HTTP sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// See [`MAX_SESSIONS`].
+    pub max_sessions: usize,
+    /// See [`MAX_SESSIONS_PER_KEY`].
+    pub max_per_key: usize,
+    /// See [`SESSION_IDLE`].
+    pub idle: Duration,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max_sessions: MAX_SESSIONS,
+            max_per_key: MAX_SESSIONS_PER_KEY,
+            idle: SESSION_IDLE,
+        }
+    }
+}
+
+/// rmcp's sessions, bounded.
+pub struct Sessions {
+    inner: LocalSessionManager,
+    limits: SessionLimits,
+    book: Mutex<HashMap<SessionId, Entry>>,
+}
+
+/// What eviction needs to know of a session.
+struct Entry {
+    /// Who opened it (the key presented, or empty).
+    owner: Arc<str>,
+    /// When it last heard from its client.
+    used: Instant,
+    /// Whether it has asked anything since its handshake.
+    asked: bool,
+    /// Its request and GET streams open now.
+    open: Arc<AtomicUsize>,
+}
+
+impl Entry {
+    /// The order of eviction: never-asked before asked, idle before busy, oldest first.
+    fn rank(&self) -> (bool, bool, Instant) {
+        (self.asked, self.open.load(Ordering::Relaxed) > 0, self.used)
+    }
+}
+
+impl Sessions {
+    /// Sessions under `limits`.
+    pub fn new(limits: SessionLimits) -> Sessions {
+        let mut inner = LocalSessionManager::default();
+        inner.session_config.keep_alive = Some(limits.idle);
+        Sessions {
+            inner,
+            limits,
+            book: Mutex::default(),
+        }
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Entry>> {
+        self.book.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records session `id` of `owner`, and picks the sessions that must go to keep the caps.
+    fn admit(&self, id: &SessionId, owner: Arc<str>) -> Vec<SessionId> {
+        let mut book = self.book();
+        let entry = Entry {
+            owner: Arc::clone(&owner),
+            used: Instant::now(),
+            asked: false,
+            open: Arc::default(),
+        };
+        book.insert(id.clone(), entry);
+        let mut evicted = Vec::new();
+        while let Some(victim) = victim(&book, id, &owner, &self.limits) {
+            book.remove(&victim);
+            evicted.push(victim);
+        }
+        evicted
+    }
+
+    /// Notes a message from session `id`'s client (`asked`: a request); the counter of its
+    /// open streams.
+    fn touch(&self, id: &SessionId, asked: bool) -> Option<Arc<AtomicUsize>> {
+        let mut book = self.book();
+        let entry = book.get_mut(id)?;
+        entry.used = Instant::now();
+        entry.asked |= asked;
+        Some(Arc::clone(&entry.open))
+    }
+
+    /// Forgets `id`, and gives the maps' room back once they are mostly empty.
+    async fn forget(&self, id: &SessionId) {
+        {
+            let mut book = self.book();
+            book.remove(id);
+            shrink(&mut book);
+        }
+        shrink(&mut *self.inner.sessions.write().await);
+    }
+}
+
+/// The session to evict for the caps, if one must go (never `new`, the one just admitted).
+fn victim(
+    book: &HashMap<SessionId, Entry>,
+    new: &SessionId,
+    owner: &Arc<str>,
+    limits: &SessionLimits,
+) -> Option<SessionId> {
+    let mine = book.values().filter(|e| e.owner == *owner).count();
+    let of_owner = mine > limits.max_per_key.max(1);
+    if !of_owner && book.len() <= limits.max_sessions.max(1) {
+        return None;
+    }
+    book.iter()
+        .filter(|(id, entry)| *id != new && (!of_owner || entry.owner == *owner))
+        .min_by_key(|(_, entry)| entry.rank())
+        .map(|(id, _)| id.clone())
+}
+
+/// A map mostly empty after a wave is reallocated at its size.
+fn shrink<V>(map: &mut HashMap<SessionId, V>) {
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to_fit();
+    }
+}
+
+/// The key a message's HTTP request presented (empty without one).
+fn owner_of(message: &ClientJsonRpcMessage) -> Arc<str> {
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return Arc::from("");
+    };
+    let parts = request
+        .request
+        .extensions()
+        .get::<axum::http::request::Parts>();
+    let key = parts
+        .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION))
+        .and_then(|value| value.to_str().ok());
+    Arc::from(key.unwrap_or_default())
+}
+
+/// `stream`, counted in `open` while it lives.
+fn counted<S: Stream<Item = ServerSseMessage> + Send + Sync + 'static>(
+    stream: S,
+    open: Option<Arc<AtomicUsize>>,
+) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
+    let guard = open.map(OpenStream::new);
+    stream.map(move |message| {
+        let _alive = &guard;
+        message
+    })
+}
+
+/// One open stream of a session, counted until dropped.
+struct OpenStream(Arc<AtomicUsize>);
+
+impl OpenStream {
+    fn new(open: Arc<AtomicUsize>) -> OpenStream {
+        open.fetch_add(1, Ordering::Relaxed);
+        OpenStream(open)
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl SessionManager for Sessions {
+    type Error = LocalSessionManagerError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        self.inner.create_session().await
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        for old in self.admit(id, owner_of(&message)) {
+            tracing::info!(session = %old, "HTTP session evicted: over the session cap");
+            let _ = self.inner.close_session(&old).await;
+        }
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        let closed = self.inner.close_session(id).await;
+        self.forget(id).await;
+        closed
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let open = self.touch(id, true);
+        let stream = self.inner.create_stream(id, message).await?;
+        Ok(counted(stream, open))
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.touch(id, false);
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let open = self.touch(id, false);
+        let stream = self.inner.create_standalone_stream(id).await?;
+        Ok(counted(stream, open))
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let open = self.touch(id, false);
+        let stream = self.inner.resume(id, last_event_id).await?;
+        Ok(counted(stream, open))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn book_of(entries: &[(&str, &str, bool, u64)]) -> HashMap<SessionId, Entry> {
+        let start = Instant::now();
+        entries
+            .iter()
+            .map(|(id, owner, asked, age)| {
+                let entry = Entry {
+                    owner: Arc::from(*owner),
+                    used: start - Duration::from_secs(*age),
+                    asked: *asked,
+                    open: Arc::default(),
+                };
+                (SessionId::from(*id), entry)
+            })
+            .collect()
+    }
+
+    fn limits(max_sessions: usize, max_per_key: usize) -> SessionLimits {
+        SessionLimits {
+            max_sessions,
+            max_per_key,
+            idle: SESSION_IDLE,
+        }
+    }
+
+    #[test]
+    fn a_session_that_never_asked_goes_before_one_in_use() {
+        let book = book_of(&[
+            ("used", "k", true, 50),
+            ("flood", "k", false, 1),
+            ("new", "k", false, 0),
+        ]);
+        let new = SessionId::from("new");
+        let gone = victim(&book, &new, &Arc::from("k"), &limits(2, 10));
+        assert_eq!(gone.as_deref(), Some("flood"));
+    }
+
+    #[test]
+    fn among_used_sessions_the_one_idle_longest_goes_and_busy_ones_last() {
+        let book = book_of(&[
+            ("a", "k", true, 50),
+            ("b", "k", true, 90),
+            ("new", "k", false, 0),
+        ]);
+        book[&SessionId::from("b")].open.store(1, Ordering::Relaxed);
+        let gone = victim(
+            &book,
+            &SessionId::from("new"),
+            &Arc::from("k"),
+            &limits(2, 10),
+        );
+        assert_eq!(gone.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn the_per_key_cap_evicts_only_that_keys_sessions() {
+        let book = book_of(&[
+            ("other", "k2", false, 99),
+            ("mine", "k1", false, 5),
+            ("new", "k1", false, 0),
+        ]);
+        let gone = victim(
+            &book,
+            &SessionId::from("new"),
+            &Arc::from("k1"),
+            &limits(10, 1),
+        );
+        assert_eq!(gone.as_deref(), Some("mine"));
+        let none = victim(
+            &book,
+            &SessionId::from("new"),
+            &Arc::from("k1"),
+            &limits(10, 2),
+        );
+        assert_eq!(none, None);
+    }
+}
