@@ -27,10 +27,12 @@ const INTERNAL_ERROR: i64 = -32603;
 
 impl Gateway {
     /// Whether a call of `name` may become a task: a tool `tools/list` shows whose server runs
-    /// it as a task.
-    pub fn runs_as_task(&self, name: &str) -> bool {
+    /// it as a task (on a first run, once its server's check has told).
+    pub async fn runs_as_task(&self, name: &str) -> bool {
         let listed = !self.is_sparse() || self.inner.options.pins.iter().any(|p| p == name);
-        listed && self.catalog().get(name).is_some_and(|tool| tool.tasks)
+        let wait = self.inner.options.call_timeout;
+        let catalog = self.catalog_knowing(|c| c.get(name).is_some(), wait);
+        listed && catalog.await.get(name).is_some_and(|tool| tool.tasks)
     }
 
     /// Starts the call of `name` as a task of `caller`'s scope, living `ttl` (else the

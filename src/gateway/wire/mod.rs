@@ -315,7 +315,7 @@ impl ServerHandler for Handler {
                 request.request_state.as_deref(),
             );
             let arguments = object(request.arguments);
-            if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name) {
+            if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name).await {
                 let caller = Caller {
                     progress: None,
                     link: None,
