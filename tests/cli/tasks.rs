@@ -149,3 +149,24 @@ fn a_2026_client_holding_tasks_gets_its_own_task_which_no_other_client_sees() {
     let text = ended["result"]["result"]["content"][0]["text"].as_str();
     assert_eq!(text, Some("Computed quick after 0.0 s."), "{ended}");
 }
+
+#[test]
+fn a_first_runs_call_becomes_a_task_once_its_servers_check_knows_the_tool() {
+    // The server takes longer to start than the gateway waits before it listens: the first
+    // call comes before the check has listed the tool.
+    let fixture = manifest_dir().join("tests/fixtures/conformance_server.py");
+    let slow_start = r#"sleep 6; exec "$0" "$1""#;
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {
+        "conf": {"command": "sh", "args": ["-c", slow_start, sdk_python(),
+            fixture.display().to_string()]},
+    }}));
+    let (_running, url) = http_gateway(&cmd, &["--mode", "full"]);
+    let transport = ["--url", url.as_str(), "--capabilities", HOLDS_TASKS];
+    let call = json!({"name": "conf__slow_compute", "arguments": {"seconds": 0}});
+    let answers = stateless(
+        cmd.dir(),
+        &transport,
+        json!([step("alice", "tools/call", call)]),
+    );
+    assert_eq!(answers[0]["result"]["resultType"], "task", "{answers:?}");
+}
