@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::outputs::ClientScope;
 
-/// Live tasks one client scope may hold at once (expired ones do not count).
+/// Tasks one client scope holds at once (expired ones are gone; at the cap, a new task
+/// replaces the oldest ended one, and is refused while all are working).
 pub const MAX_PER_SCOPE: usize = 64;
 /// How long a task lives when its client names no time-to-live.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10 * 60);
@@ -146,13 +147,7 @@ impl Store {
     pub fn create(&self, scope: &ClientScope, ttl: Option<Duration>) -> Result<Made, TaskError> {
         let ttl = ttl.unwrap_or(DEFAULT_TTL).min(MAX_TTL);
         self.with(|entries| {
-            let live = entries
-                .values()
-                .filter(|e| &e.scope == scope && !e.snapshot.state.is_terminal())
-                .count();
-            if live >= MAX_PER_SCOPE {
-                return Err(TaskError::TooMany);
-            }
+            make_room(entries, scope)?;
             let now = SystemTime::now();
             let snapshot = Snapshot {
                 id: crate::auth::generate_key(),
@@ -201,6 +196,22 @@ impl Store {
             }
         });
     }
+}
+
+/// Room for one more task of `scope`: at [`MAX_PER_SCOPE`] its oldest ended task goes (its
+/// result unread, or read); refused when every one is still working.
+fn make_room(entries: &mut HashMap<String, Entry>, scope: &ClientScope) -> Result<(), TaskError> {
+    let own = || entries.values().filter(|e| &e.scope == scope);
+    if own().count() < MAX_PER_SCOPE {
+        return Ok(());
+    }
+    let oldest_ended = own()
+        .filter(|e| e.snapshot.state.is_terminal())
+        .min_by_key(|e| e.snapshot.updated)
+        .map(|e| e.snapshot.id.clone())
+        .ok_or(TaskError::TooMany)?;
+    entries.remove(&oldest_ended);
+    Ok(())
 }
 
 fn end(entry: &mut Entry, state: State) {
@@ -275,7 +286,7 @@ mod tests {
     }
 
     #[test]
-    fn a_scope_holds_a_bounded_number_of_live_tasks() {
+    fn a_scope_holds_a_bounded_number_of_tasks_the_oldest_ended_making_room() {
         let store = Store::default();
         let ids: Vec<String> = (0..MAX_PER_SCOPE)
             .map(|_| store.create(&scope("a"), None).expect("made").snapshot.id)
@@ -288,10 +299,31 @@ mod tests {
             store.create(&scope("b"), None).is_ok(),
             "others are not held up"
         );
+        store.finish(&ids[1], State::Completed(json!({})));
+        std::thread::sleep(Duration::from_millis(2));
         store.finish(&ids[0], State::Completed(json!({})));
+        let newer = store
+            .create(&scope("a"), None)
+            .expect("the oldest ended task makes room");
+        assert_eq!(
+            store.get(&scope("a"), &ids[1]).unwrap_err(),
+            TaskError::Unknown(ids[1].clone()),
+            "the oldest ended task went"
+        );
         assert!(
-            store.create(&scope("a"), None).is_ok(),
-            "an ended task frees a place"
+            store.get(&scope("a"), &ids[0]).is_ok(),
+            "a newer ended task stays"
+        );
+        assert!(store.get(&scope("a"), &newer.snapshot.id).is_ok());
+        assert_eq!(
+            store.create(&scope("a"), None).err(),
+            None,
+            "the other ended task makes room too"
+        );
+        assert_eq!(
+            store.create(&scope("a"), None).err(),
+            Some(TaskError::TooMany),
+            "all working: refused"
         );
     }
 
