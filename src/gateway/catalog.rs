@@ -35,6 +35,9 @@ pub struct GatewayTool {
     /// Its server runs it only as a task: the gateway calls it task-augmented and answers
     /// with its result (clients see it without `execution.taskSupport`).
     pub task: bool,
+    /// Its server runs it as a task (`taskSupport` "optional" or "required"): a client that
+    /// holds tasks may call it as a gateway task.
+    pub tasks: bool,
 }
 
 /// Whether the tool's server runs it only as a task; `definition` then loses its
@@ -161,6 +164,7 @@ impl Catalog {
                 }
                 let budget = own.unwrap_or(budgets.default.max_tokens);
                 let structured = structured_policy(&mut definition, budget);
+                let tasks = crate::mcp::supports_task(&definition);
                 let task = hold_tasks_here(&mut definition);
                 let tokens = exposed_tool
                     .tokens_after
@@ -174,6 +178,7 @@ impl Catalog {
                     tokens,
                     structured,
                     task,
+                    tasks,
                 });
             }
             catalog

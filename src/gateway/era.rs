@@ -34,11 +34,19 @@ impl Stateless {
         if !meta.contains_key(&format!("{META_PREFIX}protocolVersion")) {
             return None;
         }
-        let reserved = meta
+        let mut reserved: Map<String, Value> = meta
             .iter()
             .filter(|(key, _)| key.starts_with(META_PREFIX))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
+        // The gateway holds its clients' tasks: their servers are not told a client does.
+        let capabilities = reserved.get_mut(&format!("{META_PREFIX}clientCapabilities"));
+        if let Some(extensions) = capabilities
+            .and_then(|capabilities| capabilities.get_mut("extensions"))
+            .and_then(Value::as_object_mut)
+        {
+            extensions.remove(super::tasks::EXTENSION);
+        }
         let retry = RETRY_MEMBERS
             .iter()
             .filter_map(|&key| Some((key.to_string(), params.get(key)?.clone())))
@@ -151,6 +159,20 @@ mod tests {
                 "_meta": {"progressToken": "mcpl-1",
                     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}})
+        );
+    }
+
+    #[test]
+    fn a_server_is_not_told_the_client_holds_tasks() {
+        let meta = object(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {
+                "io.modelcontextprotocol/tasks": {}, "vendor/other": {}}},
+        }));
+        let call = Stateless::of(&meta, &Map::new()).expect("stateless");
+        assert_eq!(
+            call.meta("io.modelcontextprotocol/clientCapabilities"),
+            Some(&json!({"elicitation": {}, "extensions": {"vendor/other": {}}}))
         );
     }
 

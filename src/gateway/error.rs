@@ -83,6 +83,32 @@ impl GatewayError {
         )
     }
 
+    /// The JSON-RPC error a client gets for a protocol error (`code`, `message`, `data`): an
+    /// upstream's as it sent it, ours as invalid params with the kind and the help.
+    pub fn as_rpc(&self) -> serde_json::Value {
+        match self {
+            Self::Rpc { error, .. } => {
+                let mut rpc = serde_json::json!({"code": error.code, "message": error.message});
+                if let Some(data) = &error.data {
+                    rpc["data"] = data.clone();
+                }
+                rpc
+            }
+            other => serde_json::json!({
+                "code": INVALID_PARAMS,
+                "message": other.to_string(),
+                "data": {"type": other.kind(), "help": other.help()},
+            }),
+        }
+    }
+
+    /// The tool result a client gets for any other error: `isError` and a text saying what
+    /// happened and what to do.
+    pub fn as_tool_result(&self) -> serde_json::Value {
+        let text = format!("{self}\nhelp: {}", self.help());
+        serde_json::json!({"content": [{"type": "text", "text": text}], "isError": true})
+    }
+
     /// The pool's error, with an upstream JSON-RPC error pulled out so it passes on as is.
     pub fn from_pool(error: PoolError) -> GatewayError {
         match error {

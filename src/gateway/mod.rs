@@ -23,6 +23,7 @@ mod meaning;
 pub mod names;
 mod refresh;
 pub mod sparse;
+mod tasks;
 mod views;
 pub mod wire;
 
@@ -152,6 +153,8 @@ struct Inner {
     callers: Arc<Callers>,
     /// Calls of 2026-07-28 clients waiting for their input (handshake-era servers).
     parked: input::Parked,
+    /// Clients' tasks (both eras).
+    task_store: tasks::Store,
     /// The log level a client asked for, passed to every server that starts.
     log_level: std::sync::Mutex<Option<Value>>,
     /// A release of freed memory is scheduled.
@@ -230,6 +233,7 @@ impl Gateway {
                 known,
                 callers,
                 parked: input::Parked::default(),
+                task_store: tasks::Store::default(),
                 model: std::sync::OnceLock::new(),
                 model_uses: AtomicU64::new(0),
                 embedded: tokio::sync::Notify::new(),

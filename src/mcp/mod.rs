@@ -23,7 +23,7 @@ pub use limits::{Limits, MAX_TOOL_PAGES};
 pub use message::RpcError;
 pub use peer::{Notice, ServerRequestHandler};
 pub use session::{
-    declares_all, own_meta, relayed_capabilities, requires_task, ConnectOptions, Endpoint,
-    ServerInfo, Session, ToolList, INIT_FAST_WINDOW, INIT_SLOW_WINDOW, INIT_TIMEOUT,
+    declares_all, own_meta, relayed_capabilities, requires_task, supports_task, ConnectOptions,
+    Endpoint, ServerInfo, Session, ToolList, INIT_FAST_WINDOW, INIT_SLOW_WINDOW, INIT_TIMEOUT,
     INIT_TIMEOUT_ENV,
 };

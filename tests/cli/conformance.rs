@@ -16,6 +16,21 @@ use crate::util::{manifest_dir, BIN};
 /// named here with its reason rather than silently dropped.
 const KNOWN_GAPS: &[(&str, &str)] = &[];
 
+/// Scenarios the fixture cannot pass directly (the Python SDK serves no tasks) that must pass
+/// through the gateway, which makes tasks of the fixture's task-supporting tools (SEP-2663).
+/// Not here: `tasks-required-task-error`, which wants -32021 for a client without the
+/// extension calling a tool that requires a task (the gateway can serve that call: it holds
+/// the server's task and answers, so it does instead of refusing); `tasks-mrtr-input`,
+/// `tasks-mrtr-composition` and `tasks-dispatch-and-envelope` (one check of 9), whose tools
+/// ask for input inside a task (`tasks/update`, not served yet).
+const THROUGH_ONLY: &[(&str, &str)] = &[
+    ("2026-07-28", "tasks-lifecycle"),
+    ("2026-07-28", "tasks-capability-negotiation"),
+    ("2026-07-28", "tasks-wire-fields"),
+    ("2026-07-28", "tasks-request-state-removal"),
+    ("2026-07-28", "tasks-request-headers"),
+];
+
 #[test]
 fn every_scenario_the_fixture_passes_passes_through_the_gateway() {
     let dir = tempfile::tempdir().expect("a temp dir");
@@ -78,6 +93,15 @@ fn every_scenario_the_fixture_passes_passes_through_the_gateway() {
                 (true, true) => fixed.push(format!("{revision} {name}")),
                 _ => {}
             }
+        }
+    }
+    for (revision, name) in THROUGH_ONLY {
+        let outcome = &through[*revision][*name];
+        if outcome["status"] != "pass" || outcome["warnings"].as_u64().unwrap_or(0) > 0 {
+            regressions.push(format!(
+                "{revision} {name} (through only): {} {}",
+                outcome["status"], outcome["errors"]
+            ));
         }
     }
     assert!(

@@ -19,13 +19,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CompleteRequestParams,
-    CompleteResult, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
-    Implementation, InitializeResult, InputResponses, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig,
-    ServerResult, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientRequest,
+    CompleteRequestParams, CompleteResult, CustomResult, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, InitializeResult,
+    InputResponses, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    RequestId, ServerCapabilities, ServerConfig, ServerResult, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, Service, ServiceRole, SubscriptionContext,
@@ -34,7 +34,6 @@ use rmcp::ErrorData;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use crate::error::Actionable;
 use crate::serving::typed;
 
 use super::error::GatewayError;
@@ -48,6 +47,7 @@ mod link;
 mod raw;
 mod sessions;
 mod stdio;
+mod tasks;
 pub use http::{serve_http, HttpOptions};
 pub use sessions::{SessionLimits, MAX_SESSIONS, MAX_SESSIONS_PER_KEY, SESSION_IDLE};
 
@@ -249,23 +249,22 @@ fn tool_error(error: &GatewayError) -> Result<Value, ErrorData> {
     if error.is_protocol_error() {
         return Err(rpc_error(error));
     }
-    let text = format!("{error}\nhelp: {}", error.help());
-    Ok(json!({"content": [{"type": "text", "text": text}], "isError": true}))
+    Ok(error.as_tool_result())
 }
 
 fn rpc_error(error: &GatewayError) -> ErrorData {
-    match error {
-        GatewayError::Rpc { error, .. } => ErrorData::new(
-            ErrorCode(error.code as i32),
-            error.message.clone(),
-            error.data.clone(),
-        ),
-        other => ErrorData::new(
-            ErrorCode(super::error::INVALID_PARAMS as i32),
-            other.to_string(),
-            Some(json!({"type": other.kind(), "help": other.help()})),
-        ),
-    }
+    rpc_error_of(error.as_rpc())
+}
+
+/// A JSON-RPC error object (`code`, `message`, `data`) as rmcp sends it.
+fn rpc_error_of(error: Value) -> ErrorData {
+    let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+    let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+    ErrorData::new(
+        ErrorCode(i32::try_from(code).unwrap_or(-32603)),
+        message.to_string(),
+        error.get("data").cloned(),
+    )
 }
 
 impl ServerHandler for Handler {
@@ -276,6 +275,7 @@ impl ServerHandler for Handler {
             "prompts": {"listChanged": true},
             "completions": {},
             "logging": {},
+            "extensions": {tasks::EXTENSION: {}},
         }))
         .unwrap_or_default();
         let mut info =
@@ -328,6 +328,17 @@ impl ServerHandler for Handler {
                 request.request_state.as_deref(),
             );
             let arguments = object(request.arguments);
+            if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name).await {
+                let caller = Caller {
+                    progress: None,
+                    link: None,
+                    cancel: context.ct.clone(),
+                    scope: scope_of(&context),
+                    logs: None,
+                    stateless,
+                };
+                return self.call_as_task(&request.name, arguments, caller);
+            }
             let link = link::PeerLink::new(
                 context.peer.clone(),
                 &context.extensions,
@@ -360,6 +371,22 @@ impl ServerHandler for Handler {
                 Vec::new(),
             )))
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.detailed_task(&request.task_id, &context)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_own_task(&request.task_id, &context)
     }
 
     async fn list_resources(

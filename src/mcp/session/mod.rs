@@ -22,7 +22,7 @@ use super::{http, sse, stdio};
 mod task;
 mod tools;
 
-pub use self::task::requires_task;
+pub use self::task::{requires_task, supports_task};
 pub use self::tools::ToolList;
 
 /// The first window for the `initialize` answer. Most servers answer in well under a second;

@@ -22,6 +22,15 @@ pub fn requires_task(definition: &Value) -> bool {
         == Some("required")
 }
 
+/// Whether a tool's definition says its server runs it as a task ("optional" or "required").
+pub fn supports_task(definition: &Value) -> bool {
+    let support = definition.pointer("/execution/taskSupport");
+    matches!(
+        support.and_then(Value::as_str),
+        Some("optional" | "required")
+    )
+}
+
 impl Session {
     /// `tools/call` with `params` (`name`, `arguments`, …), task-augmented, then its result by
     /// `tasks/result` — the whole bounded by `timeout` and ended by `cancel`; a task given up

@@ -1,0 +1,96 @@
+//! Tasks through the gateway: a task-aware client's call of a tool whose server runs it as a
+//! task (`execution.taskSupport` "optional" or "required") becomes a gateway task — made in
+//! the client's scope, its call run in the background as any call (the server's own task held
+//! by `forward` when the tool requires one), its end recorded once. `store` keeps them (one
+//! store, whatever the era: only the wire shapes differ), `shapes` writes the messages, and
+//! `wire::tasks` names the methods. Served today: the 2026-07-28 tasks extension (SEP-2663).
+
+mod shapes;
+mod store;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::error::GatewayError;
+use super::{era, Caller, Gateway};
+use crate::outputs::ClientScope;
+
+pub use shapes::{created, detailed};
+pub use store::{Snapshot, State, Store, TaskError};
+
+/// The 2026-07-28 tasks extension's id (SEP-2663), as `capabilities.extensions` names it.
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// JSON-RPC "internal error", for a call that ended without an answer a task can hold.
+const INTERNAL_ERROR: i64 = -32603;
+
+impl Gateway {
+    /// Whether a call of `name` may become a task: a tool `tools/list` shows whose server runs
+    /// it as a task (on a first run, once its server's check has told).
+    pub async fn runs_as_task(&self, name: &str) -> bool {
+        let listed = !self.is_sparse() || self.inner.options.pins.iter().any(|p| p == name);
+        let wait = self.inner.options.call_timeout;
+        let catalog = self.catalog_knowing(|c| c.get(name).is_some(), wait);
+        listed && catalog.await.get(name).is_some_and(|tool| tool.tasks)
+    }
+
+    /// Starts the call of `name` as a task of `caller`'s scope, living `ttl` (else the
+    /// default): answered at once, the call runs on (ended by `tasks/cancel` or expiry).
+    pub fn start_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        mut caller: Caller,
+        ttl: Option<Duration>,
+    ) -> Result<Snapshot, TaskError> {
+        let made = self.inner.task_store.create(&caller.scope, ttl)?;
+        caller.cancel = made.cancel;
+        let (gateway, name, id) = (self.clone(), name.to_string(), made.snapshot.id.clone());
+        self.spawn(async move {
+            let outcome = gateway.call_tool(&name, arguments, caller).await;
+            gateway.inner.task_store.finish(&id, ended(outcome));
+        });
+        Ok(made.snapshot)
+    }
+
+    /// The task `id` of `scope`.
+    pub fn task(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
+        self.inner.task_store.get(scope, id)
+    }
+
+    /// Cancels the task `id` of `scope` (its server's call too); an ended task stays ended.
+    pub fn cancel_task(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
+        self.inner.task_store.cancel(scope, id)
+    }
+}
+
+/// The JSON-RPC error a refused task request gets: an unknown task is invalid params
+/// (-32602), as the spec asks; too many tasks an internal error; both with the help.
+pub fn refusal(error: &TaskError) -> Value {
+    use crate::error::Actionable;
+    let code = match error {
+        TaskError::Unknown(_) => super::error::INVALID_PARAMS,
+        TaskError::TooMany => INTERNAL_ERROR,
+    };
+    json!({
+        "code": code,
+        "message": error.to_string(),
+        "data": {"type": error.kind(), "help": error.help()},
+    })
+}
+
+/// How a task's call ended, as the task records it: a result (a tool error too) is
+/// `completed`, a protocol error `failed`.
+fn ended(outcome: Result<Value, GatewayError>) -> State {
+    match outcome {
+        Ok(result) if era::asks_for_input(&result) => State::Failed(json!({
+            "code": INTERNAL_ERROR,
+            "message": "the tool asked its client for input, which a task through \
+                        mcp-launch cannot ask yet: call it without a task",
+        })),
+        Ok(result) => State::Completed(result),
+        Err(error) if error.is_protocol_error() => State::Failed(error.as_rpc()),
+        Err(error) => State::Completed(error.as_tool_result()),
+    }
+}
