@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use crate::config::ServerEntry;
 use crate::mcp::{ServerInfo, ToolList};
 
+use super::approvals;
 use super::index::{self, ToolIndex};
 use super::preflight::{
     attach_token_counts, listed_report, preflight, preflight_keeping, OpenSessions,
@@ -111,7 +112,20 @@ async fn resolve_with(
         }
         index.save();
     }
+    first_seen(&reports);
     (reports, sessions)
+}
+
+/// Records the digest of every tool seen for the first time (see [`super::approvals`]);
+/// a changed one keeps its approved digest. The approvals cannot fail a listing: a problem is
+/// a warning (and every tool then reads as changed).
+fn first_seen(reports: &[ServerReport]) {
+    for report in reports.iter().filter(|r| r.has_tools()) {
+        let (stack, server) = (&report.stack, &report.config_name);
+        if let Err(e) = approvals::record_first_seen(stack, server, &report.tools) {
+            tracing::warn!(server = %report.name, error = %e, "tool approvals not recorded");
+        }
+    }
 }
 
 /// What the tool index knows fresh of each entry, without starting anything: a cached report
@@ -131,7 +145,8 @@ pub fn from_index(entries: &[ServerEntry]) -> (Vec<ServerReport>, Vec<usize>) {
                 ServerReport::blank(entry, super::preflight::transport_of(entry))
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    first_seen(&reports);
     (reports, unknown)
 }
 
@@ -152,6 +167,7 @@ pub fn remember(entry: &ServerEntry, report: &mut ServerReport) {
     let mut index = ToolIndex::open();
     report.stale = index.record(entry, report, SystemTime::now());
     index.save();
+    first_seen(std::slice::from_ref(report));
 }
 
 /// Fills `tool_tokens` of every report (from the token cache, else the tokenizer, loaded at

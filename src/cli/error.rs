@@ -94,6 +94,9 @@ pub enum CliError {
     /// The project's overrides file could not be read or written.
     #[error(transparent)]
     Overrides(#[from] crate::catalog::OverridesError),
+    /// The tool approvals could not be read or written.
+    #[error(transparent)]
+    Approvals(#[from] crate::catalog::ApprovalsError),
     /// A client's config could not be printed, written or unwritten.
     #[error(transparent)]
     ClientConfig(Box<crate::gateway::clients::ClientError>),
@@ -163,6 +166,7 @@ impl CliError {
             CliError::Launch(_) => false,
             CliError::Daemon(e) => e.is_usage(),
             CliError::Overrides(_) => true,
+            CliError::Approvals(_) => true,
             CliError::Outputs(e) => !matches!(e, crate::outputs::OutputsError::Store { .. }),
             CliError::Model(e) => matches!(
                 e,
@@ -191,6 +195,7 @@ impl Actionable for CliError {
             CliError::Stdin(_) => "stdin_error",
             CliError::Output(_) => "output_error",
             CliError::Overrides(e) => e.kind(),
+            CliError::Approvals(e) => e.kind(),
             CliError::FileExists { .. } => "file_exists",
             CliError::Usage { .. } => "usage",
             CliError::State(e) => e.kind(),
@@ -235,6 +240,7 @@ impl Actionable for CliError {
             CliError::Stdin(_) => "pipe a JSON object into --stdin, or pass it as an argument".into(),
             CliError::Output(_) => "check that the output destination is writable".into(),
             CliError::Overrides(e) => e.help(),
+            CliError::Approvals(e) => e.help(),
             CliError::Usage { help, .. } => help.clone(),
             CliError::State(e) => e.help(),
             CliError::Tui(e) => e.help(),

@@ -28,6 +28,7 @@ mod native_startup;
 mod output;
 mod overrides;
 mod remote;
+mod rugpull;
 mod schemathesis;
 mod search;
 mod security;
