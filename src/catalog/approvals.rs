@@ -45,8 +45,30 @@ const COVERED: [&str; 5] = [
     "annotations",
 ];
 
-/// Digests by stack, server (config key) and tool.
-type Stacks = BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>;
+/// Approved definitions by stack, server (config key) and tool.
+type Stacks = BTreeMap<String, BTreeMap<String, BTreeMap<String, Approved>>>;
+
+/// One approved definition: its digest, and its covered fields (what a changed tool is
+/// compared with, in the TUI's diff).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Approved {
+    /// `sha256:<hex>` of `definition`.
+    pub digest: String,
+    /// The covered fields as approved.
+    pub definition: Value,
+}
+
+impl Approved {
+    /// The record of `definition` as it is now.
+    fn of(definition: &Value) -> Approved {
+        let covered = covered(definition);
+        Approved {
+            digest: digest_covered(&covered),
+            definition: covered,
+        }
+    }
+}
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -120,12 +142,21 @@ impl Actionable for ApprovalsError {
 
 /// `sha256:<hex>` of the definition's covered fields as canonical JSON.
 pub fn digest(definition: &Value) -> String {
-    let covered: serde_json::Map<String, Value> = COVERED
+    digest_covered(&covered(definition))
+}
+
+/// The covered fields of a definition (those it has).
+fn covered(definition: &Value) -> Value {
+    COVERED
         .iter()
         .filter_map(|&field| Some((field.to_string(), definition.get(field)?.clone())))
-        .collect();
+        .collect::<serde_json::Map<String, Value>>()
+        .into()
+}
+
+fn digest_covered(covered: &Value) -> String {
     let mut text = String::new();
-    canonical(&Value::Object(covered), &mut text);
+    canonical(covered, &mut text);
     let hash = Sha256::digest(text.as_bytes());
     let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
@@ -194,18 +225,20 @@ impl Approvals {
 
     /// What the approvals say of `definition`, a tool of `server` (config key) in `stack`.
     pub fn of(&self, stack: &str, server: &str, definition: &Value) -> Approval {
-        let Ok(stacks) = &self.stacks else {
+        if self.stacks.is_err() {
             return Approval::Changed;
-        };
-        let recorded = stacks
-            .get(stack)
-            .and_then(|s| s.get(server))
-            .and_then(|tools| tools.get(tool::name(definition)));
-        match recorded {
+        }
+        match self.approved(stack, server, tool::name(definition)) {
             None => Approval::Unseen,
-            Some(d) if *d == digest(definition) => Approval::Approved,
+            Some(a) if a.digest == digest(definition) => Approval::Approved,
             Some(_) => Approval::Changed,
         }
+    }
+
+    /// The approved definition of `server`'s tool `name`, if one is recorded.
+    pub fn approved(&self, stack: &str, server: &str, name: &str) -> Option<&Approved> {
+        let stacks = self.stacks.as_ref().ok()?;
+        stacks.get(stack)?.get(server)?.get(name)
     }
 
     /// Names of the server's tools whose definitions changed since they were approved.
@@ -281,9 +314,9 @@ pub fn record_at(
             .entry(server.to_string())
             .or_default();
         for definition in tools {
-            let (name, new) = (tool::name(definition), digest(definition));
+            let (name, new) = (tool::name(definition), Approved::of(definition));
             let old = known.get(name);
-            if old != Some(&new) && (replace || old.is_none()) {
+            if old.map(|a| &a.digest) != Some(&new.digest) && (replace || old.is_none()) {
                 known.insert(name.to_string(), new);
                 recorded.push(name.to_string());
             }
@@ -362,6 +395,15 @@ mod tests {
             ["echo"]
         );
 
+        let earlier = approvals()
+            .approved("st", "s", "echo")
+            .unwrap()
+            .definition
+            .clone();
+        assert_eq!(
+            earlier["description"], "Echo the message.",
+            "kept for the diff"
+        );
         let approved = record_at(&path, "st", "s", std::slice::from_ref(&v2), true).unwrap();
         assert_eq!(approved, ["echo"]);
         assert_eq!(approvals().of("st", "s", &v2), Approval::Approved);

@@ -90,7 +90,18 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
         "{servers}"
     );
 
-    // Without a pin the gateway serves it as changed (and says so in its log).
+    // Without a pin the gateway serves it as changed, and says so in its log.
+    let log = first
+        .again()
+        .args(["serve"])
+        // No client: stdin is empty, so it ends at once (status 1) after building its catalog.
+        .status(1)
+        .stderr_has("tool definitions changed since approved: lookup — served as changed")
+        .run();
+    assert!(
+        log.stderr.contains("mcp-launch tool approve up lookup"),
+        "{log}"
+    );
     let seen = through_serve(&first);
     assert_eq!(seen["tools"]["up__lookup"]["description"], PULLED, "{seen}");
 
