@@ -82,6 +82,15 @@ pub enum CliError {
         /// The command that lifts the refusal.
         help: String,
     },
+    /// The tool's definition changed since it was approved and the overrides pin its server
+    /// strictly.
+    #[error("tool {server}/{tool} changed since it was approved and is withheld (pin: strict)")]
+    Withheld {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
     /// The search query cannot run (pattern too long or invalid).
     #[error(transparent)]
     Search(#[from] crate::search::SearchError),
@@ -191,6 +200,7 @@ impl Actionable for CliError {
             CliError::Server { problem, .. } => problem.kind(),
             CliError::Refused { tool: Some(_), .. } => "tool_denied",
             CliError::Refused { tool: None, .. } => "server_disabled",
+            CliError::Withheld { .. } => "tool_withheld",
             CliError::Search(e) => e.kind(),
             CliError::Stdin(_) => "stdin_error",
             CliError::Output(_) => "output_error",
@@ -236,6 +246,10 @@ impl Actionable for CliError {
             ),
             CliError::Server { problem, .. } => problem.help(),
             CliError::Refused { help, .. } => help.clone(),
+            CliError::Withheld { server, tool } => format!(
+                "a human must review it: `mcp-launch inspect {server} {tool}` shows it now, \
+                 `mcp-launch tool approve {server} {tool}` accepts it"
+            ),
             CliError::Search(e) => e.help(),
             CliError::Stdin(_) => "pipe a JSON object into --stdin, or pass it as an argument".into(),
             CliError::Output(_) => "check that the output destination is writable".into(),

@@ -126,6 +126,20 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
         "{refused}"
     );
 
+    // `call` (which starts the server itself) refuses it as well.
+    let call = first
+        .again()
+        .args(["call", "up", "lookup", "{}", "--json"])
+        .status(2)
+        .run();
+    assert_eq!(call.error()["type"], "tool_withheld", "{call}");
+    assert!(
+        call.error()["help"]
+            .to_string()
+            .contains("tool approve up lookup"),
+        "{call}"
+    );
+
     // Approved: served again, as it now is; a second approval changes nothing.
     let approved = first
         .again()
@@ -142,6 +156,15 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
     assert_eq!(
         seen["calls"]["up__lookup"]["content"][0]["text"], "found",
         "{seen}"
+    );
+    let call = first
+        .again()
+        .args(["call", "up", "lookup", "{}", "--json"])
+        .run();
+    assert_eq!(
+        call.json()["result"]["content"][0]["text"],
+        "found",
+        "{call}"
     );
     let after = first.again().args(["list", "up", "--json"]).run();
     assert!(listed_tool(&after).get("changed").is_none(), "{after}");
