@@ -3,9 +3,11 @@
 //! `serve` (driven by the official Python SDK) must tell, withhold it under `pin: strict`, and
 //! serve it again once approved.
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use crate::serve::{drive, stdio_gateway};
+use crate::serve::{drive, eventually, stdio_gateway};
 use crate::util::*;
 
 /// The fault server's one tool, with this description.
@@ -140,6 +142,19 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
         "{call}"
     );
 
+    // Through a daemon's warm gateway too; it follows the approval below while it runs.
+    let daemon = crate::daemon::start_daemon(&first.cmd(), first.cmd());
+    let call = first
+        .again()
+        .args(["call", "up", "lookup", "{}", "--json"])
+        .status(2)
+        .run();
+    assert_eq!(
+        call.error()["type"],
+        "tool_withheld",
+        "through the daemon: {call}"
+    );
+
     // Approved: served again, as it now is; a second approval changes nothing.
     let approved = first
         .again()
@@ -157,6 +172,21 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
         seen["calls"]["up__lookup"]["content"][0]["text"], "found",
         "{seen}"
     );
+    let dir = first.dir();
+    let through_daemon = || {
+        std::process::Command::new(BIN)
+            .current_dir(dir)
+            .env("HOME", dir)
+            .env("XDG_CACHE_HOME", dir.join(".cache"))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("XDG_STATE_HOME")
+            .args(["--config", "config.json", "call", "up", "lookup", "{}"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    eventually(10, "the daemon serves the approved tool", through_daemon);
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).expect("signal the daemon");
+    daemon.wait();
     let call = first
         .again()
         .args(["call", "up", "lookup", "{}", "--json"])
