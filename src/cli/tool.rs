@@ -171,7 +171,7 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
         ToolAction::Deny(n) | ToolAction::Reset(n) => &n.server,
         ToolAction::Describe(d) => &d.server,
         ToolAction::Budget(b) => &b.server,
-        ToolAction::Approve(a) => return approve(a, &overrides, global).await,
+        ToolAction::Approve(a) => &a.server,
     };
     let report =
         report_through_daemon(global, server, super::daemon::DaemonUse::Off, false).await?;
@@ -218,7 +218,7 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
                 tokens: b.tokens.map(|b| b.max_tokens),
             }
         }
-        ToolAction::Approve(_) => unreachable!("answered above"),
+        ToolAction::Approve(a) => return approve(&a, &report, &overrides, global),
     };
     // Applied to the file as it is now: the server check above may have taken a while.
     let updated = update_overrides(&[edit])?;
@@ -230,15 +230,14 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
     finish(global, &updated, &target, &warnings)
 }
 
-/// `tool approve`: records the digests of the definitions the server offers now (from the
-/// tool index when fresh, which is what `list` and `inspect` showed, else live).
-async fn approve(
+/// `tool approve`: records the digests of the definitions the server offers now (`report`:
+/// from the tool index when fresh, which is what `list` and `inspect` showed, else live).
+fn approve(
     args: &ApproveArgs,
+    report: &ServerReport,
     overrides: &Overrides,
     global: &GlobalArgs,
 ) -> Result<Outcome, CliError> {
-    let report =
-        report_through_daemon(global, &args.server, super::daemon::DaemonUse::Off, false).await?;
     if report.status == Status::Disabled {
         return Err(CliError::Usage {
             message: format!("{} is disabled, so its tools cannot be seen", report.name),
@@ -254,7 +253,7 @@ async fn approve(
             .iter()
             .map(|t| tool::name(t).to_string())
             .collect(),
-        false => checked(&report, overrides, &args.tools, false)?,
+        false => checked(report, overrides, &args.tools, false)?,
     };
     let definitions: Vec<&serde_json::Value> = (report.tools.iter())
         .filter(|t| names.iter().any(|n| n == tool::name(t)))
