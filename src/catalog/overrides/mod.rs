@@ -576,14 +576,6 @@ impl Overrides {
         }
     }
 
-    /// What the gateway does with the server's changed tools: its own `pin`, else its
-    /// stack's, else [`Pin::Warn`].
-    pub fn pin(&self, stack: &str, server: &str) -> Pin {
-        (self.entry_of(stack, server).pin)
-            .or_else(|| self.pins.get(stack).copied())
-            .unwrap_or_default()
-    }
-
     /// The server's tools as this project exposes them (see [`ServerOverrides::apply`]).
     pub fn apply<'a>(&self, stack: &str, server: &str, tools: &'a [Value]) -> Vec<ToolView<'a>> {
         self.entry_of(stack, server).apply(tools)

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Overrides;
+
 /// How a changed tool definition is treated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -28,6 +30,16 @@ impl Pin {
             Pin::Warn => "warn",
             Pin::Strict => "strict",
         }
+    }
+}
+
+impl Overrides {
+    /// What the gateway does with the server's changed tools: its own `pin`, else its
+    /// stack's, else [`Pin::Warn`].
+    pub fn pin(&self, stack: &str, server: &str) -> Pin {
+        (self.entry_of(stack, server).pin)
+            .or_else(|| self.pins.get(stack).copied())
+            .unwrap_or_default()
     }
 }
 
