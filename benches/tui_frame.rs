@@ -65,6 +65,7 @@ fn report(entry: &ServerEntry, tools: usize) -> ServerReport {
         checked_at: None,
         listed_with: None,
         items: None,
+        changed: Default::default(),
     }
 }
 

@@ -1,9 +1,12 @@
 //! What a project exposes of each server: its tools after the overrides (denied ones out,
 //! description overrides in), with the token cost before and after. One place for `list`,
-//! `tokens` and `search` to agree on.
+//! `tokens` and `search` to agree on. Each tool also carries what the user's approvals say of
+//! its definition (see [`super::approvals`]): a changed one is flagged, and withheld when its
+//! server is pinned strictly.
 
 use serde_json::Value;
 
+use super::approvals::{Approval, Approvals};
 use super::overrides::Overrides;
 use super::preflight::ServerReport;
 use super::tokens::count_tools;
@@ -23,6 +26,10 @@ pub struct ExposedTool {
     pub tokens_before: Option<usize>,
     /// Tokens of `definition` (what it costs when allowed).
     pub tokens_after: Option<usize>,
+    /// What the approvals say of the server's definition.
+    pub approval: Approval,
+    /// Changed since approved on a server pinned strictly: not served until approved.
+    pub is_withheld: bool,
 }
 
 /// Every tool of every report as the overrides expose it; reports without tools give empty
@@ -37,9 +44,23 @@ pub async fn expose(reports: &[ServerReport], overrides: &Overrides) -> Vec<Vec<
 /// [`expose`] without counting overridden descriptions anew (their `tokens_after` is `None`):
 /// for long-lived processes (the gateway) that must not load the tokenizer.
 pub fn expose_uncounted(reports: &[ServerReport], overrides: &Overrides) -> Vec<Vec<ExposedTool>> {
+    let approvals = Approvals::load();
+    if let Some(problem) = approvals.problem() {
+        tracing::warn!(error = %problem, "every tool reads as changed");
+    }
+    expose_approved(reports, overrides, &approvals)
+}
+
+/// [`expose_uncounted`] against the given approvals.
+pub fn expose_approved(
+    reports: &[ServerReport],
+    overrides: &Overrides,
+    approvals: &Approvals,
+) -> Vec<Vec<ExposedTool>> {
     reports
         .iter()
         .map(|r| {
+            let strict = overrides.pin(&r.stack, &r.config_name).is_strict();
             overrides
                 .apply(&r.stack, &r.config_name, &r.tools)
                 .into_iter()
@@ -49,6 +70,7 @@ pub fn expose_uncounted(reports: &[ServerReport], overrides: &Overrides) -> Vec<
                     if view.is_overridden {
                         definition["description"] = Value::String(view.description.clone());
                     }
+                    let approval = approvals.of(&r.stack, &r.config_name, view.def);
                     ExposedTool {
                         name: view.name.to_string(),
                         definition,
@@ -56,6 +78,8 @@ pub fn expose_uncounted(reports: &[ServerReport], overrides: &Overrides) -> Vec<
                         is_overridden: view.is_overridden,
                         tokens_before: before,
                         tokens_after: (!view.is_overridden).then_some(before).flatten(),
+                        approval,
+                        is_withheld: strict && approval.is_changed(),
                     }
                 })
                 .collect()

@@ -6,6 +6,7 @@
 //! Knows nothing of terminals or HTTP serving. One bad server never hides the others: each
 //! server's failure lands in its own [`ServerReport`].
 
+pub mod approvals;
 mod check;
 pub mod embedder;
 mod expose;
@@ -22,17 +23,20 @@ pub mod tool;
 mod trim;
 mod vectors;
 
+pub use approvals::{Approval, Approvals, ApprovalsError};
 pub use check::{
     argument_validator, argument_violations, expected_shape, schema_validator, similar_names,
     violations,
 };
-pub use expose::{expose, expose_uncounted, total_after, total_before, ExposedTool};
+pub use expose::{
+    expose, expose_approved, expose_uncounted, total_after, total_before, ExposedTool,
+};
 pub(crate) use fingerprint::fnv1a;
 pub use fingerprint::server_identity;
 pub use index::{IndexEntry, ToolIndex, DEFAULT_TTL, TTL, TTL_ENV};
 pub use output_schema::{is_cut_tolerant, move_output_schema_to_meta, OUTPUT_SCHEMA_META};
 pub use overrides::{
-    Action, Change, Edit, LaunchChoices, Overrides, OverridesError, ServerOverrides, ToolView,
+    Action, Change, Edit, LaunchChoices, Overrides, OverridesError, Pin, ServerOverrides, ToolView,
     Updated, ALL_TOOLS, OVERRIDES_FILE, OVERRIDES_VERSION,
 };
 pub use preflight::{

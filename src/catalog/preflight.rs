@@ -1,7 +1,7 @@
 //! The preflight: every server of every stack checked in parallel, each bounded by its own
 //! timeouts, so a full `list` costs about the slowest handshake, not the sum.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -132,6 +132,10 @@ pub struct ServerReport {
     pub listed_with: Option<Value>,
     /// Its resources, resource templates and prompts, when they were listed.
     pub items: Option<ItemLists>,
+    /// Its tools whose definitions changed since they were approved, with the approved
+    /// definition (see `catalog::approvals`): filled where the catalog answers (`resolve`,
+    /// `remember`, `from_index`), empty in reports relayed by a daemon.
+    pub changed: BTreeMap<String, Value>,
 }
 
 /// A server's resources, resource templates and prompts as listed, by their list's key
@@ -183,6 +187,7 @@ impl ServerReport {
             checked_at: None,
             listed_with: None,
             items: None,
+            changed: BTreeMap::new(),
         }
     }
 

@@ -7,11 +7,13 @@ use std::time::{Duration, SystemTime};
 use crate::config::ServerEntry;
 use crate::mcp::{ServerInfo, ToolList};
 
+use super::approvals;
 use super::index::{self, ToolIndex};
 use super::preflight::{
     attach_token_counts, listed_report, preflight, preflight_keeping, OpenSessions,
     PreflightOptions, ServerReport,
 };
+use super::tool;
 
 /// How [`resolve`] answers.
 #[derive(Debug, Clone, Copy)]
@@ -111,7 +113,34 @@ async fn resolve_with(
         }
         index.save();
     }
+    review(&mut reports);
     (reports, sessions)
+}
+
+/// Records the digest of every tool seen for the first time (see [`super::approvals`]) —
+/// a changed one keeps its approved digest — and notes in each report its tools changed
+/// since approved. The approvals cannot fail a listing: a problem is a warning (and every
+/// tool then reads as changed).
+fn review(reports: &mut [ServerReport]) {
+    for report in reports.iter_mut().filter(|r| r.has_tools()) {
+        let (stack, server) = (&report.stack, &report.config_name);
+        if let Err(e) = approvals::record_first_seen(stack, server, &report.tools) {
+            tracing::warn!(server = %report.name, error = %e, "tool approvals not recorded");
+        }
+    }
+    let approvals = approvals::Approvals::load();
+    for report in reports.iter_mut() {
+        let (stack, server) = (&report.stack, &report.config_name);
+        report.changed = (report.tools.iter())
+            .filter(|t| approvals.of(stack, server, t).is_changed())
+            .map(|t| {
+                let name = tool::name(t);
+                let approved = approvals.approved(stack, server, name);
+                let definition = approved.map(|a| a.definition.clone());
+                (name.to_string(), definition.unwrap_or_default())
+            })
+            .collect();
+    }
 }
 
 /// What the tool index knows fresh of each entry, without starting anything: a cached report
@@ -121,7 +150,7 @@ pub fn from_index(entries: &[ServerEntry]) -> (Vec<ServerReport>, Vec<usize>) {
     let index = ToolIndex::open();
     let (ttl, now) = (index::ttl_from_env(), SystemTime::now());
     let mut unknown = Vec::new();
-    let reports = entries
+    let mut reports = entries
         .iter()
         .enumerate()
         .map(|(i, entry)| match index.fresh(entry, ttl, now) {
@@ -131,7 +160,8 @@ pub fn from_index(entries: &[ServerEntry]) -> (Vec<ServerReport>, Vec<usize>) {
                 ServerReport::blank(entry, super::preflight::transport_of(entry))
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    review(&mut reports);
     (reports, unknown)
 }
 
@@ -152,6 +182,7 @@ pub fn remember(entry: &ServerEntry, report: &mut ServerReport) {
     let mut index = ToolIndex::open();
     report.stale = index.record(entry, report, SystemTime::now());
     index.save();
+    review(std::slice::from_mut(report));
 }
 
 /// Fills `tool_tokens` of every report (from the token cache, else the tokenizer, loaded at

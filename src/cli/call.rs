@@ -89,7 +89,11 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
             };
             client.call(&request).await.map_err(daemon::daemon_error)?
         }
-        None => call_directly(entry, &tool, arguments, args.timeout).await?,
+        None => {
+            let strict = overrides.pin(&entry.stack, &entry.name).is_strict();
+            let pinned = strict.then_some(entry);
+            call_directly(entry, &tool, arguments, args.timeout, pinned).await?
+        }
     };
     let project = overrides
         .for_server(&entry.stack, &entry.name)
@@ -167,19 +171,21 @@ pub(super) fn result_json(server: &str, tool: &str, result: Value) -> Value {
     })
 }
 
-/// Starts the server for this one call.
+/// Starts the server for this one call. `pinned` (the entry, when the overrides pin it
+/// strictly) refuses a tool whose definition changed since it was approved.
 async fn call_directly(
     entry: &crate::config::ServerEntry,
     tool: &str,
     arguments: Value,
     timeout: Duration,
+    pinned: Option<&crate::config::ServerEntry>,
 ) -> Result<Value, CliError> {
     let server = &entry.qualified;
     let connect = ConnectOptions::from_env();
     let session = catalog::connect(entry, &connect)
         .await
         .map_err(|problem| CliError::server(server, problem))?;
-    let outcome = call(&session, server, tool, arguments, timeout, connect).await;
+    let outcome = call(&session, server, tool, arguments, timeout, connect, pinned).await;
     session.close().await;
     outcome
 }
@@ -191,6 +197,7 @@ async fn call(
     arguments: Value,
     timeout: Duration,
     connect: ConnectOptions,
+    pinned: Option<&crate::config::ServerEntry>,
 ) -> Result<Value, CliError> {
     let server_error = |e: crate::mcp::McpError| CliError::server(server, e);
     let tools = session
@@ -198,6 +205,18 @@ async fn call(
         .await
         .map_err(server_error)?;
     let tool_def = find_tool(server, &tools.tools, tool)?;
+    if let Some(entry) = pinned {
+        let approvals = catalog::Approvals::load();
+        if approvals
+            .of(&entry.stack, &entry.name, tool_def)
+            .is_changed()
+        {
+            return Err(CliError::Withheld {
+                server: server.to_string(),
+                tool: tool.to_string(),
+            });
+        }
+    }
     let violations = catalog::argument_violations(tool_def, &arguments);
     if !violations.is_empty() {
         return Err(CliError::InvalidArguments {

@@ -91,6 +91,15 @@ pub enum CliError {
         /// The command that lifts the refusal.
         help: String,
     },
+    /// The tool's definition changed since it was approved and the overrides pin its server
+    /// strictly.
+    #[error("tool {server}/{tool} changed since it was approved and is withheld (pin: strict)")]
+    Withheld {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
     /// The search query cannot run (pattern too long or invalid).
     #[error(transparent)]
     Search(#[from] crate::search::SearchError),
@@ -103,6 +112,9 @@ pub enum CliError {
     /// The project's overrides file could not be read or written.
     #[error(transparent)]
     Overrides(#[from] crate::catalog::OverridesError),
+    /// The tool approvals could not be read or written.
+    #[error(transparent)]
+    Approvals(#[from] crate::catalog::ApprovalsError),
     /// A client's config could not be printed, written or unwritten.
     #[error(transparent)]
     ClientConfig(Box<crate::gateway::clients::ClientError>),
@@ -178,6 +190,7 @@ impl CliError {
             CliError::Launch(_) => false,
             CliError::Daemon(e) => e.is_usage(),
             CliError::Overrides(_) => true,
+            CliError::Approvals(_) => true,
             CliError::Outputs(e) => !matches!(e, crate::outputs::OutputsError::Store { .. }),
             CliError::Model(e) => matches!(
                 e,
@@ -203,10 +216,12 @@ impl Actionable for CliError {
             CliError::Server { problem, .. } => problem.kind(),
             CliError::Refused { tool: Some(_), .. } => "tool_denied",
             CliError::Refused { tool: None, .. } => "server_disabled",
+            CliError::Withheld { .. } => "tool_withheld",
             CliError::Search(e) => e.kind(),
             CliError::Stdin(_) => "stdin_error",
             CliError::Output(_) => "output_error",
             CliError::Overrides(e) => e.kind(),
+            CliError::Approvals(e) => e.kind(),
             CliError::FileExists { .. } => "file_exists",
             CliError::Usage { .. } => "usage",
             CliError::State(e) => e.kind(),
@@ -253,10 +268,15 @@ impl Actionable for CliError {
             ),
             CliError::Server { problem, .. } => problem.help(),
             CliError::Refused { help, .. } => help.clone(),
+            CliError::Withheld { server, tool } => format!(
+                "a human must review it: `mcp-launch inspect {server} {tool}` shows it now, \
+                 `mcp-launch tool approve {server} {tool}` accepts it"
+            ),
             CliError::Search(e) => e.help(),
             CliError::Stdin(_) => "pipe a JSON object into --stdin, or pass it as an argument".into(),
             CliError::Output(_) => "check that the output destination is writable".into(),
             CliError::Overrides(e) => e.help(),
+            CliError::Approvals(e) => e.help(),
             CliError::Usage { help, .. } => help.clone(),
             CliError::State(e) => e.help(),
             CliError::Tui(e) => e.help(),

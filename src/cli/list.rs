@@ -79,6 +79,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
         None => super::progress::resolve(&entries, &opts, !global.json).await,
     };
     let exposed = catalog::expose(&reports, &overrides).await;
+    let changed = changed_names(&exposed);
     let hidden = narrow_to_exposed(&mut reports, &exposed);
     if global.json {
         let configs: Vec<String> = loaded
@@ -91,10 +92,13 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
             !any_failed,
             json!({
                 "configs": configs,
-                "servers": reports.iter().zip(&entries).zip(&hidden).map(|((r, e), hidden)| {
+                "servers": reports.iter().zip(&entries).zip(&hidden).zip(&changed).map(|(((r, e), hidden), changed)| {
                     let mut v = server_json(r);
                     if *hidden > 0 {
                         v["hiddenTools"] = json!(hidden);
+                    }
+                    if !changed.is_empty() {
+                        v["changedTools"] = json!(changed);
                     }
                     if overrides.for_server(&e.stack, &e.name).is_some_and(|o| o.disabled.is_some()) {
                         v["disabledBy"] = json!("overrides");
@@ -105,6 +109,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
         )?;
     } else {
         print_servers(&reports, loaded.stacks.len() > 1)?;
+        print_changed(&reports, &changed)?;
         let hidden: usize = hidden.iter().sum();
         if hidden > 0 {
             let dim = style::DIM;
@@ -175,6 +180,39 @@ fn tool_repairs_json(repairs: &[Repair]) -> Value {
     repairs.iter().map(ToString::to_string).collect()
 }
 
+/// Names of each server's tools whose definitions changed since they were approved.
+fn changed_names(exposed: &[Vec<ExposedTool>]) -> Vec<Vec<String>> {
+    let changed = |tools: &Vec<ExposedTool>| {
+        (tools.iter())
+            .filter(|t| t.approval.is_changed())
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    exposed.iter().map(changed).collect()
+}
+
+/// One warning per server with changed tool definitions (a rug pull, or an upgrade).
+fn print_changed(reports: &[ServerReport], changed: &[Vec<String>]) -> std::io::Result<()> {
+    for (r, names) in reports.iter().zip(changed).filter(|(_, n)| !n.is_empty()) {
+        output::warn(&format!(
+            "{}: {} changed since approved: {} — `mcp-launch list {}` shows them",
+            r.name,
+            plural(names.len(), "tool definition"),
+            names.join(", "),
+            r.name
+        ))?;
+    }
+    Ok(())
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 /// Narrows each report to the tools the project exposes (definitions and token counts as
 /// clients get them), returning how many tools each lost to the overrides.
 fn narrow_to_exposed(reports: &mut [ServerReport], exposed: &[Vec<ExposedTool>]) -> Vec<usize> {
@@ -210,6 +248,10 @@ struct Exposed<'a> {
     is_disabled: bool,
     /// What the overrides choose for the server (for its output budgets).
     entry: ServerOverrides,
+    /// By tool index: its definition changed since it was approved.
+    changed: Vec<bool>,
+    /// The server is pinned strictly: changed tools are withheld by `serve`.
+    is_strict: bool,
 }
 
 impl<'a> Exposed<'a> {
@@ -220,6 +262,8 @@ impl<'a> Exposed<'a> {
         stale.sort();
         stale.dedup();
         Exposed {
+            changed: exposed.iter().map(|t| t.approval.is_changed()).collect(),
+            is_strict: overrides.pin(&r.stack, key).is_strict(),
             views: overrides.apply(&r.stack, key, &r.tools),
             total: catalog::total_after(&exposed),
             costs: exposed.iter().map(|t| t.tokens_after).collect(),
@@ -231,6 +275,11 @@ impl<'a> Exposed<'a> {
                 .cloned()
                 .unwrap_or_default(),
         }
+    }
+
+    /// Whether the tool's definition changed since it was approved.
+    fn is_changed(&self, view: &ToolView<'_>) -> bool {
+        self.changed.get(view.index).copied().unwrap_or(false)
     }
 
     /// The tools to show: allowed ones, or all of them with `--all`.
@@ -260,13 +309,27 @@ fn tools_json(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> Value {
             if let Some(repairs) = repairs.of_tool(view.name) {
                 v["repairs"] = tool_repairs_json(repairs);
             }
+            if exposed.is_changed(view) {
+                v["changed"] = json!(true);
+                v["withheld"] = json!(exposed.is_strict);
+            }
             v
         })
+        .collect();
+    let changed: Vec<&str> = (exposed.views.iter())
+        .filter(|view| exposed.is_changed(view))
+        .map(|view| view.name)
         .collect();
     let hidden = exposed.views.len() - exposed.shown(false).count();
     let mut v = json!({"server": r.name, "status": r.status.as_str(), "tokens": exposed.total, "tools": tools, "warnings": r.warnings, "stale": exposed.stale, "hiddenTools": hidden});
     if exposed.is_disabled {
         v["disabledBy"] = json!("overrides");
+    }
+    if !changed.is_empty() {
+        v["changed"] = json!(changed);
+    }
+    if exposed.is_strict {
+        v["pin"] = json!("strict");
     }
     if let Some(note) = repairs.note() {
         v["repairs"] = repairs_json(&repairs, note);
@@ -378,11 +441,13 @@ fn status_counts(reports: &[ServerReport]) -> String {
 fn print_tools(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> std::io::Result<()> {
     use std::io::Write;
     let mut table = Table::new(vec!["TOOL", "REQUIRED", "TOKENS", "DESCRIPTION"], &[2]);
-    // A `*` marks an overridden description; `(denied)` a tool shown only with --all.
+    // A `*` marks an overridden description; `!` a definition changed since approved;
+    // `(denied)` a tool shown only with --all.
     let label = |v: &ToolView<'_>| {
         let star = if v.is_overridden { "*" } else { "" };
+        let bang = if exposed.is_changed(v) { "!" } else { "" };
         let denied = if v.is_allowed { "" } else { " (denied)" };
-        format!("{}{star}{denied}", v.name)
+        format!("{}{star}{bang}{denied}", v.name)
     };
     let name_width = exposed
         .shown(all)
@@ -450,6 +515,7 @@ fn print_tool_notes(
             exposed.file
         )?;
     }
+    print_changed_tools(out, r, exposed)?;
     if !exposed.entry.max_output_tokens.is_empty() {
         let budgets: Vec<String> = (exposed.entry.max_output_tokens.iter())
             .map(|(tool, &tokens)| format!("{tool} {}", budget_words(tokens)))
@@ -485,5 +551,33 @@ fn print_tool_notes(
         r.name,
         exposed.shown(false).count(),
         exposed.total.map(thousands).unwrap_or_else(|| "-".into())
+    )
+}
+
+/// The note under a tool table when definitions changed since they were approved.
+fn print_changed_tools(
+    out: &mut impl std::io::Write,
+    r: &ServerReport,
+    exposed: &Exposed<'_>,
+) -> std::io::Result<()> {
+    let changed: Vec<&str> = (exposed.views.iter())
+        .filter(|view| exposed.is_changed(view))
+        .map(|view| view.name)
+        .collect();
+    let Some(first) = changed.first() else {
+        return Ok(());
+    };
+    let (st, server) = (style::WARN, &r.name);
+    let served = if exposed.is_strict {
+        "withheld by `serve` until approved (pin: strict)"
+    } else {
+        "served as changed (`\"pin\": \"strict\"` in the overrides withholds it)"
+    };
+    writeln!(
+        out,
+        "{st}! definition changed since approved:{st:#} {} — {served}; review with \
+         `mcp-launch inspect {server} {first}`, accept with `mcp-launch tool approve {server} \
+         {first}` (--all for every tool)",
+        changed.join(", ")
     )
 }

@@ -1,11 +1,14 @@
 //! `mcp-launch tool allow|deny|reset SERVER TOOL…`,
 //! `mcp-launch tool describe SERVER TOOL (--text TEXT | --trim [N] | --clear)` and
-//! `mcp-launch tool budget SERVER TOOL (N | --clear)`.
+//! `mcp-launch tool budget SERVER TOOL (N | --clear)` and
+//! `mcp-launch tool approve SERVER (TOOL… | --all)`.
 //!
 //! Tool names are checked against what the server offers (from the tool index when fresh,
 //! else live); an unknown name is a usage error with suggestions, except that `reset` and
 //! `budget --clear` also take stale names — tools the overrides still mention that the server
 //! no longer offers — and `budget` takes `*`, the server's default.
+
+use std::io::Write;
 
 use clap::{ArgGroup, Args, Subcommand};
 
@@ -66,6 +69,30 @@ pub enum ToolAction {
     ///
     /// Example: mcp-launch tool budget github search_code 2000
     Budget(BudgetArgs),
+    /// Approve the current definitions of TOOLs (or --all of the server's tools).
+    ///
+    /// A tool whose definition (name, description, schemas, annotations) changed since it
+    /// was first seen or approved is flagged by `list`, the TUI and `serve`, and withheld by
+    /// `serve` when the overrides pin the server strictly (`"pin": "strict"`). Read it first
+    /// (`mcp-launch inspect SERVER TOOL`): approving accepts what the server sends now.
+    ///
+    /// Example: mcp-launch tool approve github search_code
+    Approve(ApproveArgs),
+}
+
+/// `tool approve`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("which").required(true).args(["tools", "all"])))]
+pub struct ApproveArgs {
+    /// The server (name, or stack/name).
+    #[arg(value_name = "SERVER")]
+    pub server: String,
+    /// The tools to approve.
+    #[arg(value_name = "TOOL")]
+    pub tools: Vec<String>,
+    /// Approve every tool the server offers now.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// A server and some of its tools.
@@ -144,6 +171,7 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
         ToolAction::Deny(n) | ToolAction::Reset(n) => &n.server,
         ToolAction::Describe(d) => &d.server,
         ToolAction::Budget(b) => &b.server,
+        ToolAction::Approve(a) => &a.server,
     };
     let report =
         report_through_daemon(global, server, super::daemon::DaemonUse::Off, false).await?;
@@ -190,6 +218,7 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
                 tokens: b.tokens.map(|b| b.max_tokens),
             }
         }
+        ToolAction::Approve(a) => return approve(&a, &report, &overrides, global),
     };
     // Applied to the file as it is now: the server check above may have taken a while.
     let updated = update_overrides(&[edit])?;
@@ -199,6 +228,62 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
         key: &server,
     };
     finish(global, &updated, &target, &warnings).await
+}
+
+/// `tool approve`: records the digests of the definitions the server offers now (`report`:
+/// from the tool index when fresh, which is what `list` and `inspect` showed, else live).
+fn approve(
+    args: &ApproveArgs,
+    report: &ServerReport,
+    overrides: &Overrides,
+    global: &GlobalArgs,
+) -> Result<Outcome, CliError> {
+    if report.status == Status::Disabled {
+        return Err(CliError::Usage {
+            message: format!("{} is disabled, so its tools cannot be seen", report.name),
+            help: format!(
+                "enable it (`mcp-launch server enable {}`), then approve",
+                report.name
+            ),
+        });
+    }
+    let names = match args.all {
+        true => report
+            .tools
+            .iter()
+            .map(|t| tool::name(t).to_string())
+            .collect(),
+        false => checked(report, overrides, &args.tools, false)?,
+    };
+    let definitions: Vec<&serde_json::Value> = (report.tools.iter())
+        .filter(|t| names.iter().any(|n| n == tool::name(t)))
+        .collect();
+    let (stack, key) = (&report.stack, &report.config_name);
+    let accepted = crate::catalog::approvals::approve(stack, key, &definitions)?;
+    let already: Vec<&String> = names.iter().filter(|n| !accepted.contains(n)).collect();
+    if global.json {
+        crate::output::print_json(&serde_json::json!({
+            "success": true,
+            "server": report.name,
+            "stack": stack,
+            "approved": accepted,
+            "unchanged": already,
+            "file": crate::catalog::Approvals::default_path().display().to_string(),
+        }))?;
+        return Ok(Outcome::Success);
+    }
+    let mut out = anstream::stdout().lock();
+    for name in &accepted {
+        writeln!(
+            out,
+            "{} {name}: approved (its current definition)",
+            report.name
+        )?;
+    }
+    for name in already {
+        writeln!(out, "{} {name}: already approved", report.name)?;
+    }
+    Ok(Outcome::Success)
 }
 
 /// `names` without repeats, each offered by the server (or, when `stale_ok`, mentioned by the

@@ -28,6 +28,18 @@ pub enum GatewayError {
         /// The tool's own name.
         tool: String,
     },
+    /// The tool's definition changed since it was approved and the overrides pin its server
+    /// strictly.
+    #[error(
+        "tool `{tool}` of server `{server}` changed since it was approved and is withheld \
+         (pin: strict)"
+    )]
+    Withheld {
+        /// The server's name.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+    },
     /// No server serves that prompt or resource.
     #[error("unknown {what} `{name}`")]
     UnknownItem {
@@ -132,6 +144,7 @@ impl Actionable for GatewayError {
         match self {
             Self::UnknownTool { .. } => "unknown_tool",
             Self::Denied { .. } => "tool_denied",
+            Self::Withheld { .. } => "tool_withheld",
             Self::UnknownItem { .. } => "unknown_item",
             Self::InvalidArguments { .. } => "invalid_arguments",
             Self::BadInput { .. } => "bad_input",
@@ -152,6 +165,10 @@ impl Actionable for GatewayError {
             Self::Denied { server, tool } => {
                 format!("`mcp-launch tool allow {server} {tool}` allows it again")
             }
+            Self::Withheld { server, tool } => format!(
+                "a human must review it: `mcp-launch inspect {server} {tool}` shows the new \
+                 definition, `mcp-launch tool approve {server} {tool}` accepts it"
+            ),
             Self::UnknownItem { .. } => "list them first; names carry their server's prefix".into(),
             Self::InvalidArguments { expected, .. } => {
                 format!("fix the arguments and call again; expected: {expected}")

@@ -193,6 +193,7 @@ impl Gateway {
         let known = known::Known::load(&entries, &reports);
         let catalog = build_catalog(&reports, &overrides, options.passthrough, &outputs).await;
         catalog.warn_repairs(None);
+        catalog.warn_changes(None);
         let callers = Arc::new(Callers::default());
         let pool = Pool::new(
             entries

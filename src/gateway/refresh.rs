@@ -60,6 +60,7 @@ impl Gateway {
         let outputs = &self.inner.outputs;
         let catalog = build_catalog(&reports, &overrides, passthrough, outputs).await;
         catalog.warn_repairs(Some(&self.catalog()));
+        catalog.warn_changes(Some(&self.catalog()));
         let before = self.list_fingerprint();
         *self
             .inner
@@ -80,13 +81,16 @@ impl Gateway {
         tool_catalog::fnv1a(self.tools_json_now().as_bytes())
     }
 
-    /// Rebuilds when `overrides.json` changes (`tool deny` in another terminal, the TUI).
+    /// Rebuilds when `overrides.json` changes (`tool deny` in another terminal, the TUI), or
+    /// the tool approvals do (`tool approve`).
     pub(super) async fn watch_overrides(self) {
         let path = self
             .inner
             .options
             .project_dir
             .join(crate::catalog::OVERRIDES_FILE);
+        let approvals = crate::catalog::Approvals::default_path();
+        let modified = |path: &std::path::Path| (modified(path), modified(&approvals));
         let mut seen = modified(&path);
         loop {
             tokio::select! {

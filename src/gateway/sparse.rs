@@ -241,8 +241,15 @@ pub fn validate(catalog: &Catalog, name: &str, arguments: &Value) -> Result<(), 
     }
 }
 
-/// The error for a name nothing is exposed under (or that the overrides deny).
+/// The error for a name nothing is exposed under (or that the overrides deny, or that is
+/// withheld until its changed definition is approved).
 pub fn unknown(catalog: &Catalog, name: &str) -> GatewayError {
+    if let Some((server, tool)) = catalog.withheld(name) {
+        return GatewayError::Withheld {
+            server: server.clone(),
+            tool: tool.clone(),
+        };
+    }
     match catalog.denied(name) {
         Some((server, tool)) => GatewayError::Denied {
             server: server.clone(),

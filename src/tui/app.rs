@@ -198,6 +198,10 @@ impl App {
                 self.screen = Screen::Preflight;
                 self.add_servers(entries)
             }
+            Msg::Approved { row, result } => {
+                self.on_approved(row, result);
+                Vec::new()
+            }
             Msg::ConfigsLoaded(Err(e)) => {
                 self.complain(format!("the config files do not load: {e}"));
                 Vec::new()
@@ -462,6 +466,18 @@ impl App {
     }
 
     /// Puts a problem in the status bar.
+    /// Tools approved: no longer changed in their server's report (or the failure said).
+    fn on_approved(&mut self, row: usize, result: Result<Vec<String>, String>) {
+        let approved = match result {
+            Ok(approved) => approved,
+            Err(e) => return self.complain(format!("could not approve: {e}")),
+        };
+        if let Some(Check::Done(report)) = self.rows.get_mut(row).map(|r| &mut r.check) {
+            report.changed.retain(|name, _| !approved.contains(name));
+        }
+        self.say(format!("approved: {}", approved.join(", ")));
+    }
+
     pub(super) fn complain(&mut self, text: String) {
         self.notice = Some(Notice {
             text,

@@ -176,6 +176,19 @@ impl Effects {
                     let _ = tx.send(Msg::ConfigsLoaded(load_configs(configs, opts, &chosen)));
                 });
             }
+            Effect::Approve {
+                row,
+                stack,
+                server,
+                tools,
+            } => {
+                tasks.spawn_blocking(move || {
+                    let definitions: Vec<&serde_json::Value> = tools.iter().collect();
+                    let result = catalog::approvals::approve(&stack, &server, &definitions)
+                        .map_err(|e| e.to_string());
+                    let _ = tx.send(Msg::Approved { row, result });
+                });
+            }
             Effect::Quit | Effect::EditExternally(_) => {}
         }
     }

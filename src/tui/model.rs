@@ -77,6 +77,9 @@ pub struct ToolLine {
     pub stale: bool,
     /// What its definition needed to be listed to strict clients (empty: nothing).
     pub repairs: Vec<String>,
+    /// When its definition changed since it was approved: the approved description (the
+    /// left side of the diff; `A` approves the change).
+    pub approved: Option<String>,
 }
 
 /// Counts for a stack (or any set of rows).
@@ -156,6 +159,8 @@ impl Row {
                 original: view.original_description().to_string(),
                 description: view.description,
                 stale: false,
+                approved: (report.changed.get(view.name))
+                    .map(|approved| crate::catalog::tool::description(approved).to_string()),
             })
             .collect();
         let mut stale: BTreeSet<String> = overrides
@@ -176,6 +181,7 @@ impl Row {
                 tokens: None,
                 stale: true,
                 repairs: Vec::new(),
+                approved: None,
             });
         }
         lines

@@ -51,6 +51,14 @@ pub enum Msg {
     Collector(CollectorMsg),
     /// The chosen config files loaded: their servers, stacks in order.
     ConfigsLoaded(Result<Vec<ServerEntry>, String>),
+    /// Tools' current definitions were approved (or not, with why). Answers
+    /// [`Effect::Approve`].
+    Approved {
+        /// The server's row.
+        row: usize,
+        /// The tools approved, or what went wrong.
+        result: Result<Vec<String>, String>,
+    },
 }
 
 /// Launch, log and clipboard messages (kept apart from the editing ones above).
@@ -106,6 +114,18 @@ pub enum Effect {
     CompletePath(String),
     /// Load the chosen config files as the stacks; answers with [`Msg::ConfigsLoaded`].
     LoadConfigs(Vec<std::path::PathBuf>),
+    /// Approve the current definitions of tools changed since they were approved (in the
+    /// user's approvals file, off the event loop); answers with [`Msg::Approved`].
+    Approve {
+        /// The server's row.
+        row: usize,
+        /// Its stack.
+        stack: String,
+        /// Its config key.
+        server: String,
+        /// The definitions to approve, as the server sends them now.
+        tools: Vec<serde_json::Value>,
+    },
     /// Leave: stop everything we started and restore the terminal.
     Quit,
 }

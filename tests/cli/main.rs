@@ -29,6 +29,7 @@ mod newcomer;
 mod output;
 mod overrides;
 mod remote;
+mod rugpull;
 mod schemathesis;
 mod search;
 mod security;

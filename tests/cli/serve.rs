@@ -32,7 +32,7 @@ fn project() -> Cmd {
 }
 
 /// Runs the driver in `dir` and returns what it observed.
-fn drive(dir: &Path, args: &[&str]) -> Value {
+pub(crate) fn drive(dir: &Path, args: &[&str]) -> Value {
     let mut command = Command::new(sdk_python());
     command.arg(driver()).args(args);
     client_json(command, dir, "the Python client")

@@ -11,10 +11,12 @@
 //!         "allow": ["create_issue", "search_code"],
 //!         "deny": ["delete_repository"],
 //!         "descriptions": {"search_code": "Search code across GitHub repositories."},
-//!         "max_output_tokens": {"search_code": 2000, "*": 8000}
+//!         "max_output_tokens": {"search_code": 2000, "*": 8000},
+//!         "pin": "strict"
 //!       }
 //!     }
-//!   }
+//!   },
+//!   "pin": {"mcp": "warn"}
 //! }
 //! ```
 //!
@@ -68,6 +70,10 @@ pub struct ServerOverrides {
     /// (0: never cut). Over it, a result is cut and the rest kept behind a handle.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_output_tokens: BTreeMap<String, usize>,
+    /// What the gateway does with a tool whose definition changed since it was approved
+    /// (absent: the stack's `pin`, else warn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<Pin>,
 }
 
 /// The entry of a server nobody chose anything for.
@@ -77,6 +83,7 @@ static NO_OVERRIDES: ServerOverrides = ServerOverrides {
     deny: BTreeSet::new(),
     descriptions: BTreeMap::new(),
     max_output_tokens: BTreeMap::new(),
+    pin: None,
 };
 
 /// What a mutation did to one tool (or, with `tool: None`, to the server).
@@ -364,6 +371,8 @@ struct FileIn {
     stacks: Stacks,
     #[serde(default)]
     launch: Option<LaunchChoices>,
+    #[serde(default)]
+    pin: BTreeMap<String, Pin>,
 }
 
 /// The file as written: empty entries and stacks left out.
@@ -373,6 +382,8 @@ struct FileOut<'a> {
     stacks: BTreeMap<&'a str, BTreeMap<&'a str, &'a ServerOverrides>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     launch: Option<&'a LaunchChoices>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pin: &'a BTreeMap<String, Pin>,
 }
 
 /// Every project choice, as loaded from (and saved to) one overrides file.
@@ -381,13 +392,18 @@ pub struct Overrides {
     path: PathBuf,
     stacks: Stacks,
     launch: Option<LaunchChoices>,
+    /// Each stack's `pin` (a server's own wins).
+    pins: BTreeMap<String, Pin>,
 }
 
 impl PartialEq for Overrides {
     /// Equal when they would write the same file (empty entries do not count).
     fn eq(&self, other: &Self) -> bool {
         let (mine, theirs) = (self.file_out(), other.file_out());
-        self.path == other.path && mine.stacks == theirs.stacks && mine.launch == theirs.launch
+        self.path == other.path
+            && mine.stacks == theirs.stacks
+            && mine.launch == theirs.launch
+            && mine.pin == theirs.pin
     }
 }
 
@@ -411,6 +427,7 @@ impl Overrides {
                 path,
                 stacks: Stacks::new(),
                 launch: None,
+                pins: BTreeMap::new(),
             });
         }
         let invalid = |e: serde_json::Error, path: &Path| {
@@ -439,6 +456,7 @@ impl Overrides {
             path,
             stacks: file.stacks,
             launch: file.launch,
+            pins: file.pin,
         })
     }
 
@@ -498,6 +516,7 @@ impl Overrides {
             version: OVERRIDES_VERSION,
             stacks,
             launch: self.launch.as_ref(),
+            pin: &self.pins,
         }
     }
 
@@ -581,8 +600,10 @@ fn strip_position(message: &str) -> String {
 
 mod edit;
 mod error;
+mod pin;
 #[cfg(test)]
 mod tests;
 
 pub use edit::{Edit, Updated};
 pub use error::OverridesError;
+pub use pin::Pin;

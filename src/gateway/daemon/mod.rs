@@ -146,6 +146,7 @@ fn remote_kind(kind: &str) -> &'static str {
     const KINDS: &[&str] = &[
         "unknown_tool",
         "tool_denied",
+        "tool_withheld",
         "unknown_item",
         "invalid_arguments",
         "bad_input",

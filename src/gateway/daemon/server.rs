@@ -307,6 +307,7 @@ fn is_usage(error: &GatewayError) -> bool {
         error,
         GatewayError::UnknownTool { .. }
             | GatewayError::Denied { .. }
+            | GatewayError::Withheld { .. }
             | GatewayError::InvalidArguments { .. }
             | GatewayError::BadInput { .. }
     )

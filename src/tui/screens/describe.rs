@@ -342,16 +342,12 @@ impl DescribeView {
 /// practice (drawing clamps again to the real size).
 fn scroll_limit(app: &Ctx, view: &DescribeView) -> usize {
     focused_line(app, view).map_or(0, |tool| {
-        DiffView::new(
-            &tool.original,
-            &tool.description,
-            Default::default(),
-            app.theme,
-        )
-        .layout(view.layout)
-        .wrap(view.wrap, 0)
-        .rows(40)
-        .len()
+        let (old, new) = sides(&tool);
+        DiffView::new(old, new, Default::default(), app.theme)
+            .layout(view.layout)
+            .wrap(view.wrap, 0)
+            .rows(40)
+            .len()
     })
 }
 
@@ -359,9 +355,9 @@ fn scroll_limit(app: &Ctx, view: &DescribeView) -> usize {
 /// may scroll sideways.
 fn longest_line(app: &Ctx, view: &DescribeView) -> usize {
     focused_line(app, view).map_or(0, |tool| {
-        tool.original
-            .lines()
-            .chain(tool.description.lines())
+        let (old, new) = sides(&tool);
+        old.lines()
+            .chain(new.lines())
             .map(char_count)
             .max()
             .unwrap_or(0)
@@ -432,18 +428,30 @@ fn render(frame: &mut Frame, area: Rect, app: &Ctx, view: &DescribeView) {
     match &view.editor {
         Some(editor) => render_editor(frame, body, t, tool, editor, view),
         None => {
+            let mut title = vec![Span::styled(format!(" {} ", tool.name), t.title)];
+            if tool.approved.is_some() {
+                let note = "! changed since approved (A on the tool list approves it) ";
+                title.push(Span::styled(note, t.warn));
+            }
             let block = Block::new()
                 .borders(Borders::TOP)
                 .border_style(t.dim)
-                .title(Span::styled(format!(" {} ", tool.name), t.title));
+                .title(Line::from(title));
             let inner = block.inner(body);
             frame.render_widget(block, body);
-            let now = if tool.overridden {
-                "clients see"
-            } else {
-                "clients see (not overridden)"
+            let diff = match &tool.approved {
+                Some(approved) => approval_diff(tool, approved, view, t),
+                None if tool.overridden => {
+                    diff_view(tool, &tool.description, "clients see", view, t)
+                }
+                None => diff_view(
+                    tool,
+                    &tool.description,
+                    "clients see (not overridden)",
+                    view,
+                    t,
+                ),
             };
-            let diff = diff_view(tool, &tool.description, now, view, t);
             frame.render_widget(diff.scroll(view.scroll), inner);
         }
     }
@@ -470,6 +478,36 @@ fn diff_view<'a>(
     DiffView::new(&tool.original, current, labels, t)
         .layout(view.layout)
         .wrap(view.wrap, view.hscroll)
+}
+
+/// A changed tool's diff: the description approved against the one its server sends now.
+fn approval_diff<'a>(
+    tool: &'a ToolLine,
+    approved: &'a str,
+    view: &DescribeView,
+    t: &Theme,
+) -> DiffView<'a> {
+    let labels = [
+        Line::from(vec![
+            Span::raw("approved · "),
+            Span::styled(format!("{} chars", char_count(approved)), t.dim),
+        ]),
+        Line::from(vec![
+            Span::styled("the server's now · ", t.warn),
+            count_span(char_count(&tool.original), t),
+        ]),
+    ];
+    DiffView::new(approved, &tool.original, labels, t)
+        .layout(view.layout)
+        .wrap(view.wrap, view.hscroll)
+}
+
+/// The two texts the focused tool's diff compares (approved and now, for a changed tool).
+fn sides(tool: &ToolLine) -> (&str, &str) {
+    match &tool.approved {
+        Some(approved) => (approved, &tool.original),
+        None => (&tool.original, &tool.description),
+    }
 }
 
 fn render_list(frame: &mut Frame, area: Rect, t: &Theme, listed: &[&ToolLine], focused: usize) {

@@ -23,6 +23,7 @@ use super::super::app::Screen;
 use super::super::component::{Action, Command, Component, Ctx, Handled};
 use super::super::fuzzy;
 use super::super::model::{Row, ToolLine};
+use super::super::msg::Effect;
 use super::super::rewrite::Rewrite;
 use super::super::theme::Theme;
 use super::super::widgets::badge_span;
@@ -84,6 +85,7 @@ const COMMANDS: &[Command] = &[
     Command::help("x", "clear (an empty description)"),
     Command::help("R", "reset to the server's description"),
     Command::help("e", "enable or disable the server"),
+    Command::help("A", "approve a changed definition (!)"),
     Command::bar(
         "esc ← h",
         "clear filter, then marks; back",
@@ -221,6 +223,7 @@ impl ServerView {
             }
             KeyCode::Char(' ' | 'a' | 'n') => self.allow_or_deny(key.code, &tools),
             KeyCode::Char('e') => Some(Action::ToggleServer(self.row)),
+            KeyCode::Char('A') => self.approve(ctx),
             KeyCode::Char('v' | 'V') => self.mark(key.code, &tools),
             KeyCode::Enter | KeyCode::Char('d' | 'i' | 'E') => self.describe(key.code, &tools, ctx),
             // t T x R: on the marked tools, else the selected one.
@@ -272,6 +275,28 @@ impl ServerView {
             tools: names,
             allow,
         })
+    }
+
+    /// `A`: approves the current definitions of the marked (else the selected) tools that
+    /// changed since they were approved.
+    fn approve(&self, ctx: &Ctx) -> Option<Action> {
+        let row = ctx.rows.get(self.row)?;
+        let report = row.report()?;
+        let names = targets(ctx, self);
+        let tools: Vec<serde_json::Value> = (report.tools.iter())
+            .filter(|t| report.changed.contains_key(crate::catalog::tool::name(t)))
+            .filter(|t| names.iter().any(|n| n == crate::catalog::tool::name(t)))
+            .cloned()
+            .collect();
+        if tools.is_empty() {
+            return Some(Action::Say("no changed definition to approve here".into()));
+        }
+        Some(Action::Run(Effect::Approve {
+            row: self.row,
+            stack: row.entry.stack.clone(),
+            server: row.entry.name.clone(),
+            tools,
+        }))
     }
 
     /// `v` marks or unmarks the selected tool and moves on; `V` marks every tool shown, or
@@ -433,6 +458,9 @@ fn render_list(frame: &mut Frame, area: Rect, t: &Theme, view: &ServerView, tool
             } else if tool.overridden {
                 name.push_str(" *");
             }
+            if tool.approved.is_some() {
+                name.push_str(" !");
+            }
             TableRow::new(vec![
                 Cell::from(Span::styled(mark, style)),
                 Cell::from(name),
@@ -493,6 +521,12 @@ fn preview_lines(t: &Theme, view: &ServerView, selected: Option<&ToolLine>) -> V
             if !tool.repairs.is_empty() {
                 lines.push(Line::styled(
                     format!("repaired for strict clients: {}", tool.repairs.join("; ")),
+                    t.warn,
+                ));
+            }
+            if tool.approved.is_some() {
+                lines.push(Line::styled(
+                    "! changed since approved: d shows the diff, A approves it",
                     t.warn,
                 ));
             }

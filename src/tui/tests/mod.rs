@@ -19,6 +19,7 @@ use crate::config::{ServerEntry, ServerSpec};
 use crate::mcp::McpError;
 use crate::process::Exit;
 
+mod approve;
 mod collector;
 mod commands;
 mod describe;
