@@ -361,12 +361,33 @@ pub(crate) fn ls(tools: &Tools, arguments: &serde_json::Value) -> Result<Answer,
     Ok(Answer::text(text))
 }
 
+/// The longest glob accepted, in bytes: real ones are a few dozen.
+const GLOB_MAX_BYTES: usize = 1024;
+/// The most wildcards (`*`, `?`, `[`, `{`) a glob may hold: 100,000 `*` made globset panic.
+const GLOB_MAX_WILDCARDS: usize = 64;
+
+/// Refuses a glob (argument `name`) too long or too wild to compile safely, naming the limit.
+pub(crate) fn check_glob(glob: &str, name: &str, usage: &'static str) -> Result<(), ToolError> {
+    let wildcards = glob.bytes().filter(|b| b"*?[{".contains(b)).count();
+    if glob.len() > GLOB_MAX_BYTES || wildcards > GLOB_MAX_WILDCARDS {
+        return Err(ToolError::invalid(
+            format!(
+                "{name}: a glob of {} bytes with {wildcards} wildcards is refused (at most {GLOB_MAX_BYTES} bytes and {GLOB_MAX_WILDCARDS} wildcards); use a shorter one such as **/*.rs",
+                glob.len()
+            ),
+            usage,
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn find(tools: &Tools, arguments: &serde_json::Value) -> Result<Answer, ToolError> {
     let args = Args::new(arguments, FIND_USAGE);
     let pattern = args.required_str("pattern")?;
     let shown = args.str("path")?.unwrap_or_else(|| ".".into());
     let roots = tools.roots();
     let start = roots.resolve(&shown)?;
+    check_glob(&pattern, "pattern", FIND_USAGE)?;
     let glob = GlobBuilder::new(&pattern)
         .literal_separator(true)
         .build()

@@ -205,6 +205,7 @@ pub(crate) fn grep(tools: &Tools, args: GrepArgs) -> Result<Answer, ToolError> {
     } else {
         let mut builder: WalkBuilder = walker(&start);
         if let Some(glob) = &args.glob {
+            super::files::check_glob(glob, "glob", USAGE)?;
             let mut overrides = ignore::overrides::OverrideBuilder::new(&start);
             overrides
                 .add(glob)

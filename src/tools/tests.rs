@@ -88,6 +88,30 @@ fn paths_out_of_the_roots_and_special_files_are_refused() {
     assert_eq!(text(&result), "leak@\npipe (FIFO)\nup@\n");
 }
 
+/// Issue 24 (Low 16): `find` with a 100,000-`*` glob panicked in globset.
+#[test]
+fn a_glob_bomb_is_refused_with_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.rs"), "fn a() {}\n").unwrap();
+    let (_state, tools) = tools_in(dir.path(), 6000);
+    let bomb = "*".repeat(100_000);
+    for (tool, args) in [
+        ("find", json!({"pattern": bomb})),
+        ("grep", json!({"pattern": "fn", "glob": bomb})),
+    ] {
+        let result = tools.call(tool, &args);
+        assert!(is_error(&result), "{tool}: {result}");
+        assert!(
+            text(&result).contains("at most 1024 bytes"),
+            "{}",
+            text(&result)
+        );
+        assert!(text(&result).len() < 2000, "{tool}: a long reply");
+    }
+    let result = tools.call("find", &json!({"pattern": "*.rs"}));
+    assert!(text(&result).contains("a.rs"), "{result}");
+}
+
 #[test]
 fn binary_files_are_summarised() {
     let dir = tempfile::tempdir().unwrap();
