@@ -2,9 +2,9 @@
 //! minified line is read up to a bound and skipped past), binary files summarised, special
 //! files refused.
 
-use std::fs::{File, FileType, OpenOptions};
+use std::fs::{File, FileType};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -70,8 +70,9 @@ pub(crate) fn check_regular(path: &Path, shown: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// Opens a regular file under the roots. Opened non-blocking and checked again on the open
-/// file, so a FIFO swapped in after the check can neither block nor be read.
+/// Opens a regular file under the roots. Opened beneath its root by descriptor, non-blocking,
+/// and checked again on the open file: a FIFO swapped in after the check can neither block
+/// nor be read, a directory swapped for an outward symlink cannot lead out.
 fn open_regular(tools: &Tools, shown: &str) -> Result<(PathBuf, File, u64), ToolError> {
     let path = tools.roots().resolve(shown)?;
     check_regular(&path, shown)?;
@@ -79,11 +80,7 @@ fn open_regular(tools: &Tools, shown: &str) -> Result<(PathBuf, File, u64), Tool
         path: shown.to_string(),
         source,
     };
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(&path)
-        .map_err(io)?;
+    let file = tools.roots().open_beneath(&path, shown)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(ToolError::Special {
