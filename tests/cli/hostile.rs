@@ -52,3 +52,74 @@ fn an_existing_readable_log_file_is_made_owner_only() {
         .unwrap()
         .starts_with("earlier\n"));
 }
+
+/// `up --controller mcpo` of the project's `a.json` with `--json`, on free ports, expected to
+/// fail its one stack (exit 1): the JSON report.
+fn up_failing(cmd: &Cmd) -> serde_json::Value {
+    let port = crate::util::free_ports(2);
+    cmd.cmd()
+        .args(["up", "--config", "a.json", "--tunnel", "none", "--json"])
+        .args(["--controller", "mcpo", "--port", &port.to_string()])
+        .args(["--mcpo-port", &(port + 1).to_string()])
+        .status(1)
+        .stderr_any()
+        .run()
+        .json()
+}
+
+/// Issue 24 (Low 11): a planted `.mcp-launch/stacks` symlink was followed, and mcpo's config
+/// (the servers' resolved secrets) written wherever it pointed. Refused, nothing written.
+#[test]
+fn a_planted_stacks_symlink_is_refused_and_nothing_is_written_through_it() {
+    let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
+    let elsewhere = cmd.mkdir("elsewhere");
+    std::fs::create_dir_all(cmd.path(".mcp-launch")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, cmd.path(".mcp-launch/stacks")).unwrap();
+    let out = up_failing(&cmd);
+    let error = &out["errors"][0]["error"];
+    assert_eq!(error["type"], "state_dir_escapes", "{out}");
+    assert!(
+        error["message"].as_str().unwrap().contains("symlink"),
+        "{out}"
+    );
+    let written: Vec<_> = walkdir(&elsewhere);
+    assert!(
+        written.is_empty(),
+        "written through the symlink: {written:?}"
+    );
+}
+
+/// Issue 24 (Low 11): mcpo's config stayed on disk when mcpo failed to start.
+#[test]
+fn mcpo_config_is_removed_when_mcpo_fails_to_start() {
+    let cmd = Cmd::new()
+        .file(
+            "a.json",
+            &json!({"mcpServers": {"everything": everything()}}).to_string(),
+        )
+        .file(
+            "fail-mcpo",
+            "#!/bin/sh\necho 'mcpo: broken on purpose' >&2\nexit 3\n",
+        );
+    let fake = cmd.path("fail-mcpo");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cmd = cmd.env("MCP_LAUNCH_MCPO", &fake.display().to_string());
+    let out = up_failing(&cmd);
+    assert_eq!(out["errors"][0]["error"]["type"], "mcpo_exited", "{out}");
+    let config = cmd.path(".mcp-launch/stacks/a/mcpo.json");
+    assert!(!config.exists(), "mcpo's config outlived the failed start");
+}
+
+/// Every file under `dir`, recursively.
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walkdir(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
