@@ -123,3 +123,51 @@ fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// Issue 24 (Low 18): terminal escapes in a result (OSC 52 clipboard write, window title,
+/// screen clear) were printed raw on a terminal. Shown escaped in human output (colour forced
+/// on, as on a terminal); `--json` stays the exact JSON.
+#[test]
+fn terminal_escapes_in_a_result_are_shown_not_obeyed() {
+    let message = "hi\u{1b}]52;c;cGF5bG9hZA==\u{7}\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}1A";
+    let arguments = json!({ "message": message }).to_string();
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"everything": everything()}}));
+    let human = cmd
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "everything",
+            "echo",
+            &arguments,
+        ])
+        .env("CLICOLOR_FORCE", "1")
+        .stderr_any()
+        .run();
+    assert!(!human.stdout.contains('\u{1b}'), "{human}");
+    assert!(
+        !human.stdout.contains('\u{7}') && !human.stdout.contains('\u{9b}'),
+        "{human}"
+    );
+    assert!(
+        human.stdout.contains("\\x1b]52;c;cGF5bG9hZA==\\x07"),
+        "{human}"
+    );
+    let json = cmd
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "everything",
+            "echo",
+            &arguments,
+            "--json",
+        ])
+        .stderr_any()
+        .run()
+        .json();
+    let text = json["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(message), "{json}");
+}
