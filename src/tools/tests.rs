@@ -100,17 +100,18 @@ fn a_directory_swapped_for_an_outward_symlink_never_leads_out() {
     std::fs::create_dir_all(outside.join("d")).unwrap();
     std::fs::write(root.join("d/f.txt"), "inside\n").unwrap();
     std::fs::write(outside.join("d/f.txt"), "OUTSIDE\n").unwrap();
+    symlink(outside.join("d"), root.join("link")).unwrap();
     let (_state, tools) = tools_in(&root, 6000);
     let stop = AtomicBool::new(false);
     let (mut read_outside, mut read_inside) = (0, 0);
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            let (d, kept) = (root.join("d"), root.join("d.real"));
+            // `d` is the directory, then the outward symlink, then the directory again: each
+            // swap one atomic exchange.
+            use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+            let (d, link) = (root.join("d"), root.join("link"));
             while !stop.load(Ordering::Relaxed) {
-                std::fs::rename(&d, &kept).unwrap();
-                symlink(outside.join("d"), &d).unwrap();
-                std::fs::remove_file(&d).unwrap();
-                std::fs::rename(&kept, &d).unwrap();
+                renameat2(AT_FDCWD, &d, AT_FDCWD, &link, RenameFlags::RENAME_EXCHANGE).unwrap();
             }
         });
         for i in 0..6_000 {
