@@ -56,6 +56,7 @@ pub fn create_new_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// gets what the file holds now (`None` when it does not exist or cannot be read) and returns
 /// the bytes to write, or `None` to leave the file as it is. Processes that update the same
 /// file take turns, so what one merged is never overwritten by another that read it before.
+/// The file is owner-only (0600): caches quote what servers sent and key it by identities.
 pub fn update_locked(
     path: &Path,
     change: impl FnOnce(Option<Vec<u8>>) -> Option<Vec<u8>>,
@@ -68,7 +69,7 @@ pub fn update_locked(
     let _held = lock(&lock_path)?;
     let current = std::fs::read(path).ok();
     match change(current) {
-        Some(bytes) => write(path, &bytes),
+        Some(bytes) => write_private(path, &bytes),
         None => Ok(()),
     }
 }
@@ -91,13 +92,18 @@ pub fn try_lock(path: &Path) -> io::Result<Option<Flock<File>>> {
     }
 }
 
-/// The lock file `path`, created when missing, never truncated (a holder may keep a note in it).
+/// The lock file `path`, created owner-only when missing, never truncated (a holder may keep a
+/// note in it), and never opened through a symlink: one planted at its name in a checkout's
+/// `.mcp-launch/` would otherwise make us create a file wherever it points.
 fn open_lock(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
         .open(path)
 }
 
@@ -181,6 +187,18 @@ mod tests {
         assert!(try_lock(&path).unwrap().is_none(), "held elsewhere");
         drop(held);
         assert!(try_lock(&path).unwrap().is_some(), "free again");
+    }
+
+    #[test]
+    fn a_lock_never_follows_a_planted_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere").join("created-by-us");
+        std::fs::create_dir(target.parent().unwrap()).unwrap();
+        let planted = dir.path().join("state.json.lock");
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        assert!(lock(&planted).is_err());
+        assert!(try_lock(&planted).is_err());
+        assert!(!target.exists(), "a file was created through the symlink");
     }
 
     #[test]

@@ -135,7 +135,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
             },
         );
     }
-    if std::env::args().any(|a| a == "--json") {
+    // `args_os`: `args` panics on an argument that is not UTF-8 — the very input that may
+    // have brought us here.
+    if std::env::args_os().any(|a| a == "--json") {
         println!("{:#}", usage_envelope(&e.render().to_string()));
         return ExitCode::from(2);
     }
@@ -227,6 +229,12 @@ fn init_logging(
                 .custom_flags(nix::libc::O_NOFOLLOW)
                 .open(path)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            // `mode` applies only to a new file: one that exists is made owner-only too.
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| {
+                    anyhow::anyhow!("{}: cannot make it owner-only (0600): {e}", path.display())
+                })?;
             let (writer, guard) = tracing_appender::non_blocking(file);
             let file_level = if global.verbose >= 3 {
                 "trace"

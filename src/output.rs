@@ -109,12 +109,23 @@ pub fn print_json_line(value: &Value) -> io::Result<()> {
     out.flush()
 }
 
+/// Human output on stdout, made safe for a terminal ([`TerminalSafe`]): every human renderer
+/// writes through this (or [`stderr`]); `--json` output does not (it stays exact JSON).
+pub fn stdout() -> TerminalSafe<anstream::AutoStream<io::StdoutLock<'static>>> {
+    TerminalSafe::new(anstream::stdout().lock())
+}
+
+/// Human output on stderr, made safe for a terminal like [`stdout`].
+pub fn stderr() -> TerminalSafe<anstream::AutoStream<io::StderrLock<'static>>> {
+    TerminalSafe::new(anstream::stderr().lock())
+}
+
 /// Reports an error: the envelope on stdout with `--json`, else a styled message on stderr.
 pub fn print_error(err: &dyn Actionable, json: bool) -> io::Result<()> {
     if json {
         return print_json(&error_envelope(err));
     }
-    let mut out = anstream::stderr().lock();
+    let mut out = stderr();
     let bad = style::BAD;
     writeln!(out, "{bad}error:{bad:#} {err}")?;
     let help = err.help();
@@ -129,7 +140,139 @@ pub fn print_error(err: &dyn Actionable, json: bool) -> io::Result<()> {
 /// A warning line on stderr.
 pub fn warn(message: &str) -> io::Result<()> {
     let w = style::WARN;
-    writeln!(anstream::stderr().lock(), "{w}warning:{w:#} {message}")
+    writeln!(stderr(), "{w}warning:{w:#} {message}")
+}
+
+/// A writer that makes what servers, configs and state files say safe to show on a terminal:
+/// every control character but newline and tab is written visibly escaped (`\x1b`, `\x07`,
+/// and the C1 controls as `\u{9b}`), so a description or result cannot write the clipboard
+/// (OSC 52), retitle the window or move the cursor. Only our own styles' sequences pass: SGR
+/// with reset, bold, dim, italic, underline and colour parameters (never conceal or blink).
+/// Escape sequences split across writes are held until complete; what is held at the end is
+/// written escaped.
+pub struct TerminalSafe<W: Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+/// The longest style sequence we emit is far shorter; a longer one is not ours.
+const STYLE_SEQUENCE_MAX: usize = 32;
+
+impl<W: Write> TerminalSafe<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W) -> Self {
+        TerminalSafe {
+            inner,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Writes what can be decided of the pending bytes; at the end, all of them.
+    fn drain(&mut self, at_end: bool) -> io::Result<()> {
+        let (safe, used) = make_safe(&self.pending, at_end);
+        self.pending.drain(..used);
+        self.inner.write_all(&safe)
+    }
+}
+
+impl<W: Write> Write for TerminalSafe<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        self.drain(false)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.drain(true)?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for TerminalSafe<W> {
+    fn drop(&mut self) {
+        let _ = self.drain(true);
+    }
+}
+
+/// `text` made safe for a terminal, as [`TerminalSafe`] writes it.
+pub fn terminal_safe(text: &str) -> String {
+    String::from_utf8_lossy(&make_safe(text.as_bytes(), true).0).into_owned()
+}
+
+/// The safe form of `bytes` and how many were used (fewer than all when `at_end` is false and
+/// they end inside an escape sequence or a UTF-8 C1 control).
+fn make_safe(bytes: &[u8], at_end: bool) -> (Vec<u8>, usize) {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            0x1b => match style_sequence(&bytes[i..]) {
+                Sequence::Ours(len) => {
+                    out.extend_from_slice(&bytes[i..i + len]);
+                    i += len;
+                    continue;
+                }
+                Sequence::Unfinished if !at_end => break,
+                _ => out.extend_from_slice(b"\\x1b"),
+            },
+            b'\n' | b'\t' => out.push(b),
+            0..=0x1f | 0x7f => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+            // C1 controls (U+0080–U+009F) in UTF-8; some terminals obey them (U+009B is CSI).
+            0xc2 => match bytes.get(i + 1) {
+                None if !at_end => break,
+                Some(&next @ 0x80..=0x9f) => {
+                    out.extend_from_slice(format!("\\u{{{next:02x}}}").as_bytes());
+                    i += 2;
+                    continue;
+                }
+                _ => out.push(b),
+            },
+            _ => out.push(b),
+        }
+        i += 1;
+    }
+    (out, i)
+}
+
+enum Sequence {
+    /// One of our style sequences, this many bytes long.
+    Ours(usize),
+    /// It may become one with more bytes.
+    Unfinished,
+    /// Anything else.
+    Foreign,
+}
+
+/// Whether `bytes` (starting with ESC) open one of our style sequences: `ESC [ params m` with
+/// parameters from reset, bold, dim, italic, underline, their ends and the colours.
+fn style_sequence(bytes: &[u8]) -> Sequence {
+    let is_ours = |param: &[u8]| {
+        let n: u32 = std::str::from_utf8(param)
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        param.is_empty() || matches!(n, 0..=4 | 22..=24 | 30..=39 | 40..=49 | 90..=97 | 100..=107)
+    };
+    match bytes.get(1) {
+        None => return Sequence::Unfinished,
+        Some(b'[') => {}
+        Some(_) => return Sequence::Foreign,
+    }
+    for (at, &b) in bytes.iter().enumerate().skip(2).take(STYLE_SEQUENCE_MAX) {
+        match b {
+            b'0'..=b'9' | b';' => {}
+            b'm' if bytes[2..at].split(|&c| c == b';').all(is_ours) => {
+                return Sequence::Ours(at + 1)
+            }
+            _ => return Sequence::Foreign,
+        }
+    }
+    if bytes.len() < STYLE_SEQUENCE_MAX + 2 {
+        Sequence::Unfinished
+    } else {
+        Sequence::Foreign
+    }
 }
 
 /// `n` and its noun, plural unless one: `1 tool`, `12,345 tokens`.
@@ -266,6 +409,56 @@ mod tests {
         assert_eq!(
             super::in_cli_words("read_output {oops"),
             "read_output {oops"
+        );
+    }
+
+    /// Issue 24 (Low 18): escapes in what servers send were printed raw on a terminal.
+    #[test]
+    fn terminal_escapes_are_shown_not_obeyed_and_our_styles_pass() {
+        use super::*;
+        let hostile = "a\x1b]52;c;aGk=\x07b\x1b]0;title\x1b\\c\x1b[2J\x1b[8m\r\u{9b}31m\x7f";
+        let safe = terminal_safe(hostile);
+        assert!(
+            !safe.contains('\x1b') && !safe.contains('\x07') && !safe.contains('\r'),
+            "{safe:?}"
+        );
+        assert!(
+            !safe.contains('\u{9b}') && !safe.contains('\x7f'),
+            "{safe:?}"
+        );
+        assert!(safe.starts_with("a\\x1b]52;c;aGk=\\x07b"), "{safe:?}");
+        assert!(
+            safe.contains("\\x1b[2J") && safe.contains("\\u{9b}31m"),
+            "{safe:?}"
+        );
+        let styled = format!(
+            "{}bad{:#} {}dim{:#}\tcafé\n",
+            style::BAD.render(),
+            style::BAD,
+            style::DIM.render(),
+            style::DIM
+        );
+        assert_eq!(terminal_safe(&styled), styled);
+        // Split across writes, whole at the end.
+        let mut out = Vec::new();
+        {
+            let mut safe = TerminalSafe::new(&mut out);
+            let pieces: [&[u8]; 6] = [
+                b"x\x1b",
+                b"[3",
+                b"2mgreen\x1b[0m \x1b",
+                b"]52;c;",
+                b"aGk=\x07 \xc3\xa9\xc2",
+                b"\x85\x1b",
+            ];
+            for piece in pieces {
+                safe.write_all(piece).unwrap();
+            }
+        }
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            out,
+            "x\x1b[32mgreen\x1b[0m \\x1b]52;c;aGk=\\x07 é\\u{85}\\x1b"
         );
     }
 

@@ -61,6 +61,37 @@ pub fn ensure(project_dir: &Path) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// `.mcp-launch/<parts…>` of the project (each part one name), created owner-only when missing.
+/// `Err(Ok(dir))` names a directory below `.mcp-launch` that is a symlink: refused, never
+/// followed (a checkout could plant `.mcp-launch/stacks` pointing anywhere, and mcpo's config,
+/// which holds resolved secrets, would be written there). `.mcp-launch` itself is the state
+/// file's to check (a link inside the project is allowed there). `Err(Err(e))`: any other
+/// failure.
+pub fn private_subdir(
+    project_dir: &Path,
+    parts: &[&str],
+) -> Result<PathBuf, Result<PathBuf, io::Error>> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut dir = ensure(project_dir).map_err(Err)?;
+    let is_link = |dir: &Path| std::fs::symlink_metadata(dir).map(|m| m.file_type().is_symlink());
+    for part in parts {
+        dir.push(part);
+        match is_link(&dir) {
+            Ok(true) => return Err(Ok(dir)),
+            Ok(false) => continue,
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(Err(e)),
+            Err(_) => {}
+        }
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(Err(e)),
+            // Made meanwhile: checked again.
+            Err(_) if is_link(&dir).unwrap_or(true) => return Err(Ok(dir)),
+            _ => {}
+        }
+    }
+    Ok(dir)
+}
+
 /// Files under `.mcp-launch/` that git tracks although they may hold secrets, as paths
 /// relative to the repository. Read from `.git/index` itself: running `git` in a checkout we
 /// do not trust could run its configured hooks and monitors.

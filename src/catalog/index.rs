@@ -312,6 +312,20 @@ mod tests {
         assert_eq!(report.items.unwrap()["prompts"], prompts);
     }
 
+    /// Issue 24 (Low 13): the index (tools and identities) was readable by every user.
+    #[test]
+    fn the_index_file_is_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx.json");
+        let e = entry("a");
+        let mut index = ToolIndex::open_at(Some(path.clone()));
+        index.record(&e, &connected(&e, &["t1"]), SystemTime::now());
+        index.save();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
+    }
+
     #[test]
     fn fresh_until_the_ttl_or_the_identity_changes() {
         let dir = tempfile::tempdir().unwrap();

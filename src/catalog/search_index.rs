@@ -167,7 +167,7 @@ fn save(path: &Path, header: &Header, encoded: &[u8]) {
     bytes.extend_from_slice(&(header_bytes.len() as u32).to_le_bytes());
     bytes.extend_from_slice(&header_bytes);
     bytes.extend_from_slice(encoded);
-    if let Err(e) = crate::files::write(path, &bytes) {
+    if let Err(e) = crate::files::write_private(path, &bytes) {
         tracing::warn!(path = %path.display(), error = %e, "could not save the search index");
     }
 }

@@ -72,7 +72,7 @@ fn read_beside(model: &Model, catalog: &SearchCatalog) -> Option<DocVectors> {
 fn keep_beside(model: &Model, catalog: &SearchCatalog, vectors: DocVectors) -> DocVectors {
     if let (Some(path), Some(rows)) = (beside_path(model, catalog), vectors.matrix()) {
         let bytes = aligned_bytes(model, catalog.fingerprint, catalog.index.len(), rows);
-        if let Err(e) = crate::files::write(&path, &bytes) {
+        if let Err(e) = crate::files::write_private(&path, &bytes) {
             tracing::warn!(path = %path.display(), error = %e, "could not save the index's vectors");
         }
     }

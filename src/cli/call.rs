@@ -303,10 +303,10 @@ fn result_text(result: &Value) -> String {
 
 /// Human output: text as text, structured content as JSON, other content described.
 fn print_result(result: &Value, is_error: bool) -> std::io::Result<()> {
-    let mut out = anstream::stdout().lock();
+    let mut out = crate::output::stdout();
     if is_error {
         let bad = style::BAD;
-        let mut err = anstream::stderr().lock();
+        let mut err = crate::output::stderr();
         writeln!(
             err,
             "{bad}error:{bad:#} the tool returned an error (isError: true)"

@@ -68,7 +68,7 @@ pub(super) async fn run(args: DoctorArgs, global: &GlobalArgs) -> Result<Outcome
 }
 
 fn print_report(checks: &[Check]) -> std::io::Result<()> {
-    let mut out = anstream::stdout().lock();
+    let mut out = crate::output::stdout();
     let mut table = Table::new(vec!["CHECK", "STATUS", "VERSION", "PATH"], &[]);
     for c in checks {
         let status_style = match c.status {

@@ -74,7 +74,7 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
         output::print_json(&v)?;
         return Ok(Outcome::Success);
     }
-    let mut out = anstream::stdout().lock();
+    let mut out = crate::output::stdout();
     if args.example {
         writeln!(out, "{example}")?;
         return Ok(Outcome::Success);

@@ -387,7 +387,7 @@ fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<
         }
         table.styled_row(row);
     }
-    let mut out = anstream::stdout().lock();
+    let mut out = crate::output::stdout();
     write!(out, "{}", table.render())?;
     for r in reports {
         for w in &r.warnings {
@@ -486,7 +486,7 @@ fn print_tools(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> std::io::R
             (output::clip(&v.description, room), style::DIM),
         ]);
     }
-    let mut out = anstream::stdout().lock();
+    let mut out = crate::output::stdout();
     write!(out, "{}", table.render())?;
     print_tool_notes(&mut out, r, exposed, all)
 }

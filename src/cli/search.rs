@@ -305,7 +305,7 @@ fn print_human(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
             "{name} was unavailable when the index was built; its tools are not searched (`mcp-launch list {name}` says why, --refresh retries)"
         ))?;
     }
-    let mut out = anstream::stdout().lock();
+    let mut out = crate::output::stdout();
     if found.hits.is_empty() {
         let dim = style::DIM;
         writeln!(

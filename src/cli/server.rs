@@ -149,7 +149,7 @@ pub(super) async fn finish(
     for w in warnings {
         output::warn(w)?;
     }
-    let mut out = anstream::stdout().lock();
+    let mut out = crate::output::stdout();
     for c in changes {
         let subject = match &c.tool {
             Some(tool) => format!("{} {tool}", target.shown),

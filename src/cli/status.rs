@@ -2,6 +2,7 @@
 
 use clap::Args;
 use serde_json::json;
+use std::io::Write as _;
 
 use crate::launch::control::{self, Health, ServerHealth};
 use crate::launch::mask::displayed_key;
@@ -167,9 +168,14 @@ fn print_table(stacks: &[StackState], checks: &[Health], show_keys: bool) {
             (displayed_key(&s.api_key, show_keys), Default::default()),
         ]);
     }
-    anstream::print!("{}", table.render());
+    let _ = write!(crate::output::stdout(), "{}", table.render());
     for (s, h) in stacks.iter().zip(checks) {
-        anstream::println!("{}: {}/openapi.json", s.name, s.public_url);
+        let _ = writeln!(
+            crate::output::stdout(),
+            "{}: {}/openapi.json",
+            s.name,
+            s.public_url
+        );
         let width = h.servers.iter().map(|s| s.name.chars().count()).max();
         for server in &h.servers {
             print_server(server, width.unwrap_or_default());
@@ -206,7 +212,8 @@ fn print_server(server: &ServerHealth, width: usize) {
     } else {
         format!("  ({})", notes.join("; "))
     };
-    anstream::println!(
+    let _ = writeln!(
+        crate::output::stdout(),
         "  {:width$}  {state_style}{}{state_style:#}{notes}",
         server.name,
         server.state

@@ -141,7 +141,7 @@ fn print_report(
             By::Tool => tools.iter().for_each(|t| table.styled_row(tool_row(r, t))),
         }
     }
-    let mut out = anstream::stdout().lock();
+    let mut out = crate::output::stdout();
     write!(out, "{}", table.render())?;
     print_totals(&mut out, reports, exposed)
 }

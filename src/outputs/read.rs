@@ -318,6 +318,10 @@ fn read_grep(
     })
 }
 
+/// The most bytes of JSON a query may select (its nodes serialised one after another). `$..*`
+/// selects every subtree once per ancestor: a 7.5 MB nested handle selected over 1 GB.
+pub(crate) const JSONPATH_MAX_BYTES: usize = 16 << 20;
+
 fn read_jsonpath(body: &str, path: &str, limit: usize) -> Result<ReadOutput, OutputsError> {
     if path.len() > PATTERN_MAX_BYTES {
         return Err(OutputsError::invalid("the JSONPath is too long"));
@@ -327,31 +331,87 @@ fn read_jsonpath(body: &str, path: &str, limit: usize) -> Result<ReadOutput, Out
     let value = parse_json_text(body).ok_or_else(|| {
         OutputsError::invalid("this output is not JSON: read it by lines or grep")
     })?;
-    let nodes: Vec<Value> = query.query(&value).all().into_iter().cloned().collect();
+    // The matches are borrowed from the document, never copied wholesale.
+    let nodes: Vec<&Value> = query.query(&value).all();
+    let sizes = node_sizes(&nodes, path)?;
     let count = nodes.len();
-    let nodes = Value::Array(nodes);
-    let (text, note) = match cut_json(&nodes, limit) {
-        None => (
-            nodes.to_string(),
-            format!(
+    // A prefix of the nodes whose text surely exceeds the budget: only those are copied to be
+    // cut (the cut keeps a prefix of them), or all of them when they may fit.
+    let over = limit
+        .saturating_mul(super::measure::BYTES_PER_TOKEN_CEILING)
+        .saturating_add(64);
+    let mut bytes = 1;
+    let prefix = sizes
+        .iter()
+        .position(|size| {
+            bytes += size + 1;
+            bytes > over
+        })
+        .map_or(count, |last| last + 1);
+    if prefix == count {
+        let text =
+            serde_json::to_string(&nodes).map_err(|e| OutputsError::invalid(e.to_string()))?;
+        if cost_within(&text, limit).is_some() {
+            let note = format!(
                 "[{count} node{} at {path}]",
                 if count == 1 { "" } else { "s" }
-            ),
-        ),
-        Some(cut) => {
-            let shown = cut.value.as_array().map_or(0, Vec::len);
-            (
-                cut.value.to_string(),
-                format!(
-                    "[{count} nodes at {path}, the first {shown} shown (the last may be cut inside); narrow the path, e.g. a slice [{shown}:]]"
-                ),
-            )
+            );
+            return Ok(jsonpath_output(text, note));
         }
-    };
-    Ok(ReadOutput {
+    }
+    let kept = Value::Array(nodes[..prefix].iter().map(|&node| node.clone()).collect());
+    let cut = cut_json(&kept, limit).map_or(kept, |cut| cut.value);
+    let shown = cut.as_array().map_or(0, Vec::len);
+    let note = format!(
+        "[{count} nodes at {path}, the first {shown} shown (the last may be cut inside); narrow the path, e.g. a slice [{shown}:]]"
+    );
+    Ok(jsonpath_output(cut.to_string(), note))
+}
+
+/// The serialised size of each node, refused once they add up to more than
+/// [`JSONPATH_MAX_BYTES`] (counted as they are written, never held).
+fn node_sizes(nodes: &[&Value], path: &str) -> Result<Vec<usize>, OutputsError> {
+    let mut counter = ByteCounter::default();
+    let mut sizes = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let before = counter.bytes;
+        if serde_json::to_writer(&mut counter, node).is_err() {
+            return Err(OutputsError::invalid(format!(
+                "jsonpath: {path} selects more than {} MiB of JSON ({} nodes); narrow it: name the members you want (`$..name` rather than `$..*`) or take a slice (`$.items[0:100]`)",
+                JSONPATH_MAX_BYTES >> 20,
+                crate::output::thousands(nodes.len())
+            )));
+        }
+        sizes.push(counter.bytes - before);
+    }
+    Ok(sizes)
+}
+
+/// Counts the bytes written to it, failing past [`JSONPATH_MAX_BYTES`].
+#[derive(Default)]
+struct ByteCounter {
+    bytes: usize,
+}
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes += buf.len();
+        if self.bytes > JSONPATH_MAX_BYTES {
+            return Err(std::io::Error::other("over the JSONPath byte cap"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn jsonpath_output(text: String, note: String) -> ReadOutput {
+    ReadOutput {
         text,
         note,
         next_offset: None,
         block: None,
-    })
+    }
 }

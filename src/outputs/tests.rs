@@ -276,6 +276,42 @@ fn structured_content_is_cut_and_its_text_mirror_follows() {
     assert_eq!(last.text, r#"[{"n":1999}]"#);
 }
 
+/// Issue 24 (Medium 5): `$..*` over a nested handle selected each subtree once per ancestor,
+/// and every match was cloned: a 7.5 MB handle took the process to 1 GB. The selection is now
+/// counted as it is written and refused past its cap, saying how to narrow it.
+#[test]
+fn a_jsonpath_selecting_too_many_bytes_is_refused_with_how_to_narrow_it() {
+    let (_dir, store) = store();
+    let me = ClientScope::local();
+    // 120 nested arrays around 200 KB: `$..*` selects ~24 MB, the document is 200 KB.
+    let mut doc = json!("x".repeat(200_000));
+    for _ in 0..120 {
+        doc = json!([doc]);
+    }
+    let body = doc.to_string();
+    let handle = store.put(&me, Kind::Json, body.as_bytes()).unwrap();
+    let all = ReadRequest {
+        jsonpath: Some("$..*".into()),
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let err = match store.read(&handle, &me, &all, Budget::new(0)) {
+        Ok(read) => panic!("answered {} bytes: {}", read.text.len(), read.note),
+        Err(err) => err,
+    };
+    assert!(err.to_string().contains("more than 16 MiB"), "{err}");
+    assert!(err.to_string().contains("$..name"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // A narrow query over the same handle still answers, within its budget.
+    let one = ReadRequest {
+        jsonpath: Some("$[0][0][0]".into()),
+        ..Default::default()
+    };
+    let read = store.read(&handle, &me, &one, Budget::new(300)).unwrap();
+    assert!(read.note.contains("at $[0][0][0]"), "{}", read.note);
+    assert!(tokens(&read.text) <= 300);
+}
+
 #[test]
 fn read_output_arguments_and_tool_definition() {
     let (handle, request) =

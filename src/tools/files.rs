@@ -2,9 +2,9 @@
 //! minified line is read up to a bound and skipped past), binary files summarised, special
 //! files refused.
 
-use std::fs::{File, FileType, OpenOptions};
+use std::fs::{File, FileType};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -70,8 +70,9 @@ pub(crate) fn check_regular(path: &Path, shown: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// Opens a regular file under the roots. Opened non-blocking and checked again on the open
-/// file, so a FIFO swapped in after the check can neither block nor be read.
+/// Opens a regular file under the roots. Opened beneath its root by descriptor, non-blocking,
+/// and checked again on the open file: a FIFO swapped in after the check can neither block
+/// nor be read, a directory swapped for an outward symlink cannot lead out.
 fn open_regular(tools: &Tools, shown: &str) -> Result<(PathBuf, File, u64), ToolError> {
     let path = tools.roots().resolve(shown)?;
     check_regular(&path, shown)?;
@@ -79,11 +80,7 @@ fn open_regular(tools: &Tools, shown: &str) -> Result<(PathBuf, File, u64), Tool
         path: shown.to_string(),
         source,
     };
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(&path)
-        .map_err(io)?;
+    let file = tools.roots().open_beneath(&path, shown)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(ToolError::Special {
@@ -361,12 +358,33 @@ pub(crate) fn ls(tools: &Tools, arguments: &serde_json::Value) -> Result<Answer,
     Ok(Answer::text(text))
 }
 
+/// The longest glob accepted, in bytes: real ones are a few dozen.
+const GLOB_MAX_BYTES: usize = 1024;
+/// The most wildcards (`*`, `?`, `[`, `{`) a glob may hold: 100,000 `*` made globset panic.
+const GLOB_MAX_WILDCARDS: usize = 64;
+
+/// Refuses a glob (argument `name`) too long or too wild to compile safely, naming the limit.
+pub(crate) fn check_glob(glob: &str, name: &str, usage: &'static str) -> Result<(), ToolError> {
+    let wildcards = glob.bytes().filter(|b| b"*?[{".contains(b)).count();
+    if glob.len() > GLOB_MAX_BYTES || wildcards > GLOB_MAX_WILDCARDS {
+        return Err(ToolError::invalid(
+            format!(
+                "{name}: a glob of {} bytes with {wildcards} wildcards is refused (at most {GLOB_MAX_BYTES} bytes and {GLOB_MAX_WILDCARDS} wildcards); use a shorter one such as **/*.rs",
+                glob.len()
+            ),
+            usage,
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn find(tools: &Tools, arguments: &serde_json::Value) -> Result<Answer, ToolError> {
     let args = Args::new(arguments, FIND_USAGE);
     let pattern = args.required_str("pattern")?;
     let shown = args.str("path")?.unwrap_or_else(|| ".".into());
     let roots = tools.roots();
     let start = roots.resolve(&shown)?;
+    check_glob(&pattern, "pattern", FIND_USAGE)?;
     let glob = GlobBuilder::new(&pattern)
         .literal_separator(true)
         .build()

@@ -187,8 +187,12 @@ pub(crate) fn grep(tools: &Tools, args: GrepArgs) -> Result<Answer, ToolError> {
             },
             kept: &kept,
         };
-        // Unreadable files are skipped, as rg does (they are reported by cat when asked).
-        if searcher.search_path(&matcher, path, &mut sink).is_ok() && sink.hits.matches > 0 {
+        // Opened beneath its root by descriptor (never out of it, whatever was swapped in
+        // since the walk saw it); unreadable files are skipped, as rg does (cat reports them).
+        let Ok(file) = roots.open_beneath(path, "") else {
+            return;
+        };
+        if searcher.search_file(&matcher, &file, &mut sink).is_ok() && sink.hits.matches > 0 {
             found
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -205,6 +209,7 @@ pub(crate) fn grep(tools: &Tools, args: GrepArgs) -> Result<Answer, ToolError> {
     } else {
         let mut builder: WalkBuilder = walker(&start);
         if let Some(glob) = &args.glob {
+            super::files::check_glob(glob, "glob", USAGE)?;
             let mut overrides = ignore::overrides::OverrideBuilder::new(&start);
             overrides
                 .add(glob)

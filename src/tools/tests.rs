@@ -88,6 +88,78 @@ fn paths_out_of_the_roots_and_special_files_are_refused() {
     assert_eq!(text(&result), "leak@\npipe (FIFO)\nup@\n");
 }
 
+/// Issue 24 (Medium 6): the path was checked, then reopened by name; a directory swapped for
+/// an outward symlink in between read a file outside the root (4,886 of 63,404 tries). A
+/// racing thread swaps it back and forth while `cat` and `grep` read: nothing outside is read.
+#[test]
+fn a_directory_swapped_for_an_outward_symlink_never_leads_out() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let (root, outside) = (dir.path().join("root"), dir.path().join("outside"));
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::create_dir_all(outside.join("d")).unwrap();
+    std::fs::write(root.join("d/f.txt"), "inside\n").unwrap();
+    std::fs::write(outside.join("d/f.txt"), "OUTSIDE\n").unwrap();
+    symlink(outside.join("d"), root.join("link")).unwrap();
+    let (_state, tools) = tools_in(&root, 6000);
+    let stop = AtomicBool::new(false);
+    let (mut read_outside, mut read_inside) = (0, 0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // `d` is the directory, then the outward symlink, then the directory again: each
+            // swap one atomic exchange.
+            use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+            let (d, link) = (root.join("d"), root.join("link"));
+            while !stop.load(Ordering::Relaxed) {
+                renameat2(AT_FDCWD, &d, AT_FDCWD, &link, RenameFlags::RENAME_EXCHANGE).unwrap();
+            }
+        });
+        for i in 0..6_000 {
+            let result = if i % 2 == 0 {
+                tools.call("cat", &json!({"path": "d/f.txt"}))
+            } else {
+                tools.call("grep", &json!({"pattern": "SIDE", "path": "d/f.txt"}))
+            };
+            let shown = text(&result);
+            if shown.contains("OUTSIDE") {
+                read_outside += 1;
+            } else if shown.contains("inside") {
+                read_inside += 1;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert_eq!(
+        read_outside, 0,
+        "read a file outside the root ({read_inside} inside)"
+    );
+    assert!(read_inside > 0, "the race left no read inside");
+}
+
+/// Issue 24 (Low 16): `find` with a 100,000-`*` glob panicked in globset.
+#[test]
+fn a_glob_bomb_is_refused_with_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.rs"), "fn a() {}\n").unwrap();
+    let (_state, tools) = tools_in(dir.path(), 6000);
+    let bomb = "*".repeat(100_000);
+    for (tool, args) in [
+        ("find", json!({"pattern": bomb})),
+        ("grep", json!({"pattern": "fn", "glob": bomb})),
+    ] {
+        let result = tools.call(tool, &args);
+        assert!(is_error(&result), "{tool}: {result}");
+        assert!(
+            text(&result).contains("at most 1024 bytes"),
+            "{}",
+            text(&result)
+        );
+        assert!(text(&result).len() < 2000, "{tool}: a long reply");
+    }
+    let result = tools.call("find", &json!({"pattern": "*.rs"}));
+    assert!(text(&result).contains("a.rs"), "{result}");
+}
+
 #[test]
 fn binary_files_are_summarised() {
     let dir = tempfile::tempdir().unwrap();

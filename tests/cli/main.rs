@@ -16,6 +16,7 @@ mod daemon;
 mod doctor;
 mod durations;
 mod handshake;
+mod hostile;
 mod index;
 mod init;
 mod input_required;

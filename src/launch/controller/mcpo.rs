@@ -74,6 +74,12 @@ pub enum ControllerError {
         /// The operating system's message.
         message: String,
     },
+    /// A directory on the way to mcpo's config is a symlink (planted in a checkout).
+    #[error("{dir} is a symlink: mcpo's config (the servers' resolved secrets) is never written through one")]
+    ConfigDirLinked {
+        /// The directory.
+        dir: PathBuf,
+    },
     /// A per-server document could not be fetched.
     #[error("cannot fetch /{server}/openapi.json from mcpo: {message}")]
     Fetch {
@@ -102,6 +108,7 @@ impl ControllerError {
             ControllerError::Timeout { .. } => "mcpo_timeout",
             ControllerError::PortSquatted(_) => "port_squatted",
             ControllerError::Config { .. } => "mcpo_config",
+            ControllerError::ConfigDirLinked { .. } => "state_dir_escapes",
             ControllerError::Fetch { .. } => "mcpo_fetch",
         }
     }
@@ -133,6 +140,10 @@ impl ControllerError {
                 squatted.next_step()
             ),
             ControllerError::Config { .. } => "check that ./.mcp-launch/ is writable".into(),
+            ControllerError::ConfigDirLinked { dir } => format!(
+                "remove the symlink (`rm {}`) and run the command again: mcp-launch keeps a project's state inside the project",
+                dir.display()
+            ),
             ControllerError::Fetch { .. } => "see `mcp-launch status`; mcpo may be restarting".into(),
         }
     }
@@ -224,6 +235,19 @@ fn server_config(spec: &ServerSpec) -> Value {
         ServerSpec::Sse { url, headers: h } => {
             json!({ "type": "sse", "url": url, "headers": headers(h) })
         }
+    }
+}
+
+/// Where stack `stack`'s mcpo config goes: `.mcp-launch/stacks/<stack>/mcpo.json` of the
+/// project, its directories created owner-only, a symlink among them refused.
+pub fn config_path(project_dir: &Path, stack: &str) -> Result<PathBuf, ControllerError> {
+    match crate::project::private_subdir(project_dir, &["stacks", stack]) {
+        Ok(dir) => Ok(dir.join("mcpo.json")),
+        Err(Ok(dir)) => Err(ControllerError::ConfigDirLinked { dir }),
+        Err(Err(e)) => Err(ControllerError::Config {
+            path: crate::project::dir(project_dir).join("stacks").join(stack),
+            message: e.to_string(),
+        }),
     }
 }
 

@@ -193,19 +193,17 @@ impl Starting<'_> {
     ) -> Result<Started, StackError> {
         match plan {
             ControllerPlan::Mcpo(mut launch) => {
-                launch.config = self
-                    .project_dir
-                    .join(".mcp-launch")
-                    .join("stacks")
-                    .join(self.name)
-                    .join("mcpo.json");
+                launch.config = mcpo::config_path(self.project_dir, self.name)?;
                 let entries: Vec<&ServerEntry> = chosen.iter().map(|c| c.entry).collect();
-                let _ = crate::project::ensure(self.project_dir);
                 mcpo::write_config(&launch.config, &mcpo::config_for(&entries))?;
-                let guard =
+                let started =
                     start_controller(self.name, &launch, self.client, self.masker, self.events)
-                        .await?;
-                Ok(Started::Mcpo(guard, launch))
+                        .await;
+                if started.is_err() {
+                    // Its secrets outlive no failed start.
+                    let _ = std::fs::remove_file(&launch.config);
+                }
+                Ok(Started::Mcpo(started?, launch))
             }
             ControllerPlan::Native { listener, key } => {
                 let outputs = self.outputs.clone();
