@@ -213,8 +213,16 @@ impl Actionable for CliError {
             CliError::UnknownServer { available, .. } if available.is_empty() => {
                 "the config has no servers; add one under \"mcpServers\"".into()
             }
-            CliError::UnknownServer { available, .. } => {
-                format!("available servers: {}", available.join(", "))
+            CliError::UnknownServer { name, available, .. } => {
+                let names = available.iter().map(String::as_str);
+                match crate::catalog::similar_names(name, names, 3).as_slice() {
+                    [] => format!("available servers: {}", available.join(", ")),
+                    near => format!(
+                        "did you mean `{}`? available servers: {}",
+                        near.join("`, `"),
+                        available.join(", ")
+                    ),
+                }
             }
             CliError::UnknownTool { server, suggestions, count, .. } if suggestions.is_empty() => {
                 format!("run `mcp-launch list {server}` to see its {count} tools")
@@ -257,5 +265,27 @@ impl Actionable for CliError {
 impl From<crate::gateway::error::GatewayError> for CliError {
     fn from(error: crate::gateway::error::GatewayError) -> Self {
         CliError::Gateway(Box::new(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_server_suggests_the_nearest_names() {
+        let unknown = |name: &str| CliError::UnknownServer {
+            name: name.into(),
+            available: vec!["filesystem".into(), "time".into(), "everything".into()],
+            config_files: vec!["mcp.json".into()],
+        };
+        assert_eq!(
+            unknown("tme").help(),
+            "did you mean `time`? available servers: filesystem, time, everything"
+        );
+        assert_eq!(
+            unknown("nosuch").help(),
+            "available servers: filesystem, time, everything"
+        );
     }
 }
