@@ -132,6 +132,9 @@ pub struct ServerReport {
     pub listed_with: Option<Value>,
     /// Its resources, resource templates and prompts, when they were listed.
     pub items: Option<ItemLists>,
+    /// Tools listed only to clients offering more, with the client capabilities each needs
+    /// (from the tool index; those this report's client cannot offer are not in `tools`).
+    pub needs: super::needs::Needs,
 }
 
 /// A server's resources, resource templates and prompts as listed, by their list's key
@@ -183,6 +186,7 @@ impl ServerReport {
             checked_at: None,
             listed_with: None,
             items: None,
+            needs: Default::default(),
         }
     }
 

@@ -89,7 +89,10 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
             };
             client.call(&request).await.map_err(daemon::daemon_error)?
         }
-        None => call_directly(entry, &tool, arguments, args.timeout).await?,
+        None => {
+            check_against_index(entry, &tool, &arguments)?;
+            call_directly(entry, &tool, arguments, args.timeout).await?
+        }
     };
     let project = overrides
         .for_server(&entry.stack, &entry.name)
@@ -167,6 +170,60 @@ pub(super) fn result_json(server: &str, tool: &str, result: Value) -> Value {
     })
 }
 
+/// What the fresh tool index already knows settles a wrong call before any server starts:
+/// an unknown name (with suggestions), a tool only richer clients can call, arguments that
+/// break its input schema. Unknown to the index: the live call judges.
+fn check_against_index(
+    entry: &crate::config::ServerEntry,
+    tool: &str,
+    arguments: &Value,
+) -> Result<(), CliError> {
+    let offered = ConnectOptions::from_env().offered_capabilities();
+    let Some(report) = catalog::indexed(entry, &offered) else {
+        return Ok(());
+    };
+    if report.tools.iter().all(|t| catalog::tool::name(t) != tool) {
+        refuse_needing(entry, tool, &offered)?;
+    }
+    let tool_def = find_tool(&entry.qualified, &report.tools, tool)?;
+    check_arguments(&entry.qualified, tool, tool_def, arguments)
+}
+
+/// The error for a tool the index says this path's client cannot call (`Ok` otherwise).
+fn refuse_needing(
+    entry: &crate::config::ServerEntry,
+    tool: &str,
+    offered: &Value,
+) -> Result<(), CliError> {
+    match catalog::needed_capabilities(entry, tool, offered) {
+        Some(needs) => Err(CliError::NeedsCapability {
+            server: entry.qualified.clone(),
+            tool: tool.to_string(),
+            needs,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The violations of `arguments` against the tool's input schema, as an error.
+fn check_arguments(
+    server: &str,
+    tool: &str,
+    tool_def: &Value,
+    arguments: &Value,
+) -> Result<(), CliError> {
+    let violations = catalog::argument_violations(tool_def, arguments);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::InvalidArguments {
+        server: server.to_string(),
+        tool: tool.to_string(),
+        violations,
+        expected: catalog::expected_shape(tool_def),
+    })
+}
+
 /// Starts the server for this one call.
 async fn call_directly(
     entry: &crate::config::ServerEntry,
@@ -179,34 +236,33 @@ async fn call_directly(
     let session = catalog::connect(entry, &connect)
         .await
         .map_err(|problem| CliError::server(server, problem))?;
-    let outcome = call(&session, server, tool, arguments, timeout, connect).await;
+    let outcome = call(&session, entry, tool, arguments, timeout, connect).await;
     session.close().await;
     outcome
 }
 
 async fn call(
     session: &crate::mcp::Session,
-    server: &str,
+    entry: &crate::config::ServerEntry,
     tool: &str,
     arguments: Value,
     timeout: Duration,
     connect: ConnectOptions,
 ) -> Result<Value, CliError> {
+    let server = entry.qualified.as_str();
     let server_error = |e: crate::mcp::McpError| CliError::server(server, e);
     let tools = session
         .list_tools(connect.list_timeout)
         .await
         .map_err(server_error)?;
-    let tool_def = find_tool(server, &tools.tools, tool)?;
-    let violations = catalog::argument_violations(tool_def, &arguments);
-    if !violations.is_empty() {
-        return Err(CliError::InvalidArguments {
-            server: server.to_string(),
-            tool: tool.to_string(),
-            violations,
-            expected: catalog::expected_shape(tool_def),
-        });
+    if tools.tools.iter().all(|t| catalog::tool::name(t) != tool) {
+        // Listed to richer clients only (the daemon's)? Recorded beside their listing, this
+        // one tells.
+        catalog::record_live(entry, session.info(), tools.clone()).await;
+        refuse_needing(entry, tool, &connect.offered_capabilities())?;
     }
+    let tool_def = find_tool(server, &tools.tools, tool)?;
+    check_arguments(server, tool, tool_def, &arguments)?;
     if crate::mcp::requires_task(tool_def) {
         let params = serde_json::json!({"name": tool, "arguments": arguments});
         let never = tokio_util::sync::CancellationToken::new();

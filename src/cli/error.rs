@@ -32,6 +32,16 @@ pub enum CliError {
         /// How many tools the server has.
         count: usize,
     },
+    /// The tool is listed only to clients offering capabilities this path cannot offer.
+    #[error("{server}/{tool} is listed only to clients offering {}; the command line offers none", .needs.join(", "))]
+    NeedsCapability {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The client capabilities it needs (sampling, elicitation, roots).
+        needs: Vec<String>,
+    },
     /// The arguments are not valid JSON.
     #[error(
         "arguments from {origin} are not valid JSON: {message} at line {line}, column {column}"
@@ -180,6 +190,7 @@ impl Actionable for CliError {
         match self {
             CliError::Config(e) => e.kind(),
             CliError::UnknownServer { .. } => "unknown_server",
+            CliError::NeedsCapability { .. } => "needs_capability",
             CliError::UnknownTool { .. } => "unknown_tool",
             CliError::InvalidJson { .. } => "invalid_json",
             CliError::ArgumentsNotObject { .. } => "invalid_arguments",
@@ -230,6 +241,9 @@ impl Actionable for CliError {
             CliError::UnknownTool { suggestions, .. } => {
                 format!("did you mean: {}", suggestions.join("; "))
             }
+            CliError::NeedsCapability { server, tool, .. } => format!(
+                "call it from an MCP client that offers them, through the gateway: add `mcp-launch serve` to that client (docs/CLIENTS.md) and call `{server}__{tool}` there"
+            ),
             CliError::InvalidJson { .. } | CliError::ArgumentsNotObject { .. } => {
                 "pass one JSON object, e.g. mcp-launch call SERVER TOOL '{\"message\": \"hi\"}', or pipe it with --stdin".into()
             }

@@ -198,6 +198,7 @@ fn report_in(r: ReportIn) -> ServerReport {
         checked_at: (r.checked_at_ms).map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
         listed_with: None,
         items: None,
+        needs: Default::default(),
     }
 }
 
@@ -283,6 +284,7 @@ mod tests {
             checked_at: Some(UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
             listed_with: None,
             items: None,
+            needs: Default::default(),
         };
         let back = report_from(report_json(&report)).expect("decodes");
         let line = format!(
