@@ -219,7 +219,7 @@ pub fn found_json(found: &Found) -> Value {
             })
         })
         .collect();
-    json!({"hits": hits, "searched": found.searched, "unavailable": found.unavailable})
+    json!({"hits": hits, "searched": found.searched, "unavailable": found.unavailable, "denied": found.denied})
 }
 
 /// What a search found, from protocol JSON (`None` when it does not decode).
@@ -253,6 +253,7 @@ pub fn found_from(v: &Value) -> Option<Found> {
             .iter()
             .map(|s| s.as_str().map(str::to_string))
             .collect::<Option<_>>()?,
+        denied: (v.get("denied").and_then(Value::as_u64).unwrap_or(0)) as usize,
     })
 }
 
@@ -335,10 +336,12 @@ mod tests {
             }],
             searched: 9,
             unavailable: vec!["x".into()],
+            denied: 2,
         };
         let back = found_from(&found_json(&found)).expect("decodes");
         assert_eq!(back.hits[0].hit, found.hits[0].hit);
         assert_eq!(back.hits[0].tool, found.hits[0].tool);
         assert_eq!(back.unavailable, found.unavailable);
+        assert_eq!(back.denied, 2);
     }
 }
