@@ -64,6 +64,7 @@ fn report(entry: &ServerEntry, tools: usize) -> ServerReport {
         stale: Vec::new(),
         checked_at: None,
         listed_with: None,
+        needs: Default::default(),
         items: None,
         changed: Default::default(),
     }

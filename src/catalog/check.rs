@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::tool;
 
 /// Up to `limit` names from `candidates` similar to `wanted`, best first: names that contain
-/// it or that it contains, then names close by edit similarity.
+/// it or that it contains, names holding each of its words (`get_time` → `get_current_time`),
+/// then names close by edit similarity. The one suggester for tools and servers alike.
 pub fn similar_names<'a>(
     wanted: &str,
     candidates: impl IntoIterator<Item = &'a str>,
@@ -16,11 +17,7 @@ pub fn similar_names<'a>(
     let mut scored: Vec<(f64, &str)> = candidates
         .into_iter()
         .filter_map(|name| {
-            let name_lc = name.to_lowercase();
-            let mut score = strsim::jaro_winkler(&wanted_lc, &name_lc);
-            if name_lc.contains(&wanted_lc) || wanted_lc.contains(&name_lc) {
-                score += 0.5;
-            }
+            let score = similarity(&wanted_lc, &name.to_lowercase());
             (score >= 0.75).then_some((score, name))
         })
         .collect();
@@ -30,6 +27,36 @@ pub fn similar_names<'a>(
         .take(limit)
         .map(|(_, n)| n.to_string())
         .collect()
+}
+
+/// How alike two lower-cased names are: edit similarity (0–1), plus 0.5 when one contains
+/// the other, plus up to 0.4 for the words of `wanted` found inside `name`.
+fn similarity(wanted: &str, name: &str) -> f64 {
+    let mut score = strsim::jaro_winkler(wanted, name);
+    if name.contains(wanted) || wanted.contains(name) {
+        score += 0.5;
+    }
+    score + words_inside(wanted, name)
+}
+
+/// 0.4 when every word (2+ characters, split at `_`, `-`, `.`, `/`, spaces) of a
+/// several-word `wanted` is inside `name`; a little for some of them; 0 for one word (the
+/// containment rule covers it).
+fn words_inside(wanted: &str, name: &str) -> f64 {
+    let words: Vec<&str> = wanted
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 2)
+        .collect();
+    if words.len() < 2 {
+        return 0.0;
+    }
+    let inside = words.iter().filter(|w| name.contains(*w)).count();
+    let share = inside as f64 / words.len() as f64;
+    if inside == words.len() {
+        0.4
+    } else {
+        0.1 * share
+    }
 }
 
 /// The violations of `arguments` against the tool's `inputSchema`, one line each
@@ -192,5 +219,20 @@ mod tests {
         assert_eq!(similar_names("read_fil", names, 3)[0], "read_file");
         assert_eq!(similar_names("ecko", names, 3), vec!["echo"]);
         assert!(similar_names("zzzz", names, 3).is_empty());
+    }
+
+    #[test]
+    fn names_holding_every_word_count_as_similar() {
+        // Issue 25 item 16: `inspect time get_time` suggested only `convert_time`.
+        let time = ["convert_time", "get_current_time"];
+        assert_eq!(similar_names("get_time", time, 3)[0], "get_current_time");
+        let names = [
+            "list_directory",
+            "directory_tree",
+            "create_directory",
+            "move_file",
+        ];
+        assert_eq!(similar_names("list_dir", names, 3)[0], "list_directory");
+        assert!(!similar_names("file_move", names, 3).is_empty());
     }
 }

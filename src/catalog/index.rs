@@ -19,6 +19,7 @@ use crate::config::ServerEntry;
 use crate::duration::Setting;
 
 use super::fingerprint::server_identity;
+use super::needs::{self, Listing, Needs};
 use super::preflight::{ItemLists, ServerReport, Status};
 use super::tool;
 
@@ -66,6 +67,26 @@ pub struct IndexEntry {
     /// Its resources, resource templates and prompts at the check (absent: not listed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items: Option<ItemLists>,
+    /// The client capabilities of the plainest listing known, when plainer than
+    /// `listed_with` (the richest): see [`super::needs`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plainest: Option<Value>,
+    /// The tools only a richer listing showed, with the client capabilities each needs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub needs: Needs,
+}
+
+impl IndexEntry {
+    /// Its tools and the capabilities behind them.
+    fn listing(&self) -> Listing {
+        Listing {
+            tools: self.tools.clone(),
+            tool_tokens: self.tool_tokens.clone(),
+            listed_with: self.listed_with.clone(),
+            plainest: self.plainest.clone(),
+            needs: self.needs.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -127,13 +148,26 @@ impl ToolIndex {
         let key = key(entry);
         let current: std::collections::HashSet<&str> =
             report.tools.iter().map(tool::name).collect();
+        let previous = self.file.servers.get(&key);
+        let same = previous
+            .filter(|p| p.identity == identity)
+            .map(IndexEntry::listing);
+        let listed = Listing {
+            tools: report.tools.clone(),
+            tool_tokens: report.tool_tokens.clone(),
+            listed_with: report.listed_with.clone(),
+            ..Listing::default()
+        };
+        let (listing, mut vanished) = needs::merge(same.as_ref(), listed);
+        if let Some(other) = previous.filter(|p| p.identity != identity) {
+            // Another definition of the server: what it listed before and not now is stale.
+            vanished.extend(other.tools.iter().map(tool::name).map(str::to_owned));
+        }
         let mut stale: Vec<String> = Vec::new();
-        if let Some(previous) = self.file.servers.get(&key) {
-            let vanished = previous.tools.iter().map(tool::name).map(str::to_owned);
-            for name in previous.stale.iter().cloned().chain(vanished) {
-                if !current.contains(name.as_str()) && !stale.contains(&name) {
-                    stale.push(name);
-                }
+        let before = previous.map(|p| p.stale.clone()).unwrap_or_default();
+        for name in before.into_iter().chain(vanished) {
+            if !current.contains(name.as_str()) && !stale.contains(&name) {
+                stale.push(name);
             }
         }
         stale.truncate(MAX_STALE);
@@ -151,15 +185,23 @@ impl ToolIndex {
                 transport: report.transport.to_string(),
                 protocol_version: report.protocol_version.clone(),
                 init_ms: report.init_time.map(|t| t.as_millis() as u64),
-                tools: report.tools.clone(),
-                tool_tokens: report.tool_tokens.clone(),
+                tools: listing.tools,
+                tool_tokens: listing.tool_tokens,
                 stale: stale.clone(),
                 warnings: report.warnings.clone(),
-                listed_with: report.listed_with.clone(),
+                listed_with: listing.listed_with,
                 items,
+                plainest: listing.plainest,
+                needs: listing.needs,
             },
         );
         stale
+    }
+
+    /// What the tools of `entry` need of their client, as far as the listings recorded tell.
+    pub fn needs_of(&self, entry: &ServerEntry) -> Needs {
+        let found = self.file.servers.get(&key(entry));
+        found.map(|f| f.needs.clone()).unwrap_or_default()
     }
 
     /// Merges the entries recorded since the last save into the file as it is now (another
@@ -210,12 +252,20 @@ pub fn ttl_from_env() -> Duration {
     TTL.from_env_or_default()
 }
 
-/// Builds the report a fresh entry gives: `Status::Cached`, no process started.
-pub(crate) fn cached_report(entry: &ServerEntry, found: &IndexEntry) -> ServerReport {
+/// Builds the report a fresh entry gives a client offering `offered`: `Status::Cached`, no
+/// process started, the tools it can call; `None` when the entry was listed only for clients
+/// offering more (see [`super::needs`]).
+pub(crate) fn cached_report(
+    entry: &ServerEntry,
+    found: &IndexEntry,
+    offered: &Value,
+) -> Option<ServerReport> {
+    let (tools, tool_tokens) = needs::visible(&found.listing(), offered)?;
     let mut report = ServerReport::blank(entry, super::preflight::transport_of(entry));
     report.status = Status::Cached;
-    report.tools = found.tools.clone();
-    report.tool_tokens = found.tool_tokens.clone();
+    report.tools = tools;
+    report.tool_tokens = tool_tokens;
+    report.needs = found.needs.clone();
     report.init_time = found.init_ms.map(Duration::from_millis);
     report.protocol_version = found.protocol_version.clone();
     report.warnings = found.warnings.clone();
@@ -223,7 +273,7 @@ pub(crate) fn cached_report(entry: &ServerEntry, found: &IndexEntry) -> ServerRe
     report.checked_at = Some(UNIX_EPOCH + Duration::from_secs(found.checked_at));
     report.listed_with = found.listed_with.clone();
     report.items = found.items.clone();
-    report
+    Some(report)
 }
 
 fn key(entry: &ServerEntry) -> String {
@@ -307,7 +357,7 @@ mod tests {
 
         let index = ToolIndex::open_at(Some(path));
         let found = index.fresh(&e, Duration::from_secs(60), now).unwrap();
-        let report = cached_report(&e, found);
+        let report = cached_report(&e, found, &json!({"sampling": {}})).unwrap();
         assert_eq!(report.listed_with, Some(json!({"sampling": {}})));
         assert_eq!(report.items.unwrap()["prompts"], prompts);
     }

@@ -12,6 +12,7 @@ pub mod embedder;
 mod expose;
 mod fingerprint;
 mod index;
+pub mod needs;
 mod output_schema;
 mod overrides;
 mod preflight;
@@ -47,7 +48,8 @@ pub use repair::{
     repair_tool, Repair, Repaired, ServerRepairs, ToolRepairs, Unrepairable, INPUT_SCHEMA_META,
 };
 pub use resolve::{
-    count_tokens, from_index, record_live, remember, resolve, resolve_keeping, ResolveOptions,
+    count_tokens, from_index, indexed, needed_capabilities, record_live, remember, resolve,
+    resolve_keeping, ResolveOptions,
 };
 pub use search_index::SearchCatalog;
 pub use tokens::TokenCounter;

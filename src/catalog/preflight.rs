@@ -136,6 +136,9 @@ pub struct ServerReport {
     /// definition (see `catalog::approvals`): filled where the catalog answers (`resolve`,
     /// `remember`, `from_index`), empty in reports relayed by a daemon.
     pub changed: BTreeMap<String, Value>,
+    /// Tools listed only to clients offering more, with the client capabilities each needs
+    /// (from the tool index; those this report's client cannot offer are not in `tools`).
+    pub needs: super::needs::Needs,
 }
 
 /// A server's resources, resource templates and prompts as listed, by their list's key
@@ -188,6 +191,7 @@ impl ServerReport {
             listed_with: None,
             items: None,
             changed: BTreeMap::new(),
+            needs: Default::default(),
         }
     }
 

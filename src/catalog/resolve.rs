@@ -73,6 +73,7 @@ async fn resolve_with(
 ) -> (Vec<ServerReport>, OpenSessions) {
     let now = SystemTime::now();
     let mut index = ToolIndex::open();
+    let offered = opts.preflight.connect.offered_capabilities();
     let mut reports: Vec<Option<ServerReport>> = entries
         .iter()
         .map(|entry| {
@@ -80,8 +81,9 @@ async fn resolve_with(
                 return None;
             }
             let found = index.fresh(entry, opts.ttl, now)?;
+            let report = index::cached_report(entry, found, &offered)?;
             tracing::debug!(server = %entry.qualified, "answered from the tool index");
-            Some(index::cached_report(entry, found))
+            Some(report)
         })
         .collect();
     let live_at: Vec<usize> = (0..entries.len())
@@ -110,6 +112,7 @@ async fn resolve_with(
     if !live_at.is_empty() {
         for &i in &live_at {
             reports[i].stale = index.record(&entries[i], &reports[i], now);
+            reports[i].needs = index.needs_of(&entries[i]);
         }
         index.save();
     }
@@ -149,12 +152,18 @@ fn review(reports: &mut [ServerReport]) {
 pub fn from_index(entries: &[ServerEntry]) -> (Vec<ServerReport>, Vec<usize>) {
     let index = ToolIndex::open();
     let (ttl, now) = (index::ttl_from_env(), SystemTime::now());
+    // The gateway's sessions offer its servers what it relays to its clients.
+    let offered = crate::mcp::relayed_capabilities();
+    let cached = |entry: &ServerEntry| {
+        let found = index.fresh(entry, ttl, now)?;
+        index::cached_report(entry, found, &offered)
+    };
     let mut unknown = Vec::new();
     let mut reports = entries
         .iter()
         .enumerate()
-        .map(|(i, entry)| match index.fresh(entry, ttl, now) {
-            Some(found) => index::cached_report(entry, found),
+        .map(|(i, entry)| match cached(entry) {
+            Some(report) => report,
             None => {
                 unknown.push(i);
                 ServerReport::blank(entry, super::preflight::transport_of(entry))
@@ -163,6 +172,30 @@ pub fn from_index(entries: &[ServerEntry]) -> (Vec<ServerReport>, Vec<usize>) {
         .collect::<Vec<_>>();
     review(&mut reports);
     (reports, unknown)
+}
+
+/// What the tool index knows fresh of `entry` for a client offering `offered` (the tools it
+/// can call), without starting anything; `None` when it knows nothing that fresh.
+pub fn indexed(entry: &ServerEntry, offered: &serde_json::Value) -> Option<ServerReport> {
+    let index = ToolIndex::open();
+    let found = index.fresh(entry, index::ttl_from_env(), SystemTime::now())?;
+    index::cached_report(entry, found, offered)
+}
+
+/// The client capabilities `tool` of `entry` needs that `offered` lacks, as the listings in
+/// the tool index tell; `None` when it needs none or the index does not know it.
+pub fn needed_capabilities(
+    entry: &ServerEntry,
+    tool: &str,
+    offered: &serde_json::Value,
+) -> Option<Vec<String>> {
+    let offered = super::needs::names(Some(offered));
+    let needed = ToolIndex::open().needs_of(entry).remove(tool)?;
+    let lacking: Vec<String> = needed
+        .into_iter()
+        .filter(|c| !offered.contains(c))
+        .collect();
+    (!lacking.is_empty()).then_some(lacking)
 }
 
 /// Records in the tool index what a live session listed outside a preflight (the native
@@ -181,6 +214,7 @@ pub async fn record_live(entry: &ServerEntry, info: &ServerInfo, list: ToolList)
 pub fn remember(entry: &ServerEntry, report: &mut ServerReport) {
     let mut index = ToolIndex::open();
     report.stale = index.record(entry, report, SystemTime::now());
+    report.needs = index.needs_of(entry);
     index.save();
     review(std::slice::from_mut(report));
 }

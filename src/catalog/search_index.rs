@@ -34,6 +34,9 @@ struct Header {
     oldest_check: u64,
     /// Servers that failed during the build.
     unavailable: Vec<String>,
+    /// The server of each tool the overrides deny (not searched).
+    #[serde(default)]
+    denied: Vec<String>,
 }
 
 /// A loaded (or freshly built) search index for a set of servers.
@@ -42,6 +45,8 @@ pub struct SearchCatalog {
     pub index: SearchIndex,
     /// Servers whose tools are missing because they failed when the index was built.
     pub unavailable: Vec<String>,
+    /// The server of each tool the overrides deny (not searched; `search` says how many).
+    pub denied: Vec<String>,
     /// Where the index is kept (its tool vectors are kept beside it).
     pub(crate) path: Option<PathBuf>,
     /// The checksum of the index's encoding: what the vectors beside it were lined up with.
@@ -80,12 +85,15 @@ async fn build(
     let reports = resolve(entries, opts).await;
     let exposed = expose(&reports, overrides).await;
     let mut docs = Vec::new();
+    let mut denied = Vec::new();
     let mut oldest = unix_secs(now);
     for (report, tools) in reports.iter().zip(&exposed) {
         if !report.has_tools() {
             continue;
         }
         oldest = oldest.min(report.checked_at.map_or(unix_secs(now), unix_secs));
+        let refused = tools.iter().filter(|t| !t.is_allowed);
+        denied.extend(refused.map(|_| report.name.clone()));
         docs.extend(
             tools
                 .iter()
@@ -104,10 +112,12 @@ async fn build(
     let header = Header {
         oldest_check: oldest,
         unavailable: unavailable.clone(),
+        denied: denied.clone(),
     };
     let catalog = SearchCatalog {
         index,
         unavailable,
+        denied,
         path: None,
         fingerprint: 0,
     };
@@ -143,6 +153,7 @@ fn load(path: &Path, ttl: std::time::Duration) -> Option<SearchCatalog> {
         Ok(index) => Some(SearchCatalog {
             index,
             unavailable: header.unavailable,
+            denied: header.denied,
             path: Some(path.to_path_buf()),
             fingerprint,
         }),

@@ -90,9 +90,9 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
             client.call(&request).await.map_err(daemon::daemon_error)?
         }
         None => {
+            check_against_index(entry, &tool, &arguments)?;
             let strict = overrides.pin(&entry.stack, &entry.name).is_strict();
-            let pinned = strict.then_some(entry);
-            call_directly(entry, &tool, arguments, args.timeout, pinned).await?
+            call_directly(entry, &tool, arguments, args.timeout, strict).await?
         }
     };
     let project = overrides
@@ -171,61 +171,112 @@ pub(super) fn result_json(server: &str, tool: &str, result: Value) -> Value {
     })
 }
 
-/// Starts the server for this one call. `pinned` (the entry, when the overrides pin it
-/// strictly) refuses a tool whose definition changed since it was approved.
+/// What the fresh tool index already knows settles a wrong call before any server starts:
+/// an unknown name (with suggestions), a tool only richer clients can call, arguments that
+/// break its input schema. Unknown to the index: the live call judges.
+fn check_against_index(
+    entry: &crate::config::ServerEntry,
+    tool: &str,
+    arguments: &Value,
+) -> Result<(), CliError> {
+    let offered = ConnectOptions::from_env().offered_capabilities();
+    let Some(report) = catalog::indexed(entry, &offered) else {
+        return Ok(());
+    };
+    if report.tools.iter().all(|t| catalog::tool::name(t) != tool) {
+        refuse_needing(entry, tool, &offered)?;
+    }
+    let tool_def = find_tool(&entry.qualified, &report.tools, tool)?;
+    check_arguments(&entry.qualified, tool, tool_def, arguments)
+}
+
+/// The error for a tool the index says this path's client cannot call (`Ok` otherwise).
+fn refuse_needing(
+    entry: &crate::config::ServerEntry,
+    tool: &str,
+    offered: &Value,
+) -> Result<(), CliError> {
+    match catalog::needed_capabilities(entry, tool, offered) {
+        Some(needs) => Err(CliError::NeedsCapability {
+            server: entry.qualified.clone(),
+            tool: tool.to_string(),
+            needs,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The violations of `arguments` against the tool's input schema, as an error.
+fn check_arguments(
+    server: &str,
+    tool: &str,
+    tool_def: &Value,
+    arguments: &Value,
+) -> Result<(), CliError> {
+    let violations = catalog::argument_violations(tool_def, arguments);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::InvalidArguments {
+        server: server.to_string(),
+        tool: tool.to_string(),
+        violations,
+        expected: catalog::expected_shape(tool_def),
+    })
+}
+
+/// Starts the server for this one call. `strict` (the overrides pin the server strictly)
+/// refuses a tool whose definition changed since it was approved.
 async fn call_directly(
     entry: &crate::config::ServerEntry,
     tool: &str,
     arguments: Value,
     timeout: Duration,
-    pinned: Option<&crate::config::ServerEntry>,
+    strict: bool,
 ) -> Result<Value, CliError> {
     let server = &entry.qualified;
     let connect = ConnectOptions::from_env();
     let session = catalog::connect(entry, &connect)
         .await
         .map_err(|problem| CliError::server(server, problem))?;
-    let outcome = call(&session, server, tool, arguments, timeout, connect, pinned).await;
+    let outcome = call(&session, entry, tool, arguments, timeout, connect, strict).await;
     session.close().await;
     outcome
 }
 
 async fn call(
     session: &crate::mcp::Session,
-    server: &str,
+    entry: &crate::config::ServerEntry,
     tool: &str,
     arguments: Value,
     timeout: Duration,
     connect: ConnectOptions,
-    pinned: Option<&crate::config::ServerEntry>,
+    strict: bool,
 ) -> Result<Value, CliError> {
+    let server = entry.qualified.as_str();
     let server_error = |e: crate::mcp::McpError| CliError::server(server, e);
     let tools = session
         .list_tools(connect.list_timeout)
         .await
         .map_err(server_error)?;
+    if tools.tools.iter().all(|t| catalog::tool::name(t) != tool) {
+        // Listed to richer clients only (the daemon's)? Recorded beside their listing, this
+        // one tells.
+        catalog::record_live(entry, session.info(), tools.clone()).await;
+        refuse_needing(entry, tool, &connect.offered_capabilities())?;
+    }
     let tool_def = find_tool(server, &tools.tools, tool)?;
-    if let Some(entry) = pinned {
-        let approvals = catalog::Approvals::load();
-        if approvals
+    if strict
+        && catalog::Approvals::load()
             .of(&entry.stack, &entry.name, tool_def)
             .is_changed()
-        {
-            return Err(CliError::Withheld {
-                server: server.to_string(),
-                tool: tool.to_string(),
-            });
-        }
-    }
-    let violations = catalog::argument_violations(tool_def, &arguments);
-    if !violations.is_empty() {
-        return Err(CliError::InvalidArguments {
+    {
+        return Err(CliError::Withheld {
             server: server.to_string(),
             tool: tool.to_string(),
-            violations,
-            expected: catalog::expected_shape(tool_def),
         });
     }
+    check_arguments(server, tool, tool_def, &arguments)?;
     if crate::mcp::requires_task(tool_def) {
         let params = serde_json::json!({"name": tool, "arguments": arguments});
         let never = tokio_util::sync::CancellationToken::new();

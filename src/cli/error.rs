@@ -41,6 +41,16 @@ pub enum CliError {
         /// How many tools the server has.
         count: usize,
     },
+    /// The tool is listed only to clients offering capabilities this path cannot offer.
+    #[error("{server}/{tool} is listed only to clients offering {}; the command line offers none", .needs.join(", "))]
+    NeedsCapability {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The client capabilities it needs (sampling, elicitation, roots).
+        needs: Vec<String>,
+    },
     /// The arguments are not valid JSON.
     #[error(
         "arguments from {origin} are not valid JSON: {message} at line {line}, column {column}"
@@ -209,6 +219,7 @@ impl Actionable for CliError {
             CliError::Config(e) => e.kind(),
             CliError::NoConfig { error, .. } => error.kind(),
             CliError::UnknownServer { .. } => "unknown_server",
+            CliError::NeedsCapability { .. } => "needs_capability",
             CliError::UnknownTool { .. } => "unknown_tool",
             CliError::InvalidJson { .. } => "invalid_json",
             CliError::ArgumentsNotObject { .. } => "invalid_arguments",
@@ -249,8 +260,16 @@ impl Actionable for CliError {
             CliError::UnknownServer { available, .. } if available.is_empty() => {
                 "the config has no servers; add one under \"mcpServers\"".into()
             }
-            CliError::UnknownServer { available, .. } => {
-                format!("available servers: {}", available.join(", "))
+            CliError::UnknownServer { name, available, .. } => {
+                let names = available.iter().map(String::as_str);
+                match crate::catalog::similar_names(name, names, 3).as_slice() {
+                    [] => format!("available servers: {}", available.join(", ")),
+                    near => format!(
+                        "did you mean `{}`? available servers: {}",
+                        near.join("`, `"),
+                        available.join(", ")
+                    ),
+                }
             }
             CliError::UnknownTool { server, suggestions, count, .. } if suggestions.is_empty() => {
                 format!("run `mcp-launch list {server}` to see its {count} tools")
@@ -259,6 +278,9 @@ impl Actionable for CliError {
                 format!("did you mean: {}", suggestions.join("; "))
             }
             CliError::InvalidJson { origin, .. } if *origin == BATCH_ORIGIN => BATCH_LINE.into(),
+            CliError::NeedsCapability { server, tool, .. } => format!(
+                "call it from an MCP client that offers them, through the gateway: add `mcp-launch serve` to that client (docs/CLIENTS.md) and call `{server}__{tool}` there"
+            ),
             CliError::InvalidJson { .. } | CliError::ArgumentsNotObject { .. } => {
                 "pass one JSON object, e.g. mcp-launch call SERVER TOOL '{\"message\": \"hi\"}', or pipe it with --stdin".into()
             }
@@ -299,5 +321,27 @@ impl Actionable for CliError {
 impl From<crate::gateway::error::GatewayError> for CliError {
     fn from(error: crate::gateway::error::GatewayError) -> Self {
         CliError::Gateway(Box::new(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_server_suggests_the_nearest_names() {
+        let unknown = |name: &str| CliError::UnknownServer {
+            name: name.into(),
+            available: vec!["filesystem".into(), "time".into(), "everything".into()],
+            config_files: vec!["mcp.json".into()],
+        };
+        assert_eq!(
+            unknown("tme").help(),
+            "did you mean `time`? available servers: filesystem, time, everything"
+        );
+        assert_eq!(
+            unknown("nosuch").help(),
+            "available servers: filesystem, time, everything"
+        );
     }
 }

@@ -51,6 +51,14 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
     let budget =
         (overrides.for_server(&report.stack, key)).and_then(|o| o.output_budget(tool::name(found)));
     let example = example_call(global, &report.name, found);
+    // A denied tool's example would be refused: say so wherever the example is shown.
+    let refused = (!is_allowed).then(|| {
+        let (server, name) = (&args.server, tool::name(found));
+        format!(
+            "this call will be refused: the tool is denied by {}; `mcp-launch tool allow {server} {name}` allows it",
+            overrides.path().display()
+        )
+    });
 
     if global.json {
         let mut v = json!({
@@ -71,11 +79,17 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
         if let Some(tokens) = budget {
             v["maxOutputTokens"] = json!(tokens);
         }
+        if let Some(refused) = &refused {
+            v["exampleRefused"] = json!(refused);
+        }
         output::print_json(&v)?;
         return Ok(Outcome::Success);
     }
     let mut out = crate::output::stdout();
     if args.example {
+        if let Some(refused) = &refused {
+            output::warn(refused)?;
+        }
         writeln!(out, "{example}")?;
         return Ok(Outcome::Success);
     }
@@ -109,6 +123,9 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
     let schema = serde_json::to_string_pretty(&tool::input_schema(found)).unwrap_or_default();
     writeln!(out, "\n{head}Input schema{head:#}\n{schema}")?;
     writeln!(out, "\n{head}Example{head:#}\n  {example}")?;
+    if let Some(refused) = &refused {
+        writeln!(out, "  {dim}({refused}){dim:#}")?;
+    }
     Ok(Outcome::Success)
 }
 

@@ -124,6 +124,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
                 schemas: &schemas,
                 unavailable: &found.unavailable,
                 searched: found.searched,
+                denied: found.denied,
                 note: None,
             };
             return print(&args, global, &shown);
@@ -169,6 +170,9 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
         schemas: &schemas,
         unavailable: &catalog.unavailable,
         searched: catalog.index.len(),
+        denied: (catalog.denied.iter())
+            .filter(|s| server.as_deref().is_none_or(|wanted| wanted == s.as_str()))
+            .count(),
         note: note.as_deref(),
     };
     print(&args, global, &found)
@@ -252,6 +256,8 @@ struct Found<'a> {
     unavailable: &'a [String],
     /// How many tools were searched.
     searched: usize,
+    /// How many tools the overrides deny (not searched).
+    denied: usize,
     /// Why the ranking is not what was asked for (tools not embedded yet).
     note: Option<&'a str>,
 }
@@ -291,6 +297,9 @@ fn print_json(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
     if let Some(note) = found.note {
         out["note"] = json!(note);
     }
+    if found.denied > 0 {
+        out["deniedSkipped"] = json!(found.denied);
+    }
     output::print_answer(true, out)?;
     Ok(())
 }
@@ -299,6 +308,12 @@ fn print_human(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
     if let Some(note) = found.note {
         let dim = style::DIM;
         anstream::eprintln!("{dim}{note}{dim:#}");
+    }
+    if found.denied > 0 {
+        let dim = style::DIM;
+        let n = found.denied;
+        let tools = if n == 1 { "tool" } else { "tools" };
+        anstream::eprintln!("{dim}{n} {tools} denied by this project's overrides not searched (`mcp-launch list SERVER --all` shows them){dim:#}");
     }
     for name in found.unavailable {
         output::warn(&format!(

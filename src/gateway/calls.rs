@@ -92,7 +92,7 @@ impl Gateway {
                 let catalog = self
                     .catalog_knowing(|c| c.get(target).is_some(), wait)
                     .await;
-                sparse::validate(&catalog, target, &inner_args)?;
+                sparse::check_call(&catalog, &arguments, &inner_args)?;
                 return self.forward(target, inner_args, caller, None).await;
             }
             if sparse::is_meta(name) {

@@ -249,6 +249,12 @@ impl Catalog {
         self.denied.get(name)
     }
 
+    /// How many tools the overrides deny (of `server` only, when given).
+    pub fn denied_count(&self, server: Option<&str>) -> usize {
+        let of = |s: &String| server.is_none_or(|wanted| wanted == s);
+        self.denied.values().filter(|(s, _)| of(s)).count()
+    }
+
     /// The servers, in order.
     pub fn servers(&self) -> &[ServerSummary] {
         &self.servers

@@ -247,7 +247,8 @@ impl Gateway {
         }
         gateway.spawn(gateway.clone().watch_upstreams());
         gateway.wait_settled().await;
-        let sparse = choose_mode(&gateway.inner.options, &gateway.catalog());
+        let needing = needing_capabilities(&gateway.catalog(), &gateway.inner.reports.lock().await);
+        let sparse = choose_mode(&gateway.inner.options, &gateway.catalog(), &needing);
         gateway.inner.sparse.store(sparse, Ordering::Relaxed);
         if sparse {
             gateway.load_model();
@@ -428,9 +429,24 @@ async fn build_catalog(
     Catalog::build(reports, &exposed, passthrough, &extra, &budgets)
 }
 
+/// The exposed tools only clients offering more capabilities can call (server-everything's
+/// sampling, elicitation and roots tools), with their token cost.
+fn needing_capabilities(catalog: &Catalog, reports: &[ServerReport]) -> (usize, usize) {
+    let needs = |t: &catalog::GatewayTool| {
+        reports
+            .iter()
+            .any(|r| r.name == t.server && r.needs.contains_key(&t.tool))
+    };
+    let needing = catalog.tools().iter().filter(|t| needs(t));
+    needing.fold((0, 0), |(n, tokens), t| (n + 1, tokens + t.tokens))
+}
+
 /// Sparse unless the mode is full, or auto and the catalog fits the budget (said on stderr).
-fn choose_mode(options: &GatewayOptions, catalog: &Catalog) -> bool {
-    let (tools, tokens) = (catalog.tools().len(), catalog.tokens());
+/// Counted without the tools only some clients can call (`needing`: how many, their tokens),
+/// so a listing made for a richer client (the daemon's) does not change the mode.
+fn choose_mode(options: &GatewayOptions, catalog: &Catalog, needing: &(usize, usize)) -> bool {
+    let tools = catalog.tools().len() - needing.0;
+    let tokens = catalog.tokens().saturating_sub(needing.1);
     let fits = tools <= options.budget.tools && tokens <= options.budget.tokens;
     let sparse = match options.mode {
         Mode::Full => false,
@@ -440,8 +456,12 @@ fn choose_mode(options: &GatewayOptions, catalog: &Catalog) -> bool {
     if options.mode == Mode::Auto {
         let chosen = if sparse { "sparse" } else { "full" };
         tracing::info!(tools, tokens, chosen, "auto mode");
+        let more = match needing.0 {
+            0 => String::new(),
+            n => format!(" and {n} for clients offering sampling, elicitation or roots"),
+        };
         eprintln!(
-            "mcp-launch serve: {chosen} mode ({tools} tools, ~{tokens} tokens; full up to {} tools and {} tokens)",
+            "mcp-launch serve: {chosen} mode ({tools} tools{more}, ~{tokens} tokens; full up to {} tools and {} tokens)",
             options.budget.tools, options.budget.tokens
         );
     }

@@ -151,12 +151,26 @@ fn search(
     model: Option<&Model>,
     arguments: &Value,
 ) -> Result<Value, GatewayError> {
-    let text = string_arg(arguments, "query", "search_tools")?;
+    let text = string_arg(arguments, "query", SEARCH)?;
     let limit = arguments
         .get("limit")
         .and_then(Value::as_u64)
         .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
     let server = arguments.get("server").and_then(Value::as_str);
+    if let Some(server) = server.filter(|s| !catalog.servers().iter().any(|k| k.name == *s)) {
+        let names = catalog.servers().iter().map(|s| s.name.as_str());
+        let help = match catalog::similar_names(server, names, 3).as_slice() {
+            [] => format!(
+                "leave `server` out, or pick one of: {}",
+                server_line(catalog)
+            ),
+            near => format!("did you mean `{}`?", near.join("`, `")),
+        };
+        return Err(bad_input(
+            format!("{SEARCH}: no server is named `{server}`"),
+            &help,
+        ));
+    }
     let embedded = model
         .zip(catalog.vectors())
         .map(|(model, docs)| (model.embed_query(text), docs));
@@ -202,13 +216,38 @@ fn search(
 }
 
 fn describe(catalog: &Catalog, arguments: &Value) -> Result<Value, GatewayError> {
-    let name = string_arg(arguments, "name", "describe_tool")?;
-    let found = catalog.get(name).ok_or_else(|| unknown(catalog, name))?;
+    let name = string_arg(arguments, "name", DESCRIBE)?;
+    let found = catalog
+        .get(name)
+        .ok_or_else(|| named_in(DESCRIBE, unknown(catalog, name)))?;
     Ok(text_result(&found.definition))
 }
 
+/// The tool `call_tool` names, checked: a missing or unknown name is a bad argument (a tool
+/// error the model reads and fixes), as the arguments are.
+pub fn check_call(catalog: &Catalog, arguments: &Value, inner: &Value) -> Result<(), GatewayError> {
+    let name = string_arg(arguments, "name", CALL)?;
+    validate(catalog, name, inner).map_err(|e| named_in(CALL, e))
+}
+
+/// An unknown name given to the meta-tool `meta`: a bad argument of that call, not an
+/// unknown tool of the protocol (a JSON-RPC error there makes SDK clients raise and ends an
+/// agent's loop), with the nearest names or where to find them.
+fn named_in(meta: &str, error: GatewayError) -> GatewayError {
+    match error {
+        GatewayError::UnknownTool { name, suggestions } => {
+            let help = match suggestions.is_empty() {
+                true => format!("{SEARCH} finds a tool by what it does; pass its `name`"),
+                false => format!("did you mean `{}`?", suggestions.join("`, `")),
+            };
+            bad_input(format!("{meta}: no tool is named `{name}`"), &help)
+        }
+        other => other,
+    }
+}
+
 fn discover(catalog: &Catalog, arguments: &Value) -> Result<Value, GatewayError> {
-    let path = string_arg(arguments, "jsonpath", "discover")?;
+    let path = string_arg(arguments, "jsonpath", DISCOVER)?;
     let parsed = serde_json_path::JsonPath::parse(path).map_err(|e| {
         bad_input(
             format!("not a JSONPath: {e}"),

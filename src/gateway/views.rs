@@ -41,6 +41,8 @@ pub struct Found {
     pub searched: usize,
     /// Servers whose tools are unknown (their check failed, or has not finished).
     pub unavailable: Vec<String>,
+    /// Tools the overrides deny, not searched.
+    pub denied: usize,
 }
 
 impl Gateway {
@@ -206,6 +208,7 @@ impl Gateway {
             hits,
             searched: index.len(),
             unavailable,
+            denied: catalog.denied_count(query.server),
         })
     }
 

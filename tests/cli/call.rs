@@ -416,3 +416,53 @@ fn ctrl_c_during_a_call_ends_the_server_group() {
     assert_pid_gone(server, "the server after Ctrl-C");
     assert_pid_gone(grandchild, "the grandchild after Ctrl-C");
 }
+
+/// Issue 25 item 12: what the fresh tool index knows settles a wrong call before any server
+/// starts (a typo, invalid arguments); a right one still runs live.
+#[test]
+fn a_wrong_call_is_answered_from_the_fresh_index_without_starting_the_server() {
+    let cmd = Cmd::new();
+    let starts = cmd.path("starts");
+    let cmd = cmd.config_json(json!({"mcpServers": {
+        "f": fault(&["--starts", starts.to_str().unwrap()]),
+    }}));
+    cmd.cmd()
+        .args(["--config", "config.json", "list"])
+        .stderr_any()
+        .run();
+    let count = || {
+        std::fs::read_to_string(&starts)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(count(), 1, "`list` filled the index");
+    let call = |tool: &str, arguments: &str| {
+        cmd.cmd()
+            .args([
+                "--config",
+                "config.json",
+                "call",
+                "f",
+                tool,
+                arguments,
+                "--json",
+            ])
+            .stderr_any()
+    };
+    let typo = call("ech", r#"{"message": "hi"}"#).status(2).run();
+    assert_eq!(typo.error()["type"], "unknown_tool", "{typo}");
+    assert!(
+        typo.error()["help"]
+            .as_str()
+            .unwrap_or("")
+            .contains("echo (requires message)"),
+        "{typo}"
+    );
+    let invalid = call("add", r#"{"a": "one"}"#).status(2).run();
+    assert_eq!(invalid.error()["type"], "invalid_arguments", "{invalid}");
+    assert_eq!(count(), 1, "neither started the server");
+    let right = call("add", r#"{"a": 1, "b": 2}"#).run();
+    assert_eq!(right.json()["success"], true, "{right}");
+    assert_eq!(count(), 2, "a right call runs live");
+}

@@ -162,3 +162,87 @@ fn a_corrupt_index_is_rebuilt_with_a_warning() {
         "{rebuilt:#}"
     );
 }
+
+/// The names of the tools in `list SERVER --json`'s answer.
+fn tool_names(listed: &Output) -> Vec<String> {
+    let tools = listed.json()["tools"].clone();
+    let names = tools.as_array().cloned().unwrap_or_default();
+    names
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Issue 25 item 2: the daemon's client offers roots, sampling and elicitation, so
+/// server-everything lists it more tools than a plain client gets; the daemon's listing in
+/// the shared index must not change what the direct paths list, call or choose.
+#[test]
+fn a_daemons_richer_listing_leaves_each_direct_path_what_it_can_call() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"everything": everything()}}));
+    let index = cmd.path(".cache/mcp-launch/tool-index.json");
+    let daemon = crate::daemon::start_daemon(&cmd, cmd.cmd());
+    // Nothing known yet: the daemon checks the server with the capabilities it relays.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&index).is_ok_and(|t| t.contains("everything")) {
+        assert!(std::time::Instant::now() < deadline, "the daemon's check");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    daemon.wait();
+    let direct = |args: &[&str]| {
+        cmd.cmd()
+            .args(["--config", "config.json"])
+            .args(args)
+            .args(["--daemon", "off"])
+    };
+    let sampling = "trigger-sampling-request".to_string();
+
+    let first = direct(&["list", "everything", "--json"]).stderr_any().run();
+    let plain = tool_names(&first);
+    assert!(!plain.contains(&sampling), "{first}");
+    assert!(plain.contains(&"echo".to_string()), "{first}");
+    // The same again from the index, with nothing stale (the daemon's extra tools are not
+    // tools that vanished).
+    let again = direct(&["list", "everything", "--json"]).stderr_any().run();
+    assert_eq!(again.json()["status"], "cached", "{again}");
+    assert_eq!(tool_names(&again), plain, "{again}");
+    assert_eq!(again.json()["stale"], json!([]), "{again}");
+
+    // A tool only richer clients are listed: said so, not "no tool named".
+    let refused = direct(&["call", "everything", &sampling, "{}", "--json"])
+        .status(2)
+        .stderr_any()
+        .run();
+    let error = refused.error();
+    assert_eq!(error["type"], "needs_capability", "{refused}");
+    assert!(
+        error["message"].as_str().unwrap_or("").contains("sampling"),
+        "{refused}"
+    );
+    let echoed = direct(&[
+        "call",
+        "everything",
+        "echo",
+        r#"{"message": "hi"}"#,
+        "--json",
+    ])
+    .stderr_any()
+    .run();
+    assert_eq!(echoed.json()["success"], true, "{echoed}");
+
+    // `serve --mode auto` counts what every client can call: the plain list's tools.
+    let served = cmd
+        .cmd()
+        .args(["--config", "config.json", "serve"])
+        .stdin("")
+        // No client: it stops at once (exit 1), after choosing.
+        .status(1)
+        .stderr_any()
+        .run();
+    let counted = format!("full mode ({} tools and ", plain.len());
+    assert!(served.stderr.contains(&counted), "{counted}\n{served}");
+}

@@ -139,3 +139,34 @@ fn an_unknown_tool_suggests_similar_names() {
         .run();
     assert_eq!(none.stdout, "", "{none}");
 }
+
+/// Issue 25 item 24: the example of a denied tool says that it will be refused and how to
+/// allow it (on stderr with `--example`, so the line itself still pastes).
+#[test]
+fn the_example_of_a_denied_tool_says_it_will_be_refused() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"f": fault(&[])}}));
+    cmd.cmd()
+        .args(["--config", "config.json", "tool", "deny", "f", "add"])
+        .stderr_any()
+        .run();
+    let inspect = |extra: &str| {
+        cmd.cmd()
+            .args(["--config", "config.json", "inspect", "f", "add", extra])
+            .stderr_any()
+            .run()
+    };
+    let example = inspect("--example");
+    assert!(example.stdout.starts_with("mcp-launch "), "{example}");
+    assert!(
+        example.stderr.contains("will be refused") && example.stderr.contains("tool allow f add"),
+        "{example}"
+    );
+    let json = inspect("--json").json();
+    assert!(
+        json["exampleRefused"]
+            .as_str()
+            .unwrap_or("")
+            .contains("tool allow f add"),
+        "{json}"
+    );
+}

@@ -332,7 +332,8 @@ fn names_shared_by_two_stacks_are_qualified() {
     let error = ambiguous.error();
     assert_eq!(error["type"], "unknown_server", "{ambiguous}");
     assert_eq!(
-        error["help"], "available servers: a/shared, only_a, b/shared",
+        error["help"],
+        "did you mean `b/shared`, `a/shared`? available servers: a/shared, only_a, b/shared",
         "{ambiguous}"
     );
 

@@ -201,3 +201,29 @@ fn bad_patterns_are_usage_errors_before_anything_starts() {
     assert_eq!(unknown.error()["type"], "unknown_server", "{unknown}");
     assert!(!log.exists(), "no server may start for a bad query");
 }
+
+/// Issue 25 item 24: a search says how many tools the overrides kept out of it.
+#[test]
+fn a_search_says_denied_tools_were_not_searched() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"f": fault(&[])}}));
+    cmd.cmd()
+        .args(["--config", "config.json", "tool", "deny", "f", "add"])
+        .stderr_any()
+        .run();
+    let search = |extra: &[&str]| {
+        cmd.cmd()
+            .args(["--config", "config.json", "search", "add two numbers"])
+            .args(extra)
+            .stderr_any()
+            .run()
+    };
+    let json = search(&["--json"]);
+    assert_eq!(json.json()["deniedSkipped"], 1, "{json}");
+    let human = search(&[]);
+    assert!(
+        human
+            .stderr
+            .contains("1 tool denied by this project's overrides not searched"),
+        "{human}"
+    );
+}

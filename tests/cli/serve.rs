@@ -218,6 +218,32 @@ fn sparse_mode_search_describe_then_call_fixed_from_the_validation_message() {
     );
     assert_eq!(seen["right"], json!(["3"]));
     assert_eq!(seen["discover"], json!(["everything", "fault"]));
+    // Issue 25 item 1: every bad name or input inside a meta-tool (and read_output) comes
+    // back as a tool error the model can read; the SDK raised on each before.
+    let bad = seen["bad_names"].as_object().expect("bad_names");
+    assert_eq!(bad.len(), 8, "{bad:?}");
+    for (call, answer) in bad {
+        assert_eq!(answer["is_error"], true, "{call}: {answer}");
+        assert!(answer.get("raised").is_none(), "{call}: {answer}");
+    }
+    for typo in [
+        r#"call_tool {"arguments": {"a": 1, "b": 2}, "name": "fault__ad"}"#,
+        r#"describe_tool {"name": "fault__ad"}"#,
+    ] {
+        let text = bad[typo]["text"][0].as_str().unwrap_or("");
+        assert!(
+            text.contains("fault__ad") && text.contains("did you mean `fault__add`"),
+            "{typo}: {text}"
+        );
+    }
+    let server = &bad[r#"search_tools {"query": "add", "server": "faul"}"#]["text"][0];
+    assert!(
+        server
+            .as_str()
+            .unwrap_or("")
+            .contains("did you mean `fault`"),
+        "{server}"
+    );
 }
 
 #[test]

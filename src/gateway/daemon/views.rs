@@ -199,6 +199,7 @@ fn report_in(r: ReportIn) -> ServerReport {
         listed_with: None,
         items: None,
         changed: Default::default(),
+        needs: Default::default(),
     }
 }
 
@@ -219,7 +220,7 @@ pub fn found_json(found: &Found) -> Value {
             })
         })
         .collect();
-    json!({"hits": hits, "searched": found.searched, "unavailable": found.unavailable})
+    json!({"hits": hits, "searched": found.searched, "unavailable": found.unavailable, "denied": found.denied})
 }
 
 /// What a search found, from protocol JSON (`None` when it does not decode).
@@ -253,6 +254,7 @@ pub fn found_from(v: &Value) -> Option<Found> {
             .iter()
             .map(|s| s.as_str().map(str::to_string))
             .collect::<Option<_>>()?,
+        denied: (v.get("denied").and_then(Value::as_u64).unwrap_or(0)) as usize,
     })
 }
 
@@ -285,6 +287,7 @@ mod tests {
             listed_with: None,
             items: None,
             changed: Default::default(),
+            needs: Default::default(),
         };
         let back = report_from(report_json(&report)).expect("decodes");
         let line = format!(
@@ -335,10 +338,12 @@ mod tests {
             }],
             searched: 9,
             unavailable: vec!["x".into()],
+            denied: 2,
         };
         let back = found_from(&found_json(&found)).expect("decodes");
         assert_eq!(back.hits[0].hit, found.hits[0].hit);
         assert_eq!(back.hits[0].tool, found.hits[0].tool);
         assert_eq!(back.unavailable, found.unavailable);
+        assert_eq!(back.denied, 2);
     }
 }

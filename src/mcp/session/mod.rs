@@ -114,6 +114,15 @@ impl ConnectOptions {
             ..Self::default()
         }
     }
+
+    /// The client capabilities a session made with these options declares.
+    pub fn offered_capabilities(&self) -> Value {
+        if self.forwards_client_requests {
+            relayed_capabilities()
+        } else {
+            json!({})
+        }
+    }
 }
 
 /// What the server said about itself in the handshake.
@@ -266,11 +275,7 @@ impl Session {
         opts: &ConnectOptions,
         started: Instant,
     ) -> Result<(), McpError> {
-        let capabilities = if opts.forwards_client_requests {
-            relayed_capabilities()
-        } else {
-            json!({})
-        };
+        let capabilities = opts.offered_capabilities();
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": capabilities.clone(),
