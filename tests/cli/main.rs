@@ -39,4 +39,5 @@ mod strict_clients;
 mod tasks;
 mod tokens;
 mod tools;
+mod trust;
 mod tui;

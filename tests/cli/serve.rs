@@ -701,8 +701,7 @@ fn schema_tools() -> Value {
 fn output_schemas_are_kept_only_where_cut_results_still_conform() {
     let cmd = Cmd::new()
         .file("tools.json", &schema_tools().to_string())
-        .file(
-            ".mcp-launch/overrides.json",
+        .trusted_overrides(
             r#"{"version": 1, "stacks": {"config": {"up": {"max_output_tokens": {"whole": 0}}}}}"#,
         );
     let tools = cmd.path("tools.json").display().to_string();
