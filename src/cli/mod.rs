@@ -17,6 +17,7 @@ mod openapi;
 mod output;
 mod search;
 mod serve;
+mod serve_key;
 mod server;
 mod share;
 mod status;

@@ -289,7 +289,7 @@ fn http_key(addr: SocketAddr, args: &ServeArgs) -> Result<Option<String>, CliErr
         return Ok(None);
     }
     let path = key_file();
-    let stored = crate::auth::stored_key(&path).map_err(|e| CliError::Usage {
+    let stored = super::serve_key::stored_key(&path).map_err(|e| CliError::Usage {
         message: format!("no key for --http: {e}"),
         help: "fix or remove the key file, or pass --api-key KEY".into(),
     })?;

@@ -185,3 +185,37 @@ fn a_checkouts_overrides_are_unused_until_trusted() {
         .stderr_has("is not used")
         .run();
 }
+
+/// A `${VAR}` moved from the URL into a header pulls no undeclared variable of the user's
+/// environment to the checkout's server, even once the directory is trusted.
+#[test]
+fn a_discovered_header_reads_no_undeclared_environment_variable() {
+    let port = crate::util::free_port();
+    let cmd = Cmd::new()
+        .file(
+            ".mcp.json",
+            &json!({"mcpServers": {"remote": {
+                "url": format!("http://127.0.0.1:{port}/mcp"),
+                "headers": {"Authorization": "Bearer ${MCP_TEST_CLOUD_SECRET}"}
+            }}})
+            .to_string(),
+        )
+        .env("MCP_TEST_CLOUD_SECRET", SECRET);
+    cmd.cmd().args(["trust", "--yes"]).run();
+    let out = cmd
+        .cmd()
+        .args(["list", "--json"])
+        .status(1)
+        .stderr_any()
+        .run();
+    let error = &out.server("remote")["error"];
+    assert_eq!(error["type"], "undeclared_variable", "{out}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("header Authorization"),
+        "{out}"
+    );
+    no_value_in(&out.stdout);
+}
