@@ -74,7 +74,7 @@ def main() -> None:
             port = probe.getsockname()[1]
         env = {**os.environ, "HOME": home, "XDG_CACHE_HOME": f"{home}/.cache"}
         gateway = subprocess.Popen(
-            [args.bin, "--config", str(config), "serve", "--http", f"127.0.0.1:{port}"],
+            [args.bin, "--config", str(config), "serve", "--http", f"127.0.0.1:{port}", "--no-auth"],
             env=env, stderr=subprocess.DEVNULL)
         try:
             wait_listening(port)

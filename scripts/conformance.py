@@ -14,7 +14,7 @@ Modes:
       has (2025-11-25, 2026-07-28); exit 1 when a required scenario fails.
   conformance.py [--json OUT] --through CMD...
       run the fixture directly, then start CMD - a command template, e.g.
-        mcp-launch serve --http 127.0.0.1:{port} --config {config} --passthrough
+        mcp-launch serve --http 127.0.0.1:{port} --no-auth --config {config} --passthrough
       where {port} is a free port and {config} a generated mcp-launch config whose only
       server, "conformance", is the fixture over stdio - wait for the port, run the same
       suites against http://127.0.0.1:{port}/mcp and print both side by side. Exit 1 when a

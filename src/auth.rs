@@ -95,6 +95,7 @@ fn matches_any<'a>(candidates: impl Iterator<Item = &'a [u8]>, secret: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use axum::http::HeaderValue;
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {

@@ -42,11 +42,13 @@ pub enum ScopeArg {
     Project,
 }
 
-/// Prints, writes or unwrites the client entry; `flags` are the serve flags to pass on.
+/// Prints, writes or unwrites the client entry; `flags` are the serve flags to pass on, or
+/// `http` the URL and key of a running `serve --http` the client reaches instead.
 pub(super) fn run(
     args: &ClientConfigArgs,
     client: &str,
     flags: &[String],
+    http: Option<(String, Option<String>)>,
     global: &GlobalArgs,
 ) -> Result<Outcome, CliError> {
     let client: Client = client.parse().map_err(usage)?;
@@ -62,7 +64,10 @@ pub(super) fn run(
     })?;
     let paths = ClientPaths { home, cwd };
     let program = std::env::current_exe()?;
-    let serve = ServeCommand::new(program, &global.configs, flags, &paths.cwd);
+    let mut serve = ServeCommand::new(program, &global.configs, flags, &paths.cwd);
+    if let Some((url, key)) = http {
+        serve = serve.over_http(url, key);
+    }
     if args.unwrite {
         let report = clients::unwrite(client, scope, &paths).map_err(usage)?;
         return print_report(&report, global);

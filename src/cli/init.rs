@@ -1,6 +1,7 @@
 //! `mcp-launch init [--force]`.
 
 use std::io::{self, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -75,7 +76,12 @@ pub(super) async fn run(args: InitArgs, global: &GlobalArgs) -> Result<Outcome, 
     if dir.is_dir() {
         skipped.push(dir_shown);
     } else {
-        std::fs::create_dir_all(&dir).map_err(|e| at(&dir, e))?;
+        // Owner-only, as every other writer makes it: state, mcpo's configs and logs hold keys.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| at(&dir, e))?;
         created.push(dir_shown);
     }
     write_atomic(&gitignore, GITIGNORE, args.force)?;

@@ -18,6 +18,7 @@ mod output;
 mod progress;
 mod search;
 mod serve;
+mod serve_key;
 mod server;
 mod share;
 mod status;

@@ -29,11 +29,15 @@ pub struct ServeArgs {
     /// full, sparse or auto.
     #[arg(long, value_enum, default_value = "auto")]
     pub mode: Mode,
-    /// Serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdio (loopback unless a key
-    /// is set).
+    /// Serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdio, with a key: --api-key,
+    /// or on loopback the one kept for you (made on first use, shown once).
     #[arg(long, value_name = "ADDR:PORT")]
     pub http: Option<SocketAddr>,
-    /// The key HTTP clients send as `Authorization: Bearer <key>` (required off loopback).
+    /// With --http on loopback: serve without a key (any local user can call every tool).
+    #[arg(long, requires = "http", conflicts_with = "api_key")]
+    pub no_auth: bool,
+    /// The key HTTP clients send as `Authorization: Bearer <key>` (required off loopback;
+    /// on loopback, the default is a key kept owner-only in the state directory).
     #[arg(
         long,
         env = "MCP_LAUNCH_API_KEY",
@@ -121,11 +125,13 @@ pub(super) async fn run(
     global: &GlobalArgs,
     shutdown: CancellationToken,
 ) -> Result<Outcome, CliError> {
+    let key = match args.http {
+        Some(addr) => http_key(addr, &args)?,
+        None => None,
+    };
     if let Some(client) = &args.client.print_config {
-        return super::client_config::run(&args.client, client, &passed_on(&args), global);
-    }
-    if let Some(addr) = args.http {
-        refuse_open_without_key(addr, args.api_key.as_deref())?;
+        let http = args.http.map(|addr| (format!("http://{addr}/mcp"), key));
+        return super::client_config::run(&args.client, client, &passed_on(&args), http, global);
     }
     let loaded = load_config(global)?;
     let entries: Vec<_> = loaded.servers().cloned().collect();
@@ -156,7 +162,7 @@ pub(super) async fn run(
             stop.cancelled().await;
             Ok(())
         }
-        Some(addr) => serve_http(gateway.clone(), addr, &args, stop.clone()).await,
+        Some(addr) => serve_http(gateway.clone(), addr, key, &args, stop.clone()).await,
         None => wire::serve_stdio(gateway.clone(), stop.clone()).await,
     };
     stop.cancel();
@@ -273,6 +279,7 @@ pub(super) fn parse_budget(text: &str) -> Result<crate::outputs::Budget, String>
 async fn serve_http(
     gateway: Gateway,
     addr: SocketAddr,
+    api_key: Option<String>,
     args: &ServeArgs,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
@@ -281,7 +288,7 @@ async fn serve_http(
     eprintln!("mcp-launch serve: http://{bound}/mcp");
     let options = HttpOptions {
         addr: bound,
-        api_key: args.api_key.clone(),
+        api_key,
         limits: crate::listen::Limits::default(),
         sessions: wire::SessionLimits {
             max_sessions: args.max_sessions,
@@ -311,6 +318,49 @@ fn refuse_open_without_key(addr: SocketAddr, key: Option<&str>) -> Result<(), Cl
             crate::auth::generate_key()
         ),
     })
+}
+
+/// Where the key of `serve --http` on loopback is kept when none is given.
+fn key_file() -> PathBuf {
+    crate::files::state_dir().join("serve-key")
+}
+
+/// The key HTTP clients must send: `--api-key`; none with `--no-auth` (loopback only, warned);
+/// else on loopback the kept one (loopback is not a user boundary: any local user can
+/// connect, and the gateway runs tools as you). Off loopback a key must be given.
+fn http_key(addr: SocketAddr, args: &ServeArgs) -> Result<Option<String>, CliError> {
+    let given = args.api_key.as_deref().filter(|k| !k.is_empty());
+    refuse_open_without_key(addr, given)?;
+    if let Some(key) = given {
+        return Ok(Some(key.to_string()));
+    }
+    if args.no_auth {
+        eprintln!(
+            "mcp-launch serve: warning: --no-auth: any user of this machine can call every tool \
+             at http://{addr}/mcp"
+        );
+        return Ok(None);
+    }
+    let path = key_file();
+    let stored = super::serve_key::stored_key(&path).map_err(|e| CliError::Usage {
+        message: format!("no key for --http: {e}"),
+        help: "fix or remove the key file, or pass --api-key KEY".into(),
+    })?;
+    if stored.is_new {
+        eprintln!(
+            "mcp-launch serve: a key for HTTP clients, shown this once: {}\n  kept owner-only in \
+             {}; clients send `Authorization: Bearer <key>` (`mcp-launch serve --http {addr} \
+             --print-config CLIENT` puts it into a client's config)",
+            stored.key,
+            path.display()
+        );
+    } else {
+        eprintln!(
+            "mcp-launch serve: clients send the key kept in {} as `Authorization: Bearer <key>`",
+            path.display()
+        );
+    }
+    Ok(Some(stored.key))
 }
 
 #[cfg(test)]

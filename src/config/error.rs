@@ -109,12 +109,14 @@ pub enum ConfigError {
         line: Option<usize>,
     },
 
-    /// A config that came with the directory puts a variable from the process environment into
-    /// a remote server's URL without declaring it.
-    #[error("{}: server \"{server}\": its url reads ${{{var}}} from your environment, which a config found in this directory may not do unless the server declares it", at(path, *line))]
+    /// A config that came with the directory sends a variable from the process environment to a
+    /// remote server (in its URL or a header) without declaring it.
+    #[error("{}: server \"{server}\": its {place} reads ${{{var}}} from your environment, which a config found in this directory may not do unless the server declares it", at(path, *line))]
     UndeclaredUrlVariable {
         /// The variable's name.
         var: String,
+        /// Where it would be sent: `url` or `header NAME`.
+        place: String,
         /// The server whose URL uses it.
         server: String,
         /// The config file.
@@ -272,8 +274,8 @@ impl ConfigError {
             ),
             Self::UndeclaredUrlVariable { var, server, .. } => format!(
                 "if {server} should receive {var}, declare it in the server's entry: \
-                 \"env\": {{\"{var}\": \"${{{var}}}\"}} (or send it in a header); or set it in \
-                 ./.env, or name the file with --config (your own choice)"
+                 \"env\": {{\"{var}\": \"${{{var}}}\"}} (`mcp-launch trust` then shows it); or \
+                 set it in ./.env, or name the file with --config (your own choice)"
             ),
             Self::InvalidInterpolation { .. } => "write ${NAME} or ${NAME:-default} with a name \
                  of letters, digits and _; write $$ for a literal $"

@@ -53,30 +53,7 @@ pub(crate) fn parse(
     vars: &Variables<'_>,
 ) -> Result<Vec<ServerEntry>, ConfigError> {
     let root: Value = serde_json::from_str(raw).map_err(|err| invalid_json(path, raw, &err))?;
-    let root = root.as_object().ok_or_else(|| ConfigError::NotAnObject {
-        path: path.to_path_buf(),
-        found: describe(&root),
-    })?;
-    let mut sections = Vec::new();
-    for key in SECTIONS {
-        match root.get(key) {
-            None => {}
-            Some(Value::Object(servers)) => sections.push((key, servers)),
-            Some(other) => {
-                return Err(ConfigError::ServersNotObject {
-                    path: path.to_path_buf(),
-                    key,
-                    found: describe(other),
-                })
-            }
-        }
-    }
-    if sections.is_empty() {
-        return Err(ConfigError::NoServers {
-            path: path.to_path_buf(),
-        });
-    }
-
+    let sections = sections(path, &root)?;
     let mut entries: Vec<ServerEntry> = Vec::new();
     let mut taken = std::collections::HashSet::new();
     for (section, servers) in sections {
@@ -110,8 +87,39 @@ pub(crate) fn parse(
     Ok(entries)
 }
 
+/// One server section: its key and its servers.
+pub(crate) type Section<'r> = (&'static str, &'r serde_json::Map<String, Value>);
+
+/// The server sections of a parsed config file, in merge order.
+pub(crate) fn sections<'r>(path: &Path, root: &'r Value) -> Result<Vec<Section<'r>>, ConfigError> {
+    let root = root.as_object().ok_or_else(|| ConfigError::NotAnObject {
+        path: path.to_path_buf(),
+        found: describe(root),
+    })?;
+    let mut sections = Vec::new();
+    for key in SECTIONS {
+        match root.get(key) {
+            None => {}
+            Some(Value::Object(servers)) => sections.push((key, servers)),
+            Some(other) => {
+                return Err(ConfigError::ServersNotObject {
+                    path: path.to_path_buf(),
+                    key,
+                    found: describe(other),
+                })
+            }
+        }
+    }
+    if sections.is_empty() {
+        return Err(ConfigError::NoServers {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(sections)
+}
+
 /// serde_json's error with its position as separate facts.
-fn invalid_json(path: &Path, raw: &str, err: &serde_json::Error) -> ConfigError {
+pub(crate) fn invalid_json(path: &Path, raw: &str, err: &serde_json::Error) -> ConfigError {
     let (line, column) = crate::error::json_position(raw, err);
     let full = err.to_string();
     let suffix = format!(" at line {} column {}", err.line(), err.column());

@@ -29,6 +29,7 @@ mod dotenv;
 mod error;
 mod file;
 mod interpolate;
+mod preview;
 mod server;
 mod shape;
 mod stack;
@@ -39,9 +40,10 @@ mod variables;
 mod tests;
 
 pub use error::{ConfigError, ServerFault};
+pub use preview::{preview, Preview, Received, ServerPreview, VarSource};
 pub use server::ServerSpec;
 pub use stack::Stack;
-pub use trust::{Subject, TrustPolicy};
+pub use trust::{digest, Subject, TrustPolicy};
 
 use variables::Variables;
 
@@ -203,6 +205,24 @@ pub fn discover(opts: &LoadOptions) -> Result<PathBuf, ConfigError> {
     discovery::discover(&opts.cwd, opts.home.as_deref())
 }
 
+/// The variables interpolation sees for a config (`discovered`, or the `--config`s), and the
+/// `.env` files read besides `~/.claude/.env`, lowest precedence first (see [`Loaded`]).
+fn variables<'p>(
+    opts: &'p LoadOptions,
+    discovered: Option<&std::path::Path>,
+) -> Result<(Variables<'p>, Vec<PathBuf>), ConfigError> {
+    let checkout_env = checkout_env(opts, discovered).filter(|path| path.is_file());
+    let env_files: Vec<PathBuf> = checkout_env
+        .into_iter()
+        .chain(opts.env_files.iter().map(|file| opts.cwd.join(file)))
+        .collect();
+    let mut vars = Variables::load(&opts.process_env, &env_files, opts.home.as_deref())?;
+    if discovered.is_some_and(|d| d.starts_with(&opts.cwd)) {
+        vars = vars.guarding_remote_urls();
+    }
+    Ok((vars, env_files))
+}
+
 /// A config file that could not be loaded, in [`load_each`].
 #[derive(Debug, Clone)]
 pub struct FailedStack {
@@ -237,18 +257,7 @@ pub fn load_each(opts: &LoadOptions) -> Result<(Loaded, Vec<FailedStack>), Confi
             });
         }
     }
-    let checkout_env = checkout_env(opts, discovered.as_deref()).filter(|path| path.is_file());
-    let env_files: Vec<PathBuf> = checkout_env
-        .into_iter()
-        .chain(opts.env_files.iter().map(|file| opts.cwd.join(file)))
-        .collect();
-    let mut vars = Variables::load(&opts.process_env, &env_files, home)?;
-    if discovered
-        .as_ref()
-        .is_some_and(|d| d.starts_with(&opts.cwd))
-    {
-        vars = vars.guarding_remote_urls();
-    }
+    let (vars, env_files) = variables(opts, discovered.as_deref())?;
     let names = stack::unique_names(&paths);
     let mut stacks = Vec::with_capacity(paths.len());
     let mut failed = Vec::new();

@@ -7,6 +7,10 @@
 //! with a hash of their content; any change to them asks again. A file named with `--config` or
 //! `--env-file`, and the home directory's files, are the user's own choice and need no trust.
 //!
+//! The project's overrides (`./.mcp-launch/overrides.json`: servers switched on, descriptions
+//! agents read) come with a checkout too: they are used only when their digest is recorded,
+//! by `mcp-launch trust` or by our own commands that wrote them ([`TrustPolicy::trust_overrides`]).
+//!
 //! The store is `trusted.json` in the user's config directory (`$XDG_CONFIG_HOME/mcp-launch/`),
 //! written atomically.
 
@@ -51,6 +55,11 @@ impl Subject {
     }
 }
 
+/// The SHA-256 of `bytes`, in hex: what trust records of an overrides file.
+pub fn digest(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -91,6 +100,44 @@ impl TrustPolicy {
             .is_some_and(|fingerprint| *fingerprint == subject.fingerprint)
     }
 
+    /// The policy a project's overrides are checked against: the user's store. In this crate's
+    /// unit tests, everything: they write overrides in temporary directories, and must neither
+    /// depend on nor touch the user's store (the binary's tests check the policy).
+    pub fn for_overrides() -> TrustPolicy {
+        if cfg!(test) {
+            TrustPolicy::Everything
+        } else {
+            TrustPolicy::from_user_dirs()
+        }
+    }
+
+    /// True when the overrides of `project_dir` were trusted (or written by us) with exactly
+    /// the content whose [`digest`] is `digest`.
+    pub fn trusts_overrides(&self, project_dir: &Path, digest: &str) -> bool {
+        let path = match self {
+            TrustPolicy::Store(path) => path,
+            TrustPolicy::Nowhere => return false,
+            TrustPolicy::Everything => return true,
+        };
+        read(path)
+            .overrides
+            .get(&key(&canonical(project_dir)))
+            .is_some_and(|recorded| recorded == digest)
+    }
+
+    /// Records the overrides of `project_dir` with content digest `digest` as trusted. A
+    /// no-op for [`TrustPolicy::Everything`].
+    pub fn trust_overrides(&self, project_dir: &Path, digest: &str) -> std::io::Result<()> {
+        if *self == TrustPolicy::Everything {
+            return Ok(());
+        }
+        self.change(|store| {
+            store
+                .overrides
+                .insert(key(&canonical(project_dir)), digest.to_string());
+        })
+    }
+
     /// Records `subject` as trusted (replacing an earlier record of its directory).
     pub fn trust(&self, subject: &Subject) -> std::io::Result<()> {
         self.change(|store| {
@@ -104,7 +151,11 @@ impl TrustPolicy {
     pub fn revoke(&self, dir: &Path) -> std::io::Result<bool> {
         let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         let mut removed = false;
-        self.change(|store| removed = store.entries.remove(&key(&dir)).is_some())?;
+        self.change(|store| {
+            let config = store.entries.remove(&key(&dir)).is_some();
+            let overrides = store.overrides.remove(&key(&dir)).is_some();
+            removed = config || overrides;
+        })?;
         Ok(removed)
     }
 
@@ -128,6 +179,10 @@ impl TrustPolicy {
     }
 }
 
+fn canonical(dir: &Path) -> PathBuf {
+    dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
+}
+
 fn key(dir: &Path) -> String {
     dir.to_string_lossy().into_owned()
 }
@@ -135,8 +190,12 @@ fn key(dir: &Path) -> String {
 /// Trusted directories and the fingerprint each was trusted with.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Store {
+    /// Directory → fingerprint of its discovered config and `.env`.
     #[serde(default)]
     entries: BTreeMap<String, String>,
+    /// Directory → digest of its `.mcp-launch/overrides.json`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    overrides: BTreeMap<String, String>,
 }
 
 /// The store; a missing or unreadable one trusts nothing.
@@ -182,5 +241,19 @@ mod tests {
         assert!(policy.revoke(&project).unwrap());
         assert!(!policy.revoke(&project).unwrap());
         assert!(!TrustPolicy::Nowhere.trusts(&subject));
+    }
+
+    #[test]
+    fn overrides_are_trusted_for_their_digest_only_and_revoked_with_the_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let policy = TrustPolicy::Store(root.path().join("store/trusted.json"));
+        let (first, second) = (digest(b"{}"), digest(b"{\"version\": 1}"));
+        assert!(!policy.trusts_overrides(root.path(), &first));
+        policy.trust_overrides(root.path(), &first).unwrap();
+        assert!(policy.trusts_overrides(root.path(), &first));
+        assert!(!policy.trusts_overrides(root.path(), &second));
+        assert!(policy.revoke(root.path()).unwrap());
+        assert!(!policy.trusts_overrides(root.path(), &first));
+        assert!(TrustPolicy::Everything.trusts_overrides(root.path(), &second));
     }
 }

@@ -89,6 +89,23 @@ impl<'p> Variables<'p> {
             .map(String::as_str)
     }
 
+    /// Where `name`'s value would come from (for `mcp-launch trust`'s preview: names, never
+    /// values).
+    pub(crate) fn source(&self, name: &str) -> super::VarSource {
+        if self.process.contains_key(name) {
+            super::VarSource::Environment
+        } else if self.dotenv.contains_key(name) {
+            super::VarSource::EnvFile
+        } else {
+            super::VarSource::Unset
+        }
+    }
+
+    /// The names the `.env` files set (for the preview).
+    pub(crate) fn env_file_names(&self) -> impl Iterator<Item = &str> {
+        self.dotenv.keys().map(String::as_str)
+    }
+
     /// Variables set only by `.env` files (not by the process environment), sorted by name.
     pub(crate) fn overlay(&self) -> impl Iterator<Item = (&str, &str)> {
         self.dotenv

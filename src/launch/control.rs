@@ -89,21 +89,25 @@ impl Health {
 
 /// Checks a recorded stack: its processes, its front's `/healthz`, and (with a tunnel) the
 /// public URL.
+///
+/// The state file may be planted (it lives in the project): only a loopback front and a
+/// public URL of a shape a tunnel gives are fetched ([`front_probe`], [`public_probe`]), so a
+/// record cannot make `status` request an address of someone else's choosing.
 pub async fn check(stack: &StackState, client: &reqwest::Client) -> Health {
-    let front = match client
-        .get(format!("{}/healthz", stack.local_url()))
-        .timeout(Duration::from_secs(2))
-        .send()
-        .await
-    {
-        Ok(r) if r.status().is_success() => "ok",
-        Ok(_) => "unavailable",
-        Err(_) => "unreachable",
+    let front = match front_probe(stack) {
+        None => "unreachable",
+        Some(url) => match client.get(url).timeout(Duration::from_secs(2)).send().await {
+            Ok(r) if r.status().is_success() => "ok",
+            Ok(_) => "unavailable",
+            Err(_) => "unreachable",
+        },
     };
-    let public = if stack.tunnel == "none" {
-        None
-    } else {
-        Some(super::tunnel::probe_public(&stack.public_url, Duration::from_secs(3)).await)
+    let public = match stack.tunnel.as_str() {
+        "none" => None,
+        _ => Some(match public_probe(stack) {
+            Some(url) => super::tunnel::probe_public(url, Duration::from_secs(3)).await,
+            None => false,
+        }),
     };
     Health {
         supervisor: stack.supervisor.process_alive(),
@@ -113,6 +117,46 @@ pub async fn check(stack: &StackState, client: &reqwest::Client) -> Health {
         public,
         servers: stack.bridge_servers.iter().map(ServerHealth::of).collect(),
     }
+}
+
+/// The front's `/healthz`, when the record names a loopback front (`up` binds loopback, or
+/// every address, which loopback reaches); `None` for any other host.
+fn front_probe(stack: &StackState) -> Option<String> {
+    let host: std::net::IpAddr = match stack.host.as_str() {
+        "localhost" => return Some(format!("http://127.0.0.1:{}/healthz", stack.port)),
+        host => host.parse().ok()?,
+    };
+    (host.is_loopback() || host.is_unspecified()).then(|| format!("{}/healthz", stack.local_url()))
+}
+
+/// The public URL to probe, when it has a shape a tunnel gives: a quick tunnel's
+/// `https://NAME.trycloudflare.com`, or for a named tunnel an `https` URL on a DNS name (not an
+/// address, not a local name). `None` for anything else.
+fn public_probe(stack: &StackState) -> Option<&str> {
+    let url = reqwest::Url::parse(&stack.public_url).ok()?;
+    let host = url.host_str()?.to_ascii_lowercase();
+    let is_address = host.starts_with('[') || host.parse::<std::net::IpAddr>().is_ok();
+    if is_address {
+        return None;
+    }
+    let plain = url.scheme() == "https"
+        && url.port().is_none()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && matches!(url.path(), "" | "/");
+    let fits = match stack.tunnel.as_str() {
+        "quick" => host
+            .strip_suffix(".trycloudflare.com")
+            .is_some_and(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            }),
+        _ => host.contains('.') && !host.ends_with(".localhost") && !host.ends_with(".local"),
+    };
+    (plain && fits).then_some(stack.public_url.as_str())
 }
 
 /// Why a stack's spec could not be rebuilt.
@@ -345,4 +389,48 @@ async fn wait_until(done: impl Fn() -> bool, limit: Duration) -> bool {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     done()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack(host: &str, tunnel: &str, public_url: &str) -> StackState {
+        serde_json::from_value(serde_json::json!({
+            "name": "s", "config": "/p/s.json", "supervisor": {"pgid": 2, "started": null},
+            "controller": "native", "controller_process": null, "controller_port": 1,
+            "host": host, "port": 8000, "tunnel": tunnel, "tunnel_process": null,
+            "public_url": public_url, "api_key": "k", "admin_token": "t",
+            "operations": 0, "started_at": "2026-01-01T00:00:00Z",
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn status_probes_loopback_fronts_and_tunnel_shaped_urls_only() {
+        let url = "https://a-b-c.trycloudflare.com";
+        for host in ["127.0.0.1", "0.0.0.0", "::1", "localhost"] {
+            assert!(front_probe(&stack(host, "none", url)).is_some(), "{host}");
+        }
+        for host in ["10.0.0.7", "0177.0.0.1", "evil.example", "169.254.169.254"] {
+            assert!(front_probe(&stack(host, "none", url)).is_none(), "{host}");
+        }
+        assert!(public_probe(&stack("127.0.0.1", "quick", url)).is_some());
+        assert!(public_probe(&stack("127.0.0.1", "named", "https://mcp.example.com")).is_some());
+        for (tunnel, bad) in [
+            ("quick", "http://127.0.0.1:9/steal"),
+            ("quick", "https://evil.example"),
+            ("quick", "https://x.trycloudflare.com:8443"),
+            ("named", "https://169.254.169.254"),
+            ("named", "https://[::1]"),
+            ("named", "http://mcp.example.com"),
+            ("named", "https://intranet"),
+            ("named", "https://mcp.example.com/admin?x=1"),
+        ] {
+            assert!(
+                public_probe(&stack("127.0.0.1", tunnel, bad)).is_none(),
+                "{bad}"
+            );
+        }
+    }
 }

@@ -100,7 +100,7 @@ fn env_files_supply_variables_with_precedence() {
     // ./.env comes with the directory and its discovered config: used once it is trusted.
     let refused = cmd.args(["list", "--json"]).status(2).run();
     assert_eq!(refused.error()["type"], "untrusted_directory", "{refused}");
-    refused.cmd().args(["trust"]).run();
+    refused.cmd().args(["trust", "--yes"]).run();
     let out = refused.cmd().args(["list", "--json"]).run();
     assert_eq!(out.server("f")["protocolVersion"], "2024-11-05", "{out}");
     // --env-file beats ./.env.
@@ -169,7 +169,7 @@ fn a_named_config_ignores_the_working_directorys_dot_env() {
             .contains(".env"),
         "{refused}"
     );
-    cmd.cmd().current_dir("repo").args(["trust"]).run();
+    cmd.cmd().current_dir("repo").args(["trust", "--yes"]).run();
     let trusted = discovered().run();
     assert_eq!(
         trusted.server("f")["protocolVersion"],

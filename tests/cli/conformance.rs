@@ -47,6 +47,7 @@ fn every_scenario_the_fixture_passes_passes_through_the_gateway() {
             "{config}",
             "--http",
             "127.0.0.1:{port}",
+            "--no-auth",
         ])
         .args(["--passthrough", "--mode", "full"])
         .current_dir(dir.path())

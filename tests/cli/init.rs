@@ -19,6 +19,11 @@ fn creates_the_config_and_the_state_dir() {
         "{out}"
     );
     assert_eq!(json["skipped"], json!([]), "{out}");
+    let mode = std::fs::metadata(out.path(".mcp-launch"))
+        .unwrap()
+        .permissions();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(mode.mode() & 0o777, 0o700, ".mcp-launch/ is owner-only");
     let config = read_json(&out.path("mcp.config.json"));
     let servers = config["mcpServers"].as_object().unwrap();
     assert_eq!(servers.len(), 4, "{config:#}");

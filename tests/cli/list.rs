@@ -399,9 +399,9 @@ fn discovery_uses_dot_mcp_json_and_says_so() {
     let refused = cmd.cmd().args(["list", "--json"]).status(2).run();
     assert_eq!(refused.error()["type"], "untrusted_directory", "{refused}");
     assert!(!refused.stdout.contains("\"found\""), "{refused}");
-    let trusted = cmd.cmd().args(["trust"]).run();
+    let trusted = cmd.cmd().args(["trust", "--yes"]).run();
     assert!(
-        trusted.stdout.contains("found: python3"),
+        trusted.stdout.contains("found") && trusted.stdout.contains("runs      python3"),
         "what it runs: {trusted}"
     );
     let out = cmd

@@ -689,8 +689,7 @@ fn up_never_loads_the_tokenizer_and_list_fills_in_the_counts() {
 
 #[test]
 fn results_are_budgeted_only_when_asked_and_read_on_behind_the_front_key() {
-    let cmd = project(&[]).file(
-        ".mcp-launch/overrides.json",
+    let cmd = project(&[]).trusted_overrides(
         r#"{"version": 1, "stacks": {"a": {"fault": {"max_output_tokens": {"echo": 60}}}}}"#,
     );
     config(&cmd, json!({"fault": fault(&[])}));

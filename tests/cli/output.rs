@@ -125,10 +125,7 @@ fn call_cuts_a_result_over_its_budget_and_output_reads_on_and_usage_counts_it() 
 fn a_tools_budget_in_the_overrides_binds_call_unless_the_flag_says_otherwise() {
     let cmd = Cmd::new()
         .config_json(serde_json::json!({"mcpServers": {"fault": fault(&[])}}))
-        .file(
-            ".mcp-launch/overrides.json",
-            r#"{"version": 1, "stacks": {"config": {"fault": {"max_output_tokens": {"huge": 500}}}}}"#,
-        );
+        .trusted_overrides(r#"{"version": 1, "stacks": {"config": {"fault": {"max_output_tokens": {"huge": 500}}}}}"#);
     let sent = |extra: &[&str]| {
         let out = cmd
             .cmd()

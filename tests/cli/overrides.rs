@@ -396,8 +396,7 @@ fn unknown_servers_and_tools_exit_2_with_suggestions() {
 #[test]
 fn choices_about_vanished_tools_are_stale_and_reset_accepts_them() {
     let out = fault_project()
-        .file(
-            ".mcp-launch/overrides.json",
+        .trusted_overrides(
             r#"{"version": 1, "stacks": {"config": {"fault": {
                 "deny": ["echo", "gone_tool"], "descriptions": {"old_one": "x"}}}}}"#,
         )
@@ -714,10 +713,7 @@ fn budget_refuses_unknown_servers_tools_and_counts_with_help() {
     // A stale name can be cleared (not set).
     let stale = out
         .again()
-        .file(
-            ".mcp-launch/overrides.json",
-            r#"{"version": 1, "stacks": {"config": {"fault": {"max_output_tokens": {"gone": 9}}}}}"#,
-        )
+        .trusted_overrides(r#"{"version": 1, "stacks": {"config": {"fault": {"max_output_tokens": {"gone": 9}}}}}"#)
         .args(["list", "fault", "--json"])
         .run();
     assert_eq!(stale.json()["stale"], json!(["gone"]), "{stale}");

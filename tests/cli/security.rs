@@ -257,7 +257,7 @@ fn a_discovered_config_runs_nothing_until_the_directory_is_trusted() {
         "the command ran untrusted"
     );
 
-    cmd.cmd().args(["trust"]).run();
+    cmd.cmd().args(["trust", "--yes"]).run();
     cmd.cmd().args(["list"]).status(1).stderr_any().run();
     assert!(cmd.path("ran-before-trust").exists(), "trusted, it runs");
 
@@ -269,7 +269,7 @@ fn a_discovered_config_runs_nothing_until_the_directory_is_trusted() {
         .stderr_has("is not trusted yet")
         .run();
     assert!(!cmd.path("ran-after-change").exists());
-    cmd.cmd().args(["trust"]).run();
+    cmd.cmd().args(["trust", "--yes"]).run();
     std::fs::write(cmd.path(".env"), "NODE_OPTIONS=--require ./evil.js\n").unwrap();
     cmd.cmd()
         .args(["list"])
@@ -580,7 +580,7 @@ fn a_discovered_remote_url_reads_no_undeclared_environment_variable() {
             &json!({"mcpServers": {"remote": {"url": url}}}).to_string(),
         )
         .env("MCP_TEST_CLOUD_SECRET", "s3cret-from-env");
-    cmd.cmd().args(["trust"]).run();
+    cmd.cmd().args(["trust", "--yes"]).run();
     let out = cmd
         .cmd()
         .args(["list", "--json"])

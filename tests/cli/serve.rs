@@ -53,11 +53,19 @@ pub(crate) fn stdio_gateway(dir: &Path, extra: &[&str]) -> Vec<String> {
 }
 
 /// `serve --http` on a free loopback port, once it listens: the process and its `/mcp` URL.
+/// Keyless (`--no-auth`): these tests drive the gateway, not its key (see `http_key`).
 pub(crate) fn http_gateway(cmd: &Cmd, extra: &[&str]) -> (Running, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let running = cmd
         .cmd()
-        .args(["--config", "config.json", "serve", "--http", &addr])
+        .args([
+            "--config",
+            "config.json",
+            "serve",
+            "--http",
+            &addr,
+            "--no-auth",
+        ])
         .args(extra)
         .stderr_any()
         .spawn();
@@ -82,7 +90,7 @@ fn pids(file: &Path) -> Vec<i32> {
         .collect()
 }
 
-pub(super) fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
+pub(crate) fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !check() {
         assert!(
@@ -290,6 +298,7 @@ fn idle_servers_stop_and_always_on_ones_start_at_once_and_come_back_after_a_kill
             "serve",
             "--http",
             &addr,
+            "--no-auth",
             "--idle",
             "1s",
             "--always-on",
@@ -457,6 +466,7 @@ fn the_mcp_inspector_cli_lists_and_calls_over_stdio_and_http() {
             "sparse",
             "--http",
             &addr,
+            "--no-auth",
         ])
         .stderr_any()
         .spawn();
@@ -727,8 +737,7 @@ fn schema_tools() -> Value {
 fn output_schemas_are_kept_only_where_cut_results_still_conform() {
     let cmd = Cmd::new()
         .file("tools.json", &schema_tools().to_string())
-        .file(
-            ".mcp-launch/overrides.json",
+        .trusted_overrides(
             r#"{"version": 1, "stacks": {"config": {"up": {"max_output_tokens": {"whole": 0}}}}}"#,
         );
     let tools = cmd.path("tools.json").display().to_string();

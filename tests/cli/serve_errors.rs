@@ -5,7 +5,7 @@
 //! stdio: -32700 with `id: null` for a line that is not JSON, and a line over the message cap
 //! answered with the cap and its variable.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
@@ -15,21 +15,7 @@ use crate::util::*;
 /// `serve --http` in front of the time server, once it listens: the process and its URL.
 fn gateway() -> (Running, String) {
     let cmd = Cmd::new().config_json(json!({"mcpServers": {"time": time()}}));
-    let addr = format!("127.0.0.1:{}", free_port());
-    let running = cmd
-        .cmd()
-        .args(["--config", "config.json", "serve", "--http", &addr])
-        .stderr_any()
-        .spawn();
-    let started = Instant::now();
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the gateway never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (running, format!("http://{addr}/mcp"))
+    crate::serve::http_gateway(&cmd, &[])
 }
 
 /// An answer: status, headers, body (JSON when it is JSON, else a string).

@@ -394,6 +394,15 @@ impl Cmd {
         self
     }
 
+    /// Writes the project's `.mcp-launch/overrides.json` as the user's own: trusted (by
+    /// `trust --yes`), as our commands leave the overrides they write. A planted file is used
+    /// only once trusted.
+    pub fn trusted_overrides(self, text: &str) -> Self {
+        let this = self.file(".mcp-launch/overrides.json", text);
+        this.cmd().args(["trust", "--yes"]).run();
+        this
+    }
+
     /// Runs in this subdirectory of the temporary directory (created) instead of its root.
     pub fn current_dir(mut self, relative: &str) -> Self {
         self.mkdir(relative);

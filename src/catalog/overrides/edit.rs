@@ -216,7 +216,13 @@ impl Overrides {
     /// small file): call it off any event loop.
     pub fn update(project_dir: &Path, edits: &[Edit]) -> Result<Updated, OverridesError> {
         let _lock = lock(&project_dir.join(OVERRIDES_LOCK))?;
-        let mut overrides = Overrides::load(project_dir)?;
+        // Never build on a file that came with the checkout: saving would trust it.
+        let (mut overrides, trusted) = Overrides::load_checking(project_dir)?;
+        if !trusted {
+            return Err(OverridesError::Untrusted {
+                path: overrides.path().to_path_buf(),
+            });
+        }
         let before = overrides.clone();
         let changes = edits.iter().flat_map(|e| overrides.apply_edit(e)).collect();
         let saved = overrides != before;

@@ -37,6 +37,12 @@ pub enum OverridesError {
         /// The version found, as JSON.
         found: String,
     },
+    /// It came with the directory and is not trusted: our commands will not build on it.
+    #[error("{} is not trusted: it came with this directory (or changed since you trusted it)", path.display())]
+    Untrusted {
+        /// The file.
+        path: PathBuf,
+    },
     /// Writing it failed.
     #[error("cannot write overrides file {}: {reason}", path.display())]
     Unwritable {
@@ -53,6 +59,7 @@ impl Actionable for OverridesError {
             OverridesError::Unreadable { .. } => "overrides_unreadable",
             OverridesError::Invalid { .. } => "invalid_overrides",
             OverridesError::UnsupportedVersion { .. } => "unsupported_overrides_version",
+            OverridesError::Untrusted { .. } => "untrusted_overrides",
             OverridesError::Unwritable { .. } => "overrides_write_failed",
         }
     }
@@ -71,6 +78,11 @@ impl Actionable for OverridesError {
             ),
             OverridesError::UnsupportedVersion { path, .. } => format!(
                 "a newer mcp-launch wrote {}: upgrade mcp-launch, or move the file away to start over",
+                path.display()
+            ),
+            OverridesError::Untrusted { path } => format!(
+                "read {} (it can switch servers on and rewrite what agents read), then run \
+                 `mcp-launch trust` here; or move it away to start with no overrides",
                 path.display()
             ),
             OverridesError::Unwritable { path, .. } => format!(

@@ -38,7 +38,7 @@ use serde_json::Value;
 
 use super::fingerprint::fnv1a;
 use super::tool;
-use crate::config::ServerEntry;
+use crate::config::{ServerEntry, TrustPolicy};
 
 /// The file, relative to the project directory (the current directory for the CLI).
 pub const OVERRIDES_FILE: &str = ".mcp-launch/overrides.json";
@@ -409,8 +409,30 @@ impl PartialEq for Overrides {
 
 impl Overrides {
     /// Reads `PROJECT_DIR/.mcp-launch/overrides.json`; a missing (or blank) file means no
-    /// overrides.
+    /// overrides, and so does one that is not trusted (it may have come with a checkout: a
+    /// warning names it and `mcp-launch trust`). A bad file is an error either way.
     pub fn load(project_dir: &Path) -> Result<Overrides, OverridesError> {
+        let (overrides, trusted) = Self::load_checking(project_dir)?;
+        if trusted {
+            return Ok(overrides);
+        }
+        // Once per process: a gateway reloads the file on every change.
+        static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return Ok(Overrides::empty(overrides.path));
+        }
+        tracing::warn!(
+            "{} is not used: it came with this directory (or changed since you trusted it) and \
+             can switch servers on and rewrite tool descriptions; read it, then run `mcp-launch \
+             trust`",
+            overrides.path.display()
+        );
+        Ok(Overrides::empty(overrides.path))
+    }
+
+    /// The file as it is, and whether the user trusts its content
+    /// ([`TrustPolicy::for_overrides`]; a missing or blank file is trusted).
+    fn load_checking(project_dir: &Path) -> Result<(Overrides, bool), OverridesError> {
         let path = project_dir.join(OVERRIDES_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -423,15 +445,28 @@ impl Overrides {
             }
         };
         if text.trim().is_empty() {
-            return Ok(Overrides {
-                path,
-                stacks: Stacks::new(),
-                launch: None,
-                pins: BTreeMap::new(),
-            });
+            return Ok((Overrides::empty(path), true));
         }
+        let overrides = Self::parse(path, &text)?;
+        let trusted = TrustPolicy::for_overrides()
+            .trusts_overrides(project_dir, &crate::config::digest(text.as_bytes()));
+        Ok((overrides, trusted))
+    }
+
+    fn empty(path: PathBuf) -> Overrides {
+        Overrides {
+            path,
+            stacks: Stacks::new(),
+            launch: None,
+            pins: BTreeMap::new(),
+        }
+    }
+
+    /// The overrides in `text`, checked: syntax first (with its position), then the version,
+    /// then the shape.
+    fn parse(path: PathBuf, text: &str) -> Result<Overrides, OverridesError> {
         let invalid = |e: serde_json::Error, path: &Path| {
-            let (line, column) = crate::error::json_position(&text, &e);
+            let (line, column) = crate::error::json_position(text, &e);
             OverridesError::Invalid {
                 path: path.to_path_buf(),
                 line,
@@ -439,8 +474,7 @@ impl Overrides {
                 message: strip_position(&e.to_string()),
             }
         };
-        // Syntax first (with its position), then the version, then the shape.
-        let raw: Value = serde_json::from_str(&text).map_err(|e| invalid(e, &path))?;
+        let raw: Value = serde_json::from_str(text).map_err(|e| invalid(e, &path))?;
         match raw.get("version") {
             None => {}
             Some(v) if v.as_u64() == Some(OVERRIDES_VERSION) => {}
@@ -451,7 +485,7 @@ impl Overrides {
                 })
             }
         }
-        let file: FileIn = serde_json::from_str(&text).map_err(|e| invalid(e, &path))?;
+        let file: FileIn = serde_json::from_str(text).map_err(|e| invalid(e, &path))?;
         Ok(Overrides {
             path,
             stacks: file.stacks,
@@ -475,7 +509,16 @@ impl Overrides {
         let mut text = serde_json::to_string_pretty(&self.file_out())
             .map_err(|e| unwritable(std::io::Error::other(e)))?;
         text.push('\n');
-        crate::files::write(&self.path, text.as_bytes()).map_err(unwritable)
+        crate::files::write(&self.path, text.as_bytes()).map_err(unwritable)?;
+        // The user's own command wrote it: its content is theirs, trusted as such.
+        let project = self.path.parent().and_then(Path::parent);
+        if let Some(project) = project {
+            let digest = crate::config::digest(text.as_bytes());
+            if let Err(e) = TrustPolicy::for_overrides().trust_overrides(project, &digest) {
+                tracing::warn!(error = %e, "could not record {} as trusted", self.path.display());
+            }
+        }
+        Ok(())
     }
 
     /// A hash of the choices about servers and tools as they would be saved: what keys

@@ -22,6 +22,13 @@ pub enum ClientError {
         scope: &'static str,
     },
 
+    /// The client's config file takes no HTTP server entry we write (Claude Desktop, Codex).
+    #[error("{client}'s entry is written for stdio only, not for a running serve --http")]
+    NoHttpEntry {
+        /// The client's name.
+        client: &'static str,
+    },
+
     /// The client's config file exists but could not be read.
     #[error("cannot read {}: {reason}", path.display())]
     Unreadable {
@@ -83,6 +90,7 @@ impl ClientError {
         match self {
             Self::UnknownClient { .. } => "unknown_client",
             Self::UnsupportedScope { .. } => "unsupported_scope",
+            Self::NoHttpEntry { .. } => "no_http_entry",
             Self::Unreadable { .. } => "client_config_unreadable",
             Self::Invalid { .. } => "client_config_invalid",
             Self::WrongShape { .. } => "client_config_shape",
@@ -94,6 +102,9 @@ impl ClientError {
     /// The next step.
     pub fn help(&self) -> String {
         match self {
+            Self::NoHttpEntry { .. } => {
+                "drop --http: the client then starts `mcp-launch serve` itself over stdio (no key needed)".into()
+            }
             Self::UnknownClient { .. } => format!(
                 "use one of: {}",
                 super::Client::ALL.map(|c| c.name()).join(", ")

@@ -109,6 +109,17 @@ pub struct ServeCommand {
     pub args: Vec<String>,
     /// The `--config` files, absolute (also in `args`); empty when serve discovers its config.
     pub configs: Vec<PathBuf>,
+    /// Set when the client should reach a running `serve --http` instead of starting one.
+    pub http: Option<HttpEntry>,
+}
+
+/// A running `serve --http` as a client reaches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpEntry {
+    /// `http://ADDR:PORT/mcp`.
+    pub url: String,
+    /// The key the client sends as `Authorization: Bearer <key>` (none with `--no-auth`).
+    pub key: Option<String>,
 }
 
 /// The printed entry: the text to paste, the file it belongs in, and a sentence saying so.
@@ -212,6 +223,18 @@ impl Client {
     /// Our entry as the client's JSON wants it (Codex's TOML is built from the same command).
     fn json_entry(self, serve: &ServeCommand) -> serde_json::Map<String, serde_json::Value> {
         let mut entry = serde_json::Map::new();
+        if let Some(http) = &serve.http {
+            // Cursor tells HTTP from stdio by `url`; the others want the type.
+            if self != Client::Cursor {
+                entry.insert("type".into(), "http".into());
+            }
+            entry.insert("url".into(), http.url.clone().into());
+            if let Some(key) = &http.key {
+                let headers = serde_json::json!({"Authorization": format!("Bearer {key}")});
+                entry.insert("headers".into(), headers);
+            }
+            return entry;
+        }
         // Claude Code writes `"type": "stdio"` itself; VS Code requires it.
         if matches!(self, Client::ClaudeCode | Client::VsCode) {
             entry.insert("type".into(), "stdio".into());
@@ -294,6 +317,15 @@ impl ServeCommand {
             program,
             args,
             configs,
+            http: None,
+        }
+    }
+
+    /// The entry for a client reaching a running `serve --http` at `url` with `key`.
+    pub fn over_http(self, url: String, key: Option<String>) -> Self {
+        ServeCommand {
+            http: Some(HttpEntry { url, key }),
+            ..self
         }
     }
 
@@ -399,6 +431,11 @@ fn add_entry(
     serve: &ServeCommand,
     fronted: &[String],
 ) -> Result<Edit, ClientError> {
+    if serve.http.is_some() && matches!(client, Client::ClaudeDesktop | Client::Codex) {
+        return Err(ClientError::NoHttpEntry {
+            client: client.name(),
+        });
+    }
     match client.format() {
         Format::Json { servers_key, jsonc } => {
             let entry = client.json_entry(serve);
