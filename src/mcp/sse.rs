@@ -64,10 +64,7 @@ pub(crate) async fn start(
     let endpoint = tokio::time::timeout(wait, endpoint_event(&mut events, url))
         .await
         .map_err(|_| connect_error(format!("no endpoint event within {}s", wait.as_secs())))??;
-    let base = reqwest::Url::parse(url).map_err(|e| connect_error(e.to_string()))?;
-    let post_url = base
-        .join(endpoint.trim())
-        .map_err(|e| connect_error(format!("bad endpoint {endpoint:?}: {e}")))?;
+    let post_url = post_url(url, &endpoint)?;
     tracing::debug!(post_url = %super::redact::url(post_url.as_str()), "legacy SSE endpoint");
     let reader =
         tokio::spawn(read_messages(events, Arc::clone(&peer), url.to_string()).in_current_span());
@@ -82,8 +79,19 @@ pub(crate) async fn start(
     })
 }
 
+/// Where messages are POSTed: the `endpoint` event's data, relative to the stream's `url`.
+pub(crate) fn post_url(url: &str, endpoint: &str) -> Result<reqwest::Url, McpError> {
+    let connect_error = |message: String| McpError::Connect {
+        url: url.to_string(),
+        message,
+    };
+    let base = reqwest::Url::parse(url).map_err(|e| connect_error(e.to_string()))?;
+    base.join(endpoint.trim())
+        .map_err(|e| connect_error(format!("bad endpoint {endpoint:?}: {e}")))
+}
+
 /// The first `endpoint` event's data: where messages are POSTed.
-async fn endpoint_event<S, E>(events: &mut S, url: &str) -> Result<String, McpError>
+pub(crate) async fn endpoint_event<S, E>(events: &mut S, url: &str) -> Result<String, McpError>
 where
     S: futures_util::Stream<Item = Result<eventsource_stream::Event, E>> + Unpin,
     E: std::fmt::Display,

@@ -318,7 +318,11 @@ fn read_grep(
     })
 }
 
-fn read_jsonpath(body: &str, path: &str, limit: usize) -> Result<ReadOutput, OutputsError> {
+pub(crate) fn read_jsonpath(
+    body: &str,
+    path: &str,
+    limit: usize,
+) -> Result<ReadOutput, OutputsError> {
     if path.len() > PATTERN_MAX_BYTES {
         return Err(OutputsError::invalid("the JSONPath is too long"));
     }
