@@ -32,6 +32,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("tools", 5),
     ("tui", 6),
     ("cli", 7),
+    ("fuzzing", 8),
 ];
 
 /// Crates a room must not use, whatever its floor: `catalog` knows nothing of HTTP.

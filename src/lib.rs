@@ -28,6 +28,8 @@
 //! - [`tui`]: the ratatui application of `up --tui` (pure state and update, screens, runtime).
 //! - [`outputs`]: budgeted results: cut at clean boundaries, the envelope, persisted handles.
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
+//! - `fuzzing` (hidden): the bodies of the `cargo fuzz` targets, replayed on their corpora by
+//!   `cargo test`.
 //! - [`pins`]: the releases of external programs we know to work (mcpo's), for `doctor` and
 //!   `launch` alike.
 #![warn(missing_docs)]
@@ -41,6 +43,8 @@ pub mod doctor;
 pub mod duration;
 pub mod error;
 pub mod files;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gateway;
 pub mod launch;
 pub mod listen;

@@ -25,16 +25,16 @@ use std::path::PathBuf;
 
 mod discovery;
 pub(crate) use discovery::candidates;
-mod dotenv;
+pub(crate) mod dotenv;
 mod error;
-mod file;
-mod interpolate;
+pub(crate) mod file;
+pub(crate) mod interpolate;
 mod preview;
 mod server;
 mod shape;
 mod stack;
 mod trust;
-mod variables;
+pub(crate) mod variables;
 
 #[cfg(test)]
 mod tests;

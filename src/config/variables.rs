@@ -68,8 +68,7 @@ impl<'p> Variables<'p> {
             && !self.dotenv.contains_key(name)
     }
 
-    /// Variables from explicit layers, for tests that need no files.
-    #[cfg(test)]
+    /// Variables from explicit layers, for tests and fuzzing that need no files.
     pub(crate) fn from_layers(
         process: &'p BTreeMap<String, String>,
         dotenv: BTreeMap<String, String>,

@@ -40,6 +40,20 @@ pub struct ToolRule {
     pub description: Option<String>,
 }
 
+impl ToolRule {
+    /// Rules from `(name, allowed)` pairs, without description overrides.
+    pub fn from_pairs(rules: &[(&str, bool)]) -> BTreeMap<String, ToolRule> {
+        let rule = |allowed: bool| ToolRule {
+            allowed,
+            description: None,
+        };
+        rules
+            .iter()
+            .map(|(name, allowed)| (name.to_string(), rule(*allowed)))
+            .collect()
+    }
+}
+
 /// What the front does with a request for `/<server>/<rest>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {

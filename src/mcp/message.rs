@@ -74,6 +74,14 @@ impl Incoming {
         };
         let method = obj.get("method").and_then(Value::as_str).map(str::to_owned);
         let id = obj.remove("id").filter(|id| !id.is_null());
+        // JSON-RPC ids are strings or numbers: a request with any other id cannot be answered
+        // (our answer would carry an id no client library reads), so it is no message.
+        if id
+            .as_ref()
+            .is_some_and(|id| !id.is_string() && !id.is_number())
+        {
+            return None;
+        }
         match (method, id) {
             (Some(method), Some(id)) => Some(Incoming::Request {
                 id,
@@ -170,5 +178,17 @@ mod tests {
         assert_eq!(Incoming::classify(json!({"hello": "world"})), None);
         assert_eq!(Incoming::classify(json!([1, 2])), None);
         assert_eq!(Incoming::classify(json!({"id": 1})), None);
+    }
+
+    /// Found by the `stdio` fuzz target: a server's request with an object id was answered
+    /// with that id (`fuzz/corpus/stdio/responses`).
+    #[test]
+    fn ids_other_than_strings_and_numbers_are_not_classified() {
+        for id in [json!({"a": 1}), json!([1]), json!(true)] {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"});
+            assert_eq!(Incoming::classify(request), None, "{id}");
+            let response = json!({"jsonrpc": "2.0", "id": id, "result": {}});
+            assert_eq!(Incoming::classify(response), None, "{id}");
+        }
     }
 }

@@ -12,10 +12,10 @@ pub mod framing;
 mod http;
 pub mod limits;
 pub mod message;
-mod peer;
+pub(crate) mod peer;
 pub mod redact;
 mod session;
-mod sse;
+pub(crate) mod sse;
 mod stdio;
 
 pub use error::McpError;

@@ -64,10 +64,7 @@ pub(crate) async fn start(
     let endpoint = tokio::time::timeout(wait, endpoint_event(&mut events, url))
         .await
         .map_err(|_| connect_error(format!("no endpoint event within {}s", wait.as_secs())))??;
-    let base = reqwest::Url::parse(url).map_err(|e| connect_error(e.to_string()))?;
-    let post_url = base
-        .join(endpoint.trim())
-        .map_err(|e| connect_error(format!("bad endpoint {endpoint:?}: {e}")))?;
+    let post_url = post_url(url, &endpoint)?;
     tracing::debug!(post_url = %super::redact::url(post_url.as_str()), "legacy SSE endpoint");
     let reader =
         tokio::spawn(read_messages(events, Arc::clone(&peer), url.to_string()).in_current_span());
@@ -82,8 +79,28 @@ pub(crate) async fn start(
     })
 }
 
+/// Where messages are POSTed: the `endpoint` event's data, relative to the stream's `url`.
+pub(crate) fn post_url(url: &str, endpoint: &str) -> Result<reqwest::Url, McpError> {
+    let connect_error = |message: String| McpError::Connect {
+        url: url.to_string(),
+        message,
+    };
+    let base = reqwest::Url::parse(url).map_err(|e| connect_error(e.to_string()))?;
+    let post = base
+        .join(endpoint.trim())
+        .map_err(|e| connect_error(format!("bad endpoint {endpoint:?}: {e}")))?;
+    // Our messages (and the configured headers) go only where the stream came from.
+    if post.origin() != base.origin() {
+        return Err(connect_error(format!(
+            "the endpoint event names another origin ({endpoint:?}); messages go only to the \
+             stream's own"
+        )));
+    }
+    Ok(post)
+}
+
 /// The first `endpoint` event's data: where messages are POSTed.
-async fn endpoint_event<S, E>(events: &mut S, url: &str) -> Result<String, McpError>
+pub(crate) async fn endpoint_event<S, E>(events: &mut S, url: &str) -> Result<String, McpError>
 where
     S: futures_util::Stream<Item = Result<eventsource_stream::Event, E>> + Unpin,
     E: std::fmt::Display,
@@ -162,6 +179,29 @@ impl Posts {
                 Some(id) => peer.fail(id, error),
                 None => tracing::debug!(%error, "SSE POST failed"),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `sse` fuzz target: an endpoint event could name another scheme or host
+    /// (`ple:80/x`, `http://elsewhere/`), where our messages and headers would have gone
+    /// (`fuzz/corpus/sse/other-origin`).
+    #[test]
+    fn the_endpoint_keeps_the_streams_origin() {
+        let url = "http://127.0.0.1:9/mcp/sse";
+        let same = post_url(url, " /messages?session=1 ").expect("a relative endpoint");
+        assert_eq!(same.as_str(), "http://127.0.0.1:9/messages?session=1");
+        for other in [
+            "ple:80/x",
+            "http://elsewhere:9/x",
+            "https://127.0.0.1:9/x",
+            "//h/x",
+        ] {
+            assert!(post_url(url, other).is_err(), "{other}");
         }
     }
 }

@@ -33,11 +33,11 @@
 //! a flag value.
 
 mod calls;
-mod cut;
+pub(crate) mod cut;
 mod envelope;
 mod error;
 mod measure;
-mod read;
+pub(crate) mod read;
 mod store;
 mod usage;
 

@@ -322,7 +322,11 @@ fn read_grep(
 /// selects every subtree once per ancestor: a 7.5 MB nested handle selected over 1 GB.
 pub(crate) const JSONPATH_MAX_BYTES: usize = 16 << 20;
 
-fn read_jsonpath(body: &str, path: &str, limit: usize) -> Result<ReadOutput, OutputsError> {
+pub(crate) fn read_jsonpath(
+    body: &str,
+    path: &str,
+    limit: usize,
+) -> Result<ReadOutput, OutputsError> {
     if path.len() > PATTERN_MAX_BYTES {
         return Err(OutputsError::invalid("the JSONPath is too long"));
     }

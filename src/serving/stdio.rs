@@ -115,7 +115,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Reader<R, W> {
 
 /// A line as a message; `Ok(None)` for a blank line or an unknown notification; else the
 /// error answer it gets.
-fn parse(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, Value> {
+pub(crate) fn parse(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, Value> {
     let line = line.strip_prefix(BOM).unwrap_or(line).trim_ascii();
     if line.is_empty() {
         return Ok(None);
@@ -138,6 +138,8 @@ fn parse(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, Value> {
         return Ok(None);
     }
     let message = format!("Invalid Request: not a JSON-RPC message of MCP ({error})");
+    // An id that is neither a string nor a number was not detected (JSON-RPC 2.0, section 5).
+    let id = id.filter(|id| id.is_string() || id.is_number());
     Err(answer(id.unwrap_or(Value::Null), INVALID_REQUEST, message))
 }
 
@@ -216,6 +218,17 @@ mod tests {
         assert!(answers
             .iter()
             .all(|a| a["error"]["code"] == INVALID_REQUEST));
+    }
+
+    /// Found by the `gateway_wire` fuzz target: an Invalid Request answer echoed an object id
+    /// (`fuzz/corpus/gateway_wire/object-id`); JSON-RPC 2.0 says null.
+    #[tokio::test]
+    async fn an_id_that_is_no_string_or_number_is_answered_with_null() {
+        let input = "{\"jsonrpc\":\"2.0\",\"id\":{\"x\":1},\"method\":\"nope\"}\n\
+                     {\"jsonrpc\":\"2.0\",\"id\":[1],\"result\":7}\n";
+        let (answers, _) = exchange(input.as_bytes(), 1 << 20).await;
+        let ids: Vec<_> = answers.iter().map(|a| a["id"].clone()).collect();
+        assert_eq!(ids, [Value::Null, Value::Null], "{answers:?}");
     }
 
     #[tokio::test]

@@ -41,10 +41,10 @@ use super::items::{object, Kind};
 use super::{asks_for_input, Caller, Event, Gateway, Progress, Stateless};
 
 mod batch;
-mod guard;
+pub(crate) mod guard;
 mod http;
 mod link;
-mod raw;
+pub(crate) mod raw;
 mod sessions;
 mod stdio;
 mod tasks;

@@ -14,7 +14,7 @@
 //! | anything else | the key | gated by the exposure, then forwarded |
 
 mod error;
-mod path;
+pub(crate) mod path;
 mod proxy;
 mod spec;
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::launch::{Exposure, Verdict};
 
 /// What the gate lets through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Pass {
+pub(crate) enum Pass {
     /// To the controller.
     Forward,
     /// `/<server>/openapi.json`, answered by the front from the merged spec.
@@ -21,7 +21,7 @@ pub(super) enum Pass {
 
 /// A decoded, validated request path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct RequestPath {
+pub(crate) struct RequestPath {
     /// The decoded segments (none for `/`).
     segments: Vec<String>,
     /// Whether the path ended with `/` (kept: FastAPI routes `/x` and `/x/` differently).
@@ -30,7 +30,7 @@ pub(super) struct RequestPath {
 
 impl RequestPath {
     /// Decodes and validates a raw (still percent-encoded) path.
-    pub(super) fn parse(raw: &str) -> Result<Self, FrontError> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, FrontError> {
         let rest = raw
             .strip_prefix('/')
             .ok_or_else(|| bad("the path must start with `/`"))?;
@@ -56,7 +56,7 @@ impl RequestPath {
     }
 
     /// The path to send upstream: the same segments, each percent-encoded canonically.
-    pub(super) fn canonical(&self) -> String {
+    pub(crate) fn canonical(&self) -> String {
         let mut path = String::from("/");
         path.push_str(
             &self
@@ -75,7 +75,7 @@ impl RequestPath {
     /// Lets the request through ([`Pass`]), or says why not. `/` and single-segment paths
     /// that name no server (`/docs`) are the controller's own pages, read-only; everything
     /// else is `/<server>/<rest>` and goes through [`Exposure::verdict`].
-    pub(super) fn gate(
+    pub(crate) fn gate(
         &self,
         stack: &str,
         exposure: Option<&Exposure>,

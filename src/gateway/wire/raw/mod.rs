@@ -30,9 +30,9 @@ use tokio::io::AsyncWrite;
 use crate::gateway::Gateway;
 
 /// The private `_meta` key a carried raw answer travels under.
-const CARRIED: &str = "io.github.mcp-launch/raw";
+pub(crate) const CARRIED: &str = "io.github.mcp-launch/raw";
 /// The private `_meta` key that marks a `tools/list` answer to splice the tools into.
-const LIST: &str = "io.github.mcp-launch/tools";
+pub(crate) const LIST: &str = "io.github.mcp-launch/tools";
 /// Stands for the tools array while the answer is serialised (JSON escapes the NULs).
 const SLOT: &str = "\u{0}tools\u{0}";
 
@@ -67,10 +67,10 @@ pub fn carry_input_required(result: Value) -> Value {
 }
 
 /// The serialised tools a list answer gets.
-type Tools<'a> = &'a dyn Fn() -> std::sync::Arc<str>;
+pub(crate) type Tools<'a> = &'a dyn Fn() -> std::sync::Arc<str>;
 
 /// One outgoing message, spliced: `None` when there is nothing to do.
-fn splice(message: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
+pub(crate) fn splice(message: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
     let listed = memmem::find(message, LIST.as_bytes()).is_some();
     let carried = memmem::find(message, CARRIED.as_bytes()).is_some();
     if !listed && !carried {
@@ -84,12 +84,18 @@ fn splice(message: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
     if !listed || take_mark(result, LIST).is_none() {
         return Some(value.to_string().into_bytes());
     }
-    result["tools"] = Value::String(SLOT.into());
-    let text = value.to_string();
-    Some(
-        text.replacen(r#""\u0000tools\u0000""#, &tools(), 1)
-            .into_bytes(),
-    )
+    // The slot must be found only where we put it: a client's id or an upstream's text may
+    // hold the same characters, so a slot seen twice is made longer until it is unique.
+    let mut slot = String::from(SLOT);
+    loop {
+        value["result"]["tools"] = Value::String(slot.clone());
+        let text = value.to_string();
+        let placed = Value::String(slot.clone()).to_string();
+        if memmem::find_iter(text.as_bytes(), placed.as_bytes()).count() == 1 {
+            return Some(text.replacen(&placed, &tools(), 1).into_bytes());
+        }
+        slot.push('\0');
+    }
 }
 
 /// Removes `key` from `value._meta` (and `_meta` when left empty).

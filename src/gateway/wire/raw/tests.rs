@@ -37,6 +37,21 @@ fn other_messages_pass_untouched() {
     assert!(splice(message, &catalog).is_none());
 }
 
+/// Found by the `gateway_wire` fuzz target: a client's request id that held the slot's
+/// characters got the tools, and the answer kept the slot
+/// (`fuzz/corpus/gateway_wire/list-answer-slot-in-id`).
+#[test]
+fn the_tools_go_in_the_list_even_when_the_id_holds_the_slot() {
+    for id in [json!(SLOT), json!(format!("{SLOT}\u{0}"))] {
+        let message = json!({"jsonrpc": "2.0", "id": id, "result": list_placeholder()});
+        let text = splice(message.to_string().as_bytes(), &catalog).expect("spliced");
+        let back: Value = serde_json::from_slice(&text).unwrap();
+        let tools: Value = serde_json::from_str(&catalog()).unwrap();
+        assert_eq!(back["result"]["tools"], tools, "{back}");
+        assert_eq!(back["id"], id);
+    }
+}
+
 #[test]
 fn lines_are_spliced_whole_even_when_they_arrive_in_pieces() {
     let message = json!({"jsonrpc": "2.0", "id": 1, "result": list_placeholder()}).to_string();

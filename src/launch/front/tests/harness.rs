@@ -90,16 +90,7 @@ pub(super) fn pattern(offset: usize, len: usize) -> Vec<u8> {
 
 /// Tool rules from `(name, allowed)` pairs.
 pub(super) fn tools(rules: &[(&str, bool)]) -> BTreeMap<String, ToolRule> {
-    rules
-        .iter()
-        .map(|(name, allowed)| {
-            let rule = ToolRule {
-                allowed: *allowed,
-                description: None,
-            };
-            (name.to_string(), rule)
-        })
-        .collect()
+    ToolRule::from_pairs(rules)
 }
 
 /// `everything` (echo, big, hang allowed; get-env denied) and `time` (disabled).
