@@ -58,7 +58,7 @@ pub async fn run(args: DownArgs, global: &GlobalArgs) -> Result<Outcome, CliErro
         .filter(|s| args.stacks.is_empty() || args.stacks.contains(&s.name))
         .cloned()
         .collect();
-    let reports = control::stop(&chosen).await;
+    let reports = control::stop(&chosen, &cwd).await;
     let names: Vec<String> = chosen.iter().map(|s| s.name.clone()).collect();
     file.update(|s| s.stacks.retain(|stack| !names.contains(&stack.name)))?;
     let clean = reports.iter().all(|r| r.survivors.is_empty());

@@ -1,6 +1,7 @@
 //! Acting on recorded stacks from another process: `status` checks them, `openapi` asks their
 //! fronts to rebuild the spec, `down` stops them. Everything here starts from the state file.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -271,9 +272,10 @@ pub struct StopReport {
 /// come back in the order of `stacks`.
 ///
 /// The state file is not trusted (a project may be someone else's checkout): a supervisor is
-/// signalled only when it runs mcp-launch, a group only when it was started by that very
-/// supervisor — each with its recorded start time, as the current user (`process::vouch`).
-pub async fn stop(stacks: &[StackState]) -> Vec<StopReport> {
+/// signalled only when it is an `mcp-launch up` working in `project` (the directory whose state
+/// file recorded it), a group only when it was started by that very supervisor — each with its
+/// recorded start time, as the current user (`process::vouch`).
+pub async fn stop(stacks: &[StackState], project: &Path) -> Vec<StopReport> {
     let mut supervisors: Vec<ProcessRecord> = Vec::new();
     for s in stacks {
         if !supervisors.contains(&s.supervisor) {
@@ -281,7 +283,8 @@ pub async fn stop(stacks: &[StackState]) -> Vec<StopReport> {
         }
     }
     let mut outcomes: Vec<Option<Outcome>> =
-        futures_util::future::join_all(supervisors.iter().map(stop_supervisor)).await;
+        futures_util::future::join_all(supervisors.iter().map(|s| stop_supervisor(s, project)))
+            .await;
     let mut reports = Vec::with_capacity(stacks.len());
     for s in stacks {
         let mut report = StopReport::default();
@@ -353,13 +356,16 @@ async fn stop_recorded(
 }
 
 /// Stops one supervising `up`: `None` when it was not running.
-async fn stop_supervisor(supervisor: &ProcessRecord) -> Option<Outcome> {
+async fn stop_supervisor(supervisor: &ProcessRecord, project: &Path) -> Option<Outcome> {
     let supervisor = *supervisor;
     if !supervisor.process_alive() {
         return None;
     }
     let line = format!("mcp-launch up (pid {})", supervisor.pgid);
-    let ours = Expect::Program(vec![crate::process::own_program(), "mcp-launch".into()]);
+    let ours = Expect::Supervisor {
+        programs: vec![crate::process::own_program(), "mcp-launch".into()],
+        dir: project.to_path_buf(),
+    };
     let vouched = || vouch(supervisor.pgid, supervisor.started, &ours);
     if let Err(why) = vouched() {
         return Some(Outcome::Refused(format!("{line}: {why}")));

@@ -183,7 +183,8 @@ pub async fn launch(
     }
     let state_file = StateFile::in_project(&options.project_dir);
     let running_before = state_file.read()?;
-    clean_up_stale(&state_file, &running_before, loaded, events).await?;
+    let project = options.project_dir.as_path();
+    clean_up_stale(&state_file, &running_before, loaded, project, events).await?;
     warn_of_tracked_secrets(&options.project_dir, events);
     let mcpo_program =
         choose_controller(options.controller, events).map(|found| found.map_err(Arc::new));
@@ -548,6 +549,7 @@ async fn clean_up_stale(
     state_file: &StateFile,
     state: &State,
     loaded: &config::Loaded,
+    project_dir: &Path,
     events: &Events,
 ) -> Result<(), StateError> {
     let stale: Vec<_> = state
@@ -559,7 +561,7 @@ async fn clean_up_stale(
     if stale.is_empty() {
         return Ok(());
     }
-    let reports = super::control::stop(&stale).await;
+    let reports = super::control::stop(&stale, project_dir).await;
     for (record, report) in stale.iter().zip(&reports) {
         if !report.stopped.is_empty() {
             let message = format!(

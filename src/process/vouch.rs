@@ -41,6 +41,15 @@ pub enum Expect {
     /// One of these programs (file names such as `mcp-launch`, compared with its command line's
     /// first two words, so that `python3 /venv/bin/mcpo` counts as `mcpo`).
     Program(Vec<String>),
+    /// An `up` of one of these programs run in `dir` (its working directory, where it records
+    /// its stacks): what supervises the stacks recorded in `dir`. A process that only runs
+    /// mcp-launch — the user's `serve --daemon`, an `up` elsewhere — is not.
+    Supervisor {
+        /// The program's file names, as for [`Expect::Program`].
+        programs: Vec<String>,
+        /// The project directory whose state file recorded it.
+        dir: std::path::PathBuf,
+    },
     /// Started (directly or not) by the mcp-launch process `pid` that started at `started`.
     ChildOf {
         /// That process's pid.
@@ -84,6 +93,14 @@ pub enum Untrusted {
     /// The process was not started by the recorded `up`.
     #[error("pid {0} was not started by the recorded mcp-launch up")]
     NotOurChild(i32),
+    /// The process runs mcp-launch, but not as the `up` of this project.
+    #[error("pid {pid} is not an `mcp-launch up` run in {dir}")]
+    NotThisProject {
+        /// The process.
+        pid: i32,
+        /// The project directory whose state file named it.
+        dir: String,
+    },
 }
 
 /// Ok when `pid` may be signalled as a process we started at `started` that is what `expect`
@@ -108,15 +125,15 @@ pub fn vouch(pid: i32, started: Option<u64>, expect: &Expect) -> Result<(), Untr
         return Err(Untrusted::OtherUser { pid, uid: owner });
     }
     match expect {
-        Expect::Program(programs) => {
-            let words = command_words(pid);
-            let runs = |name: &String| words.iter().take(2).any(|w| file_name(w) == name.as_str());
-            if programs.iter().any(runs) {
+        Expect::Program(programs) => runs_one_of(pid, programs),
+        Expect::Supervisor { programs, dir } => {
+            runs_one_of(pid, programs)?;
+            if is_up_in(pid, dir) {
                 Ok(())
             } else {
-                Err(Untrusted::Unexpected {
+                Err(Untrusted::NotThisProject {
                     pid,
-                    program: words.into_iter().next().unwrap_or_default(),
+                    dir: dir.display().to_string(),
                 })
             }
         }
@@ -133,6 +150,28 @@ pub fn vouch(pid: i32, started: Option<u64>, expect: &Expect) -> Result<(), Untr
             }
         }
     }
+}
+
+/// Ok when `pid`'s command line runs one of `programs`.
+fn runs_one_of(pid: i32, programs: &[String]) -> Result<(), Untrusted> {
+    let words = command_words(pid);
+    let runs = |name: &String| words.iter().take(2).any(|w| file_name(w) == name.as_str());
+    if programs.iter().any(runs) {
+        Ok(())
+    } else {
+        Err(Untrusted::Unexpected {
+            pid,
+            program: words.into_iter().next().unwrap_or_default(),
+        })
+    }
+}
+
+/// Whether `pid` was run as `up` (a word of its command line) and works in `dir` (compared
+/// canonically; an unreadable working directory is not `dir`).
+fn is_up_in(pid: i32, dir: &Path) -> bool {
+    let is_up = command_words(pid).iter().skip(1).any(|w| w == "up");
+    let cwd = std::fs::canonicalize(format!("/proc/{pid}/cwd"));
+    is_up && matches!((cwd, std::fs::canonicalize(dir)), (Ok(a), Ok(b)) if a == b)
 }
 
 /// The command line of `pid`, word by word (empty when unreadable).

@@ -74,6 +74,30 @@ impl Bystander {
         Bystander(child)
     }
 
+    /// mcp-launch itself, as the user runs it elsewhere (a long-lived `tools serve` in another
+    /// directory, as a `serve --daemon` would be): our program, not this project's `up`.
+    fn ours_elsewhere(dir: &std::path::Path) -> Bystander {
+        use std::os::unix::process::CommandExt;
+        let child = std::process::Command::new(crate::util::BIN)
+            .args(["tools", "serve", "--root", "."])
+            .current_dir(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("mcp-launch starts");
+        let pid = child.id() as i32;
+        for _ in 0..500 {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if cmdline.starts_with(crate::util::BIN.as_bytes()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Bystander(child)
+    }
+
     fn record(&self) -> serde_json::Value {
         let pid = self.0.id() as i32;
         json!({"pgid": pid, "started": mcp_launch::process::start_time(pid)})
@@ -147,6 +171,30 @@ fn a_planted_state_file_makes_down_signal_nothing_it_did_not_start() {
     assert!(
         !cmd.path(".mcp-launch/state.json").exists(),
         "the planted records are dropped"
+    );
+}
+
+/// Issue 24, Low 9: a planted `state.json` naming the user's own mcp-launch elsewhere (their
+/// `serve --daemon`) as a stack's supervisor made `down` stop it: it ran mcp-launch, which was
+/// all the check asked. A supervisor must be an `up` working in this very project.
+#[test]
+fn a_planted_state_file_cannot_make_down_stop_our_program_running_elsewhere() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let daemon = Bystander::ours_elsewhere(elsewhere.path());
+    let state = json!({"version": 1, "stacks": [
+        planted_stack("mine", daemon.record(), json!({})),
+    ]});
+    let cmd = Cmd::new().file(".mcp-launch/state.json", &state.to_string());
+    let out = cmd.cmd().args(["down", "--json"]).run().json();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        daemon.alive(),
+        "down stopped the user's own mcp-launch: {out}"
+    );
+    let refused = out["stacks"][0]["refused"].to_string();
+    assert!(
+        refused.contains("is not an `mcp-launch up` run in"),
+        "{out}"
     );
 }
 
