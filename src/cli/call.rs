@@ -173,7 +173,8 @@ pub(super) fn result_json(server: &str, tool: &str, result: Value) -> Value {
 
 /// What the fresh tool index already knows settles a wrong call before any server starts:
 /// an unknown name (with suggestions), a tool only richer clients can call, arguments that
-/// break its input schema. Unknown to the index: the live call judges.
+/// break its input schema. Unknown to the index, or missing from a listing that had warnings
+/// (it may be partial): the live call judges.
 fn check_against_index(
     entry: &crate::config::ServerEntry,
     tool: &str,
@@ -185,6 +186,11 @@ fn check_against_index(
     };
     if report.tools.iter().all(|t| catalog::tool::name(t) != tool) {
         refuse_needing(entry, tool, &offered)?;
+        if !report.warnings.is_empty() {
+            // A listing with warnings may be partial (paging stopped at its cap, tools
+            // skipped): what it lacks, the live call judges.
+            return Ok(());
+        }
     }
     let tool_def = find_tool(&entry.qualified, &report.tools, tool)?;
     check_arguments(&entry.qualified, tool, tool_def, arguments)

@@ -115,6 +115,8 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
     let pinned = json!({"version": 1, "pin": {stack: "strict"}}).to_string();
     std::fs::create_dir_all(first.path(".mcp-launch")).unwrap();
     std::fs::write(first.path(".mcp-launch/overrides.json"), pinned).unwrap();
+    // Written by hand, as a checkout could: used once trusted.
+    first.again().args(["trust", "--yes"]).stderr_any().run();
     let strict = first.again().args(["list", "up", "--json"]).run();
     assert_eq!(listed_tool(&strict)["withheld"], true, "{strict}");
     let seen = through_serve(&first);
