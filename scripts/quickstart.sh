@@ -39,8 +39,8 @@ if ! "$BIN" model status --json | python3 -c 'import json,sys; sys.exit(json.loa
   echo "==> mcp-launch model install"
   "$BIN" model install || echo "(model install failed: search ranks by words only)"
 fi
-echo "==> mcp-launch --config mcp_configs/example.json search \"a task that takes a while and reports how far along it is\" --explain"
-"$BIN" --config mcp_configs/example.json search "a task that takes a while and reports how far along it is" --explain || true
+echo "==> mcp-launch --config mcp_configs/example.json search \"a task that takes a while and reports how far along it is\" --explain --wait"
+"$BIN" --config mcp_configs/example.json search "a task that takes a while and reports how far along it is" --explain --wait || true
 
 if [[ -z "${MCP_LAUNCH_MCPO:-}" ]] && ! command -v mcpo >/dev/null; then
   if [[ ! -x .deps/venv-mcpo/bin/mcpo ]]; then
