@@ -17,14 +17,20 @@ pub const MIN_KEY_LEN: usize = 16;
 
 /// A fresh random key of [`KEY_LEN`] letters and digits from the OS's random source.
 pub fn generate_key() -> String {
-    let mut out = String::with_capacity(KEY_LEN);
+    random_string(KEY_LEN)
+}
+
+/// `len` random letters and digits from the OS's random source (keys, PKCE verifiers, OAuth
+/// `state` and codes: all are unreserved URI characters).
+pub fn random_string(len: usize) -> String {
+    let mut out = String::with_capacity(len);
     let mut buf = [0u8; 64];
-    while out.len() < KEY_LEN {
+    while out.len() < len {
         // getrandom fails only on a broken OS; a panic with the reason beats a weak key.
         getrandom::fill(&mut buf).expect("the operating system's random source failed");
         // Rejection sampling: 62 * 4 = 248, so bytes ≥ 248 are dropped to stay unbiased.
         for b in buf.iter().filter(|&&b| b < 248) {
-            if out.len() == KEY_LEN {
+            if out.len() == len {
                 break;
             }
             out.push(KEY_ALPHABET[(*b % 62) as usize] as char);

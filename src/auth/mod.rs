@@ -1,0 +1,15 @@
+//! Who may talk to whom: one room for credentials on both sides of the wire.
+//!
+//! - `keys`: the static keys of our own HTTP servers (fronts, the native bridge, the gateway).
+//! - `pkce`, `metadata`, `challenge`: the OAuth 2.1 pieces both sides share — PKCE S256, the
+//!   metadata documents (RFC 9728 protected resources, RFC 8414 / OpenID authorization servers,
+//!   RFC 7591 client registrations), and the `WWW-Authenticate: Bearer` challenge.
+//!
+//! The MCP client, the gateway and the fronts use this room; it knows nothing of them.
+
+pub mod challenge;
+mod keys;
+pub mod metadata;
+pub mod pkce;
+
+pub use keys::*;
