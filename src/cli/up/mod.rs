@@ -137,6 +137,8 @@ async fn serve_until(
         .cloned()
         .map(|s| tokio::spawn(async move { s.supervise().await }))
         .collect();
+    // Serving from here on: the code that only started the stacks need not stay resident.
+    tokio::task::spawn_blocking(crate::memory::page_out_own_code);
     shutdown.cancelled().await;
     if !json {
         anstream::eprintln!("stopping {} stack(s)…", running.len());
