@@ -65,6 +65,7 @@ pub async fn serve_http(
         config = config.with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), host]);
     }
     let spliced = gateway.clone();
+    let guarded = gateway.clone();
     let sessions = Arc::new(Sessions::new(options.sessions));
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
@@ -81,6 +82,7 @@ pub async fn serve_http(
             inner,
             sessions,
             body_read_timeout: options.limits.body_read_timeout,
+            gateway: guarded,
         })
         .layer(middleware::from_fn_with_state(key, require_key));
     crate::listen::serve_with(listener, app, options.limits, stop).await
