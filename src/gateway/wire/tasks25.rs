@@ -207,12 +207,19 @@ impl Intercept for Tasks25 {
         let (gateway, outlet) = (self.0.clone(), outlet.clone());
         self.0.spawn(async move {
             let scope = ClientScope::local();
-            let (answer, made) = taken.answer(&gateway, scope.clone()).await;
-            outlet.send(answer).await;
-            if let Some(id) = made {
-                if let Ok(task) = gateway.ended_task(&scope, &id).await {
-                    outlet.send(tasks::status_2025(&task)).await;
+            let answered = async {
+                let (answer, made) = taken.answer(&gateway, scope.clone()).await;
+                outlet.send(answer).await;
+                if let Some(id) = made {
+                    if let Ok(task) = gateway.ended_task(&scope, &id).await {
+                        outlet.send(tasks::status_2025(&task)).await;
+                    }
                 }
+            };
+            // A stopping gateway waits for no task to end.
+            tokio::select! {
+                () = answered => {}
+                () = gateway.stopping() => {}
             }
         });
         true
