@@ -32,34 +32,13 @@ pub struct GatewayTool {
     pub tokens: usize,
     /// How its `structuredContent` may be cut (its `outputSchema` kept when cut-tolerant).
     pub structured: Structured,
-    /// Its server runs it only as a task: the gateway calls it task-augmented and answers
-    /// with its result (clients see it without `execution.taskSupport`).
+    /// Its server runs it only as a task (listed with `taskSupport: "required"`): a call
+    /// without a task is still answered — the gateway calls it task-augmented itself and
+    /// answers with its result.
     pub task: bool,
     /// Its server runs it as a task (`taskSupport` "optional" or "required"): a client that
     /// holds tasks may call it as a gateway task.
     pub tasks: bool,
-}
-
-/// Whether the tool's server runs it only as a task; `definition` then loses its
-/// `execution.taskSupport` (the gateway holds the task itself and answers the call, so its
-/// clients call the tool as any other — the gateway declares no `tasks` capability). Any other
-/// `taskSupport` is passed on as the server sent it.
-fn hold_tasks_here(definition: &mut Value) -> bool {
-    if !crate::mcp::requires_task(definition) {
-        return false;
-    }
-    if let Some(execution) = definition
-        .get_mut("execution")
-        .and_then(Value::as_object_mut)
-    {
-        execution.remove("taskSupport");
-        if execution.is_empty() {
-            definition
-                .as_object_mut()
-                .map(|fields| fields.remove("execution"));
-        }
-    }
-    true
 }
 
 /// Whether a property reached from `schema` through `properties` alone carries `x-mcp-header`.
@@ -178,7 +157,7 @@ impl Catalog {
                 let budget = own.unwrap_or(budgets.default.max_tokens);
                 let structured = structured_policy(&mut definition, budget);
                 let tasks = crate::mcp::supports_task(&definition);
-                let task = hold_tasks_here(&mut definition);
+                let task = crate::mcp::requires_task(&definition);
                 let tokens = exposed_tool
                     .tokens_after
                     .unwrap_or_else(|| definition.to_string().len() / 4);

@@ -76,7 +76,9 @@ pub fn tools(catalog: &Catalog) -> Vec<Value> {
                     "arguments": {"type": "object"}
                 },
                 "required": ["name"]
-            }
+            },
+            // A 2025-11-25 client may run any call as a gateway task (`wire::tasks25`).
+            "execution": {"taskSupport": "optional"}
         }),
         json!({
             "name": DISCOVER,

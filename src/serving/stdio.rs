@@ -10,7 +10,10 @@
 //!   naming the cap and its variable, with the request's id when the line's first or last bytes
 //!   show a numeric one, so that request fails at once.
 //!
-//! Answers and these errors leave through one writer, a whole message at a time.
+//! Answers and these errors leave through one writer, a whole message at a time. A server may
+//! take some lines itself before rmcp reads them ([`Intercept`]: the gateway's 2025-11-25
+//! tasks, whose `task` member and methods rmcp drops); their answers leave through the same
+//! writer ([`Outlet`]).
 
 use std::io;
 use std::pin::Pin;
@@ -39,6 +42,26 @@ pub type Outgoing = Pin<Box<dyn Sink<TxJsonRpcMessage<RoleServer>, Error = io::E
 /// What rmcp reads from.
 pub type Incoming = Pin<Box<dyn Stream<Item = RxJsonRpcMessage<RoleServer>> + Send>>;
 
+/// Lines a server answers itself, before rmcp reads them.
+pub trait Intercept: Send + Sync + 'static {
+    /// Whether `line` (one message) is taken: then its answer, and any message about it later,
+    /// go to `outlet`.
+    fn take(&self, line: &[u8], outlet: &Outlet) -> bool;
+}
+
+type SendFn = dyn Fn(Value) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync;
+
+/// Where a taken line's answers go: the transport's one writer.
+#[derive(Clone)]
+pub struct Outlet(Arc<SendFn>);
+
+impl Outlet {
+    /// Writes `message` as one line (nothing when stdout is gone).
+    pub async fn send(&self, message: Value) {
+        (self.0)(message).await;
+    }
+}
+
 /// The transport over `input` and `output`, lines capped by [`MESSAGE_BYTES`] (its variable,
 /// or its default).
 pub fn transport<R, W>(input: R, output: W) -> (Outgoing, Incoming)
@@ -46,11 +69,30 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    transport_capped(input, output, MESSAGE_BYTES.from_env_or_default())
+    transport_capped(input, output, MESSAGE_BYTES.from_env_or_default(), None)
+}
+
+/// [`transport`] with the lines `intercept` takes answered by it.
+pub fn transport_with<R, W>(
+    input: R,
+    output: W,
+    intercept: Arc<dyn Intercept>,
+) -> (Outgoing, Incoming)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let cap = MESSAGE_BYTES.from_env_or_default();
+    transport_capped(input, output, cap, Some(intercept))
 }
 
 /// [`transport`] with lines of at most `cap` bytes.
-pub fn transport_capped<R, W>(input: R, output: W, cap: usize) -> (Outgoing, Incoming)
+pub fn transport_capped<R, W>(
+    input: R,
+    output: W,
+    cap: usize,
+    intercept: Option<Arc<dyn Intercept>>,
+) -> (Outgoing, Incoming)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -62,12 +104,29 @@ where
         Ok::<_, io::Error>(writer)
     });
     let lines = LineReader::new(BufReader::with_capacity(64 * 1024, input)).with_limit(cap);
-    let reader = Reader { lines, writer };
+    let taken = intercept.map(|intercept| (intercept, outlet(Arc::clone(&writer))));
+    let reader = Reader {
+        lines,
+        writer,
+        taken,
+    };
     let incoming = futures_util::stream::unfold(reader, |mut reader| async move {
         let message = reader.next().await?;
         Some((message, reader))
     });
     (Box::pin(outgoing), Box::pin(incoming))
+}
+
+fn outlet<W: AsyncWrite + Unpin + Send + 'static>(writer: Arc<Mutex<W>>) -> Outlet {
+    Outlet(Arc::new(move |message: Value| {
+        let writer = Arc::clone(&writer);
+        Box::pin(async move {
+            let bytes = serde_json::to_vec(&message).unwrap_or_default();
+            if let Err(e) = write_line(&writer, bytes).await {
+                tracing::debug!(error = %e, "cannot answer: stdout is gone");
+            }
+        })
+    }))
 }
 
 /// Writes `bytes` and a newline as one message.
@@ -85,6 +144,8 @@ async fn write_line<W: AsyncWrite + Unpin>(
 struct Reader<R, W> {
     lines: LineReader<BufReader<R>>,
     writer: Arc<Mutex<W>>,
+    /// What takes lines first, and where their answers go.
+    taken: Option<(Arc<dyn Intercept>, Outlet)>,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Reader<R, W> {
@@ -92,6 +153,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Reader<R, W> {
     async fn next(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             let answer = match self.lines.next_line().await {
+                Ok(Some(Line::Whole(line))) if self.takes(&line) => continue,
                 Ok(Some(Line::Whole(line))) => match parse(&line) {
                     Ok(Some(message)) => return Some(message),
                     Ok(None) => continue,
@@ -110,6 +172,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Reader<R, W> {
                 return None;
             }
         }
+    }
+}
+
+impl<R, W> Reader<R, W> {
+    fn takes(&self, line: &[u8]) -> bool {
+        self.taken
+            .as_ref()
+            .is_some_and(|(intercept, outlet)| intercept.take(line, outlet))
     }
 }
 
@@ -173,7 +243,7 @@ mod tests {
     async fn exchange(input: &[u8], cap: usize) -> (Vec<Value>, usize) {
         let (mut client, server_in) = tokio::io::duplex(1 << 22);
         let (server_out, client_out) = tokio::io::duplex(1 << 22);
-        let (_outgoing, mut incoming) = transport_capped(server_in, server_out, cap);
+        let (_outgoing, mut incoming) = transport_capped(server_in, server_out, cap, None);
         client.write_all(input).await.unwrap();
         drop(client);
         let mut passed = 0;

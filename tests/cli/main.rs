@@ -42,6 +42,7 @@ mod serve_key;
 mod session;
 mod strict_clients;
 mod tasks;
+mod tasks25;
 mod tokens;
 mod tools;
 mod trust;

@@ -99,13 +99,13 @@ fn calls() -> Vec<(String, Value)> {
 }
 
 /// The MCP JSON Schema of one revision, and validators of its definitions made on demand.
-struct Revision {
+pub(crate) struct Revision {
     root: Value,
     validators: HashMap<String, jsonschema::Validator>,
 }
 
 impl Revision {
-    fn load(version: &str) -> Revision {
+    pub(crate) fn load(version: &str) -> Revision {
         let path = manifest_dir().join(format!("tests/fixtures/mcp-schema/{version}/schema.json"));
         let text = std::fs::read_to_string(&path).expect("the vendored schema");
         Revision {
@@ -115,7 +115,7 @@ impl Revision {
     }
 
     /// The violations of `value` against the definition `name` (`$defs/name`).
-    fn violations(&mut self, name: &str, value: &Value) -> Vec<String> {
+    pub(crate) fn violations(&mut self, name: &str, value: &Value) -> Vec<String> {
         assert!(
             self.root["$defs"].get(name).is_some(),
             "the schema defines no {name}"

@@ -1,7 +1,8 @@
 //! Tools a server runs only as tasks (`execution.taskSupport: "required"`; server-everything's
 //! `simulate-research-query`) answer their result on every path that cannot hold a task itself:
 //! `call` (direct and through the daemon's gateway) and `serve`'s clients, who see the tool
-//! without `taskSupport` (the gateway holds the task). The native bridge's path is a unit test
+//! with `taskSupport: "required"` yet may call it plainly (the gateway then holds the task;
+//! 2025-11-25 clients calling it as a task: `tasks25.rs`). The native bridge's path is a unit test
 //! (`launch::controller::native::bridge`).
 //!
 //! A 2026-07-28 client that holds tasks (the `io.modelcontextprotocol/tasks` extension)
@@ -56,9 +57,10 @@ fn a_gateway_client_calls_a_task_only_tool_as_any_other() {
     let seen = client_json(command, cmd.dir(), "the Python client");
     let listed = &seen["tools"][format!("everything__{TOOL}")];
     assert!(listed.is_object(), "the tool is listed: {seen}");
-    assert!(
-        listed.pointer("/execution/taskSupport").is_none(),
-        "the gateway holds the task: {seen}"
+    assert_eq!(
+        listed.pointer("/execution/taskSupport"),
+        Some(&json!("required")),
+        "listed as its server lists it: {seen}"
     );
     assert_eq!(seen["result"]["isError"], false, "{seen}");
     assert!(

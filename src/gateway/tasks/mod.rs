@@ -3,7 +3,8 @@
 //! the client's scope, its call run in the background as any call (the server's own task held
 //! by `forward` when the tool requires one), its end recorded once. `store` keeps them (one
 //! store, whatever the era: only the wire shapes differ), `shapes` writes the messages, and
-//! `wire::tasks` names the methods. Served today: the 2026-07-28 tasks extension (SEP-2663).
+//! `wire::tasks` / `wire::tasks25` name the methods. Served: the 2026-07-28 tasks extension
+//! (SEP-2663) and the 2025-11-25 tasks utility of session clients.
 
 mod shapes;
 mod store;
@@ -16,8 +17,12 @@ use super::error::GatewayError;
 use super::{era, Caller, Gateway};
 use crate::outputs::ClientScope;
 
-pub use shapes::{created, detailed};
+pub use shapes::task_2025;
+pub use shapes::{created, created_2025, detailed, listed_2025, payload_2025, status_2025};
 pub use store::{Snapshot, State, Store, TaskError};
+
+/// Tasks a `tasks/list` page holds at most.
+pub const PAGE: usize = 16;
 
 /// The 2026-07-28 tasks extension's id (SEP-2663), as `capabilities.extensions` names it.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -33,6 +38,38 @@ impl Gateway {
         let wait = self.inner.options.call_timeout;
         let catalog = self.catalog_knowing(|c| c.get(name).is_some(), wait);
         listed && catalog.await.get(name).is_some_and(|tool| tool.tasks)
+    }
+
+    /// Whether a 2025-11-25 client may call `name` as a task: a tool that runs as one, or in
+    /// sparse mode `call_tool` (whatever it calls runs as the task's call).
+    pub async fn accepts_task(&self, name: &str) -> bool {
+        (self.is_sparse() && name == super::sparse::CALL) || self.runs_as_task(name).await
+    }
+
+    /// The task `id` of `scope` once it has ended (at most until it expires: then unknown).
+    pub async fn ended_task(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
+        let (task, ended) = self.inner.task_store.watch(scope, id)?;
+        if task.state.is_terminal() {
+            return Ok(task);
+        }
+        let left = (task.created + task.ttl)
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        let _ = tokio::time::timeout(left, ended.cancelled()).await;
+        self.task(scope, id)
+    }
+
+    /// A page of `scope`'s tasks after the task `cursor` names, and the next page's cursor.
+    pub fn task_page(
+        &self,
+        scope: &ClientScope,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<Snapshot>, Option<String>), TaskError> {
+        let mut page = self.inner.task_store.page(scope, cursor, PAGE + 1)?;
+        let more = page.len() > PAGE;
+        page.truncate(PAGE);
+        let next = more.then(|| page.last().map(|t| t.id.clone())).flatten();
+        Ok((page, next))
     }
 
     /// Starts the call of `name` as a task of `caller`'s scope, living `ttl` (else the

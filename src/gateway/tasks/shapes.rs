@@ -1,7 +1,7 @@
-//! A task as clients read it: the 2026-07-28 tasks extension (SEP-2663: a flat
-//! `CreateTaskResult`, `tasks/get` inlining `result` or `error`, durations in `…Ms`). The
-//! 2025-11-25 tasks utility's shapes (`{task: …}`, `ttl`, `tasks/result`) would sit beside
-//! them, over the same store.
+//! A task as clients read it, in both eras over the same store: the 2026-07-28 tasks extension
+//! (SEP-2663: a flat `CreateTaskResult`, `tasks/get` inlining `result` or `error`, durations in
+//! `…Ms`) and the 2025-11-25 tasks utility (`{task: …}`, durations `ttl` and `pollInterval`,
+//! the answer from `tasks/result` marked with its task, `notifications/tasks/status`).
 
 use std::time::{Duration, SystemTime};
 
@@ -58,6 +58,59 @@ pub fn detailed(task: &Snapshot) -> Value {
     Value::Object(fields)
 }
 
+/// The `_meta` key that ties a message to its task (2025-11-25).
+pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// 2025-11-25: the `Task` (`tasks/get`, `tasks/cancel`, a page of `tasks/list`).
+pub fn task_2025(task: &Snapshot) -> Value {
+    Value::Object(fields(task, "ttl", "pollInterval"))
+}
+
+/// 2025-11-25: a task-augmented `tools/call`'s `CreateTaskResult`.
+pub fn created_2025(task: &Snapshot) -> Value {
+    json!({"task": task_2025(task)})
+}
+
+/// 2025-11-25: a page of `tasks/list`, with the cursor of the next when there is one.
+pub fn listed_2025(tasks: &[Snapshot], next: Option<&str>) -> Value {
+    let mut page = json!({"tasks": tasks.iter().map(task_2025).collect::<Vec<_>>()});
+    if let Some(next) = next {
+        page["nextCursor"] = json!(next);
+    }
+    page
+}
+
+/// 2025-11-25: what `tasks/result` answers for an ended task — its call's result marked with
+/// the task (`_meta` related-task), or the JSON-RPC error it ended in (`Err`).
+pub fn payload_2025(task: &Snapshot) -> Result<Value, Value> {
+    match &task.state {
+        State::Completed(result) => {
+            let mut result = result.clone();
+            if let Some(fields) = result.as_object_mut() {
+                let meta = fields.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert(RELATED_TASK.into(), json!({"taskId": task.id}));
+                }
+            }
+            Ok(result)
+        }
+        State::Failed(error) => Err(error.clone()),
+        State::Cancelled => Err(json!({
+            "code": super::INTERNAL_ERROR,
+            "message": format!("task `{}` was cancelled by its client: it has no result", task.id),
+        })),
+        State::Working => Err(json!({
+            "code": super::INTERNAL_ERROR,
+            "message": format!("task `{}` has not ended", task.id),
+        })),
+    }
+}
+
+/// 2025-11-25: the `notifications/tasks/status` message telling where `task` stands.
+pub fn status_2025(task: &Snapshot) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task_2025(task)})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +148,21 @@ mod tests {
         assert_eq!(failed["status"], "failed");
         assert_eq!(failed["error"]["code"], -1);
         assert!(failed.get("result").is_none());
+    }
+
+    #[test]
+    fn a_2025_task_is_nested_and_its_result_names_it() {
+        let created = created_2025(&snapshot(State::Working));
+        assert_eq!(created["task"]["ttl"], 60_000);
+        assert_eq!(created["task"]["pollInterval"], 500);
+        assert!(created.get("resultType").is_none() && created["task"].get("ttlMs").is_none());
+        let done = snapshot(State::Completed(json!({"content": [], "_meta": {"k": 1}})));
+        let payload = payload_2025(&done).expect("a result");
+        assert_eq!(payload["_meta"][RELATED_TASK]["taskId"], "t1");
+        assert_eq!(payload["_meta"]["k"], 1, "its own _meta stays");
+        assert!(payload_2025(&snapshot(State::Cancelled)).is_err());
+        let page = listed_2025(&[done], Some("t1"));
+        assert_eq!(page["nextCursor"], "t1");
+        assert_eq!(page["tasks"][0]["status"], "completed");
     }
 }

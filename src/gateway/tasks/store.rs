@@ -71,6 +71,8 @@ struct Entry {
     snapshot: Snapshot,
     /// Ends the task's call.
     cancel: CancellationToken,
+    /// Fires once the task has ended (or is gone).
+    ended: CancellationToken,
 }
 
 impl Entry {
@@ -136,6 +138,7 @@ impl Store {
             let keep = !entry.expired(now);
             if !keep {
                 entry.cancel.cancel();
+                entry.ended.cancel();
             }
             keep
         });
@@ -163,6 +166,7 @@ impl Store {
                     scope: scope.clone(),
                     snapshot: snapshot.clone(),
                     cancel: cancel.clone(),
+                    ended: CancellationToken::new(),
                 },
             );
             Ok(Made { snapshot, cancel })
@@ -172,6 +176,45 @@ impl Store {
     /// The task `id` of `scope`.
     pub fn get(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
         self.with(|entries| Ok(own(entries, scope, id)?.snapshot.clone()))
+    }
+
+    /// The task `id` of `scope`, and what fires once it has ended (or expired).
+    pub fn watch(
+        &self,
+        scope: &ClientScope,
+        id: &str,
+    ) -> Result<(Snapshot, CancellationToken), TaskError> {
+        self.with(|entries| {
+            let entry = own(entries, scope, id)?;
+            Ok((entry.snapshot.clone(), entry.ended.clone()))
+        })
+    }
+
+    /// The live tasks of `scope`, oldest first (ties by id): a page of at most `limit` after
+    /// the task `after` names (from the start when `None`); an `after` no task of `scope` has
+    /// is unknown.
+    pub fn page(
+        &self,
+        scope: &ClientScope,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Snapshot>, TaskError> {
+        self.with(|entries| {
+            let mut own: Vec<&Snapshot> = entries
+                .values()
+                .filter(|e| &e.scope == scope)
+                .map(|e| &e.snapshot)
+                .collect();
+            own.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+            let start = match after {
+                None => 0,
+                Some(after) => {
+                    let at = own.iter().position(|t| t.id == after);
+                    at.ok_or_else(|| TaskError::Unknown(after.to_string()))? + 1
+                }
+            };
+            Ok(own.into_iter().skip(start).take(limit).cloned().collect())
+        })
     }
 
     /// Cancels the task `id` of `scope` (its call ends); a task already ended stays as it is.
@@ -217,6 +260,7 @@ fn make_room(entries: &mut HashMap<String, Entry>, scope: &ClientScope) -> Resul
 fn end(entry: &mut Entry, state: State) {
     entry.snapshot.state = state;
     entry.snapshot.updated = SystemTime::now();
+    entry.ended.cancel();
 }
 
 fn own<'a>(
@@ -325,6 +369,28 @@ mod tests {
             Some(TaskError::TooMany),
             "all working: refused"
         );
+    }
+
+    #[test]
+    fn a_scope_pages_through_its_own_tasks_only_and_hears_when_one_ends() {
+        let store = Store::default();
+        let ids: Vec<String> = (0..5)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(2));
+                store.create(&scope("a"), None).expect("made").snapshot.id
+            })
+            .collect();
+        store.create(&scope("b"), None).expect("made");
+        let first = store.page(&scope("a"), None, 2).expect("page");
+        let seen: Vec<&str> = first.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(seen, [ids[0].as_str(), ids[1].as_str()]);
+        let rest = store.page(&scope("a"), Some(&ids[1]), 10).expect("page");
+        assert_eq!(rest.len(), 3);
+        assert!(store.page(&scope("b"), Some(&ids[1]), 10).is_err());
+        let (_, ended) = store.watch(&scope("a"), &ids[4]).expect("own");
+        assert!(!ended.is_cancelled());
+        store.finish(&ids[4], State::Completed(json!({})));
+        assert!(ended.is_cancelled(), "its end is heard");
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! - a POST whose `Content-Type` is not `application/json`: 415, -32600;
 //! - a body that does not arrive within the listener's body timeout (a slow-body client would
 //!   hold its connection: the header timeout does not cover bodies): 408, -32600;
+//! - a session client's 2025-11-25 task request: answered by [`super::tasks25`] (rmcp drops
+//!   what it does not know), once rmcp has accepted its session;
 //! - a batch: answered by [`super::batch`] on a 2025-03-26 session, else 400, -32600;
 //! - DELETE of a session that does not exist (or has ended): 404, -32001 ("the server MUST
 //!   respond to requests containing that session ID with HTTP 404 Not Found", Streamable HTTP,
@@ -56,6 +58,8 @@ pub struct Guard {
     pub sessions: Arc<super::sessions::Sessions>,
     /// How long a client may take to send a body (`crate::listen::BODY_READ_TIMEOUT`).
     pub body_read_timeout: Duration,
+    /// The gateway, for what rmcp cannot read (`super::tasks25`).
+    pub gateway: crate::gateway::Gateway,
 }
 
 /// A JSON-RPC error response (`id: null` unless given) with an HTTP status.
@@ -112,6 +116,9 @@ async fn post(guard: &Guard, request: Request) -> Result<Response, Response> {
         .map_err(|e| refusal(StatusCode::BAD_REQUEST, PARSE_ERROR, e, Value::Null))?;
     if bytes.trim_ascii_start().starts_with(b"[") {
         return Ok(super::batch::answer(&guard.inner, parts, &bytes).await);
+    }
+    if let Some(answer) = super::tasks25::over_http(guard, &parts, &bytes).await {
+        return Ok(answer);
     }
     parts.headers.remove(CONTENT_LENGTH);
     let response = forward(&guard.inner, Request::from_parts(parts, Body::from(bytes))).await;

@@ -65,6 +65,7 @@ pub async fn serve_http(
         config = config.with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), host]);
     }
     let spliced = gateway.clone();
+    let guarded = gateway.clone();
     let sessions = Arc::new(Sessions::new(options.sessions));
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
@@ -81,6 +82,7 @@ pub async fn serve_http(
             inner,
             sessions,
             body_read_timeout: options.limits.body_read_timeout,
+            gateway: guarded,
         })
         .layer(middleware::from_fn_with_state(key, require_key));
     crate::listen::serve_with(listener, app, options.limits, stop).await
@@ -257,6 +259,35 @@ mod tests {
         let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
         let (status, _, body) = post(client, addr, Some(session), list).await;
         (status, body)
+    }
+
+    /// A 2025-11-25 task request is answered by the gateway in a live session only: in none,
+    /// or from a foreign host, it gets rmcp's refusal (taking it does not skip rmcp's checks).
+    #[tokio::test]
+    async fn task_requests_are_answered_in_a_live_session_only() {
+        let (addr, stop, _project) = serving(Limits::default()).await;
+        let client = reqwest::Client::new();
+        let session = open_session(&client, &addr).await;
+        let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/list"});
+        let (status, _, body) = post(&client, &addr, Some(&session), list.clone()).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(r#""result":{"tasks":[]}"#), "{body}");
+        let (status, _, body) = post(&client, &addr, Some("gone"), list.clone()).await;
+        assert_eq!(status, 404, "{body}");
+        let foreign = client
+            .post(format!("http://{addr}/mcp"))
+            .header("host", "evil.example")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .header("mcp-session-id", &session)
+            .json(&list)
+            .send()
+            .await
+            .unwrap();
+        assert!(foreign.status().is_client_error(), "{}", foreign.status());
+        assert!(!foreign.text().await.unwrap().contains("result"));
+        stop.cancel();
     }
 
     fn capped(max_sessions: usize) -> SessionLimits {

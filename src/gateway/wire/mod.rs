@@ -48,6 +48,7 @@ pub(crate) mod raw;
 mod sessions;
 mod stdio;
 mod tasks;
+mod tasks25;
 pub use http::{serve_http, HttpOptions};
 pub use sessions::{SessionLimits, MAX_SESSIONS, MAX_SESSIONS_PER_KEY, SESSION_IDLE};
 
@@ -59,8 +60,10 @@ pub async fn serve_stdio(
     use rmcp::ServiceExt;
     let (stdin, stdout) = stdio::streams();
     let stdout = raw::SplicingWriter::new(stdout, gateway.clone());
+    let tasks = Arc::new(tasks25::Tasks25(gateway.clone()));
+    let transport = crate::serving::stdio::transport_with(stdin, stdout, tasks);
     let running = Wire::new(gateway)
-        .serve_with_ct(crate::serving::stdio::transport(stdin, stdout), stop)
+        .serve_with_ct(transport, stop)
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     running.waiting().await.map_err(std::io::Error::other)?;
@@ -276,6 +279,7 @@ impl ServerHandler for Handler {
             "completions": {},
             "logging": {},
             "extensions": {tasks::EXTENSION: {}},
+            "experimental": {raw::TASKS: {}},
         }))
         .unwrap_or_default();
         let mut info =

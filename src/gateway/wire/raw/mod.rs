@@ -9,6 +9,10 @@
 //!   ([`carry_result`]) and gets it back whole; so does an `InputRequiredResult` on either
 //!   transport ([`carry_input_required`]: rmcp's type would re-serialise its input requests).
 //!
+//! - an `initialize` answer is marked by a private experimental capability ([`TASKS`]) and
+//!   gets the 2025-11-25 `tasks` capability when that is the revision agreed (rmcp's
+//!   capabilities have no `tasks` member; other revisions just lose the mark).
+//!
 //! The splice runs per message: on stdio in [`SplicingWriter`] (each message is one line), on
 //! HTTP in the [`restore`] layer (a JSON body, or each SSE `data:` line). The private keys never
 //! reach a client.
@@ -33,6 +37,10 @@ use crate::gateway::Gateway;
 pub(crate) const CARRIED: &str = "io.github.mcp-launch/raw";
 /// The private `_meta` key that marks a `tools/list` answer to splice the tools into.
 pub(crate) const LIST: &str = "io.github.mcp-launch/tools";
+/// The private experimental capability that marks an `initialize` answer.
+pub(crate) const TASKS: &str = "io.github.mcp-launch/tasks";
+/// The revision whose session clients get the tasks utility.
+const TASKS_REVISION: &str = "2025-11-25";
 /// Stands for the tools array while the answer is serialised (JSON escapes the NULs).
 const SLOT: &str = "\u{0}tools\u{0}";
 
@@ -73,13 +81,17 @@ pub(crate) type Tools<'a> = &'a dyn Fn() -> std::sync::Arc<str>;
 pub(crate) fn splice(message: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
     let listed = memmem::find(message, LIST.as_bytes()).is_some();
     let carried = memmem::find(message, CARRIED.as_bytes()).is_some();
-    if !listed && !carried {
+    let tasked = memmem::find(message, TASKS.as_bytes()).is_some();
+    if !listed && !carried && !tasked {
         return None;
     }
     let mut value: Value = serde_json::from_slice(message).ok()?;
     let result = value.get_mut("result")?;
     if carried {
         put_back_carried(result);
+    }
+    if tasked {
+        declare_tasks(result);
     }
     if !listed || take_mark(result, LIST).is_none() {
         return Some(value.to_string().into_bytes());
@@ -125,6 +137,33 @@ fn put_back_carried(result: &mut Value) {
             }
         }
     }
+}
+
+/// An `initialize` answer without the mark, with the `tasks` capability (`tasks/list`,
+/// `tasks/cancel`, task-augmented `tools/call`) when the revision agreed is 2025-11-25.
+fn declare_tasks(result: &mut Value) {
+    let era = result.get("protocolVersion").and_then(Value::as_str) == Some(TASKS_REVISION);
+    let Some(capabilities) = result.get_mut("capabilities") else {
+        return;
+    };
+    if take_experimental(capabilities, TASKS).is_none() {
+        return;
+    }
+    if era {
+        capabilities["tasks"] =
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+    }
+}
+
+/// Removes `key` from `capabilities.experimental` (and `experimental` when left empty).
+fn take_experimental(capabilities: &mut Value, key: &str) -> Option<Value> {
+    let fields = capabilities.as_object_mut()?;
+    let experimental = fields.get_mut("experimental")?.as_object_mut()?;
+    let taken = experimental.remove(key);
+    if experimental.is_empty() {
+        fields.remove("experimental");
+    }
+    taken
 }
 
 /// The HTTP layer: the response with every placeholder spliced.

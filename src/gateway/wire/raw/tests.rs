@@ -96,3 +96,21 @@ fn an_input_required_result_comes_back_verbatim() {
         assert_eq!(back["result"], result);
     }
 }
+
+#[test]
+fn an_initialize_answer_declares_tasks_to_2025_11_25_clients_only() {
+    for (version, declared) in [("2025-11-25", true), ("2025-06-18", false)] {
+        let result = json!({"protocolVersion": version, "capabilities": {"tools": {},
+            "experimental": {TASKS: {}}}, "serverInfo": {"name": "g", "version": "1"}});
+        let message = json!({"jsonrpc": "2.0", "id": 0, "result": result});
+        let text = splice(message.to_string().as_bytes(), &catalog).expect("spliced");
+        let back: Value = serde_json::from_slice(&text).unwrap();
+        let capabilities = &back["result"]["capabilities"];
+        assert!(capabilities.get("experimental").is_none(), "{back}");
+        assert_eq!(
+            capabilities.pointer("/tasks/requests/tools/call").is_some(),
+            declared,
+            "{back}"
+        );
+    }
+}
