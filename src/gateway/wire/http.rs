@@ -14,6 +14,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use axum::Router;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -65,6 +66,7 @@ pub async fn serve_http(
         config = config.with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), host]);
     }
     let spliced = gateway.clone();
+    let ready = readiness(&gateway);
     let sessions = Arc::new(Sessions::new(options.sessions));
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
@@ -75,7 +77,8 @@ pub async fn serve_http(
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(spliced, super::raw::restore));
     let key = Arc::new(options.api_key.unwrap_or_default());
-    let app = Router::new()
+    let keyed = Router::new()
+        .route("/metrics", get(crate::observe::metrics_page))
         .fallback(guard::check)
         .with_state(Guard {
             inner,
@@ -83,7 +86,14 @@ pub async fn serve_http(
             body_read_timeout: options.limits.body_read_timeout,
         })
         .layer(middleware::from_fn_with_state(key, require_key));
+    let app = crate::observe::health_routes(ready).merge(keyed);
     crate::listen::serve_with(listener, app, options.limits, stop).await
+}
+
+/// `/readyz` of a gateway: ready once its catalog is loaded.
+pub fn readiness(gateway: &Gateway) -> crate::observe::Readiness {
+    let gateway = gateway.clone();
+    Arc::new(move || gateway.is_ready())
 }
 
 /// With a key set, refuses requests without it (constant-time comparison).
