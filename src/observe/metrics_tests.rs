@@ -195,3 +195,20 @@ fn a_server_name_with_quotes_is_escaped_not_broken() {
     )
     .is_some());
 }
+
+/// What recording one `tools/call` costs (the three records a call through the gateway makes),
+/// in this build: `cargo test --lib observe::metrics::tests::recording_cost -- --ignored
+/// --nocapture` (docs/PERFORMANCE.md, "Metrics").
+#[test]
+#[ignore]
+fn recording_cost() {
+    let rounds = 200_000u32;
+    let started = std::time::Instant::now();
+    for _ in 0..rounds {
+        request_served("tools/call", Duration::from_micros(900), Outcome::Ok);
+        call_served("cost-srv", Some("echo"), Outcome::Ok);
+        upstream_request("cost-srv", "tools/call", Duration::from_micros(700), true);
+    }
+    let each = started.elapsed() / rounds;
+    println!("recording one call: {each:?} ({rounds} calls)");
+}
