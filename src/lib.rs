@@ -27,6 +27,8 @@
 //! - [`tools`]: the lean tools server (grep, cat, find, ls, head, tail, read_output).
 //! - [`tui`]: the ratatui application of `up --tui` (pure state and update, screens, runtime).
 //! - [`outputs`]: budgeted results: cut at clean boundaries, the envelope, persisted handles.
+//! - [`observe`]: the metrics registry (Prometheus `/metrics`), `/healthz` and `/readyz`; rooms
+//!   record events, observe decides how they are exported.
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
 //! - `fuzzing` (hidden): the bodies of the `cargo fuzz` targets, replayed on their corpora by
 //!   `cargo test`.
@@ -51,6 +53,7 @@ pub mod listen;
 pub mod mcp;
 pub mod memory;
 pub mod model;
+pub mod observe;
 pub mod output;
 pub mod outputs;
 pub mod pins;

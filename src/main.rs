@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use mcp_launch::cli::{self, Cli, CliError, GlobalArgs, Outcome};
+use mcp_launch::cli::{self, Cli, CliError, GlobalArgs, LogFormat, Outcome};
 use mcp_launch::output;
 use tracing_subscriber::{fmt, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
 
@@ -176,6 +176,23 @@ fn usage_envelope(rendered: &str) -> serde_json::Value {
 
 /// Stderr gets warnings (or more with -v/-vv); `--log-file` gets everything at debug level
 /// (trace with -vvv). The returned guard flushes the file on exit.
+/// One JSON object a line (tracing-subscriber's formatter): the event's fields flattened, the
+/// span it happened in (`server{name=stack/server}`), a UTC timestamp. What the text lines mask
+/// is masked here too: values are masked before they are logged, whatever the format.
+fn json_layer<W, S>(writer: W) -> Box<dyn Layer<S> + Send + Sync>
+where
+    W: for<'w> fmt::MakeWriter<'w> + Send + Sync + 'static,
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fmt::layer()
+        .json()
+        .flatten_event(true)
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_writer(writer)
+        .boxed()
+}
+
 fn init_logging(
     global: &GlobalArgs,
     stream_child_logs: bool,
@@ -209,13 +226,18 @@ fn init_logging(
             .with_filter(filter);
         (None, Some(layer))
     } else {
-        let layer = fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-            .with_target(false)
-            .with_timer(fmt::time::uptime())
-            .with_filter(stderr_filter);
-        (Some(layer), None)
+        let layer = match global.log_format {
+            LogFormat::Text => fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(
+                    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+                )
+                .with_target(false)
+                .with_timer(fmt::time::uptime())
+                .boxed(),
+            LogFormat::Json => json_layer(std::io::stderr),
+        };
+        (Some(layer.with_filter(stderr_filter)), None)
     };
     let (file_layer, guard) = match &global.log_file {
         Some(path) => {
@@ -241,10 +263,11 @@ fn init_logging(
             } else {
                 "debug"
             };
-            let layer = fmt::layer()
-                .with_writer(writer)
-                .with_ansi(false)
-                .with_filter(EnvFilter::new(format!("mcp_launch={file_level},info")));
+            let layer = match global.log_format {
+                LogFormat::Text => fmt::layer().with_writer(writer).with_ansi(false).boxed(),
+                LogFormat::Json => json_layer(writer),
+            };
+            let layer = layer.with_filter(EnvFilter::new(format!("mcp_launch={file_level},info")));
             (Some(layer), Some(guard))
         }
         None => (None, None),

@@ -33,6 +33,9 @@ pub enum DaemonCommand {
     /// Every gateway of this user: kind, pid, configs, upstreams (state, calls, restarts,
     /// idle time, last error).
     Status,
+    /// The metrics of the daemon of this config set, as `/metrics` serves them (Prometheus
+    /// text; with --json, `{"metrics": TEXT}`).
+    Metrics,
     /// Stop the daemon of this config set (its servers stop with it).
     Stop {
         /// Stop every daemon of this user.
@@ -74,6 +77,7 @@ const START_WAIT: Duration = Duration::from_secs(30);
 pub(super) async fn run(args: DaemonArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     match args.command {
         DaemonCommand::Status => status(global).await,
+        DaemonCommand::Metrics => metrics(global).await,
         DaemonCommand::Stop { all } => stop(global, all).await,
     }
 }
@@ -86,6 +90,22 @@ async fn status(global: &GlobalArgs) -> Result<Outcome, CliError> {
         anstream::println!("no gateway runs (start one with `mcp-launch serve --daemon`)");
     } else {
         print_gateways(&gateways);
+    }
+    Ok(Outcome::Success)
+}
+
+/// Asks the daemon of this config set for its metrics through its control socket.
+async fn metrics(global: &GlobalArgs) -> Result<Outcome, CliError> {
+    let socket = own_socket(&load_config(global)?)?;
+    let Some(mut client) = Client::connect(&socket).await.map_err(daemon_error)? else {
+        return Err(daemon_error(daemon::DaemonError::NotRunning));
+    };
+    let text = client.metrics().await.map_err(daemon_error)?;
+    if global.json {
+        output::print_answer(true, json!({ "metrics": text }))?;
+    } else {
+        use std::io::Write;
+        output::stdout().write_all(text.as_bytes())?;
     }
     Ok(Outcome::Success)
 }

@@ -70,12 +70,33 @@ pub struct GlobalArgs {
     /// Also write everything (debug level) to this file.
     #[arg(long, global = true, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
+    /// How log lines are written (stderr and --log-file): text, or json (one object a line,
+    /// for log shippers).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "FORMAT",
+        env = "MCP_LAUNCH_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
     /// Config file to use; repeat for several stacks (one stack per file).
     #[arg(long = "config", global = true, value_name = "PATH")]
     pub configs: Vec<PathBuf>,
     /// Extra .env file for ${VAR} interpolation; repeatable, later files win.
     #[arg(long = "env-file", global = true, value_name = "PATH")]
     pub env_files: Vec<PathBuf>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// For people: one line each, uptime first.
+    #[default]
+    Text,
+    /// One JSON object a line (`timestamp`, `level`, `fields`, `span`), for log shippers.
+    Json,
 }
 
 /// The commands.

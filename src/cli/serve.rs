@@ -82,10 +82,28 @@ pub struct ServeArgs {
     #[arg(long, env = "MCP_LAUNCH_MAX_SESSIONS_PER_KEY", value_name = "N", default_value_t = wire::MAX_SESSIONS_PER_KEY,
         value_parser = parse_sessions)]
     pub max_sessions_per_key: usize,
+    /// Serve /metrics, /healthz and /readyz on this loopback address too, without a key (with
+    /// --http, /metrics is also served there, behind its key).
+    #[arg(long, env = "MCP_LAUNCH_METRICS_ADDR", value_name = "ADDR:PORT", value_parser = parse_metrics_addr)]
+    pub metrics: Option<SocketAddr>,
     /// With --http: end a session after this long without a message.
     #[arg(long, env = "MCP_LAUNCH_SESSION_IDLE", value_name = "DURATION", default_value = "120s",
         value_parser = |s: &str| SESSION_IDLE.parse(s))]
     pub session_idle: Duration,
+}
+
+/// `--metrics`: a loopback address only (its pages are served without a key).
+fn parse_metrics_addr(text: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not an address: give one like 127.0.0.1:9464"))?;
+    match addr.ip().is_loopback() {
+        true => Ok(addr),
+        false => Err(format!(
+            "{addr} is reachable from other machines and /metrics there has no key: bind loopback \
+             (127.0.0.1:PORT), or read /metrics on `serve --http` behind its key"
+        )),
+    }
 }
 
 /// `--max-sessions`, `--max-sessions-per-key`: 1 to 65,536.
@@ -157,6 +175,10 @@ pub(super) async fn run(
     }
     let stop = shutdown.child_token();
     let control = control_socket(&gateway, &args, socket, configs, stop.clone()).await;
+    let metrics = match args.metrics {
+        Some(addr) => Some(metrics_listener(&gateway, addr, stop.clone()).await?),
+        None => None,
+    };
     let served = match args.http {
         _ if args.daemon => {
             stop.cancelled().await;
@@ -169,9 +191,35 @@ pub(super) async fn run(
     if let Some(control) = control {
         let _ = control.await;
     }
+    if let Some(metrics) = metrics {
+        let _ = metrics.await;
+    }
     gateway.shutdown().await;
     served.map_err(CliError::Output)?;
     Ok(Outcome::Success)
+}
+
+/// Binds `--metrics` and serves its pages until `stop`.
+async fn metrics_listener(
+    gateway: &Gateway,
+    addr: SocketAddr,
+    stop: CancellationToken,
+) -> Result<tokio::task::JoinHandle<()>, CliError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| CliError::Usage {
+            message: format!("cannot listen on --metrics {addr}: {e}"),
+            help: "pick a free port (`--metrics 127.0.0.1:0` takes any; the address is printed)"
+                .into(),
+        })?;
+    let bound = listener.local_addr().map_err(CliError::Output)?;
+    eprintln!("mcp-launch serve: metrics at http://{bound}/metrics");
+    let ready = wire::readiness(gateway);
+    Ok(tokio::spawn(async move {
+        if let Err(e) = crate::observe::serve_metrics(listener, ready, stop).await {
+            tracing::warn!(error = %e, "the metrics listener stopped");
+        }
+    }))
 }
 
 async fn claim_daemon_socket(

@@ -16,6 +16,21 @@ use super::error::GatewayError;
 use super::{era, sparse, ClientLink, Gateway, Stateless};
 use crate::outputs::{Served, Structured};
 
+/// Counts a client's call in the metrics: the tool named only when the catalog knows it (a
+/// served tool, a meta-tool or `read_output`), so a client cannot grow the label set.
+fn count_call(served: &Served, name: &str, routed: &Result<Value, GatewayError>) {
+    use crate::observe::Outcome;
+    let outcome = match routed {
+        Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => Outcome::ToolError,
+        Ok(_) => Outcome::Ok,
+        Err(_) => Outcome::Error,
+    };
+    let is_ours =
+        sparse::is_meta(name) || name == sparse::CALL || name == crate::outputs::READ_OUTPUT;
+    let tool = (served.server != "mcp-launch" || is_ours).then_some(served.tool.as_str());
+    crate::observe::call_served(&served.server, tool, outcome);
+}
+
 impl Gateway {
     /// A `tools/call`: `read_output`, a meta-tool in sparse mode, else the exposed tool on its
     /// server; the answer within the output budget (a cut result keeps the rest behind a handle
@@ -35,7 +50,9 @@ impl Gateway {
         }
         let started = std::time::Instant::now();
         let served = self.served_by(name, &arguments);
-        let mut result = self.route(name, arguments, caller).await?;
+        let routed = self.route(name, arguments, caller).await;
+        count_call(&served, name, &routed);
+        let mut result = routed?;
         if served.server != "mcp-launch" {
             self.link_result(&served.server, &mut result);
         }

@@ -314,9 +314,18 @@ impl Gateway {
         if !self.is_sparse() {
             return self.catalog().tools_json();
         }
-        serde_json::to_string(&self.tools_now())
+        let listed: Arc<str> = serde_json::to_string(&self.tools_now())
             .unwrap_or_else(|_| "[]".into())
-            .into()
+            .into();
+        let full = self.catalog().tokens();
+        crate::observe::sparse_list_served(full.saturating_sub(crate::outputs::tokens(&listed)));
+        listed
+    }
+
+    /// Whether the gateway can serve: its catalog is loaded (every server the tool index did
+    /// not know has been checked once). `/readyz` says so.
+    pub fn is_ready(&self) -> bool {
+        *self.inner.settled.borrow()
     }
 
     /// The input schema of a tool `tools/list` advertises as `name`, when it binds arguments

@@ -104,6 +104,7 @@ impl Outputs {
         match cut {
             Ok((Ok(budgeted), scope)) => {
                 self.usage.record(called, &scope, &budgeted.stats, took);
+                count_cut(called.0, &budgeted.stats);
                 budgeted.result
             }
             Ok((Err(message), _)) => unbudgeted(&message),
@@ -130,6 +131,7 @@ impl Outputs {
         match super::budget_result(result, self.budget, store, scope) {
             Ok(budgeted) => {
                 self.usage.record(called, scope, &budgeted.stats, took);
+                count_cut(called.0, &budgeted.stats);
                 budgeted.result
             }
             Err(e) => unbudgeted(&e.to_string()),
@@ -216,6 +218,14 @@ impl Drop for UsageWriter {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// Counts a cut result in the metrics: the bytes kept out of the answer, the handles made.
+fn count_cut(server: &str, stats: &Stats) {
+    if stats.is_cut {
+        let cut = stats.bytes_total.saturating_sub(stats.bytes_sent);
+        crate::observe::output_budgeted(server, cut, stats.handles.len());
     }
 }
 

@@ -50,6 +50,8 @@ struct Slot {
     sessions: u32,
     /// Sessions lost (the server exited, the connection broke); idle stops are not losses.
     losses: u32,
+    /// The last session was lost (not stopped): the next one is a restart.
+    was_lost: bool,
     last_error: Option<Failure>,
     /// The waits between failed connects.
     backoff: Backoff,
@@ -83,6 +85,9 @@ impl Upstream {
         // A session handed over (from the preflight) counts as the first one.
         let adopted = server.session.map(Arc::new);
         let sessions = u32::from(adopted.is_some());
+        if !connect.stateless {
+            crate::observe::upstream_known(&server.entry.name, adopted.is_some());
+        }
         Upstream {
             name: server.entry.name.clone(),
             entry: server.entry,
@@ -94,6 +99,7 @@ impl Upstream {
                 connecting: false,
                 sessions,
                 losses: 0,
+                was_lost: false,
                 last_error: None,
                 backoff: Backoff::new(FIRST_BACKOFF, MAX_BACKOFF),
                 next_attempt: None,
@@ -246,8 +252,20 @@ impl Upstream {
     ) -> Result<Result<Value, McpError>, PoolError> {
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
-        self.guarded(session.request_cancellable(method, Some(params), timeout, cancel))
-            .await
+        let started = Instant::now();
+        let outcome = self
+            .guarded(session.request_cancellable(method, Some(params), timeout, cancel))
+            .await;
+        let is_ok = matches!(outcome, Ok(Ok(_)));
+        crate::observe::upstream_request(&self.name, method, started.elapsed(), is_ok);
+        outcome
+    }
+
+    /// Tells the metrics the session ended (the handshake-era upstream stands for the server).
+    fn observe_stop(&self, why: crate::observe::Stop) {
+        if !self.connect.stateless {
+            crate::observe::upstream_stopped(&self.name, why);
+        }
     }
 
     /// `outcome` of a request, counted, or `Err` when the pool closes first.
@@ -347,6 +365,7 @@ impl Upstream {
 
     /// Connects (the caller holds the gate) and records the outcome.
     async fn connect_now(&self) -> Result<Arc<Session>, PoolError> {
+        let started = Instant::now();
         self.slot().connecting = true;
         self.changes.send_replace(());
         let outcome = tokio::select! {
@@ -374,6 +393,10 @@ impl Upstream {
                 if slot.losses > 0 {
                     tracing::info!(server = %self.name, restarts = slot.losses, "server restarted");
                 }
+                if !self.connect.stateless {
+                    crate::observe::upstream_started(&self.name, started.elapsed(), slot.was_lost);
+                }
+                slot.was_lost = false;
                 Ok(session)
             }
             Err(problem) => {
@@ -404,7 +427,9 @@ impl Upstream {
         if dead.is_some() {
             tracing::warn!(server = %self.name, cause = failure.cause, incident = %failure.incident, stderr = %failure.stderr, "session lost: {}", failure.message);
             slot.losses += 1;
+            slot.was_lost = true;
             slot.fail(failure.clone());
+            self.observe_stop(crate::observe::Stop::Lost);
         }
         let retry_at = slot.retry_at();
         drop(slot);
@@ -497,6 +522,7 @@ impl Upstream {
         } else {
             tracing::info!(server = %self.name, idle_s = idle.as_secs(), "stopping the idle server");
         }
+        self.observe_stop(crate::observe::Stop::Idle);
         self.changes.send_replace(());
         match Arc::try_unwrap(session) {
             Ok(session) => session.close().await,
@@ -537,6 +563,7 @@ impl Upstream {
         let Some(session) = self.slot().session.take() else {
             return;
         };
+        self.observe_stop(crate::observe::Stop::Shutdown);
         self.changes.send_replace(());
         let pgid = session.pgid();
         match release(session).await {

@@ -623,3 +623,83 @@ fn a_server_that_cannot_start_reads_the_same_through_the_daemon_which_does_not_r
     kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).unwrap();
     daemon.wait();
 }
+
+/// `daemon metrics` prints the daemon's exposition through its socket: the call made through
+/// it is there (by server, never by its arguments); with `--log-format json` every line the
+/// daemon logs is one JSON object.
+#[test]
+fn daemon_metrics_shows_the_calls_it_served_and_logs_are_json_lines() {
+    let project = project();
+    let log = project.path("daemon.jsonl").display().to_string();
+    let run = project
+        .cmd()
+        .args(["--log-format", "json", "--log-file", &log]);
+    let daemon = start_daemon(&project, run);
+    let secret = "sk-live-never-in-metrics-41d2";
+    let arguments = json!({"message": secret}).to_string();
+    project
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "everything",
+            "echo",
+            &arguments,
+        ])
+        .run();
+    let out = project
+        .cmd()
+        .args(["--config", "config.json", "daemon", "metrics"])
+        .run();
+    let text = out.stdout.clone();
+    let served = text.lines().find(|l| {
+        l.starts_with("mcp_launch_upstream_request_duration_seconds_count{")
+            && l.contains("everything")
+            && l.contains(r#"method="tools/call""#)
+            && l.contains(r#"outcome="ok""#)
+    });
+    assert_eq!(
+        served.and_then(|l| l.rsplit(' ').next()),
+        Some("1"),
+        "{text}"
+    );
+    assert!(text.contains("mcp_launch_upstream_starts_total"), "{text}");
+    assert!(!text.contains(secret), "{text}");
+    let json = project
+        .cmd()
+        .args(["--config", "config.json", "daemon", "metrics", "--json"])
+        .run()
+        .json();
+    assert!(
+        json["metrics"].as_str().unwrap_or("").ends_with("# EOF\n"),
+        "{json}"
+    );
+    project
+        .cmd()
+        .args(["--config", "config.json", "daemon", "stop"])
+        .run();
+    daemon.wait();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.lines().count() > 0, "the daemon logged nothing");
+    for line in logged.lines() {
+        let entry: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("a log line is not JSON ({e}): {line}"));
+        assert!(
+            entry["level"].is_string() && entry["timestamp"].is_string(),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn daemon_metrics_without_a_daemon_says_how_to_start_one() {
+    let project = token_project();
+    let out = project
+        .cmd()
+        .env("TOKEN", "none")
+        .args(["--config", "config.json", "daemon", "metrics", "--json"])
+        .status(1)
+        .run();
+    assert_eq!(out.error()["type"], "daemon_not_running", "{}", out.error());
+}

@@ -6,6 +6,7 @@
 //! `launch_util` holds what the `up` tests (`launch`, `native`) share.
 
 mod launch_util;
+mod metrics;
 mod util;
 
 mod call;

@@ -142,6 +142,12 @@ impl Client {
         self.ask("status").await
     }
 
+    /// The gateway's metrics, as `/metrics` serves them (OpenMetrics text).
+    pub async fn metrics(&mut self) -> Result<String, DaemonError> {
+        let answer = self.ask("metrics").await?;
+        Ok(answer["text"].as_str().unwrap_or_default().to_string())
+    }
+
     /// Every server's report as the daemon knows it (it starts nothing for this). Without
     /// `definitions`, a report the overrides leave untouched and whose tools are all counted
     /// carries `null`s for its tools' definitions (`list` without SERVER needs their number

@@ -190,6 +190,7 @@ async fn answer(shared: &Shared, line: &str) -> String {
     let outcome = match request.get("op").and_then(Value::as_str) {
         Some("call") => call(shared, &request).await,
         Some("status") => Ok(status(shared)),
+        Some("metrics") => Ok(json!({"text": crate::observe::metrics::render()})),
         // Written straight from the reports: the one answer that is not built as a `Value`.
         Some("list") => {
             let list = list(shared, &request).await;
@@ -210,7 +211,7 @@ async fn answer(shared: &Shared, line: &str) -> String {
             return error_line(&id, "not_a_daemon", "only a daemon stops on request");
         }
         _ => {
-            let ops = "op must be call, list, inspect, search, status or stop";
+            let ops = "op must be call, list, inspect, search, status, metrics or stop";
             return error_line(&id, "bad_request", ops);
         }
     };
@@ -317,7 +318,7 @@ fn error_line(id: &Value, kind: &str, message: &str) -> String {
     json!({"id": id, "error": {
         "type": kind,
         "message": message,
-        "help": "send one JSON object per line with an `op` (call, list, inspect, search, status or stop)",
+        "help": "send one JSON object per line with an `op` (call, list, inspect, search, status, metrics or stop)",
         "usage": true,
     }})
     .to_string()

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use axum::Router;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -66,6 +67,7 @@ pub async fn serve_http(
     }
     let spliced = gateway.clone();
     let guarded = gateway.clone();
+    let ready = readiness(&gateway);
     let sessions = Arc::new(Sessions::new(options.sessions));
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
@@ -76,7 +78,8 @@ pub async fn serve_http(
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(spliced, super::raw::restore));
     let key = Arc::new(options.api_key.unwrap_or_default());
-    let app = Router::new()
+    let keyed = Router::new()
+        .route("/metrics", get(crate::observe::metrics_page))
         .fallback(guard::check)
         .with_state(Guard {
             inner,
@@ -85,7 +88,14 @@ pub async fn serve_http(
             gateway: guarded,
         })
         .layer(middleware::from_fn_with_state(key, require_key));
+    let app = crate::observe::health_routes(ready).merge(keyed);
     crate::listen::serve_with(listener, app, options.limits, stop).await
+}
+
+/// `/readyz` of a gateway: ready once its catalog is loaded.
+pub fn readiness(gateway: &Gateway) -> crate::observe::Readiness {
+    let gateway = gateway.clone();
+    Arc::new(move || gateway.is_ready())
 }
 
 /// With a key set, refuses requests without it (constant-time comparison).

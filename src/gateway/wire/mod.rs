@@ -49,7 +49,7 @@ mod sessions;
 mod stdio;
 mod tasks;
 mod tasks25;
-pub use http::{serve_http, HttpOptions};
+pub use http::{readiness, serve_http, HttpOptions};
 pub use sessions::{SessionLimits, MAX_SESSIONS, MAX_SESSIONS_PER_KEY, SESSION_IDLE};
 
 /// Serves the gateway over stdin/stdout until the client closes stdin (or `stop` fires).
@@ -167,6 +167,22 @@ impl Service<RoleServer> for Wire {
     fn get_info(&self) -> <RoleServer as ServiceRole>::Info {
         ServerHandler::get_info(&self.0)
     }
+}
+
+/// `answer` to a client's `method`, timed and counted in the metrics (`tools/call` is counted
+/// again, by server and tool, where the gateway knows them: `Gateway::call_tool`).
+async fn timed<T>(
+    method: &str,
+    answer: impl std::future::Future<Output = Result<T, ErrorData>>,
+) -> Result<T, ErrorData> {
+    let started = std::time::Instant::now();
+    let result = answer.await;
+    let outcome = match &result {
+        Ok(_) => crate::observe::Outcome::Ok,
+        Err(_) => crate::observe::Outcome::Error,
+    };
+    crate::observe::request_served(method, started.elapsed(), outcome);
+    result
 }
 
 /// The typed result's JSON with every member of `raw` put over it.
@@ -301,9 +317,12 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        // The tools are spliced in on the way out (`raw`): no copy of the catalog per request.
-        self.gateway.prepare_list().await;
-        typed(raw::list_placeholder())
+        timed("tools/list", async move {
+            // The tools are spliced in on the way out (`raw`): no copy of the catalog per request.
+            self.gateway.prepare_list().await;
+            typed(raw::list_placeholder())
+        })
+        .await
     }
 
     async fn call_tool(
@@ -311,7 +330,7 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        {
+        timed("tools/call", async move {
             let progress = context.meta.get_progress_token().map(|token| {
                 let peer = context.peer.clone();
                 Progress {
@@ -374,7 +393,8 @@ impl ServerHandler for Handler {
             Ok(CallToolResponse::Complete(CallToolResult::success(
                 Vec::new(),
             )))
-        }
+        })
+        .await
     }
 
     async fn get_task(
@@ -382,7 +402,10 @@ impl ServerHandler for Handler {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.detailed_task(&request.task_id, &context)
+        timed("tasks/get", async move {
+            self.detailed_task(&request.task_id, &context)
+        })
+        .await
     }
 
     async fn cancel_task(
@@ -390,7 +413,10 @@ impl ServerHandler for Handler {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.cancel_own_task(&request.task_id, &context)
+        timed("tasks/cancel", async move {
+            self.cancel_own_task(&request.task_id, &context)
+        })
+        .await
     }
 
     async fn list_resources(
@@ -398,8 +424,11 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let items = self.gateway.list_items(Kind::Resources).await;
-        typed(json!({"resources": items}))
+        timed("resources/list", async move {
+            let items = self.gateway.list_items(Kind::Resources).await;
+            typed(json!({"resources": items}))
+        })
+        .await
     }
 
     async fn list_resource_templates(
@@ -407,8 +436,11 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let items = self.gateway.list_items(Kind::Templates).await;
-        typed(json!({"resourceTemplates": items}))
+        timed("resources/templates/list", async move {
+            let items = self.gateway.list_items(Kind::Templates).await;
+            typed(json!({"resourceTemplates": items}))
+        })
+        .await
     }
 
     async fn read_resource(
@@ -416,22 +448,24 @@ impl ServerHandler for Handler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let stateless = stateless_of(
-            &context,
-            request.input_responses.as_ref(),
-            request.request_state.as_deref(),
-        );
-        match self
-            .gateway
-            .read_resource(&request.uri, stateless.as_ref())
-            .await
-        {
-            Ok(result) if asks_for_input(&result) => {
-                typed(raw::carry_input_required(result)).map(ReadResourceResponse::InputRequired)
+        timed("resources/read", async move {
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
+            match self
+                .gateway
+                .read_resource(&request.uri, stateless.as_ref())
+                .await
+            {
+                Ok(result) if asks_for_input(&result) => typed(raw::carry_input_required(result))
+                    .map(ReadResourceResponse::InputRequired),
+                Ok(result) => typed(result).map(ReadResourceResponse::Complete),
+                Err(error) => Err(rpc_error(&error)),
             }
-            Ok(result) => typed(result).map(ReadResourceResponse::Complete),
-            Err(error) => Err(rpc_error(&error)),
-        }
+        })
+        .await
     }
 
     async fn list_prompts(
@@ -439,8 +473,11 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let items = self.gateway.list_items(Kind::Prompts).await;
-        typed(json!({"prompts": items}))
+        timed("prompts/list", async move {
+            let items = self.gateway.list_items(Kind::Prompts).await;
+            typed(json!({"prompts": items}))
+        })
+        .await
     }
 
     async fn get_prompt(
@@ -448,25 +485,28 @@ impl ServerHandler for Handler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let stateless = stateless_of(
-            &context,
-            request.input_responses.as_ref(),
-            request.request_state.as_deref(),
-        );
-        let arguments = request
-            .arguments
-            .map(|a| serde_json::to_value(a).unwrap_or_default());
-        let outcome = self
-            .gateway
-            .get_prompt(&request.name, arguments, stateless.as_ref())
-            .await;
-        match outcome {
-            Ok(result) if asks_for_input(&result) => {
-                typed(raw::carry_input_required(result)).map(GetPromptResponse::InputRequired)
+        timed("prompts/get", async move {
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
+            let arguments = request
+                .arguments
+                .map(|a| serde_json::to_value(a).unwrap_or_default());
+            let outcome = self
+                .gateway
+                .get_prompt(&request.name, arguments, stateless.as_ref())
+                .await;
+            match outcome {
+                Ok(result) if asks_for_input(&result) => {
+                    typed(raw::carry_input_required(result)).map(GetPromptResponse::InputRequired)
+                }
+                Ok(result) => typed(result).map(GetPromptResponse::Complete),
+                Err(error) => Err(rpc_error(&error)),
             }
-            Ok(result) => typed(result).map(GetPromptResponse::Complete),
-            Err(error) => Err(rpc_error(&error)),
-        }
+        })
+        .await
     }
 
     async fn complete(
@@ -474,11 +514,14 @@ impl ServerHandler for Handler {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let params = serde_json::to_value(&request).unwrap_or_default();
-        match self.gateway.complete(params).await {
-            Ok(result) => typed(result),
-            Err(error) => Err(rpc_error(&error)),
-        }
+        timed("completion/complete", async move {
+            let params = serde_json::to_value(&request).unwrap_or_default();
+            match self.gateway.complete(params).await {
+                Ok(result) => typed(result),
+                Err(error) => Err(rpc_error(&error)),
+            }
+        })
+        .await
     }
 
     async fn set_level(

@@ -111,6 +111,7 @@ impl Sessions {
             book.remove(&victim);
             evicted.push(victim);
         }
+        crate::observe::sessions_changed(book.len());
         evicted
     }
 
@@ -129,6 +130,7 @@ impl Sessions {
         {
             let mut book = self.book();
             book.remove(id);
+            crate::observe::sessions_changed(book.len());
             shrink(&mut book);
         }
         shrink(&mut *self.inner.sessions.write().await);

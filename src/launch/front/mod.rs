@@ -9,6 +9,8 @@
 //! | Route | Auth | Answer |
 //! |---|---|---|
 //! | `GET /healthz` | none | 200 / 503 by [`Front::set_upstream_ready`] |
+//! | `GET /readyz` | none | 200 once the controller answers and the spec is published, else 503 |
+//! | `GET /metrics` | the key | the process's metrics (`crate::observe`: the native bridge's upstreams) |
 //! | `GET /openapi.json` | none, or the key with `protect_spec` | the published spec, 503 before |
 //! | `POST /_mcp-launch/reload` | `X-MCP-Launch-Admin` | the [`ReloadHandler`]'s JSON |
 //! | anything else | the key | gated by the exposure, then forwarded |
@@ -218,6 +220,8 @@ impl Front {
     fn router(self) -> Router {
         Router::new()
             .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
+            .route("/metrics", get(metrics))
             .route("/openapi.json", get(openapi))
             .route(RELOAD_PATH, post(reload))
             .method_not_allowed_fallback(method_not_allowed)
@@ -267,6 +271,26 @@ async fn healthz(State(front): State<Front>) -> Response {
         Json(json!({"status": word, "stack": front.stack()})),
     )
         .into_response()
+}
+
+/// `GET /readyz`: open; ready to serve once the controller answers and the spec is published.
+async fn readyz(State(front): State<Front>) -> Response {
+    let ready = front.inner.upstream_ready.load(Ordering::Relaxed) && front.published().is_some();
+    let (status, word) = match ready {
+        true => (StatusCode::OK, "ready"),
+        false => (StatusCode::SERVICE_UNAVAILABLE, "starting"),
+    };
+    (
+        status,
+        Json(json!({"status": word, "stack": front.stack()})),
+    )
+        .into_response()
+}
+
+/// `GET /metrics`: the process's metrics, behind the stack's key.
+async fn metrics(State(front): State<Front>, headers: HeaderMap) -> Result<Response, FrontError> {
+    front.require_api_key(&headers)?;
+    Ok(crate::observe::metrics_page().await)
 }
 
 /// `GET /openapi.json`: the published spec, pre-serialized.

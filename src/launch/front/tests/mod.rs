@@ -30,6 +30,26 @@ async fn healthz_is_open_and_follows_readiness() {
     );
 }
 
+/// `/readyz` is open and says whether the stack can serve; `/metrics` needs the key.
+#[tokio::test]
+async fn readyz_is_open_and_metrics_need_the_key() {
+    let h = Harness::start(|_| {}).await;
+    let (status, body) = answer(h.get("/readyz")).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("ready")));
+    h.front.set_upstream_ready(false);
+    assert_eq!(answer(h.get("/readyz")).await.0, 503);
+    let (status, body) = answer(h.get("/metrics")).await;
+    assert_eq!((status, error_type(&body)), (401, "unauthorized"));
+    let keyed = h
+        .get("/metrics")
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(keyed.status(), 200);
+    assert!(keyed.text().await.unwrap().ends_with("# EOF\n"));
+}
+
 #[tokio::test]
 async fn spec_is_open_unless_protected() {
     let open = Harness::start(|_| {}).await;
