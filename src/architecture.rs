@@ -19,6 +19,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("process", 1),
     ("config", 1),
     ("project", 1),
+    ("observe", 1),
     ("mcp", 2),
     ("search", 2),
     ("model", 2),

@@ -30,6 +30,7 @@
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
 //! - `fuzzing` (hidden): the bodies of the `cargo fuzz` targets, replayed on their corpora by
 //!   `cargo test`.
+//! - [`observe`]: how the house is seen from outside: traces over OTLP (`observe::trace`).
 //! - [`pins`]: the releases of external programs we know to work (mcpo's), for `doctor` and
 //!   `launch` alike.
 #![warn(missing_docs)]
@@ -51,6 +52,7 @@ pub mod listen;
 pub mod mcp;
 pub mod memory;
 pub mod model;
+pub mod observe;
 pub mod output;
 pub mod outputs;
 pub mod pins;

@@ -9,6 +9,7 @@ use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::failure::{Failure, PoolError};
 use super::{ServerState, ServerStatus, FIRST_BACKOFF, MAX_BACKOFF};
@@ -246,8 +247,16 @@ impl Upstream {
     ) -> Result<Result<Value, McpError>, PoolError> {
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
-        self.guarded(session.request_cancellable(method, Some(params), timeout, cancel))
-            .await
+        let mut params = params;
+        let span = super::traced::span_of(&self.name, &self.entry, method, &mut params);
+        let outcome = self
+            .guarded(session.request_cancellable(method, Some(params), timeout, cancel))
+            .instrument(span.clone())
+            .await;
+        if let Ok(outcome) = &outcome {
+            super::traced::record(&span, outcome);
+        }
+        outcome
     }
 
     /// `outcome` of a request, counted, or `Err` when the pool closes first.

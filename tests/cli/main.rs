@@ -44,5 +44,6 @@ mod strict_clients;
 mod tasks;
 mod tokens;
 mod tools;
+mod traces;
 mod trust;
 mod tui;
