@@ -32,6 +32,7 @@
 //! - [`output`]: human tables, `--json` rendering and the one error envelope.
 //! - `fuzzing` (hidden): the bodies of the `cargo fuzz` targets, replayed on their corpora by
 //!   `cargo test`.
+//! - [`observe`]: how the house is seen from outside: traces over OTLP (`observe::trace`).
 //! - [`pins`]: the releases of external programs we know to work (mcpo's), for `doctor` and
 //!   `launch` alike.
 #![warn(missing_docs)]

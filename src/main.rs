@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mcp_launch::cli::{self, Cli, CliError, GlobalArgs, LogFormat, Outcome};
+use mcp_launch::observe::trace;
 use mcp_launch::output;
 use tracing_subscriber::{fmt, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
 
@@ -23,17 +24,6 @@ fn main() -> ExitCode {
             format!("{}ms", timeout.as_millis()),
         );
     }
-    let _log_guard = match init_logging(
-        &cli.global,
-        cli.command.streams_child_logs(),
-        cli.command.runs_tui(),
-    ) {
-        Ok(guard) => guard,
-        Err(e) => {
-            eprintln!("error: cannot open log file: {e:#}\n  help: check that the directory of --log-file exists and is writable, and that the path is not a symlink (log files are never opened through one)");
-            return ExitCode::from(2);
-        }
-    };
     let json = cli.global.json;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -45,7 +35,32 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Before logging starts: the exporter's layer joins the subscriber, and its posts run on
+    // the runtime.
+    let traces = match install_traces(&cli.global, runtime.handle()) {
+        Ok(traces) => traces,
+        Err(e) => {
+            use mcp_launch::error::Actionable;
+            eprintln!("error: {e}\n  help: {}", e.help());
+            return ExitCode::from(2);
+        }
+    };
+    let _log_guard = match init_logging(
+        &cli.global,
+        cli.command.streams_child_logs(),
+        cli.command.runs_tui(),
+        traces.as_ref(),
+    ) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("error: cannot open log file: {e:#}\n  help: check that the directory of --log-file exists and is writable, and that the path is not a symlink (log files are never opened through one)");
+            return ExitCode::from(2);
+        }
+    };
     let result = runtime.block_on(run_until_signal(cli));
+    if let Some(traces) = &traces {
+        traces.shutdown();
+    }
     // Dropping the runtime's tasks drops every session still alive (e.g. preflight tasks of an
     // interrupted `list`), and each session's guard kills its process group. Bounded: a task
     // stuck in blocking code must not hold the exit.
@@ -174,6 +189,17 @@ fn usage_envelope(rendered: &str) -> serde_json::Value {
         "type": "usage", "message": message, "help": help.join("; ")}})
 }
 
+/// The trace exporter when `--otlp` or the `OTEL_EXPORTER_OTLP_*` variables ask for one.
+fn install_traces(
+    global: &GlobalArgs,
+    runtime: &tokio::runtime::Handle,
+) -> Result<Option<trace::Exporter>, trace::TraceError> {
+    let Some(settings) = trace::Settings::from_env(global.otlp.as_deref())? else {
+        return Ok(None);
+    };
+    trace::Exporter::install(&settings, runtime.clone()).map(Some)
+}
+
 /// Stderr gets warnings (or more with -v/-vv); `--log-file` gets everything at debug level
 /// (trace with -vvv). The returned guard flushes the file on exit.
 /// One JSON object a line (tracing-subscriber's formatter): the event's fields flattened, the
@@ -197,6 +223,7 @@ fn init_logging(
     global: &GlobalArgs,
     stream_child_logs: bool,
     tui: bool,
+    traces: Option<&trace::Exporter>,
 ) -> anyhow::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
     let level = match global.verbose {
         0 => "warn",
@@ -276,6 +303,7 @@ fn init_logging(
         .with(stderr_layer)
         .with(pane_layer)
         .with(file_layer)
+        .with(traces.map(|traces| traces.layer()))
         .init();
     Ok(guard)
 }

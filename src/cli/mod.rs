@@ -87,6 +87,10 @@ pub struct GlobalArgs {
     /// Extra .env file for ${VAR} interpolation; repeatable, later files win.
     #[arg(long = "env-file", global = true, value_name = "PATH")]
     pub env_files: Vec<PathBuf>,
+    /// Export traces to this OTLP/HTTP collector (e.g. http://127.0.0.1:4318); the
+    /// OTEL_EXPORTER_OTLP_* variables also turn them on. Off by default.
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp: Option<String>,
 }
 
 /// How log lines are written.

@@ -171,6 +171,9 @@ impl Post {
                 req = req.header(VERSION_HEADER, version.as_str());
             }
         }
+        for (name, value) in trace_context(&msg) {
+            req = req.header(name, value);
+        }
         let resp = match req.send().await {
             Ok(resp) => resp,
             Err(e) => {
@@ -281,6 +284,20 @@ pub(crate) async fn http_error(
     }
 }
 
+/// The W3C trace context a request carries in `params._meta` (SEP-414), also sent as the
+/// `traceparent` / `tracestate` headers so HTTP infrastructure in between joins the trace.
+fn trace_context(msg: &Value) -> impl Iterator<Item = (&'static str, &str)> {
+    let meta = msg.get("params").and_then(|params| params.get("_meta"));
+    ["traceparent", "tracestate"]
+        .into_iter()
+        .filter_map(move |name| {
+            let value = meta?.get(name)?.as_str()?;
+            // A value that cannot be a header (a control character) is not sent as one.
+            reqwest::header::HeaderValue::from_str(value).ok()?;
+            Some((name, value))
+        })
+}
+
 /// A masker of what a request to `url` with `headers` carried.
 fn sent_credentials(url: &str, headers: &HeaderMap) -> crate::process::Masker {
     let masker = crate::process::Masker::new();
@@ -328,6 +345,30 @@ mod tests {
 
     /// Medium 4 of issue 24: the error of an upstream that echoes its request carried our
     /// header values and the URL's key to the log, the gateway's tool error and the front.
+    #[test]
+    fn trace_context_in_meta_is_also_sent_as_headers() {
+        let msg = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "t", "_meta": {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                "tracestate": "a=b", "progressToken": "p"}}});
+        let headers: Vec<_> = trace_context(&msg).collect();
+        assert_eq!(
+            headers,
+            [
+                (
+                    "traceparent",
+                    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                ),
+                ("tracestate", "a=b")
+            ]
+        );
+        let bad = serde_json::json!({"params": {"_meta": {"traceparent": "x\ny"}}});
+        assert_eq!(trace_context(&bad).count(), 0);
+        assert_eq!(
+            trace_context(&serde_json::json!({"method": "ping"})).count(),
+            0
+        );
+    }
+
     #[tokio::test]
     async fn an_echoed_request_in_an_error_body_is_masked() {
         let url = echoing_upstream().await;

@@ -1,5 +1,5 @@
-//! What the house tells about itself: the metrics registry (and, beside it, the tracing
-//! exporters). Rooms record events through the small functions here — the gateway a request
+//! What the house tells about itself: the metrics registry and the tracing exporters
+//! (`trace`, OTLP). Rooms record events through the small functions here — the gateway a request
 //! served, the pool an upstream started or stopped, the outputs a result cut — and this room
 //! decides how they are exported (Prometheus text at `/metrics`).
 //!
@@ -12,6 +12,7 @@
 
 pub mod metrics;
 pub mod metrics_http;
+pub mod trace;
 
 pub use metrics::{
     call_served, output_budgeted, request_served, sessions_changed, sparse_list_served,

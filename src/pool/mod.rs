@@ -25,6 +25,7 @@
 
 mod failure;
 mod task;
+mod traced;
 mod upstream;
 
 use std::collections::HashMap;

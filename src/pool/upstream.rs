@@ -9,6 +9,7 @@ use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::failure::{Failure, PoolError};
 use super::{ServerState, ServerStatus, FIRST_BACKOFF, MAX_BACKOFF};
@@ -253,9 +254,15 @@ impl Upstream {
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
         let started = Instant::now();
+        let mut params = params;
+        let span = super::traced::span_of(&self.name, &self.entry, method, &mut params);
         let outcome = self
             .guarded(session.request_cancellable(method, Some(params), timeout, cancel))
+            .instrument(span.clone())
             .await;
+        if let Ok(outcome) = &outcome {
+            super::traced::record(&span, outcome);
+        }
         let is_ok = matches!(outcome, Ok(Ok(_)));
         crate::observe::upstream_request(&self.name, method, started.elapsed(), is_ok);
         outcome

@@ -46,5 +46,6 @@ mod tasks;
 mod tasks25;
 mod tokens;
 mod tools;
+mod traces;
 mod trust;
 mod tui;

@@ -33,6 +33,7 @@ use rmcp::service::{
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
+use tracing::Instrument;
 
 use crate::serving::typed;
 
@@ -49,6 +50,7 @@ mod sessions;
 mod stdio;
 mod tasks;
 mod tasks25;
+mod traced;
 pub use http::{readiness, serve_http, HttpOptions};
 pub use sessions::{SessionLimits, MAX_SESSIONS, MAX_SESSIONS_PER_KEY, SESSION_IDLE};
 
@@ -375,10 +377,13 @@ impl ServerHandler for Handler {
                 logs: Some(log_sink(&context)),
                 stateless,
             };
+            let span = traced::span(&context, "tools/call", Some(&request.name));
             let outcome = self
                 .gateway
                 .call_tool(&request.name, arguments, caller)
+                .instrument(span.clone())
                 .await;
+            traced::record(&span, &outcome);
             let raw = match outcome {
                 Ok(raw) => raw,
                 Err(error) => tool_error(&error)?,

@@ -1,0 +1,85 @@
+//! W3C trace context in and out: taken from a client's request (`_meta` first, as the MCP
+//! convention (SEP-414) and the semantic conventions ask, else the HTTP `traceparent` and
+//! `tracestate` headers) and written into the `_meta` of what we send upstream. The official
+//! propagator parses and writes the values (a malformed `traceparent` is ignored: the span
+//! starts a trace of its own).
+
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use reqwest::header::HeaderMap;
+use serde_json::{Map, Value};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// Where a client's request may carry its trace context.
+#[derive(Clone, Copy, Default)]
+pub struct Carrier<'a> {
+    /// The request's `params._meta`.
+    pub meta: Option<&'a Map<String, Value>>,
+    /// The HTTP request's headers (Streamable HTTP).
+    pub headers: Option<&'a HeaderMap>,
+}
+
+impl Carrier<'_> {
+    /// The client's span as the parent of ours, when the request names a valid one.
+    pub(super) fn adopt_into(&self, span: &tracing::Span) {
+        let propagator = TraceContextPropagator::new();
+        let from_meta = self
+            .meta
+            .filter(|meta| meta.get("traceparent").is_some_and(Value::is_string))
+            .map(|meta| propagator.extract(&MetaCarrier(meta)));
+        let parent = from_meta.or_else(|| {
+            self.headers
+                .filter(|headers| headers.contains_key("traceparent"))
+                .map(|headers| propagator.extract(&HeaderCarrier(headers)))
+        });
+        if let Some(parent) = parent.filter(|cx| cx.span().span_context().is_valid()) {
+            // Only fails when no OpenTelemetry layer is installed, i.e. traces are off.
+            let _ = span.set_parent(parent);
+        }
+    }
+}
+
+/// Writes `span`'s context as `traceparent` (and `tracestate` when there is one) into
+/// `meta`, replacing any the client sent: the upstream's parent is our span.
+pub fn inject(span: &tracing::Span, meta: &mut Map<String, Value>) {
+    let context = span.context();
+    if !context.span().span_context().is_valid() {
+        return;
+    }
+    TraceContextPropagator::new().inject_context(&context, &mut MetaCarrier(meta));
+}
+
+struct MetaCarrier<M>(M);
+
+impl Extractor for MetaCarrier<&Map<String, Value>> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+}
+
+impl Injector for MetaCarrier<&mut Map<String, Value>> {
+    fn set(&mut self, key: &str, value: String) {
+        if key == "tracestate" && value.is_empty() {
+            self.0.remove(key);
+            return;
+        }
+        self.0.insert(key.to_string(), Value::String(value));
+    }
+}
+
+struct HeaderCarrier<'a>(&'a HeaderMap);
+
+impl Extractor for HeaderCarrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|name| name.as_str()).collect()
+    }
+}
