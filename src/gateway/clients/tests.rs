@@ -489,7 +489,8 @@ fn unknown_clients_and_scopes_say_what_exists() {
     assert_eq!(err.kind(), "unknown_client");
     assert_eq!(
         err.help(),
-        "use one of: claude-code, claude-desktop, cursor, vscode, codex"
+        "use one of: claude-code, claude-desktop, cursor, vscode, codex, opencode, gemini-cli, \
+         windsurf, copilot-cli"
     );
     let paths = ClientPaths {
         home: "/h".into(),
