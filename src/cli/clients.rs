@@ -322,3 +322,45 @@ fn print_restores(restored: &[Restored], global: &GlobalArgs) -> Result<Outcome,
 
 /// The note of a client that has nothing to restore.
 const NOT_MOVED: &str = clients::NOT_MOVED;
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::ClientsAction;
+    use crate::cli::{Cli, Command};
+
+    fn action(args: &[&str]) -> Result<Option<ClientsAction>, clap::Error> {
+        let argv = ["mcp-launch", "clients"].iter().chain(args).copied();
+        match Cli::try_parse_from(argv)?.command {
+            Command::Clients(c) => Ok(c.action),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn move_takes_names_or_all_and_restore_takes_names_or_none() {
+        assert!(action(&[]).unwrap().is_none());
+        match action(&["move", "--all", "--dry-run"]).unwrap() {
+            Some(ClientsAction::Move {
+                all: true,
+                dry_run: true,
+                clients,
+            }) => assert!(clients.is_empty()),
+            other => panic!("{other:?}"),
+        }
+        match action(&["move", "cursor", "windsurf"]).unwrap() {
+            Some(ClientsAction::Move { clients, all, .. }) => {
+                assert_eq!(clients, ["cursor", "windsurf"]);
+                assert!(!all);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(action(&["move"]).is_err(), "move needs names or --all");
+        assert!(action(&["move", "--all", "cursor"]).is_err());
+        match action(&["restore"]).unwrap() {
+            Some(ClientsAction::Restore { clients }) => assert!(clients.is_empty()),
+            other => panic!("{other:?}"),
+        }
+    }
+}
