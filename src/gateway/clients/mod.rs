@@ -8,6 +8,10 @@
 //! | `cursor`         | `~/.cursor/mcp.json`; `./.cursor/mcp.json`                         | `mcpServers` |
 //! | `vscode`         | the profile's `User/mcp.json`; `./.vscode/mcp.json` (default)      | `servers` (JSONC, `"type": "stdio"`) |
 //! | `codex`          | `~/.codex/config.toml`; `./.codex/config.toml`                     | `[mcp_servers.mcp-launch]` |
+//! | `opencode`       | `~/.config/opencode/opencode.json`; `./opencode.json`              | `mcp` (JSONC, `"type": "local"`, one `command` array) |
+//! | `gemini-cli`     | `~/.gemini/settings.json`; `./.gemini/settings.json`               | `mcpServers` (JSONC; `httpUrl` for HTTP) |
+//! | `windsurf`       | `~/.codeium/windsurf/mcp_config.json`                              | `mcpServers` (`serverUrl` for HTTP) |
+//! | `copilot-cli`    | `~/.copilot/mcp-config.json`                                       | `mcpServers` (`"type": "local"`, `"tools": ["*"]`) |
 //!
 //! Writing keeps the file as it was around our entry: other keys, their order, indentation and
 //! (JSONC, TOML) comments. It backs the file up first (`<file>.bak-<UTC time>`, with the
@@ -24,6 +28,10 @@
 //! the fronted server names when asked to comment them out, else `&[]`); `--unwrite` →
 //! [`unwrite`]; a scope flag → [`Scope`], else [`Client::default_scope`]. Print the report
 //! (`Display`) and [`Snippet::how`] on stderr; errors are [`ClientError`] (`Actionable`).
+//!
+//! `mcp-launch clients` ([`find`], [`move_clients`], [`restore`]): what each client runs on its
+//! own, and moving it behind the gateway (found.rs, moving.rs; client.rs cites each client's
+//! documentation).
 //!
 //! Only [`ClientPaths`] says where home and the working directory are: nothing here reads the
 //! environment, so tests write into a temporary home.
