@@ -12,26 +12,25 @@ const PROGRAM: &str = "/opt/bin/mcp-launch";
 
 /// A fresh home with our config, its `.env` and the record inside.
 struct Home {
-    _dir: tempfile::TempDir,
+    _base: super::tests::Home,
     paths: ClientPaths,
     target: Target,
 }
 
 fn fresh_home() -> Home {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = ClientPaths {
-        home: dir.path().join("home"),
-        cwd: dir.path().join("project"),
-    };
-    std::fs::create_dir_all(&paths.home).unwrap();
-    std::fs::create_dir_all(&paths.cwd).unwrap();
+    let base = super::tests::temp_home();
+    let paths = base.paths.clone();
     let target = Target {
         config: paths.home.join(".claude/mcp.json"),
         env_file: paths.home.join(".claude/.env"),
-        record: dir.path().join("state/clients-moved.json"),
+        record: paths
+            .home
+            .parent()
+            .unwrap()
+            .join("state/clients-moved.json"),
     };
     Home {
-        _dir: dir,
+        _base: base,
         paths,
         target,
     }

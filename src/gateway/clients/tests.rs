@@ -18,12 +18,12 @@ fn serve(cwd: &Path) -> ServeCommand {
 }
 
 /// A fresh home and project directory.
-struct Home {
+pub(super) struct Home {
     _dir: tempfile::TempDir,
-    paths: ClientPaths,
+    pub(super) paths: ClientPaths,
 }
 
-fn temp_home() -> Home {
+pub(super) fn temp_home() -> Home {
     let dir = tempfile::tempdir().unwrap();
     let paths = ClientPaths {
         home: dir.path().join("home"),
