@@ -14,7 +14,7 @@ use super::{load_config, CliError, GlobalArgs, Outcome};
 #[derive(Debug, Args)]
 pub struct ClientConfigArgs {
     /// Print the entry that runs this gateway for CLIENT: claude-code, claude-desktop, cursor,
-    /// vscode or codex.
+    /// vscode, codex, opencode, gemini-cli, windsurf or copilot-cli.
     #[arg(long, value_name = "CLIENT")]
     pub print_config: Option<String>,
     /// Add (or update) the entry in the client's config file: backed up first, written

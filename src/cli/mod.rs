@@ -4,6 +4,7 @@
 mod batch;
 mod call;
 mod client_config;
+mod clients;
 mod daemon;
 mod doctor;
 mod down;
@@ -130,6 +131,7 @@ pub enum Command {
     Tools(tools::ToolsArgs),
     Usage(usage::UsageArgs),
     Model(model::ModelArgs),
+    Clients(clients::ClientsArgs),
 }
 
 impl Command {
@@ -247,6 +249,7 @@ async fn run_command(
         Command::Tools(args) => tools::run(args, &cli.global, shutdown).await,
         Command::Usage(args) => usage::run(args, &cli.global).await,
         Command::Model(args) => model::run(args, &cli.global).await,
+        Command::Clients(args) => clients::run(args, &cli.global).await,
     }
 }
 

@@ -11,6 +11,7 @@ mod util;
 
 mod call;
 mod client_context;
+mod clients;
 mod config;
 mod conformance;
 mod daemon;

@@ -232,3 +232,70 @@ fn describe(value: Option<&Value>) -> &'static str {
         Some(Value::Object(_)) => "an object",
     }
 }
+
+/// Servers by name, as a file holds them.
+pub(super) type Servers = Map<String, Value>;
+
+/// The objects under `servers_key` and [`FRONTED_KEY`], read with the same parser (and the
+/// same errors) as the edits; empty when the file is blank.
+pub(super) fn servers(
+    text: &str,
+    path: &Path,
+    servers_key: &str,
+    jsonc: bool,
+) -> Result<(Servers, Servers), ClientError> {
+    let root = parse(if text.trim().is_empty() { "" } else { text }, path, jsonc)?;
+    let top = top_object(&root, path)?;
+    let read = |key: &str| -> Result<Map<String, Value>, ClientError> {
+        match top.get(key) {
+            None => Ok(Map::new()),
+            Some(prop) => {
+                object_value(&prop, key, path)?;
+                let value = prop.value().and_then(|v| v.to_serde_value());
+                Ok(match value {
+                    Some(Value::Object(map)) => map,
+                    _ => Map::new(),
+                })
+            }
+        }
+    };
+    Ok((read(servers_key)?, read(FRONTED_KEY)?))
+}
+
+/// Adds `entries` under `servers_key` of our own config (made when blank), keeping the rest of
+/// the file as it was; names already there are the caller's to sort out first.
+pub(super) fn add_servers(
+    text: &str,
+    path: &Path,
+    servers_key: &str,
+    entries: &[(String, Value)],
+) -> Result<String, ClientError> {
+    let root = parse(if text.trim().is_empty() { "" } else { text }, path, false)?;
+    let top = top_object(&root, path)?;
+    let servers = object_at(&top, servers_key, path)?;
+    top.ensure_multiline();
+    servers.ensure_multiline();
+    for (name, entry) in entries {
+        put(&servers, name, entry);
+    }
+    Ok(finished(&root, text))
+}
+
+/// Removes the servers `names` from our own config.
+pub(super) fn remove_servers(
+    text: &str,
+    path: &Path,
+    servers_key: &str,
+    names: &[String],
+) -> Result<String, ClientError> {
+    let root = parse(text, path, false)?;
+    let top = top_object(&root, path)?;
+    if let Some(servers) = top.get(servers_key).and_then(|p| p.object_value()) {
+        for name in names {
+            if let Some(prop) = servers.get(name) {
+                prop.remove();
+            }
+        }
+    }
+    Ok(finished(&root, text))
+}

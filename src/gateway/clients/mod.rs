@@ -8,6 +8,10 @@
 //! | `cursor`         | `~/.cursor/mcp.json`; `./.cursor/mcp.json`                         | `mcpServers` |
 //! | `vscode`         | the profile's `User/mcp.json`; `./.vscode/mcp.json` (default)      | `servers` (JSONC, `"type": "stdio"`) |
 //! | `codex`          | `~/.codex/config.toml`; `./.codex/config.toml`                     | `[mcp_servers.mcp-launch]` |
+//! | `opencode`       | `~/.config/opencode/opencode.json`; `./opencode.json`              | `mcp` (JSONC, `"type": "local"`, one `command` array) |
+//! | `gemini-cli`     | `~/.gemini/settings.json`; `./.gemini/settings.json`               | `mcpServers` (JSONC; `httpUrl` for HTTP) |
+//! | `windsurf`       | `~/.codeium/windsurf/mcp_config.json`                              | `mcpServers` (`serverUrl` for HTTP) |
+//! | `copilot-cli`    | `~/.copilot/mcp-config.json`                                       | `mcpServers` (`"type": "local"`, `"tools": ["*"]`) |
 //!
 //! Writing keeps the file as it was around our entry: other keys, their order, indentation and
 //! (JSONC, TOML) comments. It backs the file up first (`<file>.bak-<UTC time>`, with the
@@ -24,6 +28,10 @@
 //! the fronted server names when asked to comment them out, else `&[]`); `--unwrite` →
 //! [`unwrite`]; a scope flag → [`Scope`], else [`Client::default_scope`]. Print the report
 //! (`Display`) and [`Snippet::how`] on stderr; errors are [`ClientError`] (`Actionable`).
+//!
+//! `mcp-launch clients` ([`find`], [`move_clients`], [`restore`]): what each client runs on its
+//! own, and moving it behind the gateway (found.rs, moving.rs; client.rs cites each client's
+//! documentation).
 //!
 //! Only [`ClientPaths`] says where home and the working directory are: nothing here reads the
 //! environment, so tests write into a temporary home.
@@ -47,40 +55,34 @@
 //! # Ok(()) }
 //! ```
 
+mod client;
 mod error;
 mod file;
+mod found;
 mod json_file;
+mod moving;
 mod toml_file;
 
+#[cfg(test)]
+mod moving_tests;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
+pub use client::Client;
 pub use error::ClientError;
+pub use found::{find, Found, OwnServer, Secret};
+pub use moving::{move_clients, restore, Moved, Restored, Target, NOT_MOVED};
+
+use client::Format;
 
 /// The name of our entry in every client's file.
 pub const ENTRY: &str = "mcp-launch";
 
 /// The top-level JSON key that holds the servers `--write` set aside (JSON has no comments).
 pub const FRONTED_KEY: &str = "mcp-launch.fronted";
-
-/// An MCP client whose config we know how to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Client {
-    /// Anthropic's Claude Code CLI.
-    ClaudeCode,
-    /// The Claude desktop app.
-    ClaudeDesktop,
-    /// The Cursor editor.
-    Cursor,
-    /// Visual Studio Code (Copilot's agent mode).
-    VsCode,
-    /// OpenAI's Codex CLI.
-    Codex,
-}
 
 /// Which of a client's files: the user's own, or the project's (in the working directory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,118 +154,6 @@ pub struct WriteReport {
     undo: Option<String>,
 }
 
-impl Client {
-    /// Every client, in the order help texts list them.
-    pub const ALL: [Client; 5] = [
-        Client::ClaudeCode,
-        Client::ClaudeDesktop,
-        Client::Cursor,
-        Client::VsCode,
-        Client::Codex,
-    ];
-
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Client::ClaudeCode => "claude-code",
-            Client::ClaudeDesktop => "claude-desktop",
-            Client::Cursor => "cursor",
-            Client::VsCode => "vscode",
-            Client::Codex => "codex",
-        }
-    }
-
-    /// The file written when no scope is chosen: the user's, except VS Code's workspace file.
-    pub fn default_scope(self) -> Scope {
-        match self {
-            Client::VsCode => Scope::Project,
-            _ => Scope::User,
-        }
-    }
-
-    /// The client's config file for `scope`.
-    pub fn config_file(self, scope: Scope, paths: &ClientPaths) -> Result<PathBuf, ClientError> {
-        let home = &paths.home;
-        let cwd = &paths.cwd;
-        Ok(match (self, scope) {
-            (Client::ClaudeCode, Scope::User) => home.join(".claude.json"),
-            (Client::ClaudeCode, Scope::Project) => cwd.join(".mcp.json"),
-            (Client::ClaudeDesktop, Scope::User) => {
-                app_config_dir(home).join("Claude/claude_desktop_config.json")
-            }
-            (Client::Cursor, Scope::User) => home.join(".cursor/mcp.json"),
-            (Client::Cursor, Scope::Project) => cwd.join(".cursor/mcp.json"),
-            (Client::VsCode, Scope::User) => app_config_dir(home).join("Code/User/mcp.json"),
-            (Client::VsCode, Scope::Project) => cwd.join(".vscode/mcp.json"),
-            (Client::Codex, Scope::User) => home.join(".codex/config.toml"),
-            (Client::Codex, Scope::Project) => cwd.join(".codex/config.toml"),
-            (Client::ClaudeDesktop, Scope::Project) => {
-                return Err(ClientError::UnsupportedScope {
-                    client: self.name(),
-                    scope: scope.name(),
-                })
-            }
-        })
-    }
-
-    fn format(self) -> Format {
-        match self {
-            Client::ClaudeCode | Client::ClaudeDesktop | Client::Cursor => Format::Json {
-                servers_key: "mcpServers",
-                jsonc: false,
-            },
-            Client::VsCode => Format::Json {
-                servers_key: "servers",
-                jsonc: true,
-            },
-            Client::Codex => Format::Toml,
-        }
-    }
-
-    /// Our entry as the client's JSON wants it (Codex's TOML is built from the same command).
-    fn json_entry(self, serve: &ServeCommand) -> serde_json::Map<String, serde_json::Value> {
-        let mut entry = serde_json::Map::new();
-        if let Some(http) = &serve.http {
-            // Cursor tells HTTP from stdio by `url`; the others want the type.
-            if self != Client::Cursor {
-                entry.insert("type".into(), "http".into());
-            }
-            entry.insert("url".into(), http.url.clone().into());
-            if let Some(key) = &http.key {
-                let headers = serde_json::json!({"Authorization": format!("Bearer {key}")});
-                entry.insert("headers".into(), headers);
-            }
-            return entry;
-        }
-        // Claude Code writes `"type": "stdio"` itself; VS Code requires it.
-        if matches!(self, Client::ClaudeCode | Client::VsCode) {
-            entry.insert("type".into(), "stdio".into());
-        }
-        entry.insert("command".into(), serve.program_text().into());
-        entry.insert("args".into(), serve.args.clone().into());
-        entry
-    }
-}
-
-impl FromStr for Client {
-    type Err = ClientError;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Client::ALL
-            .into_iter()
-            .find(|c| c.name() == name)
-            .ok_or_else(|| ClientError::UnknownClient {
-                name: name.to_string(),
-            })
-    }
-}
-
-impl fmt::Display for Client {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 impl Scope {
     /// `user` or `project`, as a `--scope` flag would take it.
     pub fn name(self) -> &'static str {
@@ -272,26 +162,6 @@ impl Scope {
             Scope::Project => "project",
         }
     }
-}
-
-/// Where desktop apps keep their settings: `~/Library/Application Support` on macOS, else
-/// `~/.config` (the XDG default; `$XDG_CONFIG_HOME` is not read here).
-fn app_config_dir(home: &Path) -> PathBuf {
-    if cfg!(target_os = "macos") {
-        home.join("Library/Application Support")
-    } else {
-        home.join(".config")
-    }
-}
-
-/// The file formats we edit.
-#[derive(Debug, Clone, Copy)]
-enum Format {
-    Json {
-        servers_key: &'static str,
-        jsonc: bool,
-    },
-    Toml,
 }
 
 /// A file's new text and the servers set aside or restored on the way.
@@ -338,7 +208,7 @@ impl ServeCommand {
         }
     }
 
-    fn program_text(&self) -> String {
+    pub(super) fn program_text(&self) -> String {
         self.program.display().to_string()
     }
 }
@@ -431,7 +301,7 @@ fn add_entry(
     serve: &ServeCommand,
     fronted: &[String],
 ) -> Result<Edit, ClientError> {
-    if serve.http.is_some() && matches!(client, Client::ClaudeDesktop | Client::Codex) {
+    if serve.http.is_some() && !client.takes_http() {
         return Err(ClientError::NoHttpEntry {
             client: client.name(),
         });

@@ -18,12 +18,12 @@ fn serve(cwd: &Path) -> ServeCommand {
 }
 
 /// A fresh home and project directory.
-struct Home {
+pub(super) struct Home {
     _dir: tempfile::TempDir,
-    paths: ClientPaths,
+    pub(super) paths: ClientPaths,
 }
 
-fn temp_home() -> Home {
+pub(super) fn temp_home() -> Home {
     let dir = tempfile::tempdir().unwrap();
     let paths = ClientPaths {
         home: dir.path().join("home"),
@@ -489,7 +489,8 @@ fn unknown_clients_and_scopes_say_what_exists() {
     assert_eq!(err.kind(), "unknown_client");
     assert_eq!(
         err.help(),
-        "use one of: claude-code, claude-desktop, cursor, vscode, codex"
+        "use one of: claude-code, claude-desktop, cursor, vscode, codex, opencode, gemini-cli, \
+         windsurf, copilot-cli"
     );
     let paths = ClientPaths {
         home: "/h".into(),

@@ -247,3 +247,52 @@ fn forget_positions(item: &mut Item) {
         }
     }
 }
+
+/// The `[mcp_servers.*]` tables as JSON values, and the names of the servers set aside in
+/// our comment blocks.
+pub(super) fn servers(
+    text: &str,
+    path: &Path,
+) -> Result<(serde_json::Map<String, serde_json::Value>, Vec<String>), ClientError> {
+    let doc = parse(text, path)?;
+    let mut found = serde_json::Map::new();
+    if let Some(servers) = doc.get(SERVERS) {
+        let table = servers
+            .as_table_like()
+            .ok_or_else(|| ClientError::WrongShape {
+                path: path.to_path_buf(),
+                key: format!("[{SERVERS}]"),
+                found: "not a table",
+                expected: "a table",
+            })?;
+        for (name, item) in table.iter() {
+            found.insert(name.to_string(), json_of(item));
+        }
+    }
+    let aside = cut_blocks(text).1.into_iter().map(|b| b.name).collect();
+    Ok((found, aside))
+}
+
+/// A TOML item as plain JSON (dates as their text).
+fn json_of(item: &Item) -> serde_json::Value {
+    use serde_json::Value;
+    let of_value = |v: &toml_edit::Value| json_of(&Item::Value(v.clone()));
+    match item {
+        Item::None => Value::Null,
+        Item::Table(t) => Value::Object(t.iter().map(|(k, v)| (k.into(), json_of(v))).collect()),
+        Item::ArrayOfTables(a) => {
+            Value::Array(a.iter().map(|t| json_of(&Item::Table(t.clone()))).collect())
+        }
+        Item::Value(v) => match v {
+            toml_edit::Value::String(s) => Value::String(s.value().clone()),
+            toml_edit::Value::Integer(i) => Value::from(*i.value()),
+            toml_edit::Value::Float(f) => Value::from(*f.value()),
+            toml_edit::Value::Boolean(b) => Value::Bool(*b.value()),
+            toml_edit::Value::Datetime(d) => Value::String(d.value().to_string()),
+            toml_edit::Value::Array(a) => Value::Array(a.iter().map(of_value).collect()),
+            toml_edit::Value::InlineTable(t) => {
+                Value::Object(t.iter().map(|(k, v)| (k.into(), of_value(v))).collect())
+            }
+        },
+    }
+}

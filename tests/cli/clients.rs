@@ -1,0 +1,90 @@
+//! `clients`, `clients move`, `clients restore`: the real binary in a fresh HOME holding real
+//! client files; the moved servers then run from our config (the real time server).
+
+use serde_json::json;
+
+use crate::util::{time_bin, Cmd};
+
+/// Cursor runs the time server with a secret in its env; Windsurf's file is broken.
+fn home() -> Cmd {
+    let cursor =
+        json!({"mcpServers": {"time": {"command": time_bin(), "env": {"TZ_KEY": "s3cret"}}}});
+    Cmd::new()
+        .file(".cursor/mcp.json", &format!("{cursor:#}\n"))
+        .file(".codeium/windsurf/mcp_config.json", "{\"mcpServers\": {\n")
+}
+
+#[test]
+fn the_moved_server_runs_behind_the_gateway_and_restore_puts_cursor_back() {
+    let home = home();
+    let cursor_before = std::fs::read(home.path(".cursor/mcp.json")).unwrap();
+
+    let listed = home.cmd().args(["clients", "--json"]).run().json();
+    let clients = listed["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 9, "{listed:#}");
+    let cursor = &clients[2];
+    assert_eq!(cursor["client"], "cursor");
+    assert_eq!(cursor["pointsAtGateway"], false);
+    assert_eq!(cursor["servers"][0]["name"], "time");
+    assert_eq!(cursor["servers"][0]["target"], time_bin());
+    let windsurf = &clients[7];
+    assert_eq!(
+        windsurf["error"]["type"], "client_config_invalid",
+        "{windsurf:#}"
+    );
+    assert_eq!(clients[0]["found"], false);
+
+    let dry = home
+        .cmd()
+        .args(["clients", "move", "--all", "--dry-run", "--json"]);
+    let dry = dry.status(1).run();
+    assert_eq!(dry.json()["clients"][2]["moved"], json!(["time"]), "{dry}");
+    assert!(!home.path(".claude").exists(), "a dry run writes nothing");
+    assert_eq!(
+        std::fs::read(home.path(".cursor/mcp.json")).unwrap(),
+        cursor_before
+    );
+
+    // Windsurf's broken file fails its part (exit 1); Cursor moves.
+    let moved = home
+        .cmd()
+        .args(["clients", "move", "--all", "--json"])
+        .status(1)
+        .run();
+    let answer = moved.json();
+    assert_eq!(answer["clients"][2]["moved"], json!(["time"]), "{moved}");
+    assert_eq!(answer["clients"][2]["secrets"], json!(["TIME_TZ_KEY"]));
+    assert_eq!(
+        answer["clients"][7]["error"]["type"],
+        "client_config_invalid"
+    );
+    let env = std::fs::read_to_string(home.path(".claude/.env")).unwrap();
+    assert_eq!(env, "TIME_TZ_KEY='s3cret'\n");
+
+    let listed = home.cmd().args(["clients", "--json"]).run().json();
+    assert_eq!(listed["clients"][2]["pointsAtGateway"], true);
+    assert_eq!(listed["clients"][2]["servers"], json!([]));
+
+    // The server now runs from our config, its secret read from ~/.claude/.env.
+    let config = home.path(".claude/mcp.json").display().to_string();
+    let list = home
+        .cmd()
+        .args(["list", "--config", &config, "--json"])
+        .run();
+    let servers = list.json()["servers"].clone();
+    assert_eq!(servers[0]["name"], "time", "{list}");
+    assert_eq!(servers[0]["status"], "connected", "{list}");
+
+    let restored = home.cmd().args(["clients", "restore", "--json"]).run();
+    let answer = restored.json();
+    assert_eq!(answer["clients"][0]["exact"], true, "{restored}");
+    assert_eq!(answer["clients"][0]["removed"], json!(["time"]));
+    assert_eq!(
+        std::fs::read(home.path(".cursor/mcp.json")).unwrap(),
+        cursor_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path(".claude/.env")).unwrap(),
+        ""
+    );
+}
