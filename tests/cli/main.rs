@@ -31,6 +31,7 @@ mod output;
 mod overrides;
 mod planted;
 mod remote;
+mod remote_2026;
 mod rugpull;
 mod schemathesis;
 mod search;
