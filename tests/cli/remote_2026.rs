@@ -144,3 +144,33 @@ async fn an_input_required_result_is_answered_and_the_call_completes() {
     let methods: Vec<&str> = asked.iter().map(|(method, _)| method.as_str()).collect();
     assert_eq!(methods, ["elicitation/create"; 2], "{asked:?}");
 }
+
+/// The era is chosen once and remembered in the tool index: a later connect goes straight to
+/// the era recorded. The fixture speaks both, so the index is made to say 2025-11-25: the
+/// next call then comes in the handshake era (no `serverInfo` in the result's `_meta`, which
+/// the fixture adds only in 2026-07-28).
+#[test]
+fn a_later_connect_reuses_the_era_the_index_recorded() {
+    let fixture = Fixture::start();
+    let out = Cmd::new()
+        .config_json(json!({"mcpServers": {"conf": {"type": "http", "url": fixture.url()}}}))
+        .args(["list", "--json"])
+        .run();
+    assert_eq!(out.server("conf")["protocolVersion"], "2026-07-28", "{out}");
+    let call = || {
+        let called = out
+            .again()
+            .args(["call", "conf", "test_simple_text", "{}", "--json"])
+            .run();
+        called.json()["result"]["_meta"]["io.modelcontextprotocol/serverInfo"].clone()
+    };
+    assert!(call().is_object(), "a 2026-07-28 answer names its server");
+    let index = out.path(".cache/mcp-launch/tool-index.json");
+    let text = std::fs::read_to_string(&index).expect("the index was written");
+    assert!(text.contains("2026-07-28"), "{text}");
+    std::fs::write(&index, text.replace("2026-07-28", "2025-11-25")).unwrap();
+    assert!(
+        call().is_null(),
+        "the recorded era (2025-11-25) was not reused"
+    );
+}
