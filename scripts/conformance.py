@@ -20,6 +20,10 @@ Modes:
       suites against http://127.0.0.1:{port}/mcp and print both side by side. Exit 1 when a
       scenario (scored or not) that passes directly does not pass through CMD.
 
+  conformance.py client [--requirements REV]... [--json OUT] [--keep DIR] [--client CMD]
+      run the suite's client scenarios against examples/conformance_client.rs (our client
+      library), built first; ends with `N passed, M failed` (scripts/conformance_client.py).
+
 --requirements REV (repeatable) picks the revisions; without it, every requirement set the
 installed suite has among 2025-11-25 and 2026-07-28 is run, in every mode. A scenario
 passes when none of its checks is a FAILURE; WARNING checks are shown but do not fail it.
@@ -125,9 +129,9 @@ def available_revisions() -> list[str]:
     return [revision for revision in PREFERRED_REVISIONS if revision in known] or [PREFERRED_REVISIONS[0]]
 
 
-def plan_for(revision: str) -> Plan:
-    """Parses `conformance list --server --requirements REV` into scenario -> category."""
-    listed = run_suite_tool("list", "--server", "--requirements", revision)
+def plan_for(revision: str, side: str = "server") -> Plan:
+    """Parses `conformance list --SIDE --requirements REV` into scenario -> category."""
+    listed = run_suite_tool("list", f"--{side}", "--requirements", revision)
     if listed.returncode != 0:
         raise SetupError(
             f"the suite has no requirement set {revision}: {listed.stderr.strip() or listed.stdout.strip()}"
@@ -135,15 +139,15 @@ def plan_for(revision: str) -> Plan:
     categories: dict[str, str] = {}
     section = None
     for line in listed.stdout.splitlines():
-        if line.startswith("Server scenarios"):
+        if line.startswith(f"{side.capitalize()} scenarios"):
             section = "required"
-        elif line.startswith("Client scenarios"):
+        elif line.startswith(("Server scenarios", "Client scenarios")):
             section = None
         elif match := re.match(r"^  ([\w-]+) \(\d+\):$", line):
             section = match.group(1)
         elif match := re.match(r"^\s+- (\S+)(?: \[(server|client)\])?$", line):
-            side = match.group(2) or ("server" if section == "required" else None)
-            if section and side == "server":
+            listed_side = match.group(2) or (side if section == "required" else None)
+            if section and listed_side == side:
                 categories[match.group(1)] = section
     if not categories:
         raise SetupError(f"could not read the scenarios of {revision} from `conformance list`:\n{listed.stdout}")
@@ -435,6 +439,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 if __name__ == "__main__":
     try:
+        if sys.argv[1:2] == ["client"]:
+            sys.modules.setdefault("conformance", sys.modules[__name__])  # one SetupError
+            import conformance_client
+
+            sys.exit(conformance_client.main(sys.argv[2:]))
         sys.exit(main(sys.argv[1:]))
     except SetupError as error:
         print(f"conformance.py: {error}", file=sys.stderr)

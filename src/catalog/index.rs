@@ -198,6 +198,15 @@ impl ToolIndex {
         stale
     }
 
+    /// The protocol version `entry` last spoke, when the entry is still the server's (its
+    /// identity unchanged), however old: the era a connect reuses instead of probing.
+    pub fn protocol_version_of(&self, entry: &ServerEntry) -> Option<&str> {
+        let found = self.file.servers.get(&key(entry))?;
+        (Some(&found.identity) == server_identity(entry).as_ref())
+            .then_some(found.protocol_version.as_deref())
+            .flatten()
+    }
+
     /// What the tools of `entry` need of their client, as far as the listings recorded tell.
     pub fn needs_of(&self, entry: &ServerEntry) -> Needs {
         let found = self.file.servers.get(&key(entry));

@@ -9,6 +9,7 @@
 pub mod approvals;
 mod check;
 pub mod embedder;
+mod era;
 mod expose;
 mod fingerprint;
 mod index;

@@ -273,7 +273,7 @@ async fn connect_in_span(
         .spec
         .as_ref()
         .map_err(|e| ServerProblem::Config(e.clone()))?;
-    Ok(Session::connect(&endpoint(spec), opts).await?)
+    Ok(super::era::connect(entry, &endpoint(spec), opts).await?)
 }
 
 /// Sessions a preflight left open, by the server's qualified name, for whoever serves the

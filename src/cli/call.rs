@@ -288,8 +288,10 @@ async fn call(
         let never = tokio_util::sync::CancellationToken::new();
         return (session.call_as_task(params, timeout, &never).await).map_err(server_error);
     }
+    // A server of the 2026-07-28 revision may ask for input in its result: the CLI has no
+    // user to ask, so that ends as an `input_required` error naming what it asked.
     session
-        .call_tool(tool, arguments, timeout)
+        .call_tool_answering(tool, arguments, timeout)
         .await
         .map_err(server_error)
 }

@@ -206,6 +206,9 @@ impl Gateway {
             PoolConfig {
                 connect: ConnectOptions {
                     forwards_client_requests: true,
+                    // The gateway relays each client in its own era: an HTTP upstream stays
+                    // in the handshake era until the gateway relays the 2026-07-28 one to it.
+                    probe_revision: false,
                     ..options.connect
                 },
                 idle: options.idle,

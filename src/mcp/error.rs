@@ -92,6 +92,17 @@ pub enum McpError {
         /// Messages waiting to be written.
         queued: usize,
     },
+    /// A server of the 2026-07-28 revision asked for input (an `InputRequiredResult`) that
+    /// this session cannot give, or kept asking past the round limit.
+    #[error("{method}: the server asked for input ({asked}) and {reason}")]
+    InputRequired {
+        /// The request (e.g. `tools/call deploy`).
+        method: String,
+        /// What it asked for (`elicitation/create`, …).
+        asked: String,
+        /// Why it got no answer.
+        reason: String,
+    },
     /// The connection is closed; no more requests can be sent.
     #[error("connection to the server is closed{}", tail_text(.stderr_tail))]
     Closed {
@@ -143,6 +154,7 @@ impl McpError {
             McpError::Closed { .. } => "connection_closed",
             McpError::TooLarge { .. } => "message_too_large",
             McpError::Stalled { .. } => "server_stalled",
+            McpError::InputRequired { .. } => "input_required",
         }
     }
 
@@ -186,6 +198,9 @@ impl McpError {
             McpError::Closed { .. } => "the server went away; run the command again".into(),
             McpError::TooLarge { .. } => {
                 format!("the server sent more than any tool result needs; check the server (-vv shows the traffic) or ask a narrower question of the tool; {} raises the cap", super::limits::MESSAGE_BYTES.name)
+            }
+            McpError::InputRequired { .. } => {
+                "the tool asks its user for input (elicitation, sampling or roots): call it from an MCP client that offers them, through `mcp-launch serve`".into()
             }
             McpError::Stalled { .. } => {
                 format!("the server is stuck (it no longer reads stdin or accepts requests): restart it; if it repeats, report it to the server's authors ({} sets how many messages may wait for it)", super::limits::QUEUED_MESSAGES.name)

@@ -20,6 +20,10 @@ pub const META_PREFIX: &str = "io.modelcontextprotocol/";
 /// JSON-RPC error code: the method does not exist.
 pub const METHOD_NOT_FOUND: i64 = -32601;
 
+/// The 2026-07-28 revision's error code: the protocol version named is not supported (its
+/// `data.supported` lists those that are).
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+
 /// A JSON-RPC error object as a server sent it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {

@@ -9,6 +9,7 @@
 pub mod cap;
 mod error;
 pub mod framing;
+pub mod headers;
 mod http;
 pub mod limits;
 pub mod message;
@@ -24,6 +25,6 @@ pub use message::RpcError;
 pub use peer::{Notice, ServerRequestHandler};
 pub use session::{
     declares_all, own_meta, relayed_capabilities, requires_task, supports_task, ConnectOptions,
-    Endpoint, ServerInfo, Session, ToolList, INIT_FAST_WINDOW, INIT_SLOW_WINDOW, INIT_TIMEOUT,
-    INIT_TIMEOUT_ENV,
+    Endpoint, ServerInfo, Session, ToolList, DISCOVER_WINDOW, INIT_FAST_WINDOW, INIT_SLOW_WINDOW,
+    INIT_TIMEOUT, INIT_TIMEOUT_ENV,
 };

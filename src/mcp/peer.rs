@@ -271,7 +271,7 @@ impl Peer {
             .unwrap_or_else(|e| e.into_inner()) = Some(handler);
     }
 
-    fn server_request_handler(&self) -> Option<ServerRequestHandler> {
+    pub(crate) fn server_request_handler(&self) -> Option<ServerRequestHandler> {
         self.server_requests
             .read()
             .unwrap_or_else(|e| e.into_inner())

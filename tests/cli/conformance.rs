@@ -115,3 +115,108 @@ fn every_scenario_the_fixture_passes_passes_through_the_gateway() {
         "known gaps that now pass (take them out of KNOWN_GAPS): {fixed:?}"
     );
 }
+
+/// The client scenarios our conformance client (`examples/conformance_client.rs`, on our own
+/// client library) passes, by revision: every one not under `auth/`. A scenario here that
+/// fails is a regression.
+const CLIENT_PASSES: &[(&str, &[&str])] = &[
+    (
+        "2025-11-25",
+        &[
+            "initialize",
+            "tools_call",
+            "elicitation-sep1034-client-defaults",
+            "sse-retry",
+            "json-schema-2020-12-preservation",
+        ],
+    ),
+    (
+        "2026-07-28",
+        &[
+            "tools_call",
+            "request-metadata",
+            "sep-2322-client-request-state",
+            "http-standard-headers",
+            "http-custom-headers",
+            "http-invalid-tool-headers",
+            "json-schema-ref-no-deref",
+            "json-schema-2020-12-preservation",
+        ],
+    ),
+];
+
+/// Why the client scenarios we do not pass fail: the only expected failures.
+const CLIENT_EXPECTED_FAILURE: (&str, &str) = (
+    "auth/",
+    "auth not wired: the OAuth client (src/auth/client/, issue 26's other half) supplies the \
+     authorizer the conformance client asks for",
+);
+
+#[test]
+fn the_conformance_client_passes_every_recorded_client_scenario() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let json = dir.path().join("client.json");
+    let mut command = Command::new("python3");
+    command
+        .arg(manifest_dir().join("scripts/conformance.py"))
+        .args(["client", "--json"])
+        .arg(&json);
+    for (revision, _) in CLIENT_PASSES {
+        command.args(["--requirements", revision]);
+    }
+    // The script builds the example (a no-op when it is fresh); cargo needs the real HOME.
+    let output = command
+        .current_dir(manifest_dir())
+        .output()
+        .expect("run scripts/conformance.py client");
+    let shown = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.ends_with(" failed") && l.contains(" passed, ")),
+        "no `N passed, M failed` line:\n{shown}"
+    );
+    let text =
+        std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("no results ({e}):\n{shown}"));
+    let results: Value = serde_json::from_str(&text).expect("results are JSON");
+    let mut problems = Vec::new();
+    for (revision, passing) in CLIENT_PASSES {
+        let run = results["runs"]["client"][revision]
+            .as_object()
+            .unwrap_or_else(|| panic!("no {revision} run:\n{shown}"));
+        for (name, outcome) in run {
+            let passes = outcome["status"] == "pass" && outcome["warnings"] == 0;
+            let recorded = passing.contains(&name.as_str());
+            let expected_to_fail = name.starts_with(CLIENT_EXPECTED_FAILURE.0);
+            match (passes, recorded, expected_to_fail) {
+                (false, true, _) => problems.push(format!(
+                    "{revision} {name} regressed: {} {} ({} warnings)",
+                    outcome["status"], outcome["errors"], outcome["warnings"]
+                )),
+                (true, false, _) => problems.push(format!(
+                    "{revision} {name} now passes: record it in CLIENT_PASSES"
+                )),
+                (false, false, false) => problems.push(format!(
+                    "{revision} {name} fails with no recorded reason: {}",
+                    outcome["errors"]
+                )),
+                _ => {}
+            }
+        }
+        for name in *passing {
+            if !run.contains_key(*name) {
+                problems.push(format!("{revision} {name} did not run"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "client scenarios ({}):\n{}\n\n{shown}",
+        CLIENT_EXPECTED_FAILURE.1,
+        problems.join("\n")
+    );
+}

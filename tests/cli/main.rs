@@ -33,6 +33,7 @@ mod output;
 mod overrides;
 mod planted;
 mod remote;
+mod remote_2026;
 mod rugpull;
 mod schemathesis;
 mod search;

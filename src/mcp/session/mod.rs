@@ -13,14 +13,17 @@ use crate::process::{ProcessGuard, SpawnSpec};
 
 use super::error::McpError;
 use super::limits::Limits;
-use super::message::{
-    KNOWN_PROTOCOL_VERSIONS, META_PREFIX, PROTOCOL_VERSION, STATELESS_PROTOCOL_VERSION,
-};
+use super::message::{KNOWN_PROTOCOL_VERSIONS, PROTOCOL_VERSION};
 use super::peer::{CloseReason, Peer};
 use super::{http, sse, stdio};
 
+mod input;
+mod revision;
 mod task;
 mod tools;
+
+use self::revision::meta_offering;
+pub use self::revision::{own_meta, DISCOVER_WINDOW};
 
 pub use self::task::{requires_task, supports_task};
 pub use self::tools::ToolList;
@@ -77,10 +80,15 @@ pub struct ConnectOptions {
     /// Declare the client capabilities a gateway passes on to its own clients (sampling,
     /// elicitation, roots); the session's [`Session::on_server_request`] handler answers them.
     pub forwards_client_requests: bool,
-    /// Speak the stateless revision ([`STATELESS_PROTOCOL_VERSION`]): `server/discover`
+    /// Speak the stateless revision ([`STATELESS_PROTOCOL_VERSION`](super::message::STATELESS_PROTOCOL_VERSION)): `server/discover`
     /// instead of `initialize`; each request then carries its client's `_meta` (the caller
-    /// puts it in). Stdio only: over HTTP the revision needs headers we do not send.
+    /// puts it in, else the session puts ours). Over Streamable HTTP the revision's headers
+    /// go with every POST (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`).
     pub stateless: bool,
+    /// Over Streamable HTTP, ask `server/discover` first (within [`DISCOVER_WINDOW`]) and
+    /// speak the stateless revision when the server answers it, else the handshake
+    /// ([`Session::connect_either`]). Ignored with `stateless`.
+    pub probe_revision: bool,
 }
 
 impl Default for ConnectOptions {
@@ -92,16 +100,19 @@ impl Default for ConnectOptions {
             limits: Limits::default(),
             forwards_client_requests: false,
             stateless: false,
+            probe_revision: false,
         }
     }
 }
 
 impl ConnectOptions {
     /// Defaults, with the slow window from `MCP_INIT_TIMEOUT_SEC` ([`INIT_TIMEOUT`]) and the
-    /// bounds from theirs ([`Limits::from_env`]).
+    /// bounds from theirs ([`Limits::from_env`]); an HTTP server is reached in the newest
+    /// revision it speaks ([`ConnectOptions::probe_revision`]).
     pub fn from_env() -> Self {
         ConnectOptions {
             limits: Limits::from_env(),
+            probe_revision: true,
             ..Self::with_slow_window(INIT_TIMEOUT.from_env_or_default())
         }
     }
@@ -160,21 +171,6 @@ pub fn declares_all(declared: &Value, wanted: &Value) -> bool {
     wanted.keys().all(|name| declared.get(name).is_some())
 }
 
-/// The `_meta` of our own requests in the stateless revision: its version, no capabilities.
-pub fn own_meta() -> serde_json::Map<String, Value> {
-    [
-        ("protocolVersion", json!(STATELESS_PROTOCOL_VERSION)),
-        ("clientCapabilities", json!({})),
-        (
-            "clientInfo",
-            json!({"name": "mcp-launch", "version": env!("CARGO_PKG_VERSION")}),
-        ),
-    ]
-    .into_iter()
-    .map(|(key, value)| (format!("{META_PREFIX}{key}"), value))
-    .collect()
-}
-
 impl ServerInfo {
     /// What the answer to the opening request (`initialize`, `server/discover`) says.
     fn opened(
@@ -215,6 +211,9 @@ pub struct Session {
     span: tracing::Span,
     /// `tools/list` pages followed at most ([`Limits::tool_pages`]).
     tool_pages: usize,
+    /// In the stateless revision, the `_meta` a request that carries none gets (ours, with
+    /// the capabilities these options offer).
+    own_meta: Option<serde_json::Map<String, Value>>,
 }
 
 impl Session {
@@ -240,6 +239,7 @@ impl Session {
                     Arc::clone(&peer),
                     rx,
                     body_limit,
+                    opts.stateless,
                 )?)
             }
             Endpoint::Sse { url, headers } => {
@@ -252,6 +252,9 @@ impl Session {
             peer,
             connection,
             tool_pages: limits.tool_pages,
+            own_meta: opts
+                .stateless
+                .then(|| meta_offering(opts.offered_capabilities())),
             info: ServerInfo {
                 protocol_version: String::new(),
                 server_info: Value::Null,
@@ -302,36 +305,6 @@ impl Session {
             "initialize answered"
         );
         self.peer.notify("notifications/initialized", None);
-        Ok(())
-    }
-
-    /// The stateless revision's opening: `server/discover`, which must list
-    /// [`STATELESS_PROTOCOL_VERSION`] among `supportedVersions` (a server of the handshake era
-    /// refuses it, or answers without).
-    async fn discover(&mut self, opts: &ConnectOptions, started: Instant) -> Result<(), McpError> {
-        let params = json!({ "_meta": own_meta() });
-        let (result, used_slow_window) = self.handshake("server/discover", params, opts).await?;
-        let supported = result
-            .get("supportedVersions")
-            .and_then(Value::as_array)
-            .is_some_and(|versions| versions.iter().any(|v| v == STATELESS_PROTOCOL_VERSION));
-        if !supported {
-            return Err(McpError::Protocol(format!(
-                "server/discover does not list {STATELESS_PROTOCOL_VERSION}"
-            )));
-        }
-        let server_info = result
-            .get("_meta")
-            .and_then(|meta| meta.get(format!("{META_PREFIX}serverInfo")))
-            .cloned()
-            .unwrap_or(Value::Null);
-        let version = STATELESS_PROTOCOL_VERSION;
-        let told = (server_info, json!({}));
-        self.info = ServerInfo::opened(version, told, &result, started, used_slow_window);
-        tracing::info!(
-            ms = self.info.init_time.as_millis() as u64,
-            "server/discover answered: the server speaks {STATELESS_PROTOCOL_VERSION}"
-        );
         Ok(())
     }
 
@@ -444,6 +417,7 @@ impl Session {
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, McpError> {
         let deadline = tokio::time::Instant::now() + timeout;
+        let params = self.stamped(params);
         let (id, reply) = match self.peer.send_request(method, params, deadline).await {
             Ok(sent) => sent,
             // The writer saw the pipe break before the reader saw the exit: wait for the

@@ -10,6 +10,7 @@ use tracing::Instrument;
 
 use super::Session;
 use crate::mcp::error::McpError;
+use crate::mcp::headers;
 use crate::mcp::limits::TOOL_PAGES;
 use crate::mcp::message::METHOD_NOT_FOUND;
 
@@ -63,6 +64,9 @@ impl Session {
                 .request("tools/list", Some(json!({"cursor": cursor})), timeout)
                 .await?;
             pages += 1;
+        }
+        if self.own_meta.is_some() {
+            drop_unmirrorable(&mut list);
         }
         tracing::info!(tools = list.tools.len(), pages, "tools listed");
         Ok(list)
@@ -145,6 +149,21 @@ pub(super) fn collect_tools(page: &Value, list: &mut ToolList) {
             )),
         }
     }
+}
+
+/// Leaves out the tools whose `x-mcp-header` annotations break the 2026-07-28 revision's
+/// rules (their calls could not carry the headers the server relies on), with a warning each.
+fn drop_unmirrorable(list: &mut ToolList) {
+    let warnings = &mut list.warnings;
+    list.tools
+        .retain(|tool| match headers::param_headers(tool) {
+            Ok(_) => true,
+            Err(why) => {
+                let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                warnings.push(format!("skipped tool `{name}`: {why}"));
+                false
+            }
+        });
 }
 
 fn truncate(s: &str, max: usize) -> String {

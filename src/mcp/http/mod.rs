@@ -5,17 +5,22 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::error::McpError;
-use super::limits::{cap_events, read_capped, read_prefix, ERROR_BODY_BYTES};
+use super::headers::ToolHeaders;
+use super::limits::{read_capped, read_prefix, ERROR_BODY_BYTES};
+use super::message::STATELESS_PROTOCOL_VERSION;
 use super::peer::Peer;
+
+mod streams;
+
+use self::streams::revision_headers;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -27,11 +32,32 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 struct SessionState {
     session_id: Option<String>,
     protocol_version: Option<String>,
+    /// Speaking the 2026-07-28 revision: its headers go on every POST.
+    stateless: bool,
+    /// The listed tools' parameters mirrored into `Mcp-Param-*` headers (stateless only).
+    tool_headers: ToolHeaders,
+}
+
+/// How many times a POST's event stream that ended without its answer is resumed by a GET
+/// with `Last-Event-ID` (SEP-1699).
+const RESUMES: usize = 3;
+
+/// The wait before a resume when the server named none in `retry`.
+const RESUME_WAIT: Duration = Duration::from_secs(1);
+
+/// Where a POST's event stream stopped: its last event id and the wait the server asked for.
+#[derive(Default)]
+struct Resume {
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+    answered: bool,
 }
 
 /// Owns the writer task; aborts it on drop.
 pub(crate) struct Handle {
     writer: JoinHandle<()>,
+    /// Ends the standalone stream's listener (see [`Post::listen`]).
+    listening: CancellationToken,
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
@@ -42,6 +68,7 @@ impl Handle {
     /// Stops sending and deletes the session on the server (best effort, bounded).
     pub(crate) async fn shutdown(self) {
         self.writer.abort();
+        self.listening.cancel();
         let session_id = lock(&self.state).session_id.clone();
         if let Some(id) = session_id {
             let _ = self
@@ -59,6 +86,7 @@ impl Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         self.writer.abort();
+        self.listening.cancel();
     }
 }
 
@@ -95,10 +123,16 @@ pub(crate) fn start(
     peer: Arc<Peer>,
     mut outbox: mpsc::Receiver<Value>,
     body_limit: usize,
+    stateless: bool,
 ) -> Result<Handle, McpError> {
     let headers = header_map(url, headers)?;
     let client = client(url)?;
-    let state = Arc::new(Mutex::new(SessionState::default()));
+    let state = Arc::new(Mutex::new(SessionState {
+        stateless,
+        protocol_version: stateless.then(|| STATELESS_PROTOCOL_VERSION.to_string()),
+        ..SessionState::default()
+    }));
+    let listening = CancellationToken::new();
     let writer = {
         let (client, url, headers, state) = (
             client.clone(),
@@ -106,6 +140,7 @@ pub(crate) fn start(
             headers.clone(),
             Arc::clone(&state),
         );
+        let listening = listening.clone();
         tokio::spawn(
             async move {
                 while let Some(msg) = outbox.recv().await {
@@ -118,6 +153,9 @@ pub(crate) fn start(
                         body_limit,
                     };
                     let is_request = msg.get("method").is_some() && msg.get("id").is_some();
+                    let opens_session = !stateless
+                        && msg.get("method").and_then(Value::as_str)
+                            == Some("notifications/initialized");
                     if is_request {
                         // Requests are independent: each POST (and its answer stream) runs on its
                         // own, so slow tool calls do not hold up the others.
@@ -126,7 +164,12 @@ pub(crate) fn start(
                         // Notifications and answers are acknowledged at once (202) and must reach
                         // the server in order: `tools/list` racing ahead of
                         // `notifications/initialized` misses tools a server registers on it.
+                        let listener = post.sibling();
                         post.send(msg).await;
+                        if opens_session {
+                            let listen = listener.listen(listening.clone());
+                            tokio::spawn(listen.in_current_span());
+                        }
                     }
                 }
             }
@@ -135,6 +178,7 @@ pub(crate) fn start(
     };
     Ok(Handle {
         writer,
+        listening,
         client,
         url: url.to_string(),
         headers,
@@ -155,7 +199,10 @@ struct Post {
 impl Post {
     async fn send(self, msg: Value) {
         let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
-        let is_initialize = msg.get("method").and_then(Value::as_str) == Some("initialize");
+        let method = msg
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let mut req = self
             .client
             .post(&self.url)
@@ -169,6 +216,9 @@ impl Post {
             }
             if let Some(version) = &state.protocol_version {
                 req = req.header(VERSION_HEADER, version.as_str());
+            }
+            if state.stateless {
+                req = revision_headers(req, &msg, &state.tool_headers);
             }
         }
         for (name, value) in trace_context(&msg) {
@@ -185,7 +235,10 @@ impl Post {
             }
         };
         if !resp.status().is_success() {
-            let error = http_error(&self.url, &self.headers, resp).await;
+            let error = match self.rpc_refusal(resp).await {
+                Ok(()) => return,
+                Err(error) => error,
+            };
             return self.fail(request_id, error);
         }
         if let Some(id) = resp
@@ -201,24 +254,19 @@ impl Post {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         if is_sse {
-            let body = cap_events(resp.bytes_stream(), &self.url, self.body_limit);
-            let mut events = body.eventsource();
-            while let Some(event) = events.next().await {
-                match event {
-                    Ok(event) if !event.data.trim().is_empty() => {
-                        self.deliver(&event.data, is_initialize)
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::debug!(error = %e, "SSE response stream broke");
-                        break;
-                    }
-                }
+            let mut resume = Resume::default();
+            self.read_events(resp, method, request_id, &mut resume)
+                .await;
+            if !resume.answered && request_id.is_some() {
+                self.resume(method, request_id, &mut resume).await;
+            }
+            if resume.answered {
+                return;
             }
         } else {
             match read_capped(resp, &self.url, self.body_limit).await {
                 Ok(body) if !body.is_empty() => {
-                    self.deliver(&String::from_utf8_lossy(&body), is_initialize)
+                    self.deliver(&String::from_utf8_lossy(&body), method, request_id);
                 }
                 Ok(_) => {}
                 Err(error) => return self.fail(request_id, error),
@@ -232,17 +280,27 @@ impl Post {
         );
     }
 
-    fn deliver(&self, text: &str, is_initialize: bool) {
+    /// Hands the messages of one body or event to the peer; true when one was the answer to
+    /// `request_id`.
+    fn deliver(&self, text: &str, method: &str, request_id: Option<u64>) -> bool {
         let Ok(value) = serde_json::from_str::<Value>(text) else {
             tracing::debug!(text = %text.chars().take(200).collect::<String>(), "skipped non-JSON HTTP payload");
-            return;
+            return false;
         };
         let messages = match value {
             Value::Array(batch) => batch,
             one => vec![one],
         };
+        let mut answered = false;
         for message in messages {
-            if is_initialize {
+            let is_answer = message.get("method").is_none()
+                && request_id.is_some()
+                && message.get("id").and_then(Value::as_u64) == request_id;
+            answered |= is_answer;
+            if is_answer && method == "tools/list" {
+                self.remember_tool_headers(&message);
+            }
+            if method == "initialize" {
                 if let Some(version) = message
                     .pointer("/result/protocolVersion")
                     .and_then(Value::as_str)
@@ -252,6 +310,7 @@ impl Post {
             }
             self.peer.handle(message);
         }
+        answered
     }
 
     fn fail(&self, request_id: Option<u64>, error: McpError) {
@@ -276,6 +335,11 @@ pub(crate) async fn http_error(
 ) -> McpError {
     let status = resp.status().as_u16();
     let body = read_prefix(resp, ERROR_BODY_BYTES).await;
+    error_with_body(url, headers, status, &body)
+}
+
+/// [`http_error`] for a body already read.
+fn error_with_body(url: &str, headers: &HeaderMap, status: u16, body: &str) -> McpError {
     let body: String = body.chars().take(ERROR_BODY_BYTES).collect();
     McpError::Http {
         url: url.to_string(),
