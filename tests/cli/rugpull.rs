@@ -72,6 +72,28 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
         "{pulled}"
     );
     assert_eq!(pulled.json()["changed"], json!(["lookup"]), "{pulled}");
+    // `inspect` shows the approved definition beside the current one, and the command.
+    let inspected = first
+        .again()
+        .args(["inspect", "up", "lookup", "--json"])
+        .run();
+    let inspected = inspected.json();
+    assert_eq!(inspected["changed"], true, "{inspected}");
+    assert_eq!(
+        inspected["approvedDefinition"]["description"], HONEST,
+        "{inspected}"
+    );
+    assert_eq!(
+        inspected["approve"], "mcp-launch tool approve up lookup",
+        "{inspected}"
+    );
+    let human = first.again().args(["inspect", "up", "lookup"]).run();
+    assert!(
+        human.stdout.contains("definition changed since approved")
+            && human.stdout.contains(HONEST)
+            && human.stdout.contains("mcp-launch tool approve up lookup"),
+        "{human}"
+    );
     let human = first.again().args(["list", "up"]).run();
     assert!(human.stdout.contains("lookup!"), "{human}");
     assert!(
