@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
-targets=(stdio sse config jsonpath read_output front_path cut gateway_wire)
+targets=(stdio sse config jsonpath read_output front_path cut gateway_wire overrides client_config http_batch stdio_splice)
 if [[ $# -ge 1 && "$1" != all ]]; then
     targets=("$1")
 fi

@@ -70,7 +70,20 @@ pub fn update_locked(
     let current = std::fs::read(path).ok();
     match change(current) {
         Some(bytes) => write_private(path, &bytes),
-        None => Ok(()),
+        None => make_private(path),
+    }
+}
+
+/// Makes the existing file `path` owner-only (one an older mcp-launch wrote readable by all
+/// stays so until it is written again otherwise); a missing file is fine.
+fn make_private(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o077 != 0 => {
+            std::fs::set_permissions(path, Permissions::from_mode(0o600))
+        }
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

@@ -410,6 +410,22 @@ mod tests {
         assert_eq!(approvals().of("st", "s", &v1), Approval::Changed);
     }
 
+    /// The approvals say which definitions the user trusts: owner-only, also a file an older
+    /// mcp-launch left readable by all (0644) when nothing new is recorded in it.
+    #[test]
+    fn the_file_is_owner_only_even_when_an_older_one_was_readable_by_all() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(APPROVALS_FILE);
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        record_at(&path, "st", "s", &[echo("x")], false).unwrap();
+        assert_eq!(mode(&path), 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let seen = record_at(&path, "st", "s", &[echo("x")], false).unwrap();
+        assert!(seen.is_empty(), "nothing new");
+        assert_eq!(mode(&path), 0o600, "tightened");
+    }
+
     #[test]
     fn an_unreadable_file_is_left_alone_and_every_tool_reads_as_changed() {
         let dir = tempfile::tempdir().unwrap();

@@ -50,6 +50,7 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
     let tokens = index.and_then(|i| report.tool_tokens.get(i).copied());
     let budget =
         (overrides.for_server(&report.stack, key)).and_then(|o| o.output_budget(tool::name(found)));
+    let changed = changed_since_approved(&report, found, &overrides);
     let example = example_call(global, &report.name, found);
     // A denied tool's example would be refused: say so wherever the example is shown.
     let refused = (!is_allowed).then(|| {
@@ -82,6 +83,12 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
         if let Some(refused) = &refused {
             v["exampleRefused"] = json!(refused);
         }
+        if let Some(changed) = &changed {
+            v["changed"] = json!(true);
+            v["withheld"] = json!(changed.withheld);
+            v["approvedDefinition"] = changed.approved.clone();
+            v["approve"] = json!(changed.approve);
+        }
         output::print_json(&v)?;
         return Ok(Outcome::Success);
     }
@@ -112,6 +119,9 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
     if !is_allowed {
         writeln!(out, "{dim}(denied by {file}: hidden from listings){dim:#}")?;
     }
+    if let Some(changed) = &changed {
+        changed.show(&mut out, found)?;
+    }
     if let Some(tokens) = budget {
         let words = super::server::budget_words(tokens);
         writeln!(out, "{dim}(output budget {words}, set in {file}){dim:#}")?;
@@ -127,6 +137,72 @@ pub(super) async fn run(args: InspectArgs, global: &GlobalArgs) -> Result<Outcom
         writeln!(out, "  {dim}({refused}){dim:#}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// A definition that differs from the one the user approved.
+struct Changed {
+    /// The approved definition's covered fields (`null` when the approvals cannot be read).
+    approved: serde_json::Value,
+    /// The server is pinned strictly: `serve`, `up` and `call` withhold the tool.
+    withheld: bool,
+    /// The command that accepts the current definition.
+    approve: String,
+}
+
+impl Changed {
+    /// The approved fields that differ from the current ones, each approved then now.
+    fn show(&self, out: &mut impl Write, current: &serde_json::Value) -> std::io::Result<()> {
+        let (warn, dim) = (style::WARN, style::DIM);
+        let how = match self.withheld {
+            true => "withheld by serve, up and call until approved (pin: strict)",
+            false => "served as it is now",
+        };
+        writeln!(
+            out,
+            "\n{warn}definition changed since approved{warn:#}: {how}"
+        )?;
+        let text = |v: Option<&serde_json::Value>| match v {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => "(none)".into(),
+        };
+        for field in ["description", "inputSchema", "outputSchema", "annotations"] {
+            if self.approved.get(field) == current.get(field) {
+                continue;
+            }
+            writeln!(
+                out,
+                "  {field} approved: {dim}{}{dim:#}",
+                text(self.approved.get(field))
+            )?;
+            writeln!(out, "  {field} now:      {}", text(current.get(field)))?;
+        }
+        writeln!(
+            out,
+            "  {dim}review it, then `{}` accepts it{dim:#}",
+            self.approve
+        )
+    }
+}
+
+/// What the user's approvals say of `found`, when it changed since approved.
+fn changed_since_approved(
+    report: &catalog::ServerReport,
+    found: &serde_json::Value,
+    overrides: &catalog::Overrides,
+) -> Option<Changed> {
+    let (stack, key) = (&report.stack, report.config_name.as_str());
+    let approvals = catalog::Approvals::load();
+    if !approvals.of(stack, key, found).is_changed() {
+        return None;
+    }
+    let name = tool::name(found);
+    let approved = approvals.approved(stack, key, name);
+    Some(Changed {
+        approved: approved.map_or(serde_json::Value::Null, |a| a.definition.clone()),
+        withheld: overrides.pin(stack, key).is_strict(),
+        approve: format!("mcp-launch tool approve {} {name}", report.name),
+    })
 }
 
 /// `mcp-launch [--config …] call SERVER TOOL '{…}'`, quoted for a POSIX shell.

@@ -192,15 +192,15 @@ pub(super) async fn finish(
 
 /// The stacks of this project a change was applied to, and those it could not reach.
 #[derive(Default)]
-struct Live {
-    applied: Vec<String>,
-    failed: Vec<Value>,
+pub(super) struct Live {
+    pub(super) applied: Vec<String>,
+    pub(super) failed: Vec<Value>,
 }
 
 /// Applies the saved overrides to the stacks `up` runs in this project, as `mcp-launch
 /// openapi` does: each front rebuilds its spec and refuses what was just denied or disabled.
 /// (`serve` reads the file itself.)
-async fn apply_to_running_stacks() -> Live {
+pub(super) async fn apply_to_running_stacks() -> Live {
     let mut live = Live::default();
     let Ok(cwd) = std::env::current_dir() else {
         return live;

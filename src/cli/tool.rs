@@ -218,7 +218,7 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
                 tokens: b.tokens.map(|b| b.max_tokens),
             }
         }
-        ToolAction::Approve(a) => return approve(&a, &report, &overrides, global),
+        ToolAction::Approve(a) => return approve(&a, &report, &overrides, global).await,
     };
     // Applied to the file as it is now: the server check above may have taken a while.
     let updated = update_overrides(&[edit])?;
@@ -231,8 +231,9 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
 }
 
 /// `tool approve`: records the digests of the definitions the server offers now (`report`:
-/// from the tool index when fresh, which is what `list` and `inspect` showed, else live).
-fn approve(
+/// from the tool index when fresh, which is what `list` and `inspect` showed, else live), and
+/// has the stacks `up` runs here republish their specs (a withheld tool is served again).
+async fn approve(
     args: &ApproveArgs,
     report: &ServerReport,
     overrides: &Overrides,
@@ -261,6 +262,10 @@ fn approve(
     let (stack, key) = (&report.stack, &report.config_name);
     let accepted = crate::catalog::approvals::approve(stack, key, &definitions)?;
     let already: Vec<&String> = names.iter().filter(|n| !accepted.contains(n)).collect();
+    let live = match accepted.is_empty() {
+        true => super::server::Live::default(),
+        false => super::server::apply_to_running_stacks().await,
+    };
     if global.json {
         crate::output::print_json(&serde_json::json!({
             "success": true,
@@ -269,6 +274,7 @@ fn approve(
             "approved": accepted,
             "unchanged": already,
             "file": crate::catalog::Approvals::default_path().display().to_string(),
+            "appliedTo": live.applied,
         }))?;
         return Ok(Outcome::Success);
     }
@@ -282,6 +288,9 @@ fn approve(
     }
     for name in already {
         writeln!(out, "{} {name}: already approved", report.name)?;
+    }
+    for stack in &live.applied {
+        writeln!(out, "applied to the running stack {stack}")?;
     }
     Ok(Outcome::Success)
 }

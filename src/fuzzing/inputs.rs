@@ -6,12 +6,11 @@ use std::path::Path;
 
 use axum::http::Method;
 
-use super::split_first;
+use super::{rendered, split_first};
 use crate::config::dotenv;
 use crate::config::file;
 use crate::config::interpolate::interpolate;
 use crate::config::variables::Variables;
-use crate::error::Actionable;
 use crate::launch::front::path::RequestPath;
 use crate::launch::{Exposure, ServerExposure, ToolRule};
 
@@ -111,10 +110,4 @@ fn exposure() -> Exposure {
         },
     );
     exposure
-}
-
-/// An error as the user sees it: its message, kind and help, none empty.
-fn rendered(error: &dyn Actionable) {
-    assert!(!error.to_string().is_empty() && !error.kind().is_empty());
-    assert!(!error.help().is_empty(), "{error} has no help");
 }

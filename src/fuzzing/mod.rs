@@ -10,6 +10,8 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
+mod edits;
+mod gateway;
 mod inputs;
 mod outputs;
 mod wire;
@@ -17,6 +19,8 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use edits::{client_config, overrides};
+pub use gateway::{http_batch, stdio_splice};
 pub use inputs::{config, front_path};
 pub use outputs::{cut, jsonpath, read_output};
 pub use wire::{gateway_wire, sse, stdio};
@@ -35,7 +39,17 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("front_path", front_path),
     ("cut", cut),
     ("gateway_wire", gateway_wire),
+    ("overrides", overrides),
+    ("client_config", client_config),
+    ("http_batch", http_batch),
+    ("stdio_splice", stdio_splice),
 ];
+
+/// An error as the user sees it: its message, kind and help, none empty.
+fn rendered(error: &dyn crate::error::Actionable) {
+    assert!(!error.to_string().is_empty() && !error.kind().is_empty());
+    assert!(!error.help().is_empty(), "{error} has no help");
+}
 
 /// Runs a future that never waits (its input is in memory) to its end.
 fn ready<F: Future>(future: F) -> F::Output {

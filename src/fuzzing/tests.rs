@@ -25,6 +25,7 @@ fn every_target_has_a_fuzz_target_file_and_a_corpus() {
 
 #[test]
 fn every_corpus_input_runs_clean() {
+    let mut failed = Vec::new();
     for (target, body) in TARGETS {
         let mut inputs: Vec<PathBuf> = std::fs::read_dir(corpus(target))
             .into_iter()
@@ -35,8 +36,10 @@ fn every_corpus_input_runs_clean() {
         inputs.sort();
         for input in inputs {
             let data = std::fs::read(&input).expect("read a corpus input");
-            let outcome = std::panic::catch_unwind(|| body(&data));
-            assert!(outcome.is_ok(), "{target} fails on {}", input.display());
+            if std::panic::catch_unwind(|| body(&data)).is_err() {
+                failed.push(format!("{target} fails on {}", input.display()));
+            }
         }
     }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }

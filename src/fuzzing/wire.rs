@@ -97,7 +97,7 @@ fn is_list_answer(data: &[u8]) -> bool {
 }
 
 /// What we send back is a JSON-RPC response whose id is a string, a number or null.
-fn answer_is_json_rpc(answer: &Value) {
+pub(super) fn answer_is_json_rpc(answer: &Value) {
     assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
     let id = &answer["id"];
     assert!(

@@ -2,7 +2,7 @@
 //! allowed and with which description. The front proxy enforces it on every request and the
 //! OpenAPI merge publishes exactly it — one value, so the spec and the gate cannot disagree.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::Overrides;
 
@@ -10,6 +10,9 @@ use crate::catalog::Overrides;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exposure {
     servers: BTreeMap<String, ServerExposure>,
+    /// Tools (by server) whose definitions changed since they were approved, on servers pinned
+    /// strictly: refused as withheld (and left out of the spec) until approved.
+    withheld: BTreeMap<String, BTreeSet<String>>,
     /// The native bridge budgets results: `POST /read_output` reads on a cut one (the front
     /// lets it through, the spec documents it).
     reads_outputs: bool,
@@ -74,6 +77,8 @@ pub enum Verdict {
     },
     /// The tool is denied by the overrides.
     DeniedTool,
+    /// The tool's definition changed since it was approved and its server is pinned strictly.
+    WithheldTool,
     /// The server has no tool of that name.
     UnknownTool,
 }
@@ -129,6 +134,26 @@ impl Exposure {
         }
     }
 
+    /// Withholds `server`'s tool `tool` (its definition changed since it was approved, and the
+    /// server is pinned strictly): not allowed, and refused as withheld rather than denied.
+    pub fn withhold(&mut self, server: &str, tool: &str) {
+        let Some(rule) = self
+            .servers
+            .get_mut(server)
+            .and_then(|s| s.tools.get_mut(tool))
+        else {
+            return;
+        };
+        rule.allowed = false;
+        let tools = self.withheld.entry(server.to_string()).or_default();
+        tools.insert(tool.to_string());
+    }
+
+    /// Whether `server`'s tool `tool` is withheld.
+    pub fn is_withheld(&self, server: &str, tool: &str) -> bool {
+        self.withheld.get(server).is_some_and(|t| t.contains(tool))
+    }
+
     /// The servers, by name.
     pub fn servers(&self) -> impl Iterator<Item = (&str, &ServerExposure)> {
         self.servers.iter().map(|(k, v)| (k.as_str(), v))
@@ -155,6 +180,7 @@ impl Exposure {
         let rest = rest.trim_end_matches('/');
         match exposure.tools.get(rest) {
             Some(rule) if rule.allowed => Verdict::Forward,
+            Some(_) if self.is_withheld(server, rest) => Verdict::WithheldTool,
             Some(_) => Verdict::DeniedTool,
             None if !(rest.is_empty() || SERVER_PAGES.contains(&rest)) => Verdict::UnknownTool,
             None if !read => Verdict::PageIsReadOnly,

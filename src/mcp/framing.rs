@@ -13,6 +13,14 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 /// an endless line from a broken server must not exhaust memory.
 pub const MAX_LINE_BYTES: usize = super::limits::MAX_MESSAGE_BYTES;
 
+/// One message as a line for a server's stdin: compact JSON (which escapes every newline in
+/// its strings) and one `\n`.
+pub fn encode(message: &Value) -> Vec<u8> {
+    let mut line = message.to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
+
 /// Reads newline-delimited JSON values from a server's stdout.
 pub struct LineReader<R> {
     inner: R,

@@ -54,10 +54,9 @@ pub(crate) fn start(
 /// pipe breaks (the reader then sees the end of the process and fails what is pending).
 async fn write_messages(mut stdin: ChildStdin, mut outbox: mpsc::Receiver<Value>) {
     while let Some(msg) = outbox.recv().await {
-        let mut line = msg.to_string();
-        line.push('\n');
+        let line = crate::mcp::framing::encode(&msg);
         let written = async {
-            stdin.write_all(line.as_bytes()).await?;
+            stdin.write_all(&line).await?;
             stdin.flush().await
         };
         if let Err(e) = written.await {

@@ -7,6 +7,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
+use crate::launch_util;
 use crate::serve::{drive, eventually, stdio_gateway};
 use crate::util::*;
 
@@ -71,6 +72,28 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
         "{pulled}"
     );
     assert_eq!(pulled.json()["changed"], json!(["lookup"]), "{pulled}");
+    // `inspect` shows the approved definition beside the current one, and the command.
+    let inspected = first
+        .again()
+        .args(["inspect", "up", "lookup", "--json"])
+        .run();
+    let inspected = inspected.json();
+    assert_eq!(inspected["changed"], true, "{inspected}");
+    assert_eq!(
+        inspected["approvedDefinition"]["description"], HONEST,
+        "{inspected}"
+    );
+    assert_eq!(
+        inspected["approve"], "mcp-launch tool approve up lookup",
+        "{inspected}"
+    );
+    let human = first.again().args(["inspect", "up", "lookup"]).run();
+    assert!(
+        human.stdout.contains("definition changed since approved")
+            && human.stdout.contains(HONEST)
+            && human.stdout.contains("mcp-launch tool approve up lookup"),
+        "{human}"
+    );
     let human = first.again().args(["list", "up"]).run();
     assert!(human.stdout.contains("lookup!"), "{human}");
     assert!(
@@ -218,4 +241,74 @@ fn approve_names_unknown_tools_with_suggestions_and_needs_a_tool_or_all() {
         .stderr_any()
         .run();
     assert!(out.stderr.contains("--all"), "{out}");
+}
+
+/// `up` (the native bridge, then mcpo): a tool changed since approved on a strictly pinned
+/// server is refused by the front (403 `tool_withheld`, naming `tool approve`) and left out of
+/// the spec; `tool approve` republishes the running stack's spec and the tool answers again.
+#[test]
+fn up_withholds_a_changed_tool_under_a_strict_pin_until_approved_with_either_controller() {
+    for controller in ["native", "mcpo"] {
+        withheld_by_up(controller);
+    }
+}
+
+fn withheld_by_up(controller: &str) {
+    let cmd = crate::launch_util::project(&[]).file("tools.json", &lookup(HONEST));
+    let tools = cmd.path("tools.json").display().to_string();
+    let servers = json!({"up": fault(&["--only-file-tools", "--tools-file", &tools])});
+    let cmd = cmd.file("a.json", &json!({"mcpServers": servers}).to_string());
+    let run = |args: &[&str]| cmd.cmd().args(["--config", "a.json"]).args(args);
+    let first = run(&["list", "up", "--json"]).run();
+    assert_eq!(listed_tool(&first)["description"], HONEST, "{first}");
+    std::fs::write(cmd.path("tools.json"), lookup(PULLED)).unwrap();
+    let pinned = json!({"version": 1, "pin": {"a": "strict"}}).to_string();
+    std::fs::create_dir_all(cmd.path(".mcp-launch")).unwrap();
+    std::fs::write(cmd.path(".mcp-launch/overrides.json"), pinned).unwrap();
+    run(&["trust", "--yes"]).stderr_any().run();
+
+    let port = free_ports(2);
+    let (front, mcpo) = (port.to_string(), (port + 1).to_string());
+    let up = run(&[
+        "up",
+        "--controller",
+        controller,
+        "--tunnel",
+        "none",
+        "--refresh",
+    ])
+    .args(["--port", &front, "--mcpo-port", &mcpo])
+    .stderr_any()
+    .spawn();
+    let state = launch_util::wait_ready(&up, cmd.dir(), 1);
+    let stack = launch_util::stack(&state, "a");
+    let url = format!("http://127.0.0.1:{}", stack["port"]);
+    let key = [("X-API-Key", stack["api_key"].as_str().unwrap())];
+    let call = || launch_util::http("POST", &format!("{url}/up/lookup"), &key, Some(json!({})));
+    let (status, refused) = call();
+    assert_eq!(
+        (status, &refused["error"]["type"]),
+        (403, &json!("tool_withheld")),
+        "{controller}: {refused}"
+    );
+    let help = refused["error"]["help"].to_string();
+    assert!(help.contains("mcp-launch tool approve up lookup"), "{help}");
+    let (_, spec) = launch_util::http("GET", &format!("{url}/openapi.json"), &key, None);
+    let published = launch_util::paths(&spec);
+    assert!(
+        !published.contains("/up/lookup"),
+        "{controller}: in the spec: {spec}"
+    );
+    let warned = stack["warnings"].to_string();
+    assert!(warned.contains("withheld until approved"), "{state}");
+
+    let approved = run(&["tool", "approve", "up", "lookup", "--json"]).run();
+    assert_eq!(approved.json()["appliedTo"], json!(["a"]), "{approved}");
+    let (status, answer) = call();
+    assert_eq!(
+        status, 200,
+        "{controller}: approved, still refused: {answer}"
+    );
+    assert!(answer.to_string().contains("found"), "{answer}");
+    launch_util::terminate(up, &state);
 }

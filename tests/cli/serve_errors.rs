@@ -241,6 +241,31 @@ fn a_batch_is_answered_as_an_array_on_a_2025_03_26_session_and_refused_after() {
     drop(gateway);
 }
 
+/// Found by the `http_batch` fuzz target: a batched element whose id was an object (or an
+/// array) was answered with that id; JSON-RPC 2.0 answers a request it cannot read with null.
+#[test]
+fn a_batched_element_whose_id_is_no_string_or_number_is_answered_with_null() {
+    let (gateway, url) = gateway();
+    let id = session(&url);
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"},
+        {"jsonrpc": "2.0", "id": [2], "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]);
+    let answer = post(&url, &[("mcp-session-id", &id)], batch.to_string());
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let answers = answer.body.as_array().expect("an array");
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(
+        ids,
+        [&Value::Null, &Value::Null, &json!(3)],
+        "{}",
+        answer.body
+    );
+    assert_eq!(answers[0]["error"]["code"], -32600, "{}", answer.body);
+    drop(gateway);
+}
+
 /// The lines stdio `serve` answered, in order.
 fn stdio_answers(command: &[&str], env: &[(&str, &str)], input: &str) -> Vec<Value> {
     let cmd = Cmd::new().config_json(json!({"mcpServers": {"time": time()}}));

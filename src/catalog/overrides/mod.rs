@@ -464,7 +464,7 @@ impl Overrides {
 
     /// The overrides in `text`, checked: syntax first (with its position), then the version,
     /// then the shape.
-    fn parse(path: PathBuf, text: &str) -> Result<Overrides, OverridesError> {
+    pub(crate) fn parse(path: PathBuf, text: &str) -> Result<Overrides, OverridesError> {
         let invalid = |e: serde_json::Error, path: &Path| {
             let (line, column) = crate::error::json_position(text, &e);
             OverridesError::Invalid {
@@ -506,9 +506,9 @@ impl Overrides {
             path: self.path.clone(),
             reason: e.to_string(),
         };
-        let mut text = serde_json::to_string_pretty(&self.file_out())
+        let text = self
+            .to_text()
             .map_err(|e| unwritable(std::io::Error::other(e)))?;
-        text.push('\n');
         crate::files::write(&self.path, text.as_bytes()).map_err(unwritable)?;
         // The user's own command wrote it: its content is theirs, trusted as such.
         let project = self.path.parent().and_then(Path::parent);
@@ -519,6 +519,13 @@ impl Overrides {
             }
         }
         Ok(())
+    }
+
+    /// The file's text as [`Overrides::save`] writes it: sorted, pretty, empty entries left out.
+    pub(crate) fn to_text(&self) -> serde_json::Result<String> {
+        let mut text = serde_json::to_string_pretty(&self.file_out())?;
+        text.push('\n');
+        Ok(text)
     }
 
     /// A hash of the choices about servers and tools as they would be saved: what keys

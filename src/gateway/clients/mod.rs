@@ -286,12 +286,33 @@ pub fn unwrite(
     let Some(old) = file::read(&file)? else {
         return Ok(WriteReport::unchanged(file));
     };
-    let edit = match client.format() {
-        Format::Json { servers_key, jsonc } => json_file::remove(&old, &file, servers_key, jsonc)?,
-        Format::Toml => toml_file::remove(&old, &file)?,
-    };
+    let edit = remove_entry(client, &file, &old)?;
     let undo = command_line(client, scope, None, "--write");
     finish(scope, file, Some(old), edit, undo)
+}
+
+/// The text [`write`] makes of `text`, the client's `file`, reading and writing no file (what
+/// the `client_config` fuzz target checks).
+pub fn with_entry(
+    client: Client,
+    file: &Path,
+    text: &str,
+    serve: &ServeCommand,
+    fronted: &[String],
+) -> Result<String, ClientError> {
+    add_entry(client, file, text, serve, fronted).map(|edit| edit.text)
+}
+
+/// The text [`unwrite`] makes of `text`, the client's `file`, reading and writing no file.
+pub fn without_entry(client: Client, file: &Path, text: &str) -> Result<String, ClientError> {
+    remove_entry(client, file, text).map(|edit| edit.text)
+}
+
+fn remove_entry(client: Client, file: &Path, text: &str) -> Result<Edit, ClientError> {
+    match client.format() {
+        Format::Json { servers_key, jsonc } => json_file::remove(text, file, servers_key, jsonc),
+        Format::Toml => toml_file::remove(text, file),
+    }
 }
 
 fn add_entry(

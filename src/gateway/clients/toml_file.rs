@@ -66,7 +66,11 @@ pub(super) fn remove(text: &str, path: &Path) -> Result<Edit, ClientError> {
         match uncomment(&block) {
             Some(mut item) if !servers.contains_key(&block.name) => {
                 if let (Some(table), true) = (item.as_table_mut(), blank_line_before) {
-                    table.decor_mut().set_prefix("\n");
+                    // A blank line before the table, then the comments that were above it.
+                    let prefix = table.decor().prefix().and_then(|p| p.as_str());
+                    let comments = prefix.unwrap_or_default().trim_start_matches('\n');
+                    let prefix = format!("\n{comments}");
+                    table.decor_mut().set_prefix(prefix);
                 }
                 blank_line_before = true;
                 servers.insert(&block.name, item);
@@ -294,5 +298,28 @@ fn json_of(item: &Item) -> serde_json::Value {
                 Value::Object(t.iter().map(|(k, v)| (k.into(), of_value(v))).collect())
             }
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `client_config` fuzz target: `--unwrite` put a server back without the
+    /// comment above its table (`fuzz/corpus/client_config/codex-toml-set-aside`).
+    #[test]
+    fn a_server_put_back_keeps_the_comment_above_it() {
+        let text = "model = \"o4-mini\"\n\n# GitHub, with a token\n[mcp_servers.github]\ncommand = \"npx\"\n";
+        let serve = ServeCommand::new("/bin/mcp-launch".into(), &[], &[], Path::new("/"));
+        let path = Path::new("config.toml");
+        let added = add(text, path, &serve, &["github".into()]).unwrap();
+        assert!(
+            added.text.contains("# # GitHub, with a token\n"),
+            "{}",
+            added.text
+        );
+        let removed = remove(&added.text, path).unwrap();
+        assert_eq!(removed.restored, ["github"]);
+        assert_eq!(removed.text, text);
     }
 }

@@ -83,7 +83,13 @@ fn allowed(parts: &Parts) -> Result<(), String> {
 
 /// One element's answer (`None` for a notification or a response).
 async fn one(inner: &Router, parts: &Parts, element: Value) -> Option<Value> {
-    let id = element.get("id").cloned().unwrap_or(Value::Null);
+    // An id we cannot answer with (an object, an array) is answered with null, as JSON-RPC 2.0
+    // answers a request it cannot read.
+    let id = element
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())
+        .cloned()
+        .unwrap_or(Value::Null);
     let is_request = element.get("method").is_some() && element.get("id").is_some();
     let is_notification = element.get("method").is_some() && element.get("id").is_none();
     if !element.is_object() {

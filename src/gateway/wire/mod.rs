@@ -41,7 +41,7 @@ use super::error::GatewayError;
 use super::items::{object, Kind};
 use super::{asks_for_input, Caller, Event, Gateway, Progress, Stateless};
 
-mod batch;
+pub(crate) mod batch;
 pub(crate) mod guard;
 mod http;
 mod link;

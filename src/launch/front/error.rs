@@ -77,6 +77,14 @@ pub enum FrontError {
         /// The tool.
         tool: String,
     },
+    /// The tool's definition changed since it was approved, and its server is pinned strictly.
+    #[error("tool `{tool}` of server `{server}` changed since it was approved and is withheld (pin: strict)")]
+    ToolWithheld {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
     /// The server has no tool of that name.
     #[error("server `{server}` has no tool `{tool}`")]
     UnknownTool {
@@ -140,7 +148,7 @@ impl FrontError {
             Self::UnknownServer { .. } | Self::ServerDisabled { .. } | Self::UnknownTool { .. } => {
                 StatusCode::NOT_FOUND
             }
-            Self::ToolDenied { .. } => StatusCode::FORBIDDEN,
+            Self::ToolDenied { .. } | Self::ToolWithheld { .. } => StatusCode::FORBIDDEN,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::UpstreamUnavailable { .. } | Self::UpstreamRejectedKey { .. } => {
                 StatusCode::BAD_GATEWAY
@@ -171,6 +179,7 @@ impl Actionable for FrontError {
             Self::UnknownServer { .. } => "unknown_server",
             Self::ServerDisabled { .. } => "server_disabled",
             Self::ToolDenied { .. } => "tool_denied",
+            Self::ToolWithheld { .. } => "tool_withheld",
             Self::UnknownTool { .. } => "unknown_tool",
             Self::UpstreamUnavailable { .. } => "upstream_unavailable",
             Self::UpstreamTimeout { .. } => "upstream_timeout",
@@ -220,6 +229,10 @@ impl Actionable for FrontError {
             Self::ToolDenied { server, tool, .. } => {
                 format!("`mcp-launch tool allow {server} {tool}`, then `mcp-launch openapi`")
             }
+            Self::ToolWithheld { server, tool } => format!(
+                "a human must review the new definition (`mcp-launch inspect {server} {tool}`) and \
+                 accept it with `mcp-launch tool approve {server} {tool}`; do not retry"
+            ),
             Self::UnknownTool { suggestions, .. } if suggestions.is_empty() => {
                 "`GET /openapi.json` lists every allowed tool".to_string()
             }

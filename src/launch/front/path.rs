@@ -131,6 +131,10 @@ impl RequestPath {
                 server: server.clone(),
                 tool: rest,
             }),
+            Verdict::WithheldTool => Err(FrontError::ToolWithheld {
+                server: server.clone(),
+                tool: rest,
+            }),
             Verdict::UnknownTool => Err(FrontError::UnknownTool {
                 server: server.clone(),
                 suggestions: similar_allowed_tools(exposure, server, &rest),

@@ -2,12 +2,13 @@
 //! [`Exposure`], so the two never disagree), assembled from the controller's per-server
 //! documents and the project's overrides, with the counts and warnings its record keeps.
 
+use std::collections::BTreeMap;
 use std::fmt::Display;
 
 use serde_json::{json, Value};
 
 use super::{merge, MergeOptions, ServerDocument};
-use crate::catalog::Overrides;
+use crate::catalog::{Approvals, Overrides};
 use crate::config::ServerEntry;
 use crate::launch::state::{ServerCount, StackState};
 use crate::launch::{Exposure, ServerExposure};
@@ -18,6 +19,11 @@ pub struct Sources<'a> {
     pub stack: &'a str,
     /// The servers the controller serves, in order (parallel to the documents).
     pub served: &'a [ServerEntry],
+    /// Their tool definitions by server, checked against `approvals`.
+    pub tools: &'a BTreeMap<String, Vec<Value>>,
+    /// The user's approved definitions: a changed tool is warned of, and withheld when its
+    /// server is pinned strictly.
+    pub approvals: &'a Approvals,
     /// Servers disabled at launch (never started).
     pub disabled: &'a [String],
     /// The project's overrides, as they are now.
@@ -71,6 +77,7 @@ pub fn assemble<E: Display>(sources: &Sources<'_>, documents: Vec<Result<Value, 
             ),
         );
         if enabled {
+            withhold_changed(sources, entry, &mut exposure, &mut warnings);
             kept.push((server.clone(), document));
         }
     }
@@ -104,6 +111,39 @@ pub fn assemble<E: Display>(sources: &Sources<'_>, documents: Vec<Result<Value, 
         servers,
         warnings,
     }
+}
+
+/// Warns of the server's tools whose definitions changed since they were approved, and
+/// withholds them when the server is pinned strictly (refused by the front as `tool_withheld`,
+/// left out of the spec).
+fn withhold_changed(
+    sources: &Sources<'_>,
+    entry: &ServerEntry,
+    exposure: &mut Exposure,
+    warnings: &mut Vec<String>,
+) {
+    let tools = sources
+        .tools
+        .get(&entry.name)
+        .map_or(&[][..], Vec::as_slice);
+    let changed = sources.approvals.changed(&entry.stack, &entry.name, tools);
+    let Some(first) = changed.first() else {
+        return;
+    };
+    let server = &entry.name;
+    let how = if sources.overrides.pin(&entry.stack, server).is_strict() {
+        changed
+            .iter()
+            .for_each(|tool| exposure.withhold(server, tool));
+        "withheld until approved (pin: strict)"
+    } else {
+        "served as changed"
+    };
+    warnings.push(format!(
+        "server {server}: tool definitions changed since approved: {} — {how}; review them \
+         (`mcp-launch inspect {server} {first}`), then `mcp-launch tool approve {server} {first}`",
+        changed.join(", ")
+    ));
 }
 
 /// The JSON the admin route answers and `openapi --json` prints for a stack.

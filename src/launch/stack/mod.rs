@@ -32,6 +32,9 @@ mod start;
 mod supervise;
 
 pub use error::StackError;
+
+/// Tool definitions by served server (config key).
+type Tools = std::collections::BTreeMap<String, Vec<serde_json::Value>>;
 pub use start::{register_keys, start};
 
 /// How long mcpo and cloudflared get between SIGTERM and SIGKILL when a stack stops: mcpo
@@ -120,6 +123,9 @@ struct Inner {
     served: Vec<ServerEntry>,
     /// Servers the overrides disable (the front answers 404 "disabled" for them).
     disabled: Vec<String>,
+    /// The served servers' tool definitions as last seen (the preflight's, then the live ones
+    /// the bridge found): what the spec checks against the approvals.
+    tools: StdMutex<Tools>,
     /// The native bridge budgets results (`POST /read_output` published and let through).
     reads_outputs: bool,
     front: Front,

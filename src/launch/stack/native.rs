@@ -190,6 +190,7 @@ async fn verify(stack: RunningStack, bridge: Bridge, server: Unverified) {
     }
     let change = describe_change(&server.tools, &list.tools);
     let report = catalog::record_live(&server.entry, &info, list).await;
+    lock(&stack.inner.tools).insert(name.clone(), report.tools.clone());
     let generated = native::openapi::server_document(&name, &report.tools);
     bridge.replace_tools(&name, report.tools, &generated.document);
     events.warn(

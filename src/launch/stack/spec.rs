@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 
 use super::{lock, RunningStack, StackError};
-use crate::catalog::Overrides;
+use crate::catalog::{Approvals, Overrides};
 use crate::launch::front::{ReloadError, ReloadHandler};
 use crate::launch::spec::publish::{self, summary_json, Sources};
 use crate::launch::state::StackState;
@@ -29,9 +29,13 @@ impl RunningStack {
             Some(url) => url.trim_end_matches('/').to_string(),
             None => lock(&inner.record).public_url.clone(),
         };
+        let tools = lock(&inner.tools).clone();
+        let approvals = Approvals::load();
         let sources = Sources {
             stack: &inner.name,
             served: &inner.served,
+            tools: &tools,
+            approvals: &approvals,
             disabled: &inner.disabled,
             overrides: &overrides,
             url: &url,

@@ -121,6 +121,7 @@ pub async fn start(
             upstream,
             tunnel_spec: plan.tunnel,
             public_url_flag: plan.public_url,
+            tools: StdMutex::new(served_tools(&served, &plan.entries, &reports)),
             served,
             disabled,
             reads_outputs,
@@ -244,6 +245,20 @@ fn choose_servers(
         }
     }
     (served, disabled, failures)
+}
+
+/// The preflight's tool definitions of each served server.
+fn served_tools(
+    served: &[ServerEntry],
+    entries: &[ServerEntry],
+    reports: &[ServerReport],
+) -> super::Tools {
+    entries
+        .iter()
+        .zip(reports)
+        .filter(|(entry, _)| served.iter().any(|s| s.name == entry.name))
+        .map(|(entry, report)| (entry.name.clone(), report.tools.clone()))
+        .collect()
 }
 
 /// The error of a stack with nothing to serve.

@@ -252,7 +252,7 @@ impl Lines {
 /// stdout for stdio: each message (one line) spliced before it is written.
 pub struct SplicingWriter<W> {
     inner: W,
-    gateway: Gateway,
+    tools: Box<dyn Fn() -> std::sync::Arc<str> + Send + Sync>,
     lines: Lines,
     out: Vec<u8>,
     sent: usize,
@@ -261,9 +261,17 @@ pub struct SplicingWriter<W> {
 impl<W> SplicingWriter<W> {
     /// Wraps `inner`.
     pub fn new(inner: W, gateway: Gateway) -> Self {
+        Self::with_tools(inner, move || gateway.tools_json_now())
+    }
+
+    /// Wraps `inner`, splicing the serialised tools `tools` gives (the fuzz target's own).
+    pub(crate) fn with_tools(
+        inner: W,
+        tools: impl Fn() -> std::sync::Arc<str> + Send + Sync + 'static,
+    ) -> Self {
         SplicingWriter {
             inner,
-            gateway,
+            tools: Box::new(tools),
             lines: Lines::default(),
             out: Vec::new(),
             sent: 0,
@@ -302,10 +310,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SplicingWriter<W> {
             // `drain` was Pending: the waker is registered.
             return Poll::Pending;
         }
-        let gateway = this.gateway.clone();
-        let tools = || gateway.tools_json_now();
+        let tools = &this.tools;
         this.lines
-            .push(buf, &mut this.out, |line| splice_line(line, &tools));
+            .push(buf, &mut this.out, |line| splice_line(line, tools));
         if let Poll::Ready(Err(e)) = this.drain(cx) {
             return Poll::Ready(Err(e));
         }
