@@ -92,6 +92,9 @@ pub enum McpError {
         /// Messages waiting to be written.
         queued: usize,
     },
+    /// OAuth to the server failed, or it needs a person to log in (`auth login`).
+    #[error(transparent)]
+    Auth(#[from] crate::auth::client::AuthError),
     /// The connection is closed; no more requests can be sent.
     #[error("connection to the server is closed{}", tail_text(.stderr_tail))]
     Closed {
@@ -143,6 +146,7 @@ impl McpError {
             McpError::Closed { .. } => "connection_closed",
             McpError::TooLarge { .. } => "message_too_large",
             McpError::Stalled { .. } => "server_stalled",
+            McpError::Auth(e) => e.kind(),
         }
     }
 
@@ -187,6 +191,7 @@ impl McpError {
             McpError::TooLarge { .. } => {
                 format!("the server sent more than any tool result needs; check the server (-vv shows the traffic) or ask a narrower question of the tool; {} raises the cap", super::limits::MESSAGE_BYTES.name)
             }
+            McpError::Auth(e) => e.help(),
             McpError::Stalled { .. } => {
                 format!("the server is stuck (it no longer reads stdin or accepts requests): restart it; if it repeats, report it to the server's authors ({} sets how many messages may wait for it)", super::limits::QUEUED_MESSAGES.name)
             }

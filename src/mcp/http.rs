@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
+use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -171,15 +174,9 @@ impl Post {
                 req = req.header(VERSION_HEADER, version.as_str());
             }
         }
-        let resp = match req.send().await {
+        let resp = match self.send_authorized(req).await {
             Ok(resp) => resp,
-            Err(e) => {
-                let error = McpError::Connect {
-                    url: self.url.clone(),
-                    message: error_chain(&e.without_url()),
-                };
-                return self.fail(request_id, error);
-            }
+            Err(error) => return self.fail(request_id, error),
         };
         if !resp.status().is_success() {
             let error = http_error(&self.url, &self.headers, resp).await;
@@ -227,6 +224,41 @@ impl Post {
             request_id,
             McpError::Protocol("the server's HTTP response ended without an answer".into()),
         );
+    }
+
+    /// Sends `req` with the OAuth token stored for this URL (none when the config sets an
+    /// `Authorization` header); on a 401, one refresh and one retry. A 401 that no stored
+    /// token can answer is a "needs login" error, never a plain HTTP failure.
+    async fn send_authorized(&self, req: RequestBuilder) -> Result<Response, McpError> {
+        use crate::auth::client::{store, AuthError};
+        let connect = |e: reqwest::Error| McpError::Connect {
+            url: self.url.clone(),
+            message: error_chain(&e.without_url()),
+        };
+        if self.headers.contains_key(AUTHORIZATION) {
+            return req.send().await.map_err(connect);
+        }
+        let retry = req.try_clone();
+        let token = store::token_for(&self.url).await?;
+        let req = match &token {
+            Some(token) => req.bearer_auth(token),
+            None => req,
+        };
+        let resp = req.send().await.map_err(connect)?;
+        let challenged = resp.status() == StatusCode::UNAUTHORIZED
+            && resp.headers().get(WWW_AUTHENTICATE).is_some();
+        match (challenged, token, retry) {
+            (false, _, _) => Ok(resp),
+            (true, Some(rejected), Some(retry)) => {
+                let fresh = store::refresh(&self.url, &rejected).await?;
+                retry.bearer_auth(fresh).send().await.map_err(connect)
+            }
+            _ => Err(AuthError::NeedsLogin {
+                resource: super::redact::url(&self.url),
+                reason: "it asks for an OAuth login and no token is stored".into(),
+            }
+            .into()),
+        }
     }
 
     fn deliver(&self, text: &str, is_initialize: bool) {

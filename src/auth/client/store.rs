@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use nix::fcntl::Flock;
-use reqwest::Client;
 
 use super::error::{AuthError, Step};
 use super::Grant;
@@ -92,20 +91,20 @@ pub async fn remove(url: &str) -> Result<Option<Grant>, AuthError> {
 
 /// The access token to send to `url`: the stored one while it is fresh, else refreshed
 /// first. `None` when nothing is stored (the server may need no login at all).
-pub async fn token_for(client: &Client, url: &str) -> Result<Option<String>, AuthError> {
+pub async fn token_for(url: &str) -> Result<Option<String>, AuthError> {
     let Some(grant) = load(url) else {
         return Ok(None);
     };
     if !grant.expires_soon() {
         return Ok(Some(grant.access_token));
     }
-    refresh(client, url, &grant.access_token).await.map(Some)
+    refresh(url, &grant.access_token).await.map(Some)
 }
 
 /// Replaces the access token `rejected` (expired, or answered 401) with a new one. Under the
 /// store's lock: when another process already replaced it, its token is taken and no request
 /// is made; else one refresh request, whose rotated refresh token is stored at once.
-pub async fn refresh(client: &Client, url: &str, rejected: &str) -> Result<String, AuthError> {
+pub async fn refresh(url: &str, rejected: &str) -> Result<String, AuthError> {
     let _held = hold().await?;
     let mut grants = read();
     let needs_login = |reason: &str| AuthError::NeedsLogin {
@@ -126,8 +125,9 @@ pub async fn refresh(client: &Client, url: &str, rejected: &str) -> Result<Strin
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh_token.as_str()),
     ];
+    let client = super::http_client();
     let answer = grant
-        .token_client(client)
+        .token_client(&client)
         .request(Step::Refresh, &pairs)
         .await;
     match answer {
