@@ -20,6 +20,7 @@ mod token;
 pub use discover::{discover, Discovery};
 pub use error::{AuthError, Step};
 pub use fetch::http_client;
+pub use token::revoke;
 
 use serde::{Deserialize, Serialize};
 

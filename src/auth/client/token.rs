@@ -93,3 +93,32 @@ impl Grant {
         }
     }
 }
+
+/// Revokes `grant`'s refresh token (else its access token) at its authorization server
+/// (RFC 7009), best effort and bounded; whether the server answered 200.
+pub async fn revoke(client: &Client, grant: &Grant) -> bool {
+    let Some(endpoint) = &grant.revocation_endpoint else {
+        return false;
+    };
+    let Ok(endpoint) = parse_url(&grant.url, endpoint, Step::Store) else {
+        return false;
+    };
+    let fetch = Fetch {
+        client,
+        resource: &grant.url,
+        step: Step::Store,
+    };
+    let (token, hint) = match &grant.refresh_token {
+        Some(refresh) => (refresh.as_str(), "refresh_token"),
+        None => (grant.access_token.as_str(), "access_token"),
+    };
+    let mut pairs = vec![
+        ("token", token),
+        ("token_type_hint", hint),
+        ("client_id", grant.client_id.as_str()),
+    ];
+    if let Some(secret) = &grant.client_secret {
+        pairs.push(("client_secret", secret));
+    }
+    matches!(fetch.post_form(&endpoint, &pairs).await, Ok(answer) if answer.status == 200)
+}
