@@ -111,7 +111,7 @@ async fn register(
         redirect_uris: vec![request.redirect_uri.clone()],
         grant_types: vec!["authorization_code".into(), "refresh_token".into()],
         response_types: vec!["code".into()],
-        token_endpoint_auth_method: Some("none".into()),
+        token_endpoint_auth_method: Some(auth_method(&discovery.server).into()),
         scope: discovery.scope.clone(),
         ..ClientMetadata::default()
     };
@@ -148,6 +148,14 @@ async fn register(
         return Err(fetch.refused(format!("it registered other redirect URIs than {ours}")));
     }
     Ok(info)
+}
+
+/// A public client (`none`, PKCE only) where the server takes one, else `client_secret_post`.
+fn auth_method(server: &crate::auth::metadata::AuthorizationServer) -> &'static str {
+    match &server.token_endpoint_auth_methods_supported {
+        Some(methods) if !methods.iter().any(|m| m == "none") => "client_secret_post",
+        _ => "none",
+    }
 }
 
 impl Pending {
