@@ -212,3 +212,61 @@ pub(crate) fn is_loopback(url: &Url) -> bool {
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn metadata(resource: &str) -> ProtectedResource {
+        serde_json::from_value(
+            json!({"resource": resource, "authorization_servers": ["https://as.example"]}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn metadata_for_another_server_is_refused() {
+        let url = "https://mcp.example/tenant/mcp";
+        let endpoint = Url::parse(url).unwrap();
+        assert_eq!(check_resource(url, &endpoint, &metadata(url)).unwrap(), url);
+        assert!(check_resource(url, &endpoint, &metadata("https://mcp.example/")).is_ok());
+        for elsewhere in [
+            "https://evil.example/tenant/mcp",
+            "https://mcp.example/other",
+            "http://mcp.example/tenant/mcp",
+        ] {
+            let refused = check_resource(url, &endpoint, &metadata(elsewhere)).unwrap_err();
+            assert_eq!(refused.kind(), "auth_refused", "{elsewhere}");
+            assert!(
+                refused.to_string().contains(url)
+                    && refused.to_string().contains("protected-resource metadata"),
+                "{refused}"
+            );
+        }
+    }
+
+    #[test]
+    fn credentials_go_to_https_or_loopback_only() {
+        for ok in [
+            "https://as.example/token",
+            "http://127.0.0.1:9/token",
+            "http://localhost:9/t",
+            "http://[::1]:9/t",
+        ] {
+            assert!(parse_url("r", ok, Step::Token).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://as.example/token",
+            "ftp://as.example/",
+            "not a url",
+            "http://10.0.0.1/t",
+        ] {
+            assert_eq!(
+                parse_url("r", bad, Step::Token).unwrap_err().kind(),
+                "auth_refused",
+                "{bad}"
+            );
+        }
+    }
+}

@@ -144,3 +144,44 @@ pub(crate) fn form_body(pairs: &[(&str, &str)]) -> String {
 fn clip(text: &str) -> String {
     text.chars().take(200).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// An authorization server whose metadata never ends: the read stops at the cap.
+    #[tokio::test]
+    async fn an_oversized_answer_is_refused_naming_the_step() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+            socket.write_all(head.as_bytes()).await.unwrap();
+            let chunk = vec![b' '; 64 * 1024];
+            while socket.write_all(&chunk).await.is_ok() {}
+        });
+        let client = http_client();
+        let fetch = Fetch {
+            client: &client,
+            resource: "http://127.0.0.1:1/mcp",
+            step: Step::ServerMetadata,
+        };
+        let url = Url::parse(&format!(
+            "http://{addr}/.well-known/oauth-authorization-server"
+        ))
+        .unwrap();
+        let refused = fetch.get(&url).await.err().expect("refused");
+        assert_eq!(refused.kind(), "auth_refused");
+        let text = refused.to_string();
+        assert!(
+            text.contains("authorization-server metadata") && text.contains("256 KiB"),
+            "{text}"
+        );
+    }
+}

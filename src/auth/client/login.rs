@@ -258,3 +258,96 @@ impl Pending {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pending(iss_promised: bool) -> Pending {
+        let server = serde_json::from_value(json!({
+            "issuer": "https://as.example",
+            "authorization_endpoint": "https://as.example/authorize",
+            "token_endpoint": "https://as.example/token",
+            "code_challenge_methods_supported": ["S256"],
+            "authorization_response_iss_parameter_supported": iss_promised,
+        }))
+        .unwrap();
+        Pending {
+            request: LoginRequest {
+                server: "s".into(),
+                url: "https://mcp.example/mcp".into(),
+                redirect_uri: "http://127.0.0.1:33001/callback".into(),
+                registered: None,
+                metadata_document: None,
+            },
+            discovery: Discovery {
+                resource: "https://mcp.example/mcp".into(),
+                server,
+                scope: None,
+            },
+            client: ClientInformation {
+                client_id: "c".into(),
+                client_secret: None,
+                client_id_issued_at: None,
+                client_secret_expires_at: None,
+                metadata: ClientMetadata::default(),
+            },
+            pkce: Pkce::new(),
+            state: "st8".into(),
+            authorize_url: Url::parse("https://as.example/authorize").unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_redirect_is_checked_before_its_code_is_used() {
+        let p = pending(false);
+        let ok = p.check_redirect("http://127.0.0.1:33001/callback?code=abc&state=st8");
+        assert_eq!(ok.unwrap(), "abc");
+        let with_iss =
+            "http://127.0.0.1:33001/callback?code=abc&state=st8&iss=https%3A%2F%2Fas.example";
+        assert_eq!(p.check_redirect(with_iss).unwrap(), "abc");
+        for (bad, why) in [
+            (
+                "http://127.0.0.1:33001/callback?code=abc&state=other",
+                "state",
+            ),
+            (
+                "https://evil.example/callback?code=abc&state=st8",
+                "redirect went to",
+            ),
+            (
+                "http://127.0.0.1:33001/callback?code=abc&state=st8&iss=https%3A%2F%2Fevil.example",
+                "issuer",
+            ),
+        ] {
+            let refused = p.check_redirect(bad).unwrap_err();
+            assert_eq!(refused.kind(), "auth_refused", "{bad}");
+            assert!(
+                refused.to_string().contains(why)
+                    && refused.to_string().contains("authorization response"),
+                "{refused}"
+            );
+        }
+        let missing_iss =
+            pending(true).check_redirect("http://127.0.0.1:33001/callback?code=abc&state=st8");
+        assert!(missing_iss.unwrap_err().to_string().contains("RFC 9207"));
+    }
+
+    #[tokio::test]
+    async fn a_redirect_uri_off_this_machine_is_refused_before_anything_is_sent() {
+        let request = LoginRequest {
+            server: "s".into(),
+            url: "http://127.0.0.1:9/mcp".into(),
+            redirect_uri: "https://evil.example/callback".into(),
+            registered: None,
+            metadata_document: None,
+        };
+        let refused = begin(&crate::auth::client::http_client(), request)
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(refused.kind(), "auth_refused");
+        assert!(refused.to_string().contains("loopback"), "{refused}");
+    }
+}
