@@ -8,6 +8,7 @@
 //! The MCP client, the gateway and the fronts use this room; it knows nothing of them.
 
 pub mod challenge;
+pub mod client;
 mod keys;
 pub mod metadata;
 pub mod pkce;

@@ -169,6 +169,9 @@ pub enum CliError {
     /// The embedding model could not be found, fetched or installed.
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),
+    /// An OAuth login, refresh or the token store failed.
+    #[error(transparent)]
+    Auth(#[from] crate::auth::client::AuthError),
     /// The installed embedding model could not be opened.
     #[error(transparent)]
     Semantic(#[from] crate::search::semantic::SemanticError),
@@ -208,6 +211,7 @@ impl CliError {
                     | crate::model::ModelError::NotAModel { .. }
             ),
             CliError::Semantic(_) => false,
+            CliError::Auth(_) => false,
             _ => true,
         }
     }
@@ -246,6 +250,7 @@ impl Actionable for CliError {
             CliError::Outputs(e) => e.kind(),
             CliError::Model(e) => e.kind(),
             CliError::Semantic(e) => e.kind(),
+            CliError::Auth(e) => e.kind(),
         }
     }
 
@@ -311,6 +316,7 @@ impl Actionable for CliError {
             CliError::Outputs(e) => e.help(),
             CliError::Model(e) => e.help(),
             CliError::Semantic(e) => e.help(),
+            CliError::Auth(e) => e.help(),
             CliError::FileExists { path } => {
                 format!("pass --force to overwrite {path}, or run init in another directory")
             }

@@ -1,6 +1,7 @@
 //! The command line: clap definitions, one file per command. Commands orchestrate — load the
 //! config, ask `catalog`, hand results to `output` — and hold no logic of their own.
 
+mod auth;
 mod batch;
 mod call;
 mod client_config;
@@ -132,6 +133,7 @@ pub enum Command {
     Usage(usage::UsageArgs),
     Model(model::ModelArgs),
     Clients(clients::ClientsArgs),
+    Auth(auth::AuthArgs),
 }
 
 impl Command {
@@ -250,6 +252,7 @@ async fn run_command(
         Command::Usage(args) => usage::run(args, &cli.global).await,
         Command::Model(args) => model::run(args, &cli.global).await,
         Command::Clients(args) => clients::run(args, &cli.global).await,
+        Command::Auth(args) => auth::run(args, &cli.global).await,
     }
 }
 

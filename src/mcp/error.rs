@@ -103,6 +103,9 @@ pub enum McpError {
         /// Why it got no answer.
         reason: String,
     },
+    /// OAuth to the server failed, or it needs a person to log in (`auth login`).
+    #[error(transparent)]
+    Auth(#[from] crate::auth::client::AuthError),
     /// The connection is closed; no more requests can be sent.
     #[error("connection to the server is closed{}", tail_text(.stderr_tail))]
     Closed {
@@ -155,6 +158,7 @@ impl McpError {
             McpError::TooLarge { .. } => "message_too_large",
             McpError::Stalled { .. } => "server_stalled",
             McpError::InputRequired { .. } => "input_required",
+            McpError::Auth(e) => e.kind(),
         }
     }
 
@@ -202,6 +206,7 @@ impl McpError {
             McpError::InputRequired { .. } => {
                 "the tool asks its user for input (elicitation, sampling or roots): call it from an MCP client that offers them, through `mcp-launch serve`".into()
             }
+            McpError::Auth(e) => e.help(),
             McpError::Stalled { .. } => {
                 format!("the server is stuck (it no longer reads stdin or accepts requests): restart it; if it repeats, report it to the server's authors ({} sets how many messages may wait for it)", super::limits::QUEUED_MESSAGES.name)
             }

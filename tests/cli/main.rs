@@ -29,6 +29,7 @@ mod list;
 mod native;
 mod native_startup;
 mod newcomer;
+mod oauth;
 mod output;
 mod overrides;
 mod planted;

@@ -5,7 +5,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
+use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -224,15 +227,9 @@ impl Post {
         for (name, value) in trace_context(&msg) {
             req = req.header(name, value);
         }
-        let resp = match req.send().await {
+        let resp = match self.send_authorized(req).await {
             Ok(resp) => resp,
-            Err(e) => {
-                let error = McpError::Connect {
-                    url: self.url.clone(),
-                    message: error_chain(&e.without_url()),
-                };
-                return self.fail(request_id, error);
-            }
+            Err(error) => return self.fail(request_id, error),
         };
         if !resp.status().is_success() {
             let error = match self.rpc_refusal(resp).await {
@@ -278,6 +275,41 @@ impl Post {
             request_id,
             McpError::Protocol("the server's HTTP response ended without an answer".into()),
         );
+    }
+
+    /// Sends `req` with the OAuth token stored for this URL (none when the config sets an
+    /// `Authorization` header); on a 401, one refresh and one retry. A 401 that no stored
+    /// token can answer is a "needs login" error, never a plain HTTP failure.
+    async fn send_authorized(&self, req: RequestBuilder) -> Result<Response, McpError> {
+        use crate::auth::client::{store, AuthError};
+        let connect = |e: reqwest::Error| McpError::Connect {
+            url: self.url.clone(),
+            message: error_chain(&e.without_url()),
+        };
+        if self.headers.contains_key(AUTHORIZATION) {
+            return req.send().await.map_err(connect);
+        }
+        let retry = req.try_clone();
+        let token = store::token_for(&self.url).await?;
+        let req = match &token {
+            Some(token) => req.bearer_auth(token),
+            None => req,
+        };
+        let resp = req.send().await.map_err(connect)?;
+        let challenged = resp.status() == StatusCode::UNAUTHORIZED
+            && resp.headers().get(WWW_AUTHENTICATE).is_some();
+        match (challenged, token, retry) {
+            (false, _, _) => Ok(resp),
+            (true, Some(rejected), Some(retry)) => {
+                let fresh = store::refresh(&self.url, &rejected).await?;
+                retry.bearer_auth(fresh).send().await.map_err(connect)
+            }
+            _ => Err(AuthError::NeedsLogin {
+                resource: super::redact::url(&self.url),
+                reason: "it asks for an OAuth login and no token is stored".into(),
+            }
+            .into()),
+        }
     }
 
     /// Hands the messages of one body or event to the peer; true when one was the answer to

@@ -1,0 +1,353 @@
+//! The authorization code flow with PKCE S256: register (pre-registered client, Client ID
+//! Metadata Document, else RFC 7591), build the authorization URL, then check the redirect
+//! that comes back (state, `iss` per RFC 9207, the loopback redirect URI) and exchange its code.
+
+use reqwest::{Client, Url};
+
+use super::discover::{discover, is_loopback, parse_url, trimmed, Discovery};
+use super::error::{AuthError, Step};
+use super::fetch::Fetch;
+use super::Grant;
+use crate::auth::metadata::{ClientInformation, ClientMetadata};
+use crate::auth::pkce::{self, Pkce};
+
+/// A client registered beforehand, from the server's `oauth` entry (secrets expanded).
+#[derive(Clone, Default)]
+pub struct PreRegistered {
+    /// The client id.
+    pub client_id: String,
+    /// The client secret (confidential clients).
+    pub client_secret: Option<String>,
+    /// Scopes to ask for instead of the discovered ones.
+    pub scopes: Option<String>,
+}
+
+/// What a login needs to start.
+pub struct LoginRequest {
+    /// The server's name in the config (shown in `auth status`).
+    pub server: String,
+    /// The MCP endpoint.
+    pub url: String,
+    /// Where the authorization server sends the browser back (a loopback URL).
+    pub redirect_uri: String,
+    /// A pre-registered client, if the config names one.
+    pub registered: Option<PreRegistered>,
+    /// Our Client ID Metadata Document's URL, used when the authorization server takes them.
+    pub metadata_document: Option<String>,
+}
+
+/// A login waiting for its redirect.
+pub struct Pending {
+    request: LoginRequest,
+    discovery: Discovery,
+    client: ClientInformation,
+    pkce: Pkce,
+    state: String,
+    /// Where to send the person.
+    pub authorize_url: Url,
+}
+
+/// Discovers, registers and builds the authorization URL.
+pub async fn begin(http: &Client, request: LoginRequest) -> Result<Pending, AuthError> {
+    let redirect = Url::parse(&request.redirect_uri).ok().filter(is_loopback);
+    if redirect.is_none() {
+        return Err(AuthError::Refused {
+            resource: request.url.clone(),
+            step: Step::Registration,
+            reason: format!("{} is not a loopback redirect URI", request.redirect_uri),
+        });
+    }
+    let discovery = discover(http, &request.url, None).await?;
+    let client = register(http, &request, &discovery).await?;
+    let pkce = Pkce::new();
+    let state = crate::auth::random_string(32);
+    let scope = request
+        .registered
+        .as_ref()
+        .and_then(|r| r.scopes.clone())
+        .or_else(|| discovery.scope.clone());
+    let endpoint = discovery
+        .server
+        .authorization_endpoint
+        .as_deref()
+        .ok_or_else(|| AuthError::Refused {
+            resource: request.url.clone(),
+            step: Step::ServerMetadata,
+            reason: "it names no authorization_endpoint".into(),
+        })?;
+    let mut authorize_url = parse_url(&request.url, endpoint, Step::ServerMetadata)?;
+    {
+        let mut query = authorize_url.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &client.client_id)
+            .append_pair("redirect_uri", &request.redirect_uri)
+            .append_pair("code_challenge", &pkce.challenge)
+            .append_pair("code_challenge_method", pkce::METHOD)
+            .append_pair("state", &state)
+            .append_pair("resource", &discovery.resource);
+        if let Some(scope) = &scope {
+            query.append_pair("scope", scope);
+        }
+    }
+    Ok(Pending {
+        request,
+        discovery,
+        client,
+        pkce,
+        state,
+        authorize_url,
+    })
+}
+
+/// The client to authorize as: pre-registered, a metadata document, or registered now.
+async fn register(
+    http: &Client,
+    request: &LoginRequest,
+    discovery: &Discovery,
+) -> Result<ClientInformation, AuthError> {
+    let metadata = ClientMetadata {
+        client_name: Some("mcp-launch".into()),
+        redirect_uris: vec![request.redirect_uri.clone()],
+        grant_types: vec!["authorization_code".into(), "refresh_token".into()],
+        response_types: vec!["code".into()],
+        token_endpoint_auth_method: Some(auth_method(&discovery.server).into()),
+        scope: discovery.scope.clone(),
+        ..ClientMetadata::default()
+    };
+    let as_client = |client_id: String, client_secret| ClientInformation {
+        client_id,
+        client_secret,
+        client_id_issued_at: None,
+        client_secret_expires_at: None,
+        metadata: metadata.clone(),
+    };
+    if let Some(pre) = &request.registered {
+        return Ok(as_client(pre.client_id.clone(), pre.client_secret.clone()));
+    }
+    let server = &discovery.server;
+    if let (true, Some(url)) = (
+        server.client_id_metadata_document_supported,
+        &request.metadata_document,
+    ) {
+        return Ok(as_client(url.clone(), None));
+    }
+    let fetch = Fetch {
+        client: http,
+        resource: &request.url,
+        step: Step::Registration,
+    };
+    let endpoint = server.registration_endpoint.as_deref().ok_or_else(|| {
+        fetch.failed("the authorization server takes no dynamic registration; put a pre-registered `oauth: {client_id}` in the server's config entry".into())
+    })?;
+    let endpoint = parse_url(&request.url, endpoint, Step::Registration)?;
+    let answer = fetch.post_json(&endpoint, &metadata).await?;
+    let info: ClientInformation = fetch.json(&answer)?;
+    let ours = &request.redirect_uri;
+    if !info.metadata.redirect_uris.is_empty() && !info.metadata.redirect_uris.contains(ours) {
+        return Err(fetch.refused(format!("it registered other redirect URIs than {ours}")));
+    }
+    Ok(info)
+}
+
+/// A public client (`none`, PKCE only) where the server takes one, else `client_secret_post`.
+fn auth_method(server: &crate::auth::metadata::AuthorizationServer) -> &'static str {
+    match &server.token_endpoint_auth_methods_supported {
+        Some(methods) if !methods.iter().any(|m| m == "none") => "client_secret_post",
+        _ => "none",
+    }
+}
+
+impl Pending {
+    /// Checks the redirect that came back (the full URL the browser was sent to) and exchanges
+    /// its code for tokens; the grant, ready to store.
+    pub async fn finish(self, http: &Client, redirected: &str) -> Result<Grant, AuthError> {
+        let code = self.check_redirect(redirected)?;
+        let mut grant = Grant {
+            server: self.request.server.clone(),
+            url: self.request.url.clone(),
+            resource: self.discovery.resource.clone(),
+            issuer: self.discovery.server.issuer.clone(),
+            token_endpoint: self
+                .discovery
+                .server
+                .token_endpoint
+                .clone()
+                .unwrap_or_default(),
+            revocation_endpoint: self.discovery.server.revocation_endpoint.clone(),
+            client_id: self.client.client_id.clone(),
+            client_secret: self.client.client_secret.clone(),
+            access_token: String::new(),
+            refresh_token: None,
+            expires_at: None,
+            scope: None,
+            obtained_at: super::now(),
+        };
+        let pairs = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("redirect_uri", self.request.redirect_uri.as_str()),
+            ("code_verifier", self.pkce.verifier.as_str()),
+        ];
+        let token = grant
+            .token_client(http)
+            .request(Step::Token, &pairs)
+            .await?;
+        grant.take(token);
+        Ok(grant)
+    }
+
+    /// The code of the redirect, after checking it came to our redirect URI with our state
+    /// and from the issuer we asked.
+    fn check_redirect(&self, redirected: &str) -> Result<String, AuthError> {
+        let refuse = |reason: String| AuthError::Refused {
+            resource: self.request.url.clone(),
+            step: Step::Authorization,
+            reason,
+        };
+        let url = Url::parse(redirected.trim())
+            .map_err(|_| refuse("the pasted redirect is not a URL".into()))?;
+        let mut base = url.clone();
+        base.set_query(None);
+        base.set_fragment(None);
+        if base.as_str() != self.request.redirect_uri {
+            return Err(refuse(format!(
+                "the redirect went to {base}, not to {}",
+                self.request.redirect_uri
+            )));
+        }
+        let param = |name: &str| {
+            url.query_pairs()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        };
+        if param("state").as_deref() != Some(self.state.as_str()) {
+            return Err(refuse(
+                "its state is not the one we sent (a forged or stale redirect)".into(),
+            ));
+        }
+        self.check_iss(param("iss").as_deref()).map_err(refuse)?;
+        if let Some(error) = param("error") {
+            let detail = param("error_description").unwrap_or_default();
+            return Err(AuthError::Failed {
+                resource: self.request.url.clone(),
+                step: Step::Authorization,
+                reason: format!("the authorization server said {error} {detail}")
+                    .trim()
+                    .to_string(),
+            });
+        }
+        param("code").ok_or_else(|| refuse("it carries no code".into()))
+    }
+
+    /// RFC 9207: an `iss` must be our issuer; one the server promised must be there.
+    fn check_iss(&self, iss: Option<&str>) -> Result<(), String> {
+        let issuer = &self.discovery.server.issuer;
+        match iss {
+            Some(iss) if trimmed(iss) != trimmed(issuer) => {
+                Err(format!("it comes from issuer {iss:?}, not {issuer:?}"))
+            }
+            None if self
+                .discovery
+                .server
+                .authorization_response_iss_parameter_supported =>
+            {
+                Err("it lacks the iss its authorization server promised (RFC 9207)".into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pending(iss_promised: bool) -> Pending {
+        let server = serde_json::from_value(json!({
+            "issuer": "https://as.example",
+            "authorization_endpoint": "https://as.example/authorize",
+            "token_endpoint": "https://as.example/token",
+            "code_challenge_methods_supported": ["S256"],
+            "authorization_response_iss_parameter_supported": iss_promised,
+        }))
+        .unwrap();
+        Pending {
+            request: LoginRequest {
+                server: "s".into(),
+                url: "https://mcp.example/mcp".into(),
+                redirect_uri: "http://127.0.0.1:33001/callback".into(),
+                registered: None,
+                metadata_document: None,
+            },
+            discovery: Discovery {
+                resource: "https://mcp.example/mcp".into(),
+                server,
+                scope: None,
+            },
+            client: ClientInformation {
+                client_id: "c".into(),
+                client_secret: None,
+                client_id_issued_at: None,
+                client_secret_expires_at: None,
+                metadata: ClientMetadata::default(),
+            },
+            pkce: Pkce::new(),
+            state: "st8".into(),
+            authorize_url: Url::parse("https://as.example/authorize").unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_redirect_is_checked_before_its_code_is_used() {
+        let p = pending(false);
+        let ok = p.check_redirect("http://127.0.0.1:33001/callback?code=abc&state=st8");
+        assert_eq!(ok.unwrap(), "abc");
+        let with_iss =
+            "http://127.0.0.1:33001/callback?code=abc&state=st8&iss=https%3A%2F%2Fas.example";
+        assert_eq!(p.check_redirect(with_iss).unwrap(), "abc");
+        for (bad, why) in [
+            (
+                "http://127.0.0.1:33001/callback?code=abc&state=other",
+                "state",
+            ),
+            (
+                "https://evil.example/callback?code=abc&state=st8",
+                "redirect went to",
+            ),
+            (
+                "http://127.0.0.1:33001/callback?code=abc&state=st8&iss=https%3A%2F%2Fevil.example",
+                "issuer",
+            ),
+        ] {
+            let refused = p.check_redirect(bad).unwrap_err();
+            assert_eq!(refused.kind(), "auth_refused", "{bad}");
+            assert!(
+                refused.to_string().contains(why)
+                    && refused.to_string().contains("authorization response"),
+                "{refused}"
+            );
+        }
+        let missing_iss =
+            pending(true).check_redirect("http://127.0.0.1:33001/callback?code=abc&state=st8");
+        assert!(missing_iss.unwrap_err().to_string().contains("RFC 9207"));
+    }
+
+    #[tokio::test]
+    async fn a_redirect_uri_off_this_machine_is_refused_before_anything_is_sent() {
+        let request = LoginRequest {
+            server: "s".into(),
+            url: "http://127.0.0.1:9/mcp".into(),
+            redirect_uri: "https://evil.example/callback".into(),
+            registered: None,
+            metadata_document: None,
+        };
+        let refused = begin(&crate::auth::client::http_client(), request)
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(refused.kind(), "auth_refused");
+        assert!(refused.to_string().contains("loopback"), "{refused}");
+    }
+}

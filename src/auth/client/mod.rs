@@ -1,0 +1,81 @@
+//! OAuth 2.1 to remote MCP servers, our client side (the MCP authorization spec, 2025-11-25).
+//!
+//! - `discover`: the resource's 401 challenge and metadata (RFC 9728), the authorization
+//!   server's (RFC 8414 / OpenID), each checked against where it was found.
+//! - `login`: registration, PKCE S256, resource indicators (RFC 8707), the redirect's checks
+//!   (state, RFC 9207 `iss`), the code exchange.
+//! - `store`: the 0600 token store under the state dir; refresh with rotation under its lock.
+//! - `fetch`: every request bounded in time and size.
+//!
+//! Tokens never leave this room except as the `Authorization` header of a request to the
+//! resource they were issued for.
+
+mod discover;
+mod error;
+mod fetch;
+pub mod login;
+pub mod store;
+mod token;
+
+pub use discover::{discover, Discovery};
+pub use error::{AuthError, Step};
+pub use fetch::http_client;
+pub use token::revoke;
+
+use serde::{Deserialize, Serialize};
+
+/// What a login left: the tokens of one MCP endpoint and how to refresh them.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Grant {
+    /// The server's name in the config at login.
+    pub server: String,
+    /// The MCP endpoint (the store's key).
+    pub url: String,
+    /// The resource indicator (RFC 8707).
+    pub resource: String,
+    /// The authorization server.
+    pub issuer: String,
+    /// Where refreshes go.
+    pub token_endpoint: String,
+    /// Where `auth logout` revokes (RFC 7009), when offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revocation_endpoint: Option<String>,
+    /// The client we are at that server.
+    pub client_id: String,
+    /// Its secret, for confidential clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Sent to the resource.
+    pub access_token: String,
+    /// Exchanged for the next access token (rotated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// When the access token expires (seconds since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// The granted scopes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// When the login happened.
+    pub obtained_at: u64,
+}
+
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grant")
+            .field("server", &self.server)
+            .field("url", &self.url)
+            .field("issuer", &self.issuer)
+            .field("scope", &self.scope)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Seconds since the epoch.
+pub(crate) fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}

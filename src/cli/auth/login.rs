@@ -1,0 +1,185 @@
+//! `mcp-launch auth login SERVER`: the browser comes back to a loopback listener on a port
+//! derived from the server's name (so a pre-registered redirect URI stays valid), another
+//! when that one is taken; `--no-browser` prints the URL and reads the pasted redirect.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+use crate::auth::client::login::{begin, LoginRequest};
+use crate::auth::client::{http_client, store, Grant};
+use crate::config::ServerSpec;
+use crate::output;
+
+use super::super::{load_config, CliError, GlobalArgs, Outcome};
+
+/// Ports derived from server names lie in `BASE_PORT..BASE_PORT + PORT_SPAN`.
+const BASE_PORT: u16 = 33_000;
+const PORT_SPAN: u16 = 2_000;
+/// How long the browser may take to come back.
+const CALLBACK_WAIT: Duration = Duration::from_secs(300);
+/// The callback's request head is small; more is not read.
+const HEAD_CAP: u64 = 8 * 1024;
+
+/// Log in to SERVER.
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The server's name in the config.
+    pub server: String,
+    /// Print the URL to open and read the URL the browser was sent back to from stdin.
+    #[arg(long)]
+    pub no_browser: bool,
+}
+
+/// Runs `auth login`.
+pub async fn run(args: LoginArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    let loaded = load_config(global)?;
+    let entry = loaded.find(&args.server).ok_or_else(|| CliError::Usage {
+        message: format!("no server named {:?}", args.server),
+        help: format!("servers: {}", loaded.server_names().join(", ")),
+    })?;
+    let url = match &entry.spec {
+        Ok(ServerSpec::Http { url, .. }) => url.clone(),
+        _ => {
+            return Err(CliError::Usage {
+                message: format!("{} is not a remote Streamable HTTP server", args.server),
+                help: "OAuth login is for servers with a \"url\"".into(),
+            })
+        }
+    };
+    let (listener, port) = listen(&args.server).await?;
+    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let http = http_client();
+    let request = LoginRequest {
+        server: entry.qualified.clone(),
+        url,
+        redirect_uri: redirect_uri.clone(),
+        registered: None,
+        metadata_document: None,
+    };
+    let pending = begin(&http, request).await?;
+    let shown = pending.authorize_url.to_string();
+    let redirected = if args.no_browser {
+        drop(listener);
+        anstream::eprintln!("Open this URL in a browser, log in, then paste the address the browser was sent to:\n\n{shown}\n");
+        read_pasted().await?
+    } else {
+        open_browser(&shown);
+        anstream::eprintln!("Waiting for the browser to come back (open this URL if it did not start):\n\n{shown}\n");
+        wait_for_callback(listener, &redirect_uri).await?
+    };
+    let grant = pending.finish(&http, &redirected).await?;
+    store::save(grant.clone()).await?;
+    report(&grant, global)?;
+    Ok(Outcome::Success)
+}
+
+fn report(grant: &Grant, global: &GlobalArgs) -> Result<(), CliError> {
+    if global.json {
+        output::print_json(&json!({
+            "success": true,
+            "server": grant.server,
+            "issuer": grant.issuer,
+            "scopes": grant.scope,
+            "expiresAt": grant.expires_at,
+        }))?;
+    } else {
+        anstream::println!(
+            "logged in to {} (issuer {}, scopes {})",
+            grant.server,
+            grant.issuer,
+            grant.scope.as_deref().unwrap_or("-")
+        );
+    }
+    Ok(())
+}
+
+/// The loopback listener: the server's own port, else any free one.
+async fn listen(server: &str) -> Result<(TcpListener, u16), CliError> {
+    let own = port_of(server);
+    let listener = match TcpListener::bind(("127.0.0.1", own)).await {
+        Ok(listener) => listener,
+        Err(_) => TcpListener::bind(("127.0.0.1", 0)).await?,
+    };
+    let port = listener.local_addr()?.port();
+    Ok((listener, port))
+}
+
+/// The stable port of `server` (FNV-1a of its name).
+fn port_of(server: &str) -> u16 {
+    let hash = server.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    BASE_PORT + (hash % u32::from(PORT_SPAN)) as u16
+}
+
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let _ = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+}
+
+async fn read_pasted() -> Result<String, CliError> {
+    let mut line = String::new();
+    BufReader::new(tokio::io::stdin())
+        .read_line(&mut line)
+        .await
+        .map_err(|e| CliError::Stdin(e.to_string()))?;
+    Ok(line.trim().to_string())
+}
+
+/// The first request to the listener's `/callback`, as the full redirect URL; it is answered
+/// with a page saying the browser may be closed.
+async fn wait_for_callback(listener: TcpListener, redirect_uri: &str) -> Result<String, CliError> {
+    let timed_out = || CliError::Usage {
+        message: format!(
+            "the browser did not come back within {}s",
+            CALLBACK_WAIT.as_secs()
+        ),
+        help: "retry with --no-browser and paste the address the browser was sent to".into(),
+    };
+    let deadline = tokio::time::Instant::now() + CALLBACK_WAIT;
+    loop {
+        let (socket, _) = tokio::time::timeout_at(deadline, listener.accept())
+            .await
+            .map_err(|_| timed_out())??;
+        let mut reader = BufReader::new(socket.take(HEAD_CAP));
+        let mut line = String::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), reader.read_line(&mut line)).await;
+        let target = match read {
+            Ok(Ok(_)) => line.split_whitespace().nth(1).map(str::to_string),
+            _ => None,
+        };
+        let mut socket = reader.into_inner().into_inner();
+        let Some(target) = target.filter(|t| t.starts_with("/callback")) else {
+            let _ = socket
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await;
+            continue;
+        };
+        let page = "mcp-launch: login received; you can close this tab.";
+        let answer = format!("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}", page.len());
+        let _ = socket.write_all(answer.as_bytes()).await;
+        let query = target.split_once('?').map(|(_, q)| q).unwrap_or_default();
+        return Ok(format!("{redirect_uri}?{query}"));
+    }
+}
+
+/// Revokes the grant's tokens at its authorization server (RFC 7009), best effort; whether
+/// the server took the request.
+pub(super) async fn revoke(grant: &Grant) -> bool {
+    crate::auth::client::revoke(&http_client(), grant).await
+}

@@ -1,0 +1,272 @@
+//! OAuth to a remote server (issue 26): the Python SDK's own OAuth-protected MCP server with
+//! its authorization server (tests/fixtures/oauth_server.py). The test plays the browser.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+/// The fixture on a free port, in its own process group; killed on drop.
+struct OAuthServer {
+    child: Child,
+    port: u16,
+}
+
+impl OAuthServer {
+    fn start() -> Self {
+        let port = free_port();
+        let script = manifest_dir().join("tests/fixtures/oauth_server.py");
+        let child = Command::new(sdk_python())
+            .arg(script)
+            .arg(port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("start oauth_server.py");
+        let server = OAuthServer { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "oauth_server.py never listened");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn stats(&self) -> Value {
+        let (_, body) = http(self.port, "GET", "/test/stats");
+        serde_json::from_str(&body).expect("stats JSON")
+    }
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// One plain HTTP/1.1 request to 127.0.0.1:`port`: the head and the body of the answer.
+fn http(port: u16, method: &str, target: &str) -> (String, String) {
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let request = format!(
+        "{method} {target} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    socket.write_all(request.as_bytes()).expect("send");
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer).expect("read");
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (head.to_string(), body.to_string())
+}
+
+/// The browser's part: GET the authorization URL and return where it redirects.
+fn authorize(url: &str) -> String {
+    let rest = url
+        .strip_prefix("http://127.0.0.1:")
+        .expect("a loopback URL");
+    let (port, target) = rest.split_at(rest.find('/').expect("a path"));
+    let (head, _) = http(port.parse().unwrap(), "GET", target);
+    head.lines()
+        .find_map(|l| {
+            l.strip_prefix("location: ")
+                .or_else(|| l.strip_prefix("Location: "))
+        })
+        .unwrap_or_else(|| panic!("no redirect: {head}"))
+        .to_string()
+}
+
+/// `auth login SERVER --no-browser` in `dir`: read the URL it prints, play the browser,
+/// paste the redirect back.
+fn login(dir: &std::path::Path, server: &str) -> Value {
+    let mut child = Command::new(BIN)
+        .args([
+            "--config",
+            "config.json",
+            "auth",
+            "login",
+            server,
+            "--no-browser",
+            "--json",
+        ])
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("XDG_STATE_HOME")
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start auth login");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "login printed no URL"
+        );
+        if line.starts_with("http") {
+            break line.trim().to_string();
+        }
+    };
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
+    assert!(url.contains("resource="), "no resource indicator: {url}");
+    let redirect = authorize(&url);
+    writeln!(child.stdin.take().unwrap(), "{redirect}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "login failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).expect("login JSON")
+}
+
+fn stored_tokens(dir: &std::path::Path) -> Vec<String> {
+    let path = dir.join(".local/state/mcp-launch/oauth/tokens.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let grants: Value = serde_json::from_str(&text).unwrap_or(json!({}));
+    let mut tokens = Vec::new();
+    for grant in grants.as_object().into_iter().flat_map(|m| m.values()) {
+        for key in ["access_token", "refresh_token"] {
+            if let Some(t) = grant[key].as_str() {
+                tokens.push(t.to_string());
+            }
+        }
+    }
+    tokens
+}
+
+fn assert_no_token(out: &Output, tokens: &[String]) {
+    for token in tokens {
+        assert!(
+            !out.stdout.contains(token.as_str()) && !out.stderr.contains(token.as_str()),
+            "a token was shown\n{out}"
+        );
+    }
+}
+
+#[test]
+fn login_call_expiry_refresh_revocation_and_logout_against_the_python_sdk() {
+    let server = OAuthServer::start();
+    let config = json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}});
+    let setup = Cmd::new().config_json(config);
+    let dir = setup.dir().to_path_buf();
+
+    // Before login: a state of its own with the command to run, not an HTTP failure.
+    let before = setup
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "call",
+            "prot",
+            "echo",
+            r#"{"message":"hi"}"#,
+            "--json",
+        ])
+        .status(1)
+        .run();
+    assert_eq!(before.error()["type"], "needs_login", "{before}");
+    assert!(
+        before.error()["help"]
+            .as_str()
+            .unwrap()
+            .contains("mcp-launch auth login"),
+        "{before}"
+    );
+
+    let logged = login(&dir, "prot");
+    assert_eq!(logged["scopes"], "mcp", "{logged}");
+    let mode = std::fs::metadata(dir.join(".local/state/mcp-launch/oauth/tokens.json")).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o600
+    );
+    assert_eq!(server.stats()["token_requests"], 1);
+
+    // A call with a valid token: no token request, the tool answers.
+    let call = || {
+        setup.cmd().args([
+            "--config",
+            "config.json",
+            "call",
+            "prot",
+            "echo",
+            r#"{"message":"hi"}"#,
+            "--json",
+        ])
+    };
+    let ok = call().run();
+    assert_eq!(ok.json()["result"]["content"][0]["text"], "hi", "{ok}");
+    assert_eq!(
+        server.stats()["token_requests"],
+        1,
+        "a valid token cost a token request"
+    );
+    assert_no_token(&ok, &stored_tokens(&dir));
+
+    // The server expires the access token; two processes call at once: each gets a 401, one
+    // refresh (one token request) under the store's lock, the rotated token, the retried call.
+    let before_refresh = stored_tokens(&dir);
+    http(server.port, "POST", "/test/expire");
+    let (first, second) = (call().spawn(), call().spawn());
+    for refreshed in [first.wait(), second.wait()] {
+        assert_eq!(
+            refreshed.json()["result"]["content"][0]["text"],
+            "hi",
+            "{refreshed}"
+        );
+    }
+    let token_requests = server.stats()["token_requests"].clone();
+    assert_eq!(
+        token_requests, 2,
+        "two processes made more than one refresh"
+    );
+    let after_refresh = stored_tokens(&dir);
+    assert!(
+        before_refresh.iter().all(|t| !after_refresh.contains(t)),
+        "the tokens were not rotated"
+    );
+
+    // auth status shows who and what, never a token.
+    let status = setup.cmd().args(["auth", "status", "--json"]).run();
+    let entry = &status.json()["servers"][0];
+    assert_eq!(
+        (&entry["server"], &entry["state"]),
+        (&json!("prot"), &json!("valid")),
+        "{status}"
+    );
+    assert_no_token(&status, &after_refresh);
+
+    // Revoked at the server: needs login again, in list and call.
+    http(server.port, "POST", "/test/revoke");
+    let revoked = call().status(1).run();
+    assert_eq!(revoked.error()["type"], "needs_login", "{revoked}");
+    let listed = setup
+        .cmd()
+        .args(["--config", "config.json", "list", "--json"])
+        .status(1)
+        .run();
+    assert_eq!(
+        listed.server("prot")["error"]["type"],
+        "needs_login",
+        "{listed}"
+    );
+
+    // Logout forgets the grant.
+    setup.cmd().args(["auth", "logout", "prot", "--json"]).run();
+    let empty = setup.cmd().args(["auth", "status", "--json"]).run();
+    assert_eq!(empty.json()["servers"], json!([]), "{empty}");
+}
