@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// Each room and its floor. A room may use rooms on lower floors only (its own files freely).
 const FLOORS: &[(&str, u8)] = &[
     ("error", 0),
-    ("auth", 0),
+    ("auth", 1),
     ("duration", 0),
     ("files", 0),
     ("backoff", 0),
