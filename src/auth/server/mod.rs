@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use resource::Refusal;
+pub use resource::{protect, Refusal};
 pub use store::{FileStore, MemoryStore, State, Store};
 
 /// The scope of read-only tools (annotated `readOnlyHint`).
@@ -193,3 +193,6 @@ pub mod admin {
         Ok(found)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -111,3 +111,19 @@ fn has_token_param(query: &str) -> bool {
         .split('&')
         .any(|pair| pair.split('=').next() == Some("access_token"))
 }
+
+/// Middleware for the protected endpoint: passes a request whose token verifies (its
+/// [`Grant`] added to the request's extensions), answers every other with the refusal.
+pub async fn protect(
+    axum::extract::State(server): axum::extract::State<std::sync::Arc<OAuthServer>>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match server.verify(request.headers(), request.uri().query()) {
+        Ok(grant) => {
+            request.extensions_mut().insert(grant);
+            next.run(request).await
+        }
+        Err(refusal) => server.refuse(&refusal),
+    }
+}
