@@ -1,6 +1,7 @@
 //! The command line: clap definitions, one file per command. Commands orchestrate — load the
 //! config, ask `catalog`, hand results to `output` — and hold no logic of their own.
 
+mod auth;
 mod batch;
 mod call;
 mod client_config;
@@ -19,6 +20,7 @@ mod progress;
 mod search;
 mod serve;
 mod serve_key;
+mod serve_oauth;
 mod server;
 mod share;
 mod status;
@@ -105,6 +107,7 @@ pub enum Command {
     Tools(tools::ToolsArgs),
     Usage(usage::UsageArgs),
     Model(model::ModelArgs),
+    Auth(auth::AuthArgs),
 }
 
 impl Command {
@@ -222,6 +225,7 @@ async fn run_command(
         Command::Tools(args) => tools::run(args, &cli.global, shutdown).await,
         Command::Usage(args) => usage::run(args, &cli.global).await,
         Command::Model(args) => model::run(args, &cli.global).await,
+        Command::Auth(args) => auth::run(args, &cli.global).await,
     }
 }
 

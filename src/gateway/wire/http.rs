@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::guard::{self, Guard, MAX_BODY_BYTES};
 use super::sessions::{SessionLimits, Sessions};
 use super::Handler;
+use crate::auth::server::OAuthServer;
 use crate::gateway::Gateway;
 use crate::listen::Limits;
 
@@ -32,6 +33,9 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     /// The key clients send as `Authorization: Bearer <key>`; required off loopback.
     pub api_key: Option<String>,
+    /// With OAuth (`serve --http --auth oauth`): the built-in authorization server, whose
+    /// routes are served beside `/mcp` and whose tokens `/mcp` requires (instead of the key).
+    pub oauth: Option<Arc<OAuthServer>>,
     /// The bounds of the listener (header timeout, connections).
     pub limits: Limits,
     /// The bounds of the sessions (how many, how long idle).
@@ -43,6 +47,10 @@ impl std::fmt::Debug for HttpOptions {
         f.debug_struct("HttpOptions")
             .field("addr", &self.addr)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field(
+                "oauth",
+                &self.oauth.as_ref().map(|o| o.issuer().to_string()),
+            )
             .field("limits", &self.limits)
             .field("sessions", &self.sessions)
             .finish()
@@ -74,15 +82,23 @@ pub async fn serve_http(
     let inner = Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(spliced, super::raw::restore));
-    let key = Arc::new(options.api_key.unwrap_or_default());
-    let app = Router::new()
-        .fallback(guard::check)
-        .with_state(Guard {
-            inner,
-            sessions,
-            body_read_timeout: options.limits.body_read_timeout,
-        })
-        .layer(middleware::from_fn_with_state(key, require_key));
+    let guarded = Router::new().fallback(guard::check).with_state(Guard {
+        inner,
+        sessions,
+        body_read_timeout: options.limits.body_read_timeout,
+    });
+    let app = match options.oauth {
+        Some(oauth) => oauth
+            .router()
+            .merge(guarded.layer(middleware::from_fn_with_state(
+                Arc::clone(&oauth),
+                crate::auth::server::protect,
+            ))),
+        None => {
+            let key = Arc::new(options.api_key.unwrap_or_default());
+            guarded.layer(middleware::from_fn_with_state(key, require_key))
+        }
+    };
     crate::listen::serve_with(listener, app, options.limits, stop).await
 }
 
@@ -145,6 +161,7 @@ mod tests {
         let options = HttpOptions {
             addr,
             api_key,
+            oauth: None,
             limits,
             sessions,
         };
