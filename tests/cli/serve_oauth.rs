@@ -72,5 +72,8 @@ fn the_python_sdk_logs_in_calls_refreshes_and_is_revoked() {
     assert!(!state.contains(id), "revoked but kept: {state}");
     kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
     let output = running.wait();
-    assert!(output.stderr.contains("asks for tools:all"), "{output}");
+    assert!(
+        output.stderr.contains("asks for tools:read tools:all"),
+        "{output}"
+    );
 }
