@@ -78,7 +78,7 @@ pub async fn authorize(
 ) -> Response {
     match server.open_consent(request) {
         Ok((id, session)) => page(&id, &session, None),
-        Err(refused) => refused,
+        Err(refused) => *refused,
     }
 }
 
@@ -93,7 +93,7 @@ pub async fn consent(
 
 impl OAuthServer {
     /// Checks an authorization request and opens its consent page.
-    fn open_consent(&self, request: AuthorizeRequest) -> Result<(String, Session), Response> {
+    fn open_consent(&self, request: AuthorizeRequest) -> Result<(String, Session), Box<Response>> {
         let client_id = request.client_id.clone().unwrap_or_default();
         let state = self.current().map_err(|_| {
             error_page(
@@ -102,41 +102,41 @@ impl OAuthServer {
             )
         })?;
         let Some(client) = state.clients.get(&client_id) else {
-            return Err(error_page(
+            return Err(Box::new(error_page(
                 StatusCode::BAD_REQUEST,
                 "unknown client_id: register the client first",
-            ));
+            )));
         };
         let redirect = request.redirect_uri.clone().unwrap_or_default();
         if !client.redirect_uris.contains(&redirect) {
-            return Err(error_page(
+            return Err(Box::new(error_page(
                 StatusCode::BAD_REQUEST,
                 "redirect_uri is not one the client registered (matched exactly)",
-            ));
+            )));
         }
         let back =
             |error: &str| redirect_error(&redirect, error, request.state.as_deref(), &self.issuer);
         if request.response_type.as_deref() != Some("code") {
-            return Err(back("unsupported_response_type"));
+            return Err(Box::new(back("unsupported_response_type")));
         }
         if request.code_challenge.as_deref().is_none_or(str::is_empty)
             || request.code_challenge_method.as_deref() != Some(crate::auth::pkce::METHOD)
         {
-            return Err(back("invalid_request"));
+            return Err(Box::new(back("invalid_request")));
         }
         if request
             .resource
             .as_deref()
             .is_some_and(|r| r != self.resource)
         {
-            return Err(back("invalid_target"));
+            return Err(Box::new(back("invalid_target")));
         }
         let scope = request
             .scope
             .clone()
             .unwrap_or_else(|| SCOPE_ALL.to_string());
         if scope.split_whitespace().any(|s| !SCOPES.contains(&s)) {
-            return Err(back("invalid_scope"));
+            return Err(Box::new(back("invalid_scope")));
         }
         let session = Session {
             request,
@@ -151,10 +151,10 @@ impl OAuthServer {
             let mut open = self.consents.lock().unwrap_or_else(|e| e.into_inner());
             open.retain(|_, s| s.expires_at > now());
             if open.len() >= MAX_OPEN {
-                return Err(error_page(
+                return Err(Box::new(error_page(
                     StatusCode::TOO_MANY_REQUESTS,
                     "too many consent requests are open: try again in a few minutes",
-                ));
+                )));
             }
             open.insert(id.clone(), session.clone());
         }

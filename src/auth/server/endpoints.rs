@@ -112,7 +112,7 @@ async fn register(
         );
     }
     let client_id = crate::auth::random_string(24);
-    let secret = (method != "none").then(|| crate::auth::generate_key());
+    let secret = (method != "none").then(crate::auth::generate_key);
     let client = Client {
         name: metadata.client_name.clone(),
         redirect_uris: metadata.redirect_uris.clone(),
@@ -176,7 +176,7 @@ fn authenticate(
     server: &OAuthServer,
     headers: &HeaderMap,
     form: &TokenForm,
-) -> Result<String, Response> {
+) -> Result<String, Box<Response>> {
     let basic = basic_credentials(headers);
     let (id, secret) = match basic {
         Some((id, secret)) => (Some(id), Some(secret)),
@@ -199,7 +199,7 @@ fn authenticate(
         }
         (Some(_), None) => false,
     };
-    ok.then_some(id).ok_or_else(refused)
+    ok.then_some(id).ok_or_else(|| Box::new(refused()))
 }
 
 /// `client_id:client_secret` of an `Authorization: Basic` header.
@@ -230,7 +230,7 @@ async fn token(
 ) -> Response {
     let client_id = match authenticate(&server, &headers, &form) {
         Ok(id) => id,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     if form
         .resource
@@ -385,7 +385,7 @@ async fn revoke(
 ) -> Response {
     let client_id = match authenticate(&server, &headers, &form) {
         Ok(id) => id,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let presented = hash(form.token.as_deref().unwrap_or(""));
     let written = server.update(|state| {
