@@ -72,6 +72,13 @@ fn single(headers: &HeaderMap, name: impl axum::http::header::AsHeaderName) -> O
     all.next().is_none().then(|| first.as_bytes())
 }
 
+/// The token of the one `Authorization: Bearer <token>` header, when it is text.
+pub fn bearer_token_in(headers: &HeaderMap) -> Option<&str> {
+    bearer_tokens(headers)
+        .next()
+        .and_then(|t| std::str::from_utf8(t).ok())
+}
+
 /// The token of the one `Authorization: Bearer <token>` header.
 fn bearer_tokens(headers: &HeaderMap) -> impl Iterator<Item = &[u8]> {
     single(headers, AUTHORIZATION)

@@ -5,6 +5,9 @@
 //!   metadata documents (RFC 9728 protected resources, RFC 8414 / OpenID authorization servers,
 //!   RFC 7591 client registrations), and the `WWW-Authenticate: Bearer` challenge.
 //!
+//! - `server`: OAuth 2.1 for clients that connect to us (protected resource, built-in
+//!   authorization server).
+//!
 //! The MCP client, the gateway and the fronts use this room; it knows nothing of them.
 
 pub mod challenge;
@@ -12,5 +15,6 @@ pub mod client;
 mod keys;
 pub mod metadata;
 pub mod pkce;
+pub mod server;
 
 pub use keys::*;

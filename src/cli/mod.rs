@@ -21,6 +21,7 @@ mod progress;
 mod search;
 mod serve;
 mod serve_key;
+mod serve_oauth;
 mod server;
 mod share;
 mod status;

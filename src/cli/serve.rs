@@ -36,6 +36,18 @@ pub struct ServeArgs {
     /// With --http on loopback: serve without a key (any local user can call every tool).
     #[arg(long, requires = "http", conflicts_with = "api_key")]
     pub no_auth: bool,
+    /// With --http: how clients prove who they are. key: a bearer key (the default); oauth:
+    /// OAuth 2.1 with the built-in authorization server (hosted clients: claude.ai, ChatGPT,
+    /// VS Code; you consent with a one-time code shown here or `mcp-launch auth approve`);
+    /// none: as --no-auth.
+    #[arg(
+        long,
+        value_enum,
+        requires = "http",
+        conflicts_with = "no_auth",
+        value_name = "MODE"
+    )]
+    pub auth: Option<AuthMode>,
     /// The key HTTP clients send as `Authorization: Bearer <key>` (required off loopback;
     /// on loopback, the default is a key kept owner-only in the state directory).
     #[arg(
@@ -135,6 +147,17 @@ const IDLE_EXIT: Setting = Setting::new(
 );
 /// `--call-timeout`.
 const CALL_TIMEOUT: Setting = Setting::timeout("--call-timeout", Duration::from_secs(300));
+/// How `serve --http` clients prove who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuthMode {
+    /// A bearer key (`--api-key`, or the one kept for you on loopback).
+    Key,
+    /// OAuth 2.1 with the built-in authorization server.
+    Oauth,
+    /// No check (loopback only).
+    None,
+}
+
 /// How long `tools/list` waits for servers the tool index does not know.
 const LIST_WAIT: Duration = Duration::from_secs(5);
 
@@ -144,6 +167,7 @@ pub(super) async fn run(
     shutdown: CancellationToken,
 ) -> Result<Outcome, CliError> {
     let key = match args.http {
+        Some(_) if args.auth == Some(AuthMode::Oauth) => super::serve_oauth::no_key(&args)?,
         Some(addr) => http_key(addr, &args)?,
         None => None,
     };
@@ -334,9 +358,11 @@ async fn serve_http(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     eprintln!("mcp-launch serve: http://{bound}/mcp");
+    let oauth = (args.auth == Some(AuthMode::Oauth)).then(|| super::serve_oauth::server(bound));
     let options = HttpOptions {
         addr: bound,
         api_key,
+        oauth,
         limits: crate::listen::Limits::default(),
         sessions: wire::SessionLimits {
             max_sessions: args.max_sessions,
@@ -382,7 +408,7 @@ fn http_key(addr: SocketAddr, args: &ServeArgs) -> Result<Option<String>, CliErr
     if let Some(key) = given {
         return Ok(Some(key.to_string()));
     }
-    if args.no_auth {
+    if args.no_auth || args.auth == Some(AuthMode::None) {
         eprintln!(
             "mcp-launch serve: warning: --no-auth: any user of this machine can call every tool \
              at http://{addr}/mcp"

@@ -43,6 +43,7 @@ mod semantic;
 mod serve;
 mod serve_errors;
 mod serve_key;
+mod serve_oauth;
 mod session;
 mod strict_clients;
 mod tasks;

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::guard::{self, Guard, MAX_BODY_BYTES};
 use super::sessions::{SessionLimits, Sessions};
 use super::Handler;
+use crate::auth::server::OAuthServer;
 use crate::gateway::Gateway;
 use crate::listen::Limits;
 
@@ -33,6 +34,9 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     /// The key clients send as `Authorization: Bearer <key>`; required off loopback.
     pub api_key: Option<String>,
+    /// With OAuth (`serve --http --auth oauth`): the built-in authorization server, whose
+    /// routes are served beside `/mcp` and whose tokens `/mcp` requires (instead of the key).
+    pub oauth: Option<Arc<OAuthServer>>,
     /// The bounds of the listener (header timeout, connections).
     pub limits: Limits,
     /// The bounds of the sessions (how many, how long idle).
@@ -44,6 +48,10 @@ impl std::fmt::Debug for HttpOptions {
         f.debug_struct("HttpOptions")
             .field("addr", &self.addr)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field(
+                "oauth",
+                &self.oauth.as_ref().map(|o| o.issuer().to_string()),
+            )
             .field("limits", &self.limits)
             .field("sessions", &self.sessions)
             .finish()
@@ -77,8 +85,7 @@ pub async fn serve_http(
     let inner = Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(spliced, super::raw::restore));
-    let key = Arc::new(options.api_key.unwrap_or_default());
-    let keyed = Router::new()
+    let routes = Router::new()
         .route("/metrics", get(crate::observe::metrics_page))
         .fallback(guard::check)
         .with_state(Guard {
@@ -86,9 +93,20 @@ pub async fn serve_http(
             sessions,
             body_read_timeout: options.limits.body_read_timeout,
             gateway: guarded,
-        })
-        .layer(middleware::from_fn_with_state(key, require_key));
-    let app = crate::observe::health_routes(ready).merge(keyed);
+        });
+    let protected = match options.oauth {
+        Some(oauth) => oauth
+            .router()
+            .merge(routes.layer(middleware::from_fn_with_state(
+                Arc::clone(&oauth),
+                crate::auth::server::protect,
+            ))),
+        None => {
+            let key = Arc::new(options.api_key.unwrap_or_default());
+            routes.layer(middleware::from_fn_with_state(key, require_key))
+        }
+    };
+    let app = crate::observe::health_routes(ready).merge(protected);
     crate::listen::serve_with(listener, app, options.limits, stop).await
 }
 
@@ -157,6 +175,7 @@ mod tests {
         let options = HttpOptions {
             addr,
             api_key,
+            oauth: None,
             limits,
             sessions,
         };

@@ -1,0 +1,277 @@
+//! What the authorization server remembers — clients, pending consents, tokens — and where:
+//! behind [`Store`], so another backend (Redis, later) slots in. [`FileStore`] keeps one
+//! owner-only (0600) JSON file changed atomically under a lock (`crate::files`), so `auth
+//! revoke` in another process and the server never lose each other's changes. Tokens and
+//! client secrets are kept only as SHA-256 hashes: the file alone lets no one in.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Everything the authorization server keeps.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// Registered clients by `client_id`.
+    #[serde(default)]
+    pub clients: BTreeMap<String, Client>,
+    /// Authorization requests waiting for the operator's consent, by request id.
+    #[serde(default)]
+    pub pending: BTreeMap<String, Pending>,
+    /// Access tokens by [`hash`].
+    #[serde(default)]
+    pub access: BTreeMap<String, Grant>,
+    /// Refresh tokens by [`hash`].
+    #[serde(default)]
+    pub refresh: BTreeMap<String, Refresh>,
+}
+
+/// A registered client (RFC 7591).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Client {
+    /// The name it gave, shown to the operator.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Its redirect URIs, matched exactly.
+    pub redirect_uris: Vec<String>,
+    /// The [`hash`] of its secret (confidential clients only).
+    #[serde(default)]
+    pub secret_hash: Option<String>,
+    /// When it registered (seconds since the epoch).
+    pub registered_at: u64,
+    /// The scopes the operator granted it (space-separated); none until consent.
+    #[serde(default)]
+    pub granted_scope: Option<String>,
+    /// When it last got a token (seconds since the epoch).
+    #[serde(default)]
+    pub last_used: Option<u64>,
+}
+
+/// An authorization request waiting for consent: by one-time code on the page, or by `auth
+/// approve` (which sets `approved`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The client asking.
+    pub client_id: String,
+    /// The scope asked for.
+    pub scope: String,
+    /// The redirect URI (already matched against the client's).
+    pub redirect_uri: String,
+    /// When the request stops being answerable (seconds since the epoch).
+    pub expires_at: u64,
+    /// Set by the operator's `auth approve`.
+    #[serde(default)]
+    pub approved: bool,
+}
+
+/// What an access token grants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grant {
+    /// The client holding it.
+    pub client_id: String,
+    /// Space-separated scopes.
+    pub scope: String,
+    /// The resource (audience, RFC 8707) it was issued for.
+    pub resource: String,
+    /// When it expires (seconds since the epoch).
+    pub expires_at: u64,
+    /// The refresh family it came from (revoked together).
+    pub family: String,
+}
+
+/// A refresh token: rotated on use; a used one presented again revokes its whole family.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refresh {
+    /// What the access tokens it yields grant (`expires_at` is the refresh token's own).
+    pub grant: Grant,
+    /// Set when it was exchanged.
+    #[serde(default)]
+    pub used: bool,
+}
+
+impl State {
+    /// Drops what has expired (pending requests, access and refresh tokens) as of `now`.
+    pub fn prune(&mut self, now: u64) {
+        self.pending.retain(|_, p| p.expires_at > now);
+        self.access.retain(|_, g| g.expires_at > now);
+        self.refresh.retain(|_, r| r.grant.expires_at > now);
+    }
+
+    /// Ends every token of `family`.
+    pub fn revoke_family(&mut self, family: &str) {
+        self.access.retain(|_, g| g.family != family);
+        self.refresh.retain(|_, r| r.grant.family != family);
+    }
+
+    /// Ends a client: its registration, its pending requests and every token it holds.
+    pub fn revoke_client(&mut self, client_id: &str) -> bool {
+        let known = self.clients.remove(client_id).is_some();
+        self.pending.retain(|_, p| p.client_id != client_id);
+        self.access.retain(|_, g| g.client_id != client_id);
+        self.refresh.retain(|_, r| r.grant.client_id != client_id);
+        known
+    }
+}
+
+/// The SHA-256 of a token or secret, in hex: what is kept instead of it.
+pub fn hash(secret: &str) -> String {
+    let digest = Sha256::digest(secret.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where the authorization server keeps its [`State`].
+pub trait Store: Send + Sync {
+    /// The state as it is now.
+    fn load(&self) -> io::Result<State>;
+    /// Changes the state with `change` atomically (no other change in between) and returns
+    /// what `change` returned.
+    fn update(&self, change: &mut dyn FnMut(&mut State)) -> io::Result<State>;
+    /// A stamp that changes whenever the state does (cheap: checked on every request, so a
+    /// revocation by another process is seen at once).
+    fn stamp(&self) -> io::Result<u128>;
+}
+
+/// The state in memory only (tests, and one-shot servers).
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<(u128, State)>,
+}
+
+impl Store for MemoryStore {
+    fn load(&self) -> io::Result<State> {
+        Ok(self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone())
+    }
+
+    fn update(&self, change: &mut dyn FnMut(&mut State)) -> io::Result<State> {
+        let mut held = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut held.1);
+        held.0 += 1;
+        Ok(held.1.clone())
+    }
+
+    fn stamp(&self) -> io::Result<u128> {
+        Ok(self.state.lock().unwrap_or_else(|e| e.into_inner()).0)
+    }
+}
+
+/// The state in one owner-only JSON file, changed under its lock.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    path: PathBuf,
+}
+
+impl FileStore {
+    /// The store at `path` (created on the first change).
+    pub fn new(path: PathBuf) -> Self {
+        Self { path }
+    }
+
+    /// The default file: `oauth-server.json` in the state directory.
+    pub fn default_path() -> PathBuf {
+        crate::files::state_dir().join("oauth-server.json")
+    }
+
+    fn parse(&self, bytes: &[u8]) -> io::Result<State> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            io::Error::other(format!(
+                "{} is not a state file of ours ({e}): remove it (every client then registers again)",
+                self.path.display()
+            ))
+        })
+    }
+}
+
+impl Store for FileStore {
+    fn load(&self) -> io::Result<State> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => self.parse(&bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(State::default()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn update(&self, change: &mut dyn FnMut(&mut State)) -> io::Result<State> {
+        let mut outcome: io::Result<State> = Ok(State::default());
+        crate::files::update_locked(&self.path, |current| {
+            let mut state = match current.map(|bytes| self.parse(&bytes)).transpose() {
+                Ok(state) => state.unwrap_or_default(),
+                Err(e) => {
+                    outcome = Err(e);
+                    return None;
+                }
+            };
+            change(&mut state);
+            let bytes = serde_json::to_vec(&state).ok();
+            outcome = Ok(state);
+            bytes
+        })?;
+        outcome
+    }
+
+    fn stamp(&self) -> io::Result<u128> {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::metadata(&self.path) {
+            // The rename of every write gives a new inode; mtime and size catch the rest.
+            Ok(meta) => Ok((meta.ino() as u128) << 64
+                ^ (meta.mtime_nsec() as u128)
+                ^ ((meta.mtime() as u128) << 32)
+                ^ meta.len() as u128),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file store keeps what it was given, owner-only, and its stamp moves with each change.
+    #[test]
+    fn the_file_store_keeps_changes_owner_only_and_stamps_them() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::new(dir.path().join("oauth.json"));
+        assert_eq!(store.load().unwrap(), State::default());
+        let before = store.stamp().unwrap();
+        store
+            .update(&mut |state| {
+                state.clients.insert(
+                    "c1".into(),
+                    Client {
+                        name: Some("x".into()),
+                        redirect_uris: vec!["http://127.0.0.1:1/cb".into()],
+                        secret_hash: None,
+                        registered_at: 1,
+                        granted_scope: None,
+                        last_used: None,
+                    },
+                );
+            })
+            .unwrap();
+        assert_ne!(store.stamp().unwrap(), before);
+        assert!(store.load().unwrap().clients.contains_key("c1"));
+        let mode = std::fs::metadata(dir.path().join("oauth.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(store.load().unwrap().revoke_client("c1"));
+    }
+
+    #[test]
+    fn hashes_are_hex_sha256() {
+        assert_eq!(
+            hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}
