@@ -42,8 +42,8 @@ pub use overrides::{
     Updated, ALL_TOOLS, OVERRIDES_FILE, OVERRIDES_VERSION,
 };
 pub use preflight::{
-    connect, endpoint, preflight, preflight_keeping, ItemLists, OpenSessions, PreflightOptions,
-    RelayedProblem, ServerProblem, ServerReport, Status, ITEM_LISTS,
+    connect, endpoint, login_command, preflight, preflight_keeping, ItemLists, OpenSessions,
+    PreflightOptions, RelayedProblem, ServerProblem, ServerReport, Status, ITEM_LISTS,
 };
 pub use repair::{
     repair_tool, Repair, Repaired, ServerRepairs, ToolRepairs, Unrepairable, INPUT_SCHEMA_META,

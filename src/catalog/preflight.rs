@@ -26,6 +26,9 @@ pub enum Status {
     Disabled,
     /// Answered from the tool index; not started.
     Cached,
+    /// A remote server that wants OAuth and has no usable grant: a person must run
+    /// `mcp-launch auth login SERVER`. Not a failure.
+    NeedsLogin,
 }
 
 impl Status {
@@ -36,6 +39,7 @@ impl Status {
             Status::Error => "error",
             Status::Disabled => "disabled",
             Status::Cached => "cached",
+            Status::NeedsLogin => "needs_login",
         }
     }
 }
@@ -67,6 +71,11 @@ pub struct RelayedProblem {
     pub is_config: bool,
 }
 
+/// The command that logs in to the server named `server`.
+pub fn login_command(server: &str) -> String {
+    format!("mcp-launch auth login {server}")
+}
+
 impl ServerProblem {
     /// True when the config entry is at fault (the user must change it), not the server.
     pub fn is_config(&self) -> bool {
@@ -74,6 +83,17 @@ impl ServerProblem {
             ServerProblem::Config(_) => true,
             ServerProblem::Mcp(_) => false,
             ServerProblem::Relayed(relayed) => relayed.is_config,
+        }
+    }
+}
+
+impl ServerProblem {
+    /// True when the server wants OAuth and no usable grant is stored (a person must log in).
+    pub fn needs_login(&self) -> bool {
+        match self {
+            ServerProblem::Mcp(McpError::Auth(e)) => e.kind() == "needs_login",
+            ServerProblem::Relayed(relayed) => relayed.kind == "needs_login",
+            _ => false,
         }
     }
 }
@@ -460,7 +480,13 @@ pub(crate) async fn list_items(session: &Session, timeout: Duration) -> ItemList
 }
 
 fn failed(entry: &ServerEntry, transport: &'static str, problem: ServerProblem) -> ServerReport {
+    let status = if problem.needs_login() {
+        Status::NeedsLogin
+    } else {
+        Status::Error
+    };
     ServerReport {
+        status,
         error: Some(problem),
         ..ServerReport::blank(entry, transport)
     }

@@ -11,7 +11,7 @@ use super::approvals;
 use super::index::{self, ToolIndex};
 use super::preflight::{
     attach_token_counts, listed_report, preflight, preflight_keeping, OpenSessions,
-    PreflightOptions, ServerReport,
+    PreflightOptions, ServerReport, Status,
 };
 use super::tool;
 
@@ -111,6 +111,7 @@ async fn resolve_with(
     }
     if !live_at.is_empty() {
         for &i in &live_at {
+            keep_known_tools(&index, &entries[i], &mut reports[i], &offered, now);
             reports[i].stale = index.record(&entries[i], &reports[i], now);
             reports[i].needs = index.needs_of(&entries[i]);
         }
@@ -118,6 +119,30 @@ async fn resolve_with(
     }
     review(&mut reports);
     (reports, sessions)
+}
+
+/// A server that needs login keeps the tools it listed last (from the tool index, whatever
+/// their age), so a listing still shows what it offers; its status and error stay.
+fn keep_known_tools(
+    index: &ToolIndex,
+    entry: &ServerEntry,
+    report: &mut ServerReport,
+    offered: &serde_json::Value,
+    now: SystemTime,
+) {
+    if report.status != Status::NeedsLogin {
+        return;
+    }
+    let Some(known) = (index.fresh(entry, Duration::MAX, now))
+        .and_then(|found| index::cached_report(entry, found, offered))
+    else {
+        return;
+    };
+    *report = ServerReport {
+        status: Status::NeedsLogin,
+        error: report.error.take(),
+        ..known
+    };
 }
 
 /// Records the digest of every tool seen for the first time (see [`super::approvals`]) —

@@ -165,6 +165,9 @@ fn server_json(r: &ServerReport) -> Value {
     if let Some(problem) = &r.error {
         v["error"] = output::error_object(problem);
     }
+    if r.status == Status::NeedsLogin {
+        v["help"] = json!(catalog::login_command(&r.name));
+    }
     v
 }
 
@@ -354,6 +357,7 @@ fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<
             Status::Connected | Status::Cached => style::GOOD,
             Status::Error => style::BAD,
             Status::Disabled => style::DIM,
+            Status::NeedsLogin => style::WARN,
         };
         let dash = || "-".to_string();
         let connected = r.has_tools();
@@ -401,7 +405,11 @@ fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<
         if let Some(problem) = &r.error {
             let (bad, head) = (style::BAD, style::HEAD);
             writeln!(out, "\n{bad}{}:{bad:#} {problem}", r.name)?;
-            writeln!(out, "  {head}help:{head:#} {}", problem.help())?;
+            let help = match r.status {
+                Status::NeedsLogin => catalog::login_command(&r.name),
+                _ => problem.help(),
+            };
+            writeln!(out, "  {head}help:{head:#} {help}")?;
         }
     }
     let tools: usize = reports.iter().map(|r| r.tools.len()).sum();
@@ -423,6 +431,7 @@ fn status_counts(reports: &[ServerReport]) -> String {
         Status::Connected,
         Status::Cached,
         Status::Error,
+        Status::NeedsLogin,
         Status::Disabled,
     ];
     let counts: Vec<String> = statuses

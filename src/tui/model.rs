@@ -43,6 +43,8 @@ pub enum Badge {
     Error,
     /// Disabled in the config or the overrides.
     Disabled,
+    /// A remote server waiting for `mcp-launch auth login SERVER`.
+    NeedsLogin,
 }
 
 impl Badge {
@@ -54,6 +56,7 @@ impl Badge {
             Badge::Slow => "slow",
             Badge::Error => "error",
             Badge::Disabled => "disabled",
+            Badge::NeedsLogin => "needs login",
         }
     }
 }
@@ -126,6 +129,7 @@ impl Row {
             Some(r) => match r.status {
                 Status::Error => Badge::Error,
                 Status::Disabled => Badge::Disabled,
+                Status::NeedsLogin => Badge::NeedsLogin,
                 Status::Connected | Status::Cached
                     if r.used_slow_window
                         || r.init_time.is_some_and(|t| t.as_millis() > SLOW_INIT_MS) =>
@@ -225,7 +229,7 @@ pub fn totals<'a>(rows: impl IntoIterator<Item = &'a Row>, overrides: &Overrides
         match row.badge(overrides) {
             Badge::Checking => t.checking += 1,
             Badge::Error => t.errors += 1,
-            Badge::Disabled => {}
+            Badge::Disabled | Badge::NeedsLogin => {}
             Badge::Ok | Badge::Slow => {
                 for tool in row.tools(overrides).iter().filter(|l| !l.stale) {
                     t.tools += 1;

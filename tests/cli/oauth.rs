@@ -257,8 +257,8 @@ fn login_call_expiry_refresh_revocation_and_logout_against_the_python_sdk() {
     let listed = setup
         .cmd()
         .args(["--config", "config.json", "list", "--json"])
-        .status(1)
         .run();
+    assert_eq!(listed.server("prot")["status"], "needs_login", "{listed}");
     assert_eq!(
         listed.server("prot")["error"]["type"],
         "needs_login",
@@ -269,4 +269,44 @@ fn login_call_expiry_refresh_revocation_and_logout_against_the_python_sdk() {
     setup.cmd().args(["auth", "logout", "prot", "--json"]).run();
     let empty = setup.cmd().args(["auth", "status", "--json"]).run();
     assert_eq!(empty.json()["servers"], json!([]), "{empty}");
+}
+
+/// `list --json` of a stack holding an OAuth server: before login a state of its own with the
+/// command to run (not a failure: the other server is fine, exit 0); once its tools were
+/// listed, a server that needs login again still shows them, from the tool index.
+#[test]
+fn list_shows_needs_login_with_the_command_and_the_tools_from_the_index() {
+    let server = OAuthServer::start();
+    let config =
+        json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}, "time": time()}});
+    let setup = Cmd::new().config_json(config);
+    let dir = setup.dir().to_path_buf();
+    let list = || {
+        setup
+            .cmd()
+            .args(["--config", "config.json", "list", "--json", "--refresh"])
+    };
+
+    let before = list().run();
+    let prot = before.server("prot");
+    assert_eq!(prot["status"], "needs_login", "{before}");
+    assert_eq!(prot["help"], "mcp-launch auth login prot", "{before}");
+    assert_eq!(prot["error"]["type"], "needs_login", "{before}");
+    assert_eq!(before.server("time")["status"], "connected", "{before}");
+
+    login(&dir, "prot");
+    let live = list().run();
+    assert_eq!(live.server("prot")["status"], "connected", "{live}");
+    let tools = live.server("prot")["tools"].clone();
+    assert!(tools.as_u64().unwrap() > 0, "{live}");
+
+    http(server.port, "POST", "/test/revoke");
+    let after = list().run();
+    let prot = after.server("prot");
+    assert_eq!(prot["status"], "needs_login", "{after}");
+    assert_eq!(
+        prot["tools"], tools,
+        "the known tools were not kept: {after}"
+    );
+    assert_eq!(prot["help"], "mcp-launch auth login prot", "{after}");
 }

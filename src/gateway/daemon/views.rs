@@ -185,6 +185,7 @@ fn report_in(r: ReportIn) -> ServerReport {
             "connected" => Status::Connected,
             "cached" => Status::Cached,
             "disabled" => Status::Disabled,
+            "needs_login" => Status::NeedsLogin,
             _ => Status::Error,
         },
         tools: r.tools,

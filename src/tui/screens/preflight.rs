@@ -124,6 +124,11 @@ impl PreflightView {
                 return Handled::done();
             }
             Badge::Checking => Action::Say(format!("{} is still being checked", row.label())),
+            Badge::NeedsLogin => Action::Say(format!(
+                "{} needs login: run `{}`",
+                row.label(),
+                crate::catalog::login_command(&row.entry.qualified)
+            )),
             _ if row.report().is_some_and(|r| r.has_tools()) => {
                 Action::Show(Screen::Server(ServerView::new(self.selected)))
             }

@@ -29,7 +29,7 @@ pub fn badge_span(badge: Badge, tick: u64, t: &Theme) -> Span<'static> {
     match badge {
         Badge::Checking => Span::styled(format!("{} {}", spinner(tick), badge.label()), t.warn),
         Badge::Ok => Span::styled(badge.label(), t.good),
-        Badge::Slow => Span::styled(badge.label(), t.warn),
+        Badge::Slow | Badge::NeedsLogin => Span::styled(badge.label(), t.warn),
         Badge::Error => Span::styled(badge.label(), t.bad),
         Badge::Disabled => Span::styled(badge.label(), t.dim),
     }
