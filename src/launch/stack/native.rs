@@ -144,12 +144,18 @@ pub(super) fn follow_up(stack: &RunningStack, bridge: Bridge, unverified: Vec<Un
 async fn record_health(stack: RunningStack, bridge: Bridge) {
     let mut changes = bridge.changes();
     let shutdown = stack.inner.shutdown.clone();
+    let mut all_up_once = false;
     loop {
         tokio::select! {
             changed = changes.changed() => if changed.is_err() { return },
             () = shutdown.cancelled() => return,
         }
         let states = server_states(&bridge);
+        if !all_up_once && states.iter().all(|s| s.state == "up") {
+            // Every server started: what started them need not stay resident either.
+            all_up_once = true;
+            tokio::task::spawn_blocking(crate::memory::page_out_own_code);
+        }
         let changed = {
             let mut record = lock(&stack.inner.record);
             let changed = record.bridge_servers != states;
