@@ -110,17 +110,19 @@ impl Gateway {
                     .catalog_knowing(|c| c.get(target).is_some(), wait)
                     .await;
                 sparse::check_call(&catalog, &arguments, &inner_args)?;
+                within_reach(&catalog, caller.reach, target)?;
                 return self.forward(target, inner_args, caller, None).await;
             }
             if sparse::is_meta(name) {
                 let catalog = self.catalog_embedded().await;
                 let model = self.inner.model.get().map(Arc::as_ref);
-                let answer = sparse::run(&catalog, model, name, &arguments);
+                let answer = sparse::run(&catalog, model, name, &arguments, caller.reach);
                 self.release_model_later();
                 return answer;
             }
             return Err(sparse::unknown(&self.catalog(), name));
         }
+        within_reach(&self.catalog(), caller.reach, name)?;
         self.forward(name, arguments, caller, None).await
     }
 
@@ -150,6 +152,7 @@ impl Gateway {
             scope: crate::outputs::ClientScope::local(),
             logs: None,
             stateless: None,
+            reach: super::Reach::All,
         };
         self.forward(&name, arguments, caller, timeout).await
     }
@@ -252,6 +255,18 @@ impl Gateway {
     }
 }
 
+/// Refuses a call to the catalog's tool `name` when `reach` does not allow it (the client's
+/// token lacks the scope); unknown names are left to the forward's own refusal.
+fn within_reach(catalog: &Catalog, reach: super::Reach, name: &str) -> Result<(), GatewayError> {
+    match catalog.get(name) {
+        Some(found) if !reach.allows(&found.definition) => Err(GatewayError::OutOfScope {
+            name: name.to_string(),
+            needs: super::Reach::needed(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Who makes a call: where its progress goes, who answers its server's requests, and the
 /// token the client cancels it with.
 pub struct Caller {
@@ -267,6 +282,8 @@ pub struct Caller {
     pub logs: Option<Sink>,
     /// A client of the stateless revision: what its server must see of the call.
     pub stateless: Option<Stateless>,
+    /// The tools the client may call (its OAuth token's scope).
+    pub reach: super::Reach,
 }
 
 /// Sends one notification's params to a client.

@@ -40,6 +40,14 @@ pub enum GatewayError {
         /// The tool's own name.
         tool: String,
     },
+    /// The client's OAuth token lacks the scope the tool needs.
+    #[error("tool `{name}` needs scope `{needs}`, which this client's token was not granted")]
+    OutOfScope {
+        /// The exposed name.
+        name: String,
+        /// The scope it needs.
+        needs: &'static str,
+    },
     /// No server serves that prompt or resource.
     #[error("unknown {what} `{name}`")]
     UnknownItem {
@@ -91,7 +99,10 @@ impl GatewayError {
     pub fn is_protocol_error(&self) -> bool {
         matches!(
             self,
-            Self::UnknownTool { .. } | Self::UnknownItem { .. } | Self::Rpc { .. }
+            Self::UnknownTool { .. }
+                | Self::OutOfScope { .. }
+                | Self::UnknownItem { .. }
+                | Self::Rpc { .. }
         )
     }
 
@@ -145,6 +156,7 @@ impl Actionable for GatewayError {
             Self::UnknownTool { .. } => "unknown_tool",
             Self::Denied { .. } => "tool_denied",
             Self::Withheld { .. } => "tool_withheld",
+            Self::OutOfScope { .. } => "insufficient_scope",
             Self::UnknownItem { .. } => "unknown_item",
             Self::InvalidArguments { .. } => "invalid_arguments",
             Self::BadInput { .. } => "bad_input",
@@ -168,6 +180,10 @@ impl Actionable for GatewayError {
             Self::Withheld { server, tool } => format!(
                 "a human must review it: `mcp-launch inspect {server} {tool}` shows the new \
                  definition, `mcp-launch tool approve {server} {tool}` accepts it"
+            ),
+            Self::OutOfScope { needs, .. } => format!(
+                "authorize the client again asking for scope `{needs}` (the operator consents \
+                 again), or call a read-only tool"
             ),
             Self::UnknownItem { .. } => "list them first; names carry their server's prefix".into(),
             Self::InvalidArguments { expected, .. } => {

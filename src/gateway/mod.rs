@@ -21,6 +21,7 @@ mod items;
 mod known;
 mod meaning;
 pub mod names;
+pub mod reach;
 mod refresh;
 pub mod sparse;
 mod tasks;
@@ -48,6 +49,7 @@ pub use self::calls::{Caller, Progress, Sink};
 use self::catalog::{Budgets, Catalog};
 pub use self::era::{asks_for_input, Stateless};
 use self::error::GatewayError;
+pub use self::reach::Reach;
 pub use self::views::{Found, FoundTool};
 use crate::outputs::Outputs;
 use crate::search::semantic::Model;
@@ -323,6 +325,27 @@ impl Gateway {
         let full = self.catalog().tokens();
         crate::observe::sparse_list_served(full.saturating_sub(crate::outputs::tokens(&listed)));
         listed
+    }
+
+    /// The tools `reach` sees, serialised: all of [`Gateway::tools_json_now`], or only the
+    /// catalog's tools it allows (the gateway's own meta-tools stay: `call_tool` checks its
+    /// target).
+    pub fn tools_json_for(&self, reach: Reach) -> Arc<str> {
+        if reach == Reach::All {
+            return self.tools_json_now();
+        }
+        let catalog = self.catalog();
+        let seen: Vec<Value> = self
+            .tools_now()
+            .into_iter()
+            .filter(|tool| {
+                let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+                catalog.get(name).is_none() || reach.allows(tool)
+            })
+            .collect();
+        serde_json::to_string(&seen)
+            .unwrap_or_else(|_| "[]".into())
+            .into()
     }
 
     /// Whether the gateway can serve: its catalog is loaded (every server the tool index did

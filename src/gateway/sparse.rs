@@ -18,6 +18,7 @@ use crate::search::{Meaning, Method, Query};
 
 use super::catalog::Catalog;
 use super::error::GatewayError;
+use super::Reach;
 
 /// The meta-tools' names.
 pub const SEARCH: &str = "search_tools";
@@ -140,10 +141,16 @@ pub fn run(
     model: Option<&Model>,
     name: &str,
     arguments: &Value,
+    reach: Reach,
 ) -> Result<Value, GatewayError> {
     match name {
-        SEARCH => search(catalog, model, arguments),
-        DESCRIBE => describe(catalog, arguments),
+        SEARCH => search(catalog, model, arguments, reach),
+        DESCRIBE => describe(catalog, arguments, reach),
+        // A JSONPath over every tool would tell of the tools out of reach.
+        _ if reach != Reach::All => Err(GatewayError::OutOfScope {
+            name: name.to_string(),
+            needs: Reach::needed(),
+        }),
         _ => discover(catalog, arguments),
     }
 }
@@ -152,6 +159,7 @@ fn search(
     catalog: &Catalog,
     model: Option<&Model>,
     arguments: &Value,
+    reach: Reach,
 ) -> Result<Value, GatewayError> {
     let text = string_arg(arguments, "query", SEARCH)?;
     let limit = arguments
@@ -200,7 +208,9 @@ fn search(
     let results: Vec<Value> = docs
         .iter()
         .filter_map(|(score, doc)| {
-            let found = catalog.find(&doc.server, &doc.tool)?;
+            let found = catalog
+                .find(&doc.server, &doc.tool)
+                .filter(|found| reach.allows(&found.definition))?;
             Some(json!({
                 "name": found.name,
                 "description": first_line(tool::description(&found.definition)),
@@ -217,10 +227,11 @@ fn search(
     Ok(text_result(&json!({"results": results, "next": hint})))
 }
 
-fn describe(catalog: &Catalog, arguments: &Value) -> Result<Value, GatewayError> {
+fn describe(catalog: &Catalog, arguments: &Value, reach: Reach) -> Result<Value, GatewayError> {
     let name = string_arg(arguments, "name", DESCRIBE)?;
     let found = catalog
         .get(name)
+        .filter(|found| reach.allows(&found.definition))
         .ok_or_else(|| named_in(DESCRIBE, unknown(catalog, name)))?;
     Ok(text_result(&found.definition))
 }

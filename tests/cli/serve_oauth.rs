@@ -7,7 +7,7 @@ use std::process::Command;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::serve::eventually;
 use crate::util::*;
@@ -76,4 +76,111 @@ fn the_python_sdk_logs_in_calls_refreshes_and_is_revoked() {
         output.stderr.contains("asks for tools:read tools:all"),
         "{output}"
     );
+}
+
+/// A read-only tool and a destructive one, besides nothing else (`--only-file-tools`).
+fn scoped_tools(cmd: &Cmd) -> Value {
+    let file = cmd.path("tools.json");
+    let lookup = json!({"name": "lookup", "description": "Looks a record up",
+        "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}});
+    let erase = json!({"name": "erase", "description": "Erases every record",
+        "inputSchema": {"type": "object"}});
+    std::fs::write(&file, json!([lookup, erase]).to_string()).unwrap();
+    let file = file.display().to_string();
+    fault(&["--only-file-tools", "--tools-file", &file])
+}
+
+/// What the Python SDK's OAuth client saw, granted `scope`, of a gateway in `mode` over the
+/// scoped tools: it calls `tool`, then each of `probes`.
+fn seen_with_scope(mode: &str, scope: &str, tool: &str, probes: Value) -> Value {
+    let cmd = Cmd::new();
+    let entry = scoped_tools(&cmd);
+    let cmd = cmd.config_json(json!({"mcpServers": {"fault": entry}}));
+    let addr = format!("127.0.0.1:{}", free_port());
+    let running = cmd
+        .cmd()
+        .args(["--config", "config.json", "serve", "--mode", mode])
+        .args(["--http", &addr, "--auth", "oauth"])
+        .stderr_any()
+        .spawn();
+    eventually(20, "the gateway listens", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    let mut client = Command::new(sdk_python());
+    client
+        .arg(manifest_dir().join("tests/fixtures/oauth_client.py"))
+        .arg(format!("http://{addr}/mcp"))
+        .args([BIN, tool, scope, &probes.to_string()]);
+    let seen = client_json(client, cmd.dir(), "the Python SDK's OAuth client");
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    running.wait();
+    seen
+}
+
+fn listed(seen: &Value, name: &str) -> bool {
+    seen["tools"].as_array().unwrap().iter().any(|t| t == name)
+}
+
+#[test]
+fn a_read_scope_lists_and_calls_only_read_only_tools() {
+    let probes = json!([["fault__erase", {}]]);
+    let seen = seen_with_scope("full", "tools:read", "fault__lookup", probes);
+    assert!(listed(&seen, "fault__lookup"), "{seen}");
+    assert!(
+        !listed(&seen, "fault__erase"),
+        "a tools:read client learns of erase: {seen}"
+    );
+    assert_eq!(seen["first_call_error"], false, "{seen}");
+    let refused = &seen["probes"][0];
+    let message = refused["rpc_error"].as_str().unwrap_or_default();
+    assert!(message.contains("needs scope `tools:all`"), "{seen}");
+}
+
+#[test]
+fn an_all_scope_lists_and_calls_every_tool() {
+    let probes = json!([["fault__erase", {}]]);
+    let seen = seen_with_scope("full", "tools:all", "fault__lookup", probes);
+    assert!(
+        listed(&seen, "fault__lookup") && listed(&seen, "fault__erase"),
+        "{seen}"
+    );
+    assert_eq!(seen["probes"][0]["is_error"], false, "{seen}");
+    assert!(
+        seen["probes"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("erase called"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn sparse_search_and_calls_follow_the_scope() {
+    let probes = json!([
+        ["search_tools", {"query": "erase every record"}],
+        ["call_tool", {"name": "fault__erase", "arguments": {}}],
+        ["describe_tool", {"name": "fault__erase"}],
+    ]);
+    let read = seen_with_scope("sparse", "tools:read", "search_tools", probes.clone());
+    let found = read["probes"][0]["text"].as_str().unwrap();
+    assert!(
+        !found.contains("fault__erase"),
+        "search told of erase: {read}"
+    );
+    let call = read["probes"][1]["rpc_error"].as_str().unwrap_or_default();
+    assert!(call.contains("needs scope `tools:all`"), "{read}");
+    assert!(
+        !read["probes"][2]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Erases"),
+        "{read}"
+    );
+    let all = seen_with_scope("sparse", "tools:all", "search_tools", probes);
+    let found = all["probes"][0]["text"].as_str().unwrap();
+    assert!(
+        found.contains("fault__erase"),
+        "the search itself misses erase: {all}"
+    );
+    assert_eq!(all["probes"][1]["is_error"], false, "{all}");
 }

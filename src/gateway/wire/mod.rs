@@ -227,6 +227,16 @@ fn scope_of(context: &RequestContext<RoleServer>) -> crate::outputs::ClientScope
     scope_from(&parts.headers, stateless)
 }
 
+/// The tools the client of a request may call: over HTTP with OAuth, its token's scope's.
+fn reach_of(context: &RequestContext<RoleServer>) -> crate::gateway::Reach {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .map_or(crate::gateway::Reach::All, |parts| {
+            crate::gateway::Reach::of(&parts.extensions)
+        })
+}
+
 /// The scope of an HTTP request. A stateless-revision request has no session: the
 /// `Mcp-Session-Id` it may carry proves nothing (a DELETEd session's handles were read by
 /// presenting its id this way), so only a handshake-era request's counts.
@@ -361,6 +371,7 @@ impl ServerHandler for Handler {
                     scope: scope_of(&context),
                     logs: None,
                     stateless,
+                    reach: reach_of(&context),
                 };
                 return self.call_as_task(&request.name, arguments, caller);
             }
@@ -376,6 +387,7 @@ impl ServerHandler for Handler {
                 scope: scope_of(&context),
                 logs: Some(log_sink(&context)),
                 stateless,
+                reach: reach_of(&context),
             };
             let span = traced::span(&context, "tools/call", Some(&request.name));
             let outcome = self

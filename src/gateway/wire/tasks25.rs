@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::gateway::error::INVALID_PARAMS;
 use crate::gateway::tasks::{self, TaskError};
-use crate::gateway::{Caller, Gateway};
+use crate::gateway::{Caller, Gateway, Reach};
 use crate::outputs::ClientScope;
 use crate::serving::stdio::{Intercept, Outlet};
 
@@ -131,6 +131,7 @@ impl Taken {
         self,
         gateway: &Gateway,
         scope: ClientScope,
+        reach: Reach,
     ) -> (Value, Option<String>) {
         let mut made = None;
         let outcome = match self.asked {
@@ -139,7 +140,7 @@ impl Taken {
                 arguments,
                 ttl,
             } => {
-                let task = start(gateway, &name, arguments, scope, ttl).await;
+                let task = start(gateway, &name, arguments, (scope, reach), ttl).await;
                 made = task.as_ref().ok().map(|t| t.id.clone());
                 task.map(|t| tasks::created_2025(&t))
             }
@@ -165,12 +166,12 @@ impl Taken {
     }
 }
 
-/// A task of `scope` for the call of `name`, when it runs as one.
+/// A task of `scope` (its client reaching `reach`) for the call of `name`, when it runs as one.
 async fn start(
     gateway: &Gateway,
     name: &str,
     arguments: Value,
-    scope: ClientScope,
+    (scope, reach): (ClientScope, Reach),
     ttl: Option<Duration>,
 ) -> Result<tasks::Snapshot, Value> {
     if !gateway.accepts_task(name).await {
@@ -189,6 +190,7 @@ async fn start(
         scope,
         logs: None,
         stateless: None,
+        reach,
     };
     gateway
         .start_task(name, arguments, caller, ttl)
@@ -208,7 +210,7 @@ impl Intercept for Tasks25 {
         self.0.spawn(async move {
             let scope = ClientScope::local();
             let answered = async {
-                let (answer, made) = taken.answer(&gateway, scope.clone()).await;
+                let (answer, made) = taken.answer(&gateway, scope.clone(), Reach::All).await;
                 outlet.send(answer).await;
                 if let Some(id) = made {
                     if let Ok(task) = gateway.ended_task(&scope, &id).await {
@@ -246,7 +248,9 @@ pub async fn over_http(guard: &Guard, parts: &Parts, body: &[u8]) -> Option<Resp
         return Some(checked);
     }
     let scope = super::scope_from(&parts.headers, false);
-    let (answer, _) = taken.answer(&guard.gateway, scope).await;
+    let (answer, _) = taken
+        .answer(&guard.gateway, scope, Reach::of(&parts.extensions))
+        .await;
     Some(axum::Json(answer).into_response())
 }
 

@@ -168,6 +168,7 @@ fn take_experimental(capabilities: &mut Value, key: &str) -> Option<Value> {
 
 /// The HTTP layer: the response with every placeholder spliced.
 pub async fn restore(State(gateway): State<Gateway>, request: Request, next: Next) -> Response {
+    let reach = crate::gateway::Reach::of(request.extensions());
     let response = next.run(request).await;
     let kind = response
         .headers()
@@ -179,7 +180,7 @@ pub async fn restore(State(gateway): State<Gateway>, request: Request, next: Nex
     let body = if kind.starts_with("application/json") {
         match axum::body::to_bytes(body, MAX_JSON_BODY).await {
             Ok(bytes) => {
-                let tools = || gateway.tools_json_now();
+                let tools = || gateway.tools_json_for(reach);
                 Body::from(splice(&bytes, &tools).map_or(bytes, Bytes::from))
             }
             Err(e) => {
@@ -188,7 +189,7 @@ pub async fn restore(State(gateway): State<Gateway>, request: Request, next: Nex
             }
         }
     } else if kind.starts_with("text/event-stream") {
-        splice_events(body, gateway)
+        splice_events(body, gateway, reach)
     } else {
         return Response::from_parts(parts, body);
     };
@@ -197,12 +198,12 @@ pub async fn restore(State(gateway): State<Gateway>, request: Request, next: Nex
 }
 
 /// An SSE body with each `data:` line spliced, line by line as it streams.
-fn splice_events(body: Body, gateway: Gateway) -> Body {
+fn splice_events(body: Body, gateway: Gateway, reach: crate::gateway::Reach) -> Body {
     let mut lines = Lines::default();
     let stream = body.into_data_stream().map(move |chunk| {
         let chunk = chunk?;
         let mut out = Vec::with_capacity(chunk.len());
-        let tools = || gateway.tools_json_now();
+        let tools = || gateway.tools_json_for(reach);
         lines.push(&chunk, &mut out, |line| {
             let data = line.strip_prefix(b"data:")?;
             let mut spliced = b"data: ".to_vec();
