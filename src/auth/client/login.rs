@@ -4,7 +4,7 @@
 
 use reqwest::{Client, Url};
 
-use super::discover::{discover, is_loopback, parse_url, trimmed, Discovery};
+use super::discover::{discover, is_loopback, parse_url, Discovery};
 use super::error::{AuthError, Step};
 use super::fetch::Fetch;
 use super::token::BASIC;
@@ -268,11 +268,12 @@ impl Pending {
         param("code").ok_or_else(|| refuse("it carries no code".into()))
     }
 
-    /// RFC 9207: an `iss` must be our issuer; one the server promised must be there.
+    /// RFC 9207: an `iss` must be our issuer, compared as strings with no normalization
+    /// (§2.4; SEP-2468); one the server promised must be there.
     fn check_iss(&self, iss: Option<&str>) -> Result<(), String> {
         let issuer = &self.discovery.server.issuer;
         match iss {
-            Some(iss) if trimmed(iss) != trimmed(issuer) => {
+            Some(iss) if iss != issuer => {
                 Err(format!("it comes from issuer {iss:?}, not {issuer:?}"))
             }
             None if self
@@ -346,6 +347,10 @@ mod tests {
             ),
             (
                 "http://127.0.0.1:33001/callback?code=abc&state=st8&iss=https%3A%2F%2Fevil.example",
+                "issuer",
+            ),
+            (
+                "http://127.0.0.1:33001/callback?code=abc&state=st8&iss=https%3A%2F%2Fas.example%2F",
                 "issuer",
             ),
         ] {
