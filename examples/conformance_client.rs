@@ -7,8 +7,8 @@
 //! per-scenario input (e.g. the tool calls to make) as JSON in `MCP_CONFORMANCE_CONTEXT`.
 //! `scripts/conformance.py client` builds and runs it (docs/CONFORMANCE.md).
 //!
-//! The `auth/*` scenarios need an authorizer from `mcp_launch::auth::client`; until one is
-//! wired in [`authorizer`], they fail with "auth not wired".
+//! The `auth/*` scenarios log in first through `mcp_launch::auth::client` ([`authorizer`]),
+//! with the token store in a temporary state dir.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -33,6 +33,15 @@ fn main() -> ExitCode {
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null);
+    // The token store of `auth/*` logins: a state dir of this run's own, gone when it ends.
+    let state = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("cannot make a temporary state dir: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    std::env::set_var("XDG_STATE_HOME", state.path());
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -67,13 +76,12 @@ struct Run {
 
 impl Run {
     async fn go(&self) -> Result<(), String> {
-        let headers = match self.scenario.strip_prefix("auth/") {
-            Some(_) => authorizer(&self.scenario)?,
-            None => Vec::new(),
-        };
+        if self.scenario.starts_with("auth/") {
+            authorizer(&self.url, &self.context).await?;
+        }
         let endpoint = Endpoint::StreamableHttp {
             url: self.url.clone(),
-            headers,
+            headers: Vec::new(),
         };
         let opts = ConnectOptions {
             stateless: self.stateless,
@@ -143,11 +151,64 @@ impl Run {
     }
 }
 
-/// The headers an `auth/*` scenario's server needs: the hook for `mcp_launch::auth::client`.
-fn authorizer(scenario: &str) -> Result<Vec<(String, String)>, String> {
-    Err(format!(
-        "auth not wired: {scenario} needs an OAuth authorizer from mcp_launch::auth::client"
-    ))
+/// Logs in for an `auth/*` scenario through `mcp_launch::auth::client`: discovery,
+/// registration (pre-registered from the scenario's context, a Client ID Metadata Document,
+/// else RFC 7591), PKCE and the code exchange; the grant goes to the token store (in a temp
+/// state dir), where the library's HTTP client finds it. The suite's authorization server
+/// approves at once, so the authorize step is one GET whose redirect carries the code.
+async fn authorizer(url: &str, context: &Value) -> Result<(), String> {
+    use mcp_launch::auth::client::{http_client, login, store};
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(String::from);
+    let registered = text("client_id").map(|client_id| login::PreRegistered {
+        client_id,
+        client_secret: text("client_secret"),
+        scopes: None,
+    });
+    let request = login::LoginRequest {
+        server: "conformance".into(),
+        url: url.into(),
+        redirect_uri: REDIRECT_URI.into(),
+        registered,
+        metadata_document: Some(METADATA_DOCUMENT.into()),
+    };
+    let http = http_client();
+    let pending = login::begin(&http, request)
+        .await
+        .map_err(|e| format!("login: {e}"))?;
+    let redirected = approve(&pending.authorize_url).await?;
+    let grant = pending
+        .finish(&http, &redirected)
+        .await
+        .map_err(|e| format!("login: {e}"))?;
+    store::save(grant).await.map_err(|e| format!("login: {e}"))
+}
+
+/// Where the suite's authorization server sends the code (never listened on: the redirect is
+/// read from the authorize answer's `Location`).
+const REDIRECT_URI: &str = "http://127.0.0.1:33418/callback";
+
+/// Our Client ID Metadata Document, offered where the authorization server takes them.
+const METADATA_DOCUMENT: &str = "https://mcp-launch.dev/oauth/client-metadata.json";
+
+/// The authorize step against an authorization server that approves at once: the address
+/// its redirect sends the browser to.
+async fn approve(authorize_url: &reqwest::Url) -> Result<String, String> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .map_err(|e| format!("authorize: {e}"))?;
+    let answer = http
+        .get(authorize_url.clone())
+        .send()
+        .await
+        .map_err(|e| format!("authorize: {e}"))?;
+    answer
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .map(String::from)
+        .ok_or_else(|| format!("authorize: HTTP {} without a redirect", answer.status()))
 }
 
 /// A tool call through the library, answering the server's requests for input.

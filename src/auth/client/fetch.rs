@@ -40,12 +40,29 @@ impl Fetch<'_> {
         url: &Url,
         pairs: &[(&str, &str)],
     ) -> Result<Answer, AuthError> {
+        self.send(self.form(url, pairs)).await
+    }
+
+    /// POSTs `pairs` form-encoded with the client's id and secret as HTTP Basic credentials
+    /// (RFC 6749 §2.3.1: each form-encoded first).
+    pub(crate) async fn post_form_basic(
+        &self,
+        url: &Url,
+        pairs: &[(&str, &str)],
+        (id, secret): (&str, &str),
+    ) -> Result<Answer, AuthError> {
+        let encode = |text: &str| form_body(&[("", text)])[1..].to_string();
         let req = self
-            .client
+            .form(url, pairs)
+            .basic_auth(encode(id), Some(encode(secret)));
+        self.send(req).await
+    }
+
+    fn form(&self, url: &Url, pairs: &[(&str, &str)]) -> RequestBuilder {
+        self.client
             .post(url.clone())
             .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .body(form_body(pairs));
-        self.send(req).await
+            .body(form_body(pairs))
     }
 
     /// POSTs `value` as JSON.

@@ -4,9 +4,10 @@
 
 use reqwest::{Client, Url};
 
-use super::discover::{discover, is_loopback, parse_url, trimmed, Discovery};
+use super::discover::{discover, is_loopback, parse_url, Discovery};
 use super::error::{AuthError, Step};
 use super::fetch::Fetch;
+use super::token::BASIC;
 use super::Grant;
 use crate::auth::metadata::{ClientInformation, ClientMetadata};
 use crate::auth::pkce::{self, Pkce};
@@ -106,15 +107,7 @@ async fn register(
     request: &LoginRequest,
     discovery: &Discovery,
 ) -> Result<ClientInformation, AuthError> {
-    let metadata = ClientMetadata {
-        client_name: Some("mcp-launch".into()),
-        redirect_uris: vec![request.redirect_uri.clone()],
-        grant_types: vec!["authorization_code".into(), "refresh_token".into()],
-        response_types: vec!["code".into()],
-        token_endpoint_auth_method: Some(auth_method(&discovery.server).into()),
-        scope: discovery.scope.clone(),
-        ..ClientMetadata::default()
-    };
+    let metadata = client_metadata(request, discovery);
     let as_client = |client_id: String, client_secret| ClientInformation {
         client_id,
         client_secret,
@@ -142,7 +135,12 @@ async fn register(
     })?;
     let endpoint = parse_url(&request.url, endpoint, Step::Registration)?;
     let answer = fetch.post_json(&endpoint, &metadata).await?;
-    let info: ClientInformation = fetch.json(&answer)?;
+    let mut info: ClientInformation = fetch.json(&answer)?;
+    // The method it registered, else the one we asked for (RFC 7591 §3.2.1 echoes it).
+    info.metadata.token_endpoint_auth_method = info
+        .metadata
+        .token_endpoint_auth_method
+        .or(metadata.token_endpoint_auth_method);
     let ours = &request.redirect_uri;
     if !info.metadata.redirect_uris.is_empty() && !info.metadata.redirect_uris.contains(ours) {
         return Err(fetch.refused(format!("it registered other redirect URIs than {ours}")));
@@ -150,11 +148,40 @@ async fn register(
     Ok(info)
 }
 
-/// A public client (`none`, PKCE only) where the server takes one, else `client_secret_post`.
+/// What we register as: a native application (SEP-837: a CLI on the person's machine, its
+/// redirect on loopback) using the authorization code flow.
+fn client_metadata(request: &LoginRequest, discovery: &Discovery) -> ClientMetadata {
+    let mut extra = serde_json::Map::new();
+    extra.insert("application_type".into(), "native".into());
+    ClientMetadata {
+        client_name: Some("mcp-launch".into()),
+        redirect_uris: vec![request.redirect_uri.clone()],
+        grant_types: vec!["authorization_code".into(), "refresh_token".into()],
+        response_types: vec!["code".into()],
+        token_endpoint_auth_method: Some(auth_method(&discovery.server).into()),
+        scope: discovery.scope.clone(),
+        extra,
+        ..ClientMetadata::default()
+    }
+}
+
+/// A public client (`none`, PKCE only) where the server takes one, else `client_secret_post`
+/// where it takes that, else `client_secret_basic` where only that is offered.
 fn auth_method(server: &crate::auth::metadata::AuthorizationServer) -> &'static str {
-    match &server.token_endpoint_auth_methods_supported {
-        Some(methods) if !methods.iter().any(|m| m == "none") => "client_secret_post",
-        _ => "none",
+    let offered = |method: &str| {
+        server
+            .token_endpoint_auth_methods_supported
+            .as_ref()
+            .is_none_or(|methods| methods.iter().any(|m| m == method))
+    };
+    match (
+        offered("none"),
+        offered("client_secret_post"),
+        offered(BASIC),
+    ) {
+        (true, _, _) => "none",
+        (false, false, true) => BASIC,
+        _ => "client_secret_post",
     }
 }
 
@@ -177,6 +204,7 @@ impl Pending {
             revocation_endpoint: self.discovery.server.revocation_endpoint.clone(),
             client_id: self.client.client_id.clone(),
             client_secret: self.client.client_secret.clone(),
+            token_endpoint_auth_method: self.client.metadata.token_endpoint_auth_method.clone(),
             access_token: String::new(),
             refresh_token: None,
             expires_at: None,
@@ -240,11 +268,12 @@ impl Pending {
         param("code").ok_or_else(|| refuse("it carries no code".into()))
     }
 
-    /// RFC 9207: an `iss` must be our issuer; one the server promised must be there.
+    /// RFC 9207: an `iss` must be our issuer, compared as strings with no normalization
+    /// (§2.4; SEP-2468); one the server promised must be there.
     fn check_iss(&self, iss: Option<&str>) -> Result<(), String> {
         let issuer = &self.discovery.server.issuer;
         match iss {
-            Some(iss) if trimmed(iss) != trimmed(issuer) => {
+            Some(iss) if iss != issuer => {
                 Err(format!("it comes from issuer {iss:?}, not {issuer:?}"))
             }
             None if self
@@ -262,7 +291,7 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn pending(iss_promised: bool) -> Pending {
         let server = serde_json::from_value(json!({
@@ -320,6 +349,10 @@ mod tests {
                 "http://127.0.0.1:33001/callback?code=abc&state=st8&iss=https%3A%2F%2Fevil.example",
                 "issuer",
             ),
+            (
+                "http://127.0.0.1:33001/callback?code=abc&state=st8&iss=https%3A%2F%2Fas.example%2F",
+                "issuer",
+            ),
         ] {
             let refused = p.check_redirect(bad).unwrap_err();
             assert_eq!(refused.kind(), "auth_refused", "{bad}");
@@ -332,6 +365,36 @@ mod tests {
         let missing_iss =
             pending(true).check_redirect("http://127.0.0.1:33001/callback?code=abc&state=st8");
         assert!(missing_iss.unwrap_err().to_string().contains("RFC 9207"));
+    }
+
+    #[test]
+    fn we_register_as_a_native_application() {
+        let p = pending(false);
+        let sent = serde_json::to_value(client_metadata(&p.request, &p.discovery)).unwrap();
+        assert_eq!(sent["application_type"], "native", "{sent}");
+        assert_eq!(
+            sent["redirect_uris"],
+            json!([p.request.redirect_uri]),
+            "{sent}"
+        );
+    }
+
+    #[test]
+    fn the_token_endpoint_auth_method_is_one_the_server_offers() {
+        let offering = |methods: Value| {
+            let server = serde_json::from_value(json!({
+                "issuer": "https://as.example",
+                "token_endpoint_auth_methods_supported": methods,
+            }))
+            .unwrap();
+            auth_method(&server)
+        };
+        assert_eq!(offering(json!(["client_secret_basic"])), BASIC);
+        assert_eq!(
+            offering(json!(["client_secret_basic", "client_secret_post"])),
+            "client_secret_post"
+        );
+        assert_eq!(offering(json!(["none", "client_secret_basic"])), "none");
     }
 
     #[tokio::test]

@@ -45,6 +45,10 @@ pub struct Grant {
     /// Its secret, for confidential clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
+    /// How it proves that secret at the token endpoint: `client_secret_basic` (HTTP Basic),
+    /// else in the form body (`client_secret_post`; also older grants, which lack this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth_method: Option<String>,
     /// Sent to the resource.
     pub access_token: String,
     /// Exchanged for the next access token (rotated).

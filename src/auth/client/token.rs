@@ -9,6 +9,9 @@ use super::fetch::Fetch;
 use super::Grant;
 use crate::auth::metadata::TokenResponse;
 
+/// The token endpoint auth method that sends the client secret as HTTP Basic credentials.
+pub(crate) const BASIC: &str = "client_secret_basic";
+
 /// Who asks the token endpoint, and for which resource.
 pub(crate) struct TokenClient<'a> {
     pub(crate) client: &'a Client,
@@ -17,6 +20,8 @@ pub(crate) struct TokenClient<'a> {
     pub(crate) token_endpoint: &'a str,
     pub(crate) client_id: &'a str,
     pub(crate) client_secret: Option<&'a str>,
+    /// `client_secret_basic` sends the secret as HTTP Basic, anything else in the body.
+    pub(crate) auth_method: Option<&'a str>,
     /// The resource indicator.
     pub(crate) resource: &'a str,
 }
@@ -35,12 +40,20 @@ impl TokenClient<'_> {
         };
         let endpoint = parse_url(self.url, self.token_endpoint, step)?;
         let mut pairs = grant.to_vec();
-        pairs.push(("client_id", self.client_id));
-        if let Some(secret) = self.client_secret {
-            pairs.push(("client_secret", secret));
-        }
         pairs.push(("resource", self.resource));
-        let answer = fetch.post_form(&endpoint, &pairs).await?;
+        let answer = match (self.client_secret, self.auth_method) {
+            (Some(secret), Some(BASIC)) => {
+                let credentials = (self.client_id, secret);
+                fetch
+                    .post_form_basic(&endpoint, &pairs, credentials)
+                    .await?
+            }
+            (secret, _) => {
+                pairs.push(("client_id", self.client_id));
+                pairs.extend(secret.map(|s| ("client_secret", s)));
+                fetch.post_form(&endpoint, &pairs).await?
+            }
+        };
         let token: TokenResponse = fetch.json(&answer)?;
         self.check(&fetch, &token)?;
         Ok(token)
@@ -76,6 +89,7 @@ impl Grant {
             token_endpoint: &self.token_endpoint,
             client_id: &self.client_id,
             client_secret: self.client_secret.as_deref(),
+            auth_method: self.token_endpoint_auth_method.as_deref(),
             resource: &self.resource,
         }
     }
