@@ -18,3 +18,10 @@ pub mod pkce;
 pub mod server;
 
 pub use keys::*;
+
+/// Seconds since the epoch (token expiries, registrations, last use: both sides' clock).
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -76,10 +76,4 @@ impl std::fmt::Debug for Grant {
     }
 }
 
-/// Seconds since the epoch.
-pub(crate) fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default()
-}
+pub(crate) use super::now;

@@ -20,7 +20,7 @@ pub mod store;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 pub use resource::{protect, Refusal};
 pub use store::{FileStore, MemoryStore, State, Store};
@@ -150,12 +150,7 @@ impl OAuthServer {
     }
 }
 
-/// Seconds since the epoch.
-pub fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+pub use super::now;
 
 /// Whether `scope` (space-separated) allows every tool; otherwise read-only tools only.
 pub fn allows_all_tools(scope: &str) -> bool {
