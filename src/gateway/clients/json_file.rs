@@ -1,10 +1,11 @@
 //! Our entry in a JSON (or VS Code's JSONC) file, edited in place through jsonc-parser's concrete
 //! syntax tree: every other byte (keys, their order, indentation, comments) stays as it was.
-//! JSON has no comments, so servers set aside move under [`FRONTED_KEY`] instead.
+//! JSON has no comments, so servers set aside move under [`FRONTED_KEY`] instead, as their text
+//! (a comment inside a server's value goes with it, and comes back with it).
 
 use std::path::Path;
 
-use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use jsonc_parser::cst::{CstInputValue, CstObject, CstObjectProp, CstRootNode};
 use jsonc_parser::ParseOptions;
 use serde_json::{Map, Value};
 
@@ -31,18 +32,17 @@ pub(super) fn add(
     }
     set_entry(&servers, entry);
     let mut set_aside = Vec::new();
+    let mut moves = Moves::new(text);
     for name in fronted.iter().filter(|n| n.as_str() != ENTRY) {
         let Some(prop) = servers.get(name) else {
             continue;
         };
-        let value = prop.value().and_then(|v| v.to_serde_value());
         let stash = object_at(&top, FRONTED_KEY, path)?;
-        put(&stash, name, &value.unwrap_or(Value::Null));
-        prop.remove();
+        moves.carry(prop, &stash, name);
         set_aside.push(name.clone());
     }
     Ok(Edit {
-        text: finished(&root, text),
+        text: moves.place(finished(&root, text)),
         set_aside,
         ..Edit::default()
     })
@@ -58,6 +58,7 @@ pub(super) fn remove(
     let root = parse(text, path, jsonc)?;
     let top = top_object(&root, path)?;
     let mut edit = Edit::default();
+    let mut moves = Moves::new(text);
     if let Some(prop) = top
         .get(servers_key)
         .and_then(|s| s.object_value()?.get(ENTRY))
@@ -75,17 +76,59 @@ pub(super) fn remove(
                 edit.kept_aside.push(name);
                 continue;
             }
-            let value = prop.value().and_then(|v| v.to_serde_value());
-            put(&servers, &name, &value.unwrap_or(Value::Null));
-            prop.remove();
+            moves.carry(prop, &servers, &name);
             edit.restored.push(name);
         }
         if stash.properties().is_empty() {
             stash_prop.remove();
         }
     }
-    edit.text = finished(&root, text);
+    edit.text = moves.place(finished(&root, text));
     Ok(edit)
+}
+
+/// Servers moved between objects as their text, comments and layout included: the syntax tree
+/// takes only values, so each holds a placeholder string until the edit is printed.
+struct Moves<'a> {
+    original: &'a str,
+    pending: Vec<(String, String)>,
+}
+
+impl<'a> Moves<'a> {
+    fn new(original: &'a str) -> Self {
+        Self {
+            original,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Moves `prop`'s value under `name` in `to` and removes `prop`.
+    fn carry(&mut self, prop: CstObjectProp, to: &CstObject, name: &str) {
+        let value = prop
+            .value()
+            .map_or_else(|| "null".to_string(), |v| v.to_string());
+        let placeholder = self.placeholder();
+        put(to, name, &Value::String(placeholder.clone()));
+        prop.remove();
+        self.pending.push((format!("\"{placeholder}\""), value));
+    }
+
+    /// A string found nowhere in the file, nor among the other placeholders.
+    fn placeholder(&self) -> String {
+        let index = self.pending.len();
+        (0u64..)
+            .map(|n| format!("mcp-launch moved {index}.{n}"))
+            .find(|p| !self.original.contains(p.as_str()))
+            .expect("a file is finite")
+    }
+
+    /// The printed edit with each placeholder replaced by the text it stands for.
+    fn place(self, mut text: String) -> String {
+        for (placeholder, value) in self.pending {
+            text = text.replacen(&placeholder, &value, 1);
+        }
+        text
+    }
 }
 
 /// The edited text, ending with a newline when we made the file (editors expect one).

@@ -336,14 +336,8 @@ fn fronted_json_servers_move_aside_and_come_back() {
     {
       "mcpServers": {
         "mine": {"command": "./mine"},
-        "github": {
-          "command": "npx",
-          "args": ["-y", "@modelcontextprotocol/server-github"]
-        },
-        "time": {
-          "command": "uvx",
-          "args": ["mcp-server-time"]
-        }
+        "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]},
+        "time": {"command": "uvx", "args": ["mcp-server-time"]}
       },
       "theme": "dark"
     }
@@ -593,4 +587,24 @@ fn one_line_and_blank_json_files_get_the_layout_of_a_new_file() {
         home.write(Client::Cursor, &[]).unwrap();
         assert_eq!(read(&file).trim_end(), printed(&home).trim_end(), "{old:?}");
     }
+}
+
+#[test]
+fn a_comment_inside_a_vscode_server_moves_aside_with_it_and_back() {
+    let home = temp_home();
+    let old = "{\n  \"servers\": {\n    \"github\": {\n      // the token comes from the keychain\n      \"command\": \"npx\",\n    },\n  },\n}\n";
+    let file = home.put(Client::VsCode, old);
+    let report = home.write(Client::VsCode, &["github"]).unwrap();
+    assert_eq!(report.set_aside, ["github"]);
+    let written = read(&file);
+    let aside = written.find(FRONTED_KEY).expect("the server set aside");
+    let comment = written.find("// the token comes from the keychain");
+    assert!(comment.is_some_and(|at| at > aside), "{written}");
+    home.unwrite(Client::VsCode).unwrap();
+    let back = read(&file);
+    assert!(
+        back.contains("// the token comes from the keychain"),
+        "{back}"
+    );
+    assert!(!back.contains(FRONTED_KEY), "{back}");
 }
