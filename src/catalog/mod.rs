@@ -52,7 +52,7 @@ pub use resolve::{
     count_tokens, from_index, indexed, needed_capabilities, record_live, remember, resolve,
     resolve_keeping, ResolveOptions,
 };
-pub use search_index::SearchCatalog;
+pub use search_index::{ChangedTool, SearchCatalog};
 pub use tokens::TokenCounter;
 pub use trim::{trim_description, CHATGPT_DESCRIPTION_LIMIT, ELLIPSIS};
 pub use vectors::{ready_search_vectors, search_vectors, vectors as tool_vectors};

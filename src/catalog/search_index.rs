@@ -18,11 +18,12 @@ use serde_json::json;
 use crate::config::ServerEntry;
 use crate::search::{SearchIndex, ToolDoc};
 
-use super::expose::expose;
+use super::approvals::Approvals;
+use super::expose::{expose, ExposedTool};
 use super::fingerprint::{fnv1a, server_identity};
 use super::index::unix_secs;
 use super::overrides::Overrides;
-use super::preflight::Status;
+use super::preflight::{ServerReport, Status};
 use super::resolve::{resolve, ResolveOptions};
 
 /// Marks the file's format; another prefix means rebuild.
@@ -37,6 +38,36 @@ struct Header {
     /// The server of each tool the overrides deny (not searched).
     #[serde(default)]
     denied: Vec<String>,
+    /// The tools whose definitions differed from the approved ones at the build.
+    #[serde(default)]
+    changed: Vec<ChangedTool>,
+}
+
+/// A tool whose definition was not the approved one when the index was built, and the approved
+/// digest it was compared with: a `tool approve` since replaces that digest, and the mark goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChangedTool {
+    /// The server's name as searched (qualified where two stacks share it).
+    pub server: String,
+    /// The tool's name.
+    pub tool: String,
+    stack: String,
+    config_name: String,
+    /// The approved digest at the build (`None`: the approvals could not be read).
+    approved: Option<String>,
+    /// Pinned strictly: the gateway withholds it until approved.
+    pub withheld: bool,
+}
+
+impl ChangedTool {
+    /// Still changed under the approvals as they are now.
+    fn still(&self, approvals: &Approvals) -> bool {
+        if approvals.problem().is_some() {
+            return true;
+        }
+        let now = approvals.approved(&self.stack, &self.config_name, &self.tool);
+        now.map(|a| &a.digest) == self.approved.as_ref()
+    }
 }
 
 /// A loaded (or freshly built) search index for a set of servers.
@@ -47,6 +78,8 @@ pub struct SearchCatalog {
     pub unavailable: Vec<String>,
     /// The server of each tool the overrides deny (not searched; `search` says how many).
     pub denied: Vec<String>,
+    /// Tools changed since approved when the index was built (see [`SearchCatalog::changed`]).
+    changed: Vec<ChangedTool>,
     /// Where the index is kept (its tool vectors are kept beside it).
     pub(crate) path: Option<PathBuf>,
     /// The checksum of the index's encoding: what the vectors beside it were lined up with.
@@ -74,6 +107,26 @@ impl SearchCatalog {
         built.path = path;
         built
     }
+
+    /// The changes since approved among `found` (server, tool) pairs, as the approvals say now;
+    /// the approvals file is read only when the index holds a change.
+    pub fn changed<'a>(
+        &'a self,
+        found: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Vec<Option<&'a ChangedTool>> {
+        let approvals = (!self.changed.is_empty()).then(Approvals::load);
+        found
+            .into_iter()
+            .map(|(server, tool)| {
+                let approvals = approvals.as_ref()?;
+                let change = self
+                    .changed
+                    .iter()
+                    .find(|c| c.server == server && c.tool == tool)?;
+                change.still(approvals).then_some(change)
+            })
+            .collect()
+    }
 }
 
 async fn build(
@@ -84,8 +137,10 @@ async fn build(
     let now = SystemTime::now();
     let reports = resolve(entries, opts).await;
     let exposed = expose(&reports, overrides).await;
+    let approvals = Approvals::load();
     let mut docs = Vec::new();
     let mut denied = Vec::new();
+    let mut changed = Vec::new();
     let mut oldest = unix_secs(now);
     for (report, tools) in reports.iter().zip(&exposed) {
         if !report.has_tools() {
@@ -94,6 +149,7 @@ async fn build(
         oldest = oldest.min(report.checked_at.map_or(unix_secs(now), unix_secs));
         let refused = tools.iter().filter(|t| !t.is_allowed);
         denied.extend(refused.map(|_| report.name.clone()));
+        changed.extend(changes(report, tools, &approvals));
         docs.extend(
             tools
                 .iter()
@@ -113,15 +169,38 @@ async fn build(
         oldest_check: oldest,
         unavailable: unavailable.clone(),
         denied: denied.clone(),
+        changed: changed.clone(),
     };
     let catalog = SearchCatalog {
         index,
         unavailable,
         denied,
+        changed,
         path: None,
         fingerprint: 0,
     };
     (header, catalog)
+}
+
+/// The searched tools of `report` whose definitions are not the approved ones.
+fn changes<'a>(
+    report: &'a ServerReport,
+    tools: &'a [ExposedTool],
+    approvals: &'a Approvals,
+) -> impl Iterator<Item = ChangedTool> + 'a {
+    let changed = tools
+        .iter()
+        .filter(|t| t.is_allowed && t.approval.is_changed());
+    changed.map(move |t| ChangedTool {
+        server: report.name.clone(),
+        tool: t.name.clone(),
+        stack: report.stack.clone(),
+        config_name: report.config_name.clone(),
+        approved: approvals
+            .approved(&report.stack, &report.config_name, &t.name)
+            .map(|a| a.digest.clone()),
+        withheld: t.is_withheld,
+    })
 }
 
 /// Where the index of this set of servers and overrides lives.
@@ -154,6 +233,7 @@ fn load(path: &Path, ttl: std::time::Duration) -> Option<SearchCatalog> {
             index,
             unavailable: header.unavailable,
             denied: header.denied,
+            changed: header.changed,
             path: Some(path.to_path_buf()),
             fingerprint,
         }),

@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::catalog::{self, tool, SearchCatalog};
+use crate::catalog::{self, tool, ChangedTool, SearchCatalog};
 use crate::output::{self, style, Table};
 use crate::search::semantic::{DocVectors, Model};
 use crate::search::{Hit, Meaning, Method, Query, SearchIndex, ToolDoc};
@@ -122,6 +122,7 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
                 hits: &hits,
                 docs: &docs,
                 schemas: &schemas,
+                changed: &[],
                 unavailable: &found.unavailable,
                 searched: found.searched,
                 denied: found.denied,
@@ -162,12 +163,14 @@ pub(super) async fn run(args: SearchArgs, global: &GlobalArgs) -> Result<Outcome
     } else {
         Vec::new()
     };
+    let changed = catalog.changed(docs.iter().map(|d| (d.server.as_str(), d.tool.as_str())));
     let found = Found {
         method,
         explain: args.explain,
         hits: &hits,
         docs: &docs,
         schemas: &schemas,
+        changed: &changed,
         unavailable: &catalog.unavailable,
         searched: catalog.index.len(),
         denied: (catalog.denied.iter())
@@ -252,6 +255,9 @@ struct Found<'a> {
     docs: &'a [ToolDoc],
     /// The hits' input schemas with `--schema` (else empty).
     schemas: &'a [Value],
+    /// Per hit, its change since approved (else empty: the daemon withholds what changed
+    /// under `pin: strict` and warns of the rest itself).
+    changed: &'a [Option<&'a ChangedTool>],
     /// Servers whose tools are missing from the index.
     unavailable: &'a [String],
     /// How many tools were searched.
@@ -286,6 +292,11 @@ fn print_json(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
             }
             if found.explain {
                 v["explain"] = explain_json(hit);
+            }
+            if let Some(change) = found.change(i) {
+                v["changed"] = json!(true);
+                v["withheld"] = json!(change.withheld);
+                v["inspect"] = json!(inspect_command(change));
             }
             v
         })
@@ -337,10 +348,11 @@ fn print_human(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
     }
     let mut table = Table::new(headers, &[0]);
     let room = output::terminal_width().saturating_sub(60).max(30);
-    for (hit, doc) in found.hits.iter().zip(found.docs) {
+    for (i, (hit, doc)) in found.hits.iter().zip(found.docs).enumerate() {
+        let mark = if found.change(i).is_some() { " !" } else { "" };
         let mut row = vec![
             (format!("{:.2}", hit.score), style::DIM),
-            (format!("{} {}", doc.server, doc.tool), style::HEAD),
+            (format!("{} {}{mark}", doc.server, doc.tool), style::HEAD),
             (doc.required.join(", "), Default::default()),
             (output::clip(&doc.description, room), style::DIM),
         ];
@@ -350,6 +362,7 @@ fn print_human(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
         table.styled_row(row);
     }
     write!(out, "{}", table.render())?;
+    print_changes(found)?;
     for (doc, schema) in found.docs.iter().zip(found.schemas) {
         writeln!(
             out,
@@ -358,6 +371,37 @@ fn print_human(args: &SearchArgs, found: &Found<'_>) -> Result<(), CliError> {
             doc.tool,
             serde_json::to_string_pretty(schema).unwrap_or_default()
         )?;
+    }
+    Ok(())
+}
+
+impl Found<'_> {
+    /// The change since approved of hit `i`, if it has one.
+    fn change(&self, i: usize) -> Option<&ChangedTool> {
+        self.changed.get(i).copied().flatten()
+    }
+}
+
+/// `mcp-launch inspect SERVER TOOL`: what shows a change field by field, and how to approve it.
+fn inspect_command(change: &ChangedTool) -> String {
+    format!("mcp-launch inspect {} {}", change.server, change.tool)
+}
+
+/// One line per hit marked `!`: what changed is the user's to review before a call.
+fn print_changes(found: &Found<'_>) -> Result<(), CliError> {
+    for change in (0..found.hits.len()).filter_map(|i| found.change(i)) {
+        let served = match change.withheld {
+            true => "withheld by `pin: strict` until approved",
+            false => "served as it is now",
+        };
+        output::warn(&format!(
+            "! {} {} changed since you approved it ({served}): `{}` shows how; `mcp-launch tool approve {} {}` approves it",
+            change.server,
+            change.tool,
+            inspect_command(change),
+            change.server,
+            change.tool
+        ))?;
     }
     Ok(())
 }

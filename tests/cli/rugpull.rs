@@ -96,6 +96,26 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
     );
     let human = first.again().args(["list", "up"]).run();
     assert!(human.stdout.contains("lookup!"), "{human}");
+    // `search` marks it too, and says how to look and to approve.
+    let found = search_lookup(&first);
+    assert_eq!(
+        (&found["changed"], &found["withheld"], &found["inspect"]),
+        (
+            &json!(true),
+            &json!(false),
+            &json!("mcp-launch inspect up lookup")
+        ),
+        "{found}"
+    );
+    let searched = first.again().args(SEARCH).stderr_any().run();
+    assert!(
+        searched.stdout.contains("up lookup !")
+            && searched.stderr.contains("changed since you approved it")
+            && searched
+                .stderr
+                .contains("mcp-launch tool approve up lookup"),
+        "{searched}"
+    );
     assert!(
         human.stdout.contains("definition changed since approved")
             && human.stdout.contains("mcp-launch tool approve up lookup"),
@@ -223,6 +243,26 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
     );
     let after = first.again().args(["list", "up", "--json"]).run();
     assert!(listed_tool(&after).get("changed").is_none(), "{after}");
+    let found = search_lookup(&first);
+    assert!(found.get("changed").is_none(), "approved: {found}");
+}
+
+/// A search that finds the tool, answered here (no daemon).
+const SEARCH: [&str; 6] = [
+    "search",
+    "look a word up",
+    "--method",
+    "bm25",
+    "--daemon",
+    "off",
+];
+
+/// The first result of `search "look a word up" --json`, answered here (no daemon).
+fn search_lookup(out: &Output) -> Value {
+    let found = out.again().args(SEARCH).args(["--json"]).run();
+    let first = found.json()["results"][0].clone();
+    assert_eq!(first["tool"], "lookup", "{found}");
+    first
 }
 
 #[test]
