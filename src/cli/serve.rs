@@ -249,7 +249,12 @@ pub(super) async fn run(
             Ok(())
         }
         Some(addr) => {
-            let served = Served { addr, key, auth, tunnel };
+            let served = Served {
+                addr,
+                key,
+                auth,
+                tunnel,
+            };
             serve_http(gateway.clone(), served, &args, stop.clone()).await
         }
         None => wire::serve_stdio(gateway.clone(), stop.clone())
@@ -417,7 +422,9 @@ async fn serve_http(
         None => None,
     };
     // Clients know the public URL: it is the issuer and the tokens' audience.
-    let base = opened.as_ref().map_or_else(|| format!("http://{bound}"), |o| o.base.clone());
+    let base = opened
+        .as_ref()
+        .map_or_else(|| format!("http://{bound}"), |o| o.base.clone());
     let oauth = (served.auth == AuthMode::Oauth).then(|| super::serve_oauth::server(&base));
     if let Some(opened) = &opened {
         super::serve_tunnel::announce(opened, served.auth);

@@ -98,7 +98,7 @@ fn refuse_open(args: &ServeArgs) -> Result<(), CliError> {
 /// cloudflared forwards to `127.0.0.1:PORT`: the listener must be reachable there.
 fn refuse_unreachable(addr: SocketAddr) -> Result<(), CliError> {
     let ip = addr.ip();
-    if ip.is_unspecified() && ip.is_ipv4() || ip == std::net::Ipv4Addr::LOCALHOST {
+    if (ip.is_unspecified() && ip.is_ipv4()) || ip == std::net::Ipv4Addr::LOCALHOST {
         return Ok(());
     }
     Err(usage(
@@ -209,7 +209,12 @@ mod tests {
         let quick = ["--http", "127.0.0.1:8000", "--tunnel", "quick"];
         let message = refused(&[&quick[..], &["--public-url", "https://a.example"]].concat());
         assert!(message.contains("does not apply"), "{message}");
-        let message = refused(&["--http", "127.0.0.1:8000", "--public-url", "https://a.example"]);
+        let message = refused(&[
+            "--http",
+            "127.0.0.1:8000",
+            "--public-url",
+            "https://a.example",
+        ]);
         assert!(message.contains("no tunnel"), "{message}");
         let message = refused(&["--http", "127.0.0.1:8000", "--tunnel-name", "web"]);
         assert!(message.contains("--tunnel named"), "{message}");

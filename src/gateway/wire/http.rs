@@ -70,7 +70,11 @@ pub async fn serve_http(
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     let public = options.public_url.as_deref().and_then(public_origin);
-    let mut origins = vec!["http://localhost:*".to_string(), "http://127.0.0.1:*".into(), "http://[::1]:*".into()];
+    let mut origins = vec![
+        "http://localhost:*".to_string(),
+        "http://127.0.0.1:*".into(),
+        "http://[::1]:*".into(),
+    ];
     origins.extend(public.iter().map(|(origin, _)| origin.clone()));
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_origins(origins)

@@ -113,7 +113,8 @@ impl TunnelError {
                 "{} Start again to open a new tunnel{}",
                 failure_help(kind),
                 match kind {
-                    TunnelKind::Quick => ": a quick tunnel gets a new URL, so hosted clients \
+                    TunnelKind::Quick =>
+                        ": a quick tunnel gets a new URL, so hosted clients \
                          must be given it again (a named tunnel keeps its URL)",
                     TunnelKind::Named { .. } => "",
                 }
