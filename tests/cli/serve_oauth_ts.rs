@@ -42,6 +42,11 @@ fn project() -> Cmd {
 /// `serve --http` on a free loopback port: `--tunnel quick` (OAuth by default) or
 /// `--auth oauth`.
 fn serve(cmd: &Cmd, tunnel: bool) -> Served {
+    serve_with(cmd, tunnel, |serve| serve)
+}
+
+/// As [`serve`], the command changed by `change` first (environment, expected status).
+fn serve_with(cmd: &Cmd, tunnel: bool, change: impl FnOnce(Cmd) -> Cmd) -> Served {
     let addr = format!("127.0.0.1:{}", free_port());
     let edge = free_port();
     let mut serve = cmd
@@ -56,7 +61,7 @@ fn serve(cmd: &Cmd, tunnel: bool) -> Served {
         true => serve.args(["--tunnel", "quick"]),
         false => serve.args(["--auth", "oauth"]),
     };
-    let running = serve.spawn();
+    let running = change(serve).spawn();
     let (url, edge, reached) = match tunnel {
         true => (
             format!("https://{HOST}/mcp"),
@@ -256,4 +261,57 @@ fn the_inspector_cli_is_refused_without_a_token_and_calls_with_one() {
     assert_eq!(called["result"]["content"][0]["text"], "hello", "{called}");
     assert!(url.starts_with("https://"));
     served.stop();
+}
+
+/// cloudflared runs under `serve` in a process group of its own: stopped when `serve` stops,
+/// and when it ends on its own `serve` ends too (exit 1, `tunnel_ended`: a new quick tunnel
+/// would have a URL no client knows).
+#[test]
+fn the_tunnel_ends_with_serve_and_serve_with_the_tunnel() {
+    let cmd = project();
+    let log = cmd.path("cloudflared.log");
+    let logged_to = log.display().to_string();
+    let served = serve_with(&cmd, true, |c| c.env("FAKE_CLOUDFLARED_LOG", &logged_to));
+    let started = read_log(&log);
+    let pid = started[0]["pid"].as_i64().expect("the fake's pid") as i32;
+    served.stop();
+    assert_pid_gone(pid, "cloudflared after serve stopped");
+    let crashing = serve_with(&cmd, true, |c| {
+        c.env("FAKE_CLOUDFLARED_MODE", "crash-after")
+            .env("FAKE_CLOUDFLARED_CRASH_AFTER", "2")
+            .status(1)
+    });
+    let output = crashing.running.wait();
+    assert!(
+        output
+            .stderr
+            .contains("the public URL no longer reaches this machine"),
+        "{output}"
+    );
+}
+
+/// A tunnel that never comes up fails the start with cloudflared's last words, and leaves
+/// neither cloudflared nor the listener behind.
+#[test]
+fn a_tunnel_that_fails_to_start_fails_serve_and_leaves_nothing() {
+    let cmd = project();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let output = cmd
+        .cmd()
+        .args(["--config", "config.json", "serve", "--http", &addr])
+        .args(["--tunnel", "quick"])
+        .env("MCP_LAUNCH_CLOUDFLARED", &crate::launch::fake_cloudflared())
+        .env("FAKE_CLOUDFLARED_MODE", "exit")
+        .status(1)
+        .stderr_any()
+        .run();
+    assert!(
+        output.stderr.contains("before the tunnel was ready"),
+        "{output}"
+    );
+    assert!(output.stderr.contains("api.trycloudflare.com"), "{output}");
+    assert!(
+        std::net::TcpStream::connect(&addr).is_err(),
+        "still listening"
+    );
 }
