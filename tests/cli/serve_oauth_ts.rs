@@ -315,3 +315,39 @@ fn a_tunnel_that_fails_to_start_fails_serve_and_leaves_nothing() {
         "still listening"
     );
 }
+
+/// `--print-config` with a named tunnel writes its public URL (known beforehand) into the
+/// client's entry; a quick tunnel's is made up at start, which the refusal says.
+#[test]
+fn print_config_gives_a_named_tunnels_public_url() {
+    let cmd = project();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let serve = ["--config", "config.json", "serve", "--http", &addr];
+    let printed = cmd
+        .cmd()
+        .args(serve)
+        .args([
+            "--tunnel",
+            "named",
+            "--public-url",
+            "https://tools.example.com/",
+        ])
+        .args(["--print-config", "cursor"])
+        .env("MCP_LAUNCH_CLOUDFLARED", &crate::launch::fake_cloudflared())
+        .stderr_any()
+        .run();
+    assert!(
+        printed.stdout.contains("https://tools.example.com/mcp"),
+        "{printed}"
+    );
+    assert!(!printed.stdout.contains("127.0.0.1"), "{printed}");
+    let quick = cmd
+        .cmd()
+        .args(serve)
+        .args(["--tunnel", "quick", "--print-config", "cursor"])
+        .env("MCP_LAUNCH_CLOUDFLARED", &crate::launch::fake_cloudflared())
+        .status(2)
+        .stderr_any()
+        .run();
+    assert!(quick.stderr.contains("made up by cloudflared"), "{quick}");
+}
