@@ -175,6 +175,9 @@ pub enum CliError {
     /// The installed embedding model could not be opened.
     #[error(transparent)]
     Semantic(#[from] crate::search::semantic::SemanticError),
+    /// `serve --http --tunnel`: the tunnel did not come up (or ended).
+    #[error(transparent)]
+    Tunnel(#[from] crate::launch::tunnel::TunnelError),
 }
 
 /// What a line of `call --batch` holds (the help of every bad line).
@@ -212,6 +215,11 @@ impl CliError {
             ),
             CliError::Semantic(_) => false,
             CliError::Auth(_) => false,
+            CliError::Tunnel(e) => matches!(
+                e,
+                crate::launch::tunnel::TunnelError::NotInstalled { .. }
+                    | crate::launch::tunnel::TunnelError::NoToken
+            ),
             _ => true,
         }
     }
@@ -242,6 +250,7 @@ impl Actionable for CliError {
             CliError::State(e) => e.kind(),
             CliError::Tui(e) => e.kind(),
             CliError::Launch(e) => e.kind(),
+            CliError::Tunnel(e) => e.kind(),
             CliError::Duration(e) => e.kind(),
             CliError::Gateway(e) => e.kind(),
             CliError::Daemon(e) => e.kind(),
@@ -308,6 +317,7 @@ impl Actionable for CliError {
             CliError::State(e) => e.help(),
             CliError::Tui(e) => e.help(),
             CliError::Launch(e) => e.help(),
+            CliError::Tunnel(e) => e.help(),
             CliError::Duration(e) => e.help(),
             CliError::Gateway(e) => e.help(),
             CliError::Daemon(e) => e.help(),

@@ -22,6 +22,7 @@ mod search;
 mod serve;
 mod serve_key;
 mod serve_oauth;
+mod serve_tunnel;
 mod server;
 mod share;
 mod status;

@@ -36,10 +36,10 @@ pub struct ServeArgs {
     /// With --http on loopback: serve without a key (any local user can call every tool).
     #[arg(long, requires = "http", conflicts_with = "api_key")]
     pub no_auth: bool,
-    /// With --http: how clients prove who they are. key: a bearer key (the default); oauth:
-    /// OAuth 2.1 with the built-in authorization server (hosted clients: claude.ai, ChatGPT,
-    /// VS Code; you consent with a one-time code shown here or `mcp-launch auth approve`);
-    /// none: as --no-auth.
+    /// With --http: how clients prove who they are. key: a bearer key (the default without a
+    /// tunnel); oauth: OAuth 2.1 with the built-in authorization server (the default with
+    /// --tunnel; hosted clients: claude.ai, ChatGPT, VS Code; you consent with a one-time code
+    /// shown here or `mcp-launch auth approve`); none: as --no-auth (never with --tunnel).
     #[arg(
         long,
         value_enum,
@@ -57,6 +57,18 @@ pub struct ServeArgs {
         value_name = "KEY"
     )]
     pub api_key: Option<String>,
+    /// With --http: make it public through cloudflared: quick (a random trycloudflare.com
+    /// URL, no account) or named (your tunnel, routed to --http; give --public-url). The
+    /// public URL is printed, with what to paste into claude.ai or ChatGPT.
+    #[arg(long, value_enum, requires = "http", value_name = "MODE")]
+    pub tunnel: Option<super::up::TunnelMode>,
+    /// With --tunnel named: the tunnel's name or UUID (else the one in TUNNEL_TOKEN).
+    #[arg(long, value_name = "NAME")]
+    pub tunnel_name: Option<String>,
+    /// With --tunnel named: the public URL your tunnel routes to --http
+    /// (https://tools.example.com); clients, the OAuth issuer and the tokens' audience use it.
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
     /// Stop a server after this long without calls (0: never).
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = |s: &str| IDLE.parse(s))]
     pub idle: Duration,
@@ -158,6 +170,28 @@ pub enum AuthMode {
     None,
 }
 
+/// `--auth`, or its default: OAuth with a tunnel (hosted clients cannot send a key), none with
+/// `--no-auth`, else a key.
+fn auth_mode(args: &ServeArgs, tunnel: bool) -> AuthMode {
+    match args.auth {
+        Some(mode) => mode,
+        None if tunnel => AuthMode::Oauth,
+        None if args.no_auth => AuthMode::None,
+        None => AuthMode::Key,
+    }
+}
+
+/// `--print-config` with a tunnel: its public URL, known beforehand only for a named tunnel.
+fn printed_public_url(tunnel: &super::serve_tunnel::TunnelPlan) -> Result<String, CliError> {
+    match tunnel.known_url() {
+        Some(base) => Ok(format!("{base}/mcp")),
+        None => Err(CliError::Usage {
+            message: "a quick tunnel's URL is made up by cloudflared when it starts".into(),
+            help: "start `serve --http … --tunnel quick` and give clients the URL it prints, or use --tunnel named --public-url URL".into(),
+        }),
+    }
+}
+
 /// How long `tools/list` waits for servers the tool index does not know.
 const LIST_WAIT: Duration = Duration::from_secs(5);
 
@@ -166,13 +200,19 @@ pub(super) async fn run(
     global: &GlobalArgs,
     shutdown: CancellationToken,
 ) -> Result<Outcome, CliError> {
+    let tunnel = super::serve_tunnel::plan(&args)?;
+    let auth = auth_mode(&args, tunnel.is_some());
     let key = match args.http {
-        Some(_) if args.auth == Some(AuthMode::Oauth) => super::serve_oauth::no_key(&args)?,
-        Some(addr) => http_key(addr, &args)?,
+        Some(_) if auth == AuthMode::Oauth => super::serve_oauth::no_key(&args)?,
+        Some(addr) => http_key(addr, &args, tunnel.is_some())?,
         None => None,
     };
     if let Some(client) = &args.client.print_config {
-        let http = args.http.map(|addr| (format!("http://{addr}/mcp"), key));
+        let http = match (&tunnel, args.http) {
+            (Some(tunnel), _) => Some((printed_public_url(tunnel)?, key)),
+            (None, Some(addr)) => Some((format!("http://{addr}/mcp"), key)),
+            (None, None) => None,
+        };
         return super::client_config::run(&args.client, client, &passed_on(&args), http, global);
     }
     let loaded = load_config(global)?;
@@ -208,8 +248,18 @@ pub(super) async fn run(
             stop.cancelled().await;
             Ok(())
         }
-        Some(addr) => serve_http(gateway.clone(), addr, key, &args, stop.clone()).await,
-        None => wire::serve_stdio(gateway.clone(), stop.clone()).await,
+        Some(addr) => {
+            let served = Served {
+                addr,
+                key,
+                auth,
+                tunnel,
+            };
+            serve_http(gateway.clone(), served, &args, stop.clone()).await
+        }
+        None => wire::serve_stdio(gateway.clone(), stop.clone())
+            .await
+            .map_err(CliError::Output),
     };
     stop.cancel();
     if let Some(control) = control {
@@ -219,7 +269,7 @@ pub(super) async fn run(
         let _ = metrics.await;
     }
     gateway.shutdown().await;
-    served.map_err(CliError::Output)?;
+    served?;
     Ok(Outcome::Success)
 }
 
@@ -348,21 +398,42 @@ pub(super) fn parse_budget(text: &str) -> Result<crate::outputs::Budget, String>
         .ok_or_else(|| format!("{text:?} is not a token count: give one like 6000 or 6k (0: off)"))
 }
 
+/// What `serve --http` serves with: where, the key, the authentication, the tunnel.
+struct Served {
+    addr: SocketAddr,
+    key: Option<String>,
+    auth: AuthMode,
+    tunnel: Option<super::serve_tunnel::TunnelPlan>,
+}
+
+/// Binds `--http`, opens the tunnel to it (if any) and serves until `stop` or until the tunnel
+/// ends; the tunnel is shut down on every way out (its guard kills it when dropped early).
 async fn serve_http(
     gateway: Gateway,
-    addr: SocketAddr,
-    api_key: Option<String>,
+    served: Served,
     args: &ServeArgs,
     stop: CancellationToken,
-) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+) -> Result<(), CliError> {
+    let listener = tokio::net::TcpListener::bind(served.addr).await?;
     let bound = listener.local_addr()?;
     eprintln!("mcp-launch serve: http://{bound}/mcp");
-    let oauth = (args.auth == Some(AuthMode::Oauth)).then(|| super::serve_oauth::server(bound));
+    let opened = match &served.tunnel {
+        Some(plan) => Some(super::serve_tunnel::open(plan, bound.port()).await?),
+        None => None,
+    };
+    // Clients know the public URL: it is the issuer and the tokens' audience.
+    let base = opened
+        .as_ref()
+        .map_or_else(|| format!("http://{bound}"), |o| o.base.clone());
+    let oauth = (served.auth == AuthMode::Oauth).then(|| super::serve_oauth::server(&base));
+    if let Some(opened) = &opened {
+        super::serve_tunnel::announce(opened, served.auth);
+    }
     let options = HttpOptions {
         addr: bound,
-        api_key,
+        api_key: served.key,
         oauth,
+        public_url: opened.as_ref().map(|o| o.base.clone()),
         limits: crate::listen::Limits::default(),
         sessions: wire::SessionLimits {
             max_sessions: args.max_sessions,
@@ -370,15 +441,35 @@ async fn serve_http(
             idle: args.session_idle,
         },
     };
-    wire::serve_http(gateway, listener, options, stop).await
+    let serving = wire::serve_http(gateway, listener, options, stop.clone());
+    let Some(opened) = opened else {
+        return Ok(serving.await?);
+    };
+    tokio::pin!(serving);
+    let result = tokio::select! {
+        served = &mut serving => served.map_err(CliError::Output),
+        ended = opened.tunnel.ended(&opened.kind) => {
+            stop.cancel();
+            let _ = serving.await;
+            Err(CliError::Tunnel(ended))
+        }
+    };
+    opened.tunnel.guard.shutdown().await;
+    result
 }
 
 /// A non-loopback address needs a key of at least [`crate::auth::MIN_KEY_LEN`] characters:
 /// the gateway runs tools on this machine.
 fn refuse_open_without_key(addr: SocketAddr, key: Option<&str>) -> Result<(), CliError> {
+    refuse_short_key(addr, key, addr.ip().is_loopback())
+}
+
+/// As [`refuse_open_without_key`], `is_local` saying whether only this machine reaches the
+/// listener (false with a tunnel, on loopback too).
+fn refuse_short_key(addr: SocketAddr, key: Option<&str>, is_local: bool) -> Result<(), CliError> {
     let min = crate::auth::MIN_KEY_LEN;
     let length = key.map_or(0, |k| k.chars().count());
-    if addr.ip().is_loopback() || length >= min {
+    if is_local || length >= min {
         return Ok(());
     }
     let message = match length {
@@ -402,9 +493,14 @@ fn key_file() -> PathBuf {
 /// The key HTTP clients must send: `--api-key`; none with `--no-auth` (loopback only, warned);
 /// else on loopback the kept one (loopback is not a user boundary: any local user can
 /// connect, and the gateway runs tools as you). Off loopback a key must be given.
-fn http_key(addr: SocketAddr, args: &ServeArgs) -> Result<Option<String>, CliError> {
+/// With a tunnel the listener is public: a key given must be long enough there too (the kept
+/// one is).
+fn http_key(addr: SocketAddr, args: &ServeArgs, tunnel: bool) -> Result<Option<String>, CliError> {
     let given = args.api_key.as_deref().filter(|k| !k.is_empty());
-    refuse_open_without_key(addr, given)?;
+    match (tunnel, given) {
+        (true, Some(_)) => refuse_short_key(addr, given, false)?,
+        _ => refuse_open_without_key(addr, given)?,
+    }
     if let Some(key) = given {
         return Ok(Some(key.to_string()));
     }

@@ -2,7 +2,6 @@
 //! state kept in the state directory (the one `mcp-launch auth clients|approve|revoke` read),
 //! its consent codes shown on this terminal.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::auth::server::{ConsentNotice, FileStore, Notify, OAuthServer};
@@ -20,15 +19,14 @@ pub(super) fn no_key(args: &ServeArgs) -> Result<Option<String>, CliError> {
     Ok(None)
 }
 
-/// The authorization server of the listener bound at `bound`: its issuer and resource are the
-/// URLs clients reach it at.
-pub(super) fn server(bound: SocketAddr) -> Arc<OAuthServer> {
+/// The authorization server of the listener clients reach at `base` (`http://ADDR`, or a
+/// tunnel's public URL): its issuer and resource are built from it.
+pub(super) fn server(base: &str) -> Arc<OAuthServer> {
     let store = Arc::new(FileStore::new(FileStore::default_path()));
-    let base = format!("http://{bound}");
     eprintln!(
         "mcp-launch serve: OAuth 2.1 on; clients register at {base}/register and log in with your consent (`mcp-launch auth clients` lists them)"
     );
-    Arc::new(OAuthServer::new(&base, "/mcp", store, show_consent()))
+    Arc::new(OAuthServer::new(base, "/mcp", store, show_consent()))
 }
 
 /// Shows each consent request on the terminal (stderr), with its one-time code. Never logged.

@@ -18,7 +18,7 @@ use crate::util::{
     assert_pid_gone, everything, free_port, free_ports, manifest_dir, pid_alive, time, Cmd,
 };
 
-fn fake_cloudflared() -> String {
+pub(crate) fn fake_cloudflared() -> String {
     manifest_dir()
         .join("tests/fixtures/fake_cloudflared.py")
         .display()

@@ -305,7 +305,7 @@ fn strict_client(dir: &Path, client: &str, call: &(&str, Value), transport: &[&s
 }
 
 /// Node 22 (installed beside the conformance suite), with the TypeScript SDK present.
-fn node22() -> String {
+pub(crate) fn node22() -> String {
     let sdk = manifest_dir().join(".deps/sdk-ts/node_modules/@modelcontextprotocol/sdk");
     assert!(
         sdk.exists(),

@@ -297,6 +297,11 @@ fn rotate_refresh(server: &OAuthServer, client_id: &str, form: &TokenForm) -> Re
         };
         if refresh.grant.client_id != client_id {
             outcome = Err("the refresh token was issued to another client");
+        } else if refresh.grant.resource != server.resource {
+            // Issued while we answered at another address (loopback, before a tunnel): its
+            // grant is for that audience, and renewing it here would mint nothing usable.
+            // Left unused: it still works where it belongs.
+            outcome = Err("the refresh token was issued for another resource: log in again");
         } else if refresh.used {
             let family = refresh.grant.family.clone();
             state.revoke_family(&family);

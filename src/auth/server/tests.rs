@@ -496,3 +496,104 @@ async fn the_operator_approves_a_pending_client() {
     assert!(admin::approve(fx.server.store.as_ref(), id).unwrap());
     assert_eq!(submit(&fx.app, &page, "").await.0, StatusCode::SEE_OTHER);
 }
+
+/// Open-redirect attempts on /authorize: a redirect URI that is not the registered one byte
+/// for byte — whatever trick makes it look alike — gets an error page, never a `Location`;
+/// nor does an unknown client, a second `redirect_uri`, or one slipped into the consent form.
+#[tokio::test]
+async fn open_redirect_attempts_get_a_page_never_a_redirect() {
+    let fx = fixture();
+    let client = register(&fx.app).await;
+    let lookalikes = [
+        "http://127.0.0.1:9@evil.example/callback",
+        "//evil.example/callback",
+        "http://127.0.0.1:9/callback?next=https://evil.example",
+        "http://127.0.0.1:9/callback#@evil.example",
+        "HTTP://127.0.0.1:9/callback",
+        "http://127.0.0.1:9/callback/",
+        "http://127.0.0.1:9/%63allback",
+        "http://127.0.0.1:09/callback",
+        "http://localhost:9/callback",
+        "http://127.0.0.1:9/callback%0d%0aLocation:%20https://evil.example",
+        "javascript:alert(1)//http://127.0.0.1:9/callback",
+        "",
+    ];
+    let unknown = authorize_uri("not-a-client", "abc", "https://evil.example/cb");
+    let doubled = format!(
+        "{}&redirect_uri=https%3A%2F%2Fevil.example%2Fcb",
+        authorize_uri(&client, "abc", REDIRECT)
+    );
+    let attempts = lookalikes
+        .iter()
+        .map(|r| authorize_uri(&client, "abc", r))
+        .chain([unknown, doubled]);
+    for uri in attempts {
+        let (status, headers, _) = send(&fx.app, get(&uri)).await;
+        assert!(status.is_client_error(), "{status} for {uri}");
+        assert!(headers.get(header::LOCATION).is_none(), "redirected: {uri}");
+    }
+    // The consent form names no redirect: the one checked when the page opened is used.
+    let (page, _) = open_page(&fx.app, &client, "abc").await;
+    let code = fx.notices.lock().unwrap().last().unwrap().code.clone();
+    let pairs = [
+        ("request", page.request.as_str()),
+        ("csrf", &page.csrf),
+        ("code", &code),
+        ("action", "allow"),
+        ("redirect_uri", "https://evil.example/cb"),
+    ];
+    let (status, headers, _) = send(&fx.app, form("/authorize", &pairs, Some(&page.cookie))).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let location = headers[header::LOCATION].to_str().unwrap();
+    assert!(location.starts_with(REDIRECT), "{location}");
+}
+
+/// Schemes a browser would run or that carry their own content are never registered.
+#[tokio::test]
+async fn script_and_data_redirect_uris_are_not_registered() {
+    let fx = fixture();
+    for redirect in [
+        "javascript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "http://127.0.0.1:9@evil.example/callback",
+        "http://localhost.evil.example/callback",
+        "https://tools.example/cb#fragment",
+    ] {
+        let body = json!({"redirect_uris": [redirect], "token_endpoint_auth_method": "none"});
+        let request = Request::post("/register")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let (status, _, body) = send(&fx.app, request).await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "{redirect} registered: {body}"
+        );
+    }
+}
+
+/// A login made while the server answered at its loopback address holds tokens for that
+/// resource; once the same state serves the tunnel's public URL, its refresh token mints
+/// nothing there (it would renew a grant for another audience) and stays usable where it
+/// belongs.
+#[tokio::test]
+async fn a_refresh_token_for_another_resource_is_refused_and_kept() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
+    let local = fixture_on("http://127.0.0.1:7000", Arc::clone(&store));
+    let public = fixture_on("https://quiet-orbit.trycloudflare.com", store);
+    let (client, tokens) = login(&local).await;
+    let old = token_of(&tokens, "refresh_token");
+    let (status, answer) = refresh(&public.app, &client, &old).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"], "invalid_grant", "{answer}");
+    let access = token_of(&tokens, "access_token");
+    let (status, _, _) = call(&public.app, "/mcp", &access).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, answer) = refresh(&local.app, &client, &old).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the refusal used the token up: {answer}"
+    );
+}

@@ -37,6 +37,10 @@ pub struct HttpOptions {
     /// With OAuth (`serve --http --auth oauth`): the built-in authorization server, whose
     /// routes are served beside `/mcp` and whose tokens `/mcp` requires (instead of the key).
     pub oauth: Option<Arc<OAuthServer>>,
+    /// The public base URL clients reach this listener at through a tunnel
+    /// (`serve --http --tunnel`): a tunnel forwards the public name as `Host`, so that host
+    /// (and its origin) is accepted beside the loopback names.
+    pub public_url: Option<String>,
     /// The bounds of the listener (header timeout, connections).
     pub limits: Limits,
     /// The bounds of the sessions (how many, how long idle).
@@ -65,13 +69,24 @@ pub async fn serve_http(
     options: HttpOptions,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
+    let public = options.public_url.as_deref().and_then(public_origin);
+    let mut origins = vec![
+        "http://localhost:*".to_string(),
+        "http://127.0.0.1:*".into(),
+        "http://[::1]:*".into(),
+    ];
+    origins.extend(public.iter().map(|(origin, _)| origin.clone()));
     let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"])
+        .with_allowed_origins(origins)
         .with_max_request_body_bytes(MAX_BODY_BYTES);
     config.cancellation_token = stop.child_token();
-    if !options.addr.ip().is_loopback() {
-        let host = options.addr.ip().to_string();
-        config = config.with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), host]);
+    if !options.addr.ip().is_loopback() || public.is_some() {
+        let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+        if !options.addr.ip().is_loopback() {
+            hosts.push(options.addr.ip().to_string());
+        }
+        hosts.extend(public.map(|(_, host)| host));
+        config = config.with_allowed_hosts(hosts);
     }
     let spliced = gateway.clone();
     let guarded = gateway.clone();
@@ -108,6 +123,17 @@ pub async fn serve_http(
     };
     let app = crate::observe::health_routes(ready).merge(protected);
     crate::listen::serve_with(listener, app, options.limits, stop).await
+}
+
+/// The origin (`https://host[:port]`) and the `Host` authority of a public base URL.
+fn public_origin(url: &str) -> Option<(String, String)> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let host = parsed.host_str()?;
+    let authority = match parsed.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
+    };
+    Some((format!("{}://{authority}", parsed.scheme()), authority))
 }
 
 /// `/readyz` of a gateway: ready once its catalog is loaded.
@@ -176,6 +202,7 @@ mod tests {
             addr,
             api_key,
             oauth: None,
+            public_url: None,
             limits,
             sessions,
         };

@@ -49,6 +49,16 @@ pub enum TunnelError {
         /// Its last log lines.
         tail: String,
     },
+    /// A ready tunnel's cloudflared ended: the public URL no longer reaches us.
+    #[error("cloudflared ({kind}) {exit}: the public URL no longer reaches this machine{}", tail_text(.tail))]
+    Ended {
+        /// The tunnel that ended.
+        kind: TunnelKind,
+        /// How it ended.
+        exit: Exit,
+        /// Its last log lines.
+        tail: String,
+    },
     /// The tunnel was not ready in time; cloudflared has been stopped.
     #[error("cloudflared ({kind}) was not ready after {}: {}{}", secs(.waited), timeout_reason(.kind, *.saw_url), tail_text(.tail))]
     Timeout {
@@ -73,6 +83,7 @@ impl TunnelError {
             Self::MetricsPortInUse { .. } => "tunnel_metrics_port_in_use",
             Self::MetricsPortSquatted(_) => "port_squatted",
             Self::Exited { .. } => "tunnel_exited",
+            Self::Ended { .. } => "tunnel_ended",
             Self::Timeout { .. } => "tunnel_timeout",
         }
     }
@@ -98,6 +109,16 @@ impl TunnelError {
                 squatted.next_step()
             ),
             Self::Exited { kind, .. } | Self::Timeout { kind, .. } => failure_help(kind),
+            Self::Ended { kind, .. } => format!(
+                "{} Start again to open a new tunnel{}",
+                failure_help(kind),
+                match kind {
+                    TunnelKind::Quick =>
+                        ": a quick tunnel gets a new URL, so hosted clients \
+                         must be given it again (a named tunnel keeps its URL)",
+                    TunnelKind::Named { .. } => "",
+                }
+            ),
         }
     }
 }

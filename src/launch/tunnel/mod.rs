@@ -112,6 +112,28 @@ pub struct TunnelSpec {
     pub env: Vec<(String, String)>,
 }
 
+impl TunnelSpec {
+    /// A tunnel of `kind`, run by `program`, to `http://127.0.0.1:<local_port>`: a free
+    /// loopback port for the metrics server, [`DEFAULT_READY_TIMEOUT`], nothing added to the
+    /// environment. For callers that run one tunnel (`serve --http --tunnel`).
+    pub fn to_local_port(kind: TunnelKind, program: PathBuf, local_port: u16) -> Self {
+        TunnelSpec {
+            program,
+            kind,
+            local_port,
+            metrics_port: free_loopback_port().unwrap_or(0),
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// A loopback port nobody listens on now (the OS's pick).
+fn free_loopback_port() -> Option<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).ok()?;
+    listener.local_addr().ok().map(|a| a.port())
+}
+
 /// A running, ready tunnel.
 pub struct Tunnel {
     /// Owns cloudflared's process group: `shutdown()` to stop it, dropping it kills it.
@@ -121,6 +143,25 @@ pub struct Tunnel {
     pub url: Option<String>,
     /// The port of cloudflared's metrics server (`/ready`, `/metrics`).
     pub metrics_port: u16,
+}
+
+impl Tunnel {
+    /// Resolves when cloudflared ends, with why (the exit and its last log lines): `kind` is
+    /// the tunnel's, for the message. Never resolves while it runs.
+    pub async fn ended(&self, kind: &TunnelKind) -> TunnelError {
+        let mut watch = self.guard.exit_watch();
+        // The watch closes only once the exit is in it; a closed one without is not an exit.
+        let exit = match watch.wait_for(Option::is_some).await.map(|status| *status) {
+            Ok(Some(exit)) => exit,
+            _ => std::future::pending().await,
+        };
+        self.guard.settle(SETTLE_AFTER_EXIT).await;
+        TunnelError::Ended {
+            kind: kind.clone(),
+            exit,
+            tail: self.guard.stderr_tail(TAIL_LINES),
+        }
+    }
 }
 
 /// The cloudflared to run: the path in `MCP_LAUNCH_CLOUDFLARED` when set (trusted as given; a
