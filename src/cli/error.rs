@@ -175,6 +175,9 @@ pub enum CliError {
     /// The installed embedding model could not be opened.
     #[error(transparent)]
     Semantic(#[from] crate::search::semantic::SemanticError),
+    /// `--state` names a store that cannot be used.
+    #[error(transparent)]
+    SharedState(#[from] crate::state::StateError),
 }
 
 /// What a line of `call --batch` holds (the help of every bad line).
@@ -243,6 +246,7 @@ impl Actionable for CliError {
             CliError::Tui(e) => e.kind(),
             CliError::Launch(e) => e.kind(),
             CliError::Duration(e) => e.kind(),
+            CliError::SharedState(e) => e.kind(),
             CliError::Gateway(e) => e.kind(),
             CliError::Daemon(e) => e.kind(),
             CliError::ClientConfig(e) => e.kind(),
@@ -309,6 +313,7 @@ impl Actionable for CliError {
             CliError::Tui(e) => e.help(),
             CliError::Launch(e) => e.help(),
             CliError::Duration(e) => e.help(),
+            CliError::SharedState(e) => e.help(),
             CliError::Gateway(e) => e.help(),
             CliError::Daemon(e) => e.help(),
             CliError::ClientConfig(e) => e.help(),
