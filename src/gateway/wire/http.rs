@@ -77,6 +77,7 @@ pub async fn serve_http(
     let guarded = gateway.clone();
     let ready = readiness(&gateway);
     let sessions = Arc::new(Sessions::new(options.sessions));
+    config.session_store = sessions.records();
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
         Arc::clone(&sessions),
@@ -110,10 +111,10 @@ pub async fn serve_http(
     crate::listen::serve_with(listener, app, options.limits, stop).await
 }
 
-/// `/readyz` of a gateway: ready once its catalog is loaded.
+/// `/readyz` of a gateway: ready once its catalog is loaded and its state store answers.
 pub fn readiness(gateway: &Gateway) -> crate::observe::Readiness {
     let gateway = gateway.clone();
-    Arc::new(move || gateway.is_ready())
+    Arc::new(move || gateway.is_ready() && crate::state::is_reachable())
 }
 
 /// With a key set, refuses requests without it (constant-time comparison).
