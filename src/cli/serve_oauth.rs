@@ -1,11 +1,12 @@
 //! `serve --http --auth oauth`: the built-in authorization server in front of `/mcp`, its
-//! state kept in the state directory (the one `mcp-launch auth clients|approve|revoke` read),
+//! state kept in the state directory (the one `mcp-launch auth clients|approve|revoke` read;
+//! in Redis with `--state`),
 //! its consent codes shown on this terminal.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::auth::server::{ConsentNotice, FileStore, Notify, OAuthServer};
+use crate::auth::server::{ConsentNotice, Notify, OAuthServer};
 
 use super::serve::ServeArgs;
 use super::CliError;
@@ -23,7 +24,7 @@ pub(super) fn no_key(args: &ServeArgs) -> Result<Option<String>, CliError> {
 /// The authorization server of the listener bound at `bound`: its issuer and resource are the
 /// URLs clients reach it at.
 pub(super) fn server(bound: SocketAddr) -> Arc<OAuthServer> {
-    let store = Arc::new(FileStore::new(FileStore::default_path()));
+    let store = crate::auth::server::default_store();
     let base = format!("http://{bound}");
     eprintln!(
         "mcp-launch serve: OAuth 2.1 on; clients register at {base}/register and log in with your consent (`mcp-launch auth clients` lists them)"
