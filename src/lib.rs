@@ -35,6 +35,8 @@
 //! - [`observe`]: how the house is seen from outside: traces over OTLP (`observe::trace`).
 //! - [`pins`]: the releases of external programs we know to work (mcpo's), for `doctor` and
 //!   `launch` alike.
+//! - [`state`]: what replicas share (handles, usage, OAuth clients and tokens, sessions) in
+//!   Redis with `serve --http --state`; local files otherwise.
 #![warn(missing_docs)]
 
 pub mod auth;
@@ -63,6 +65,7 @@ pub mod process;
 pub mod project;
 pub mod search;
 pub mod serving;
+pub mod state;
 pub mod tools;
 pub mod tui;
 

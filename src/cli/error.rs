@@ -178,6 +178,9 @@ pub enum CliError {
     /// `serve --http --tunnel`: the tunnel did not come up (or ended).
     #[error(transparent)]
     Tunnel(#[from] crate::launch::tunnel::TunnelError),
+    /// `--state` names a store that cannot be used.
+    #[error(transparent)]
+    SharedState(#[from] crate::state::StateError),
 }
 
 /// What a line of `call --batch` holds (the help of every bad line).
@@ -252,6 +255,7 @@ impl Actionable for CliError {
             CliError::Launch(e) => e.kind(),
             CliError::Tunnel(e) => e.kind(),
             CliError::Duration(e) => e.kind(),
+            CliError::SharedState(e) => e.kind(),
             CliError::Gateway(e) => e.kind(),
             CliError::Daemon(e) => e.kind(),
             CliError::ClientConfig(e) => e.kind(),
@@ -319,6 +323,7 @@ impl Actionable for CliError {
             CliError::Launch(e) => e.help(),
             CliError::Tunnel(e) => e.help(),
             CliError::Duration(e) => e.help(),
+            CliError::SharedState(e) => e.help(),
             CliError::Gateway(e) => e.help(),
             CliError::Daemon(e) => e.help(),
             CliError::ClientConfig(e) => e.help(),

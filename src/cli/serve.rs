@@ -114,6 +114,11 @@ pub struct ServeArgs {
     #[arg(long, env = "MCP_LAUNCH_SESSION_IDLE", value_name = "DURATION", default_value = "120s",
         value_parser = |s: &str| SESSION_IDLE.parse(s))]
     pub session_idle: Duration,
+    /// With --http: keep handles, the usage record, OAuth clients and tokens and sessions
+    /// in Redis (redis://[:PASSWORD@]HOST[:PORT][/DB]) so replicas share them; local files
+    /// without.
+    #[arg(long, env = crate::state::ENV, value_name = "URL", hide_env_values = true)]
+    pub state: Option<String>,
 }
 
 /// `--metrics`: a loopback address only (its pages are served without a key).
@@ -232,6 +237,9 @@ pub(super) async fn run(
         true => Some(claim_daemon_socket(&loaded).await?),
         false => None,
     };
+    if let (Some(url), Some(_)) = (&args.state, args.http) {
+        share_state(url).await?;
+    }
     let gateway = Gateway::start(entries, options(&args)).await?;
     if args.daemon {
         // The command line's searches rank by meaning with the daemon's model, whatever the mode.
@@ -271,6 +279,14 @@ pub(super) async fn run(
     gateway.shutdown().await;
     served?;
     Ok(Outcome::Success)
+}
+
+/// `--state URL`: the shared state store every room of this process keeps its records in.
+async fn share_state(url: &str) -> Result<(), CliError> {
+    let store = crate::state::Redis::connect(url).await?;
+    eprintln!("mcp-launch serve: state in {}", store.url());
+    crate::state::install(store);
+    Ok(())
 }
 
 /// Binds `--metrics` and serves its pages until `stop`.

@@ -1,10 +1,11 @@
 //! `serve --http --auth oauth`: the built-in authorization server in front of `/mcp`, its
-//! state kept in the state directory (the one `mcp-launch auth clients|approve|revoke` read),
+//! state kept in the state directory (the one `mcp-launch auth clients|approve|revoke` read;
+//! in Redis with `--state`),
 //! its consent codes shown on this terminal.
 
 use std::sync::Arc;
 
-use crate::auth::server::{ConsentNotice, FileStore, Notify, OAuthServer};
+use crate::auth::server::{ConsentNotice, Notify, OAuthServer};
 
 use super::serve::ServeArgs;
 use super::CliError;
@@ -22,7 +23,7 @@ pub(super) fn no_key(args: &ServeArgs) -> Result<Option<String>, CliError> {
 /// The authorization server of the listener clients reach at `base` (`http://ADDR`, or a
 /// tunnel's public URL): its issuer and resource are built from it.
 pub(super) fn server(base: &str) -> Arc<OAuthServer> {
-    let store = Arc::new(FileStore::new(FileStore::default_path()));
+    let store = crate::auth::server::default_store();
     eprintln!(
         "mcp-launch serve: OAuth 2.1 on; clients register at {base}/register and log in with your consent (`mcp-launch auth clients` lists them)"
     );

@@ -1,6 +1,7 @@
 //! The pages every HTTP listener of ours serves about itself: `/healthz` (the process answers),
-//! `/readyz` (it can serve: its catalog is loaded) and `/metrics` (the exposition; behind the
-//! listener's own key, or on a loopback listener of its own: [`serve_metrics`]).
+//! `/readyz` (it can serve: its catalog is loaded, its state store answers) and `/metrics`
+//! (the exposition; behind the listener's own key, or on a loopback listener of its own:
+//! [`serve_metrics`]).
 
 use std::sync::Arc;
 
@@ -32,6 +33,11 @@ async fn healthz() -> Response {
 async fn readyz(ready: Readiness) -> Response {
     let answer = match ready() {
         true => (StatusCode::OK, Json(json!({"status": "ready"}))),
+        false if !crate::state::is_reachable() => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "state_unreachable",
+                "help": "the state store (--state) does not answer: check Redis; this replica is ready again once it does"})),
+        ),
         false => (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({"status": "starting",

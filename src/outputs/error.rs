@@ -29,6 +29,9 @@ pub enum OutputsError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The shared state store (`--state`) could not keep or give back a handle.
+    #[error("output store: {0}")]
+    Shared(crate::state::StateError),
     /// A `read_output` argument is wrong (a bad regex, JSONPath or offset).
     #[error("read_output: {message}")]
     InvalidRequest {
@@ -58,6 +61,7 @@ impl Actionable for OutputsError {
             OutputsError::Unknown { .. } => "unknown_handle",
             OutputsError::Expired { .. } => "expired_handle",
             OutputsError::Store { .. } => "output_store_error",
+            OutputsError::Shared(e) => e.kind(),
             OutputsError::InvalidRequest { .. } => "invalid_read",
         }
     }
@@ -71,6 +75,7 @@ impl Actionable for OutputsError {
                 "check that {} is writable and the disk has room (the store lives in the user state dir, $XDG_STATE_HOME/mcp-launch/outputs)",
                 path.display()
             ),
+            OutputsError::Shared(e) => e.help(),
             OutputsError::InvalidRequest { .. } => {
                 "read_output takes handle, offset and limit (lines), grep (a regex) or jsonpath (e.g. $.items[10:20])".into()
             }

@@ -7,17 +7,24 @@
 //! same client is kept once, and a handle names no file of another client: the scope is in
 //! the hash and checked again on read. The file's mtime is its creation (expiry), its atime
 //! the last use (eviction, least recently used first, once the store is over its cap).
+//!
+//! With a shared state store (`serve --http --state redis://…`, [`crate::state`]) the same
+//! record — header line and body — is kept at `mcp-launch:output:<handle>` instead, written
+//! once (`SET NX`) to expire after the TTL, so a handle cut on one replica reads through any
+//! other; the cap is then Redis's own (`maxmemory`, docs/DEPLOY.md).
 
 use std::fs::{File, FileTimes};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::OutputsError;
+use crate::state::Redis;
 
 /// How long a handle lasts unless the store is opened with another TTL.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -82,10 +89,10 @@ pub(crate) struct Header {
     pub lines: u64,
 }
 
-/// A handle opened for reading: its header, and the file positioned at the body.
+/// A handle opened for reading: its header, and the record positioned at the body.
 pub(crate) struct Opened {
     pub header: Header,
-    pub body: BufReader<File>,
+    pub body: Box<dyn BufRead + Send>,
 }
 
 /// The store of full outputs behind handles.
@@ -94,12 +101,25 @@ pub struct Store {
     dir: PathBuf,
     ttl: Duration,
     max_bytes: u64,
+    /// The shared store the records live in instead of `dir`, with `--state`.
+    shared: Option<Arc<Redis>>,
 }
 
 impl Store {
     /// The user's store: `$XDG_STATE_HOME/mcp-launch/outputs` (else the local data dir).
+    /// With a shared state store installed ([`crate::state::install`]), the records go there.
     pub fn open_default() -> Result<Store, OutputsError> {
-        Store::open(&crate::files::state_dir().join("outputs"))
+        let store = Store::open(&crate::files::state_dir().join("outputs"))?;
+        Ok(match crate::state::shared() {
+            Some(shared) => store.in_shared(shared),
+            None => store,
+        })
+    }
+
+    /// The same store keeping its records in `shared` (the directory is then unused).
+    pub fn in_shared(mut self, shared: Arc<Redis>) -> Store {
+        self.shared = Some(shared);
+        self
     }
 
     /// A store in `dir` (created 0700 when missing), with the default TTL and cap.
@@ -111,6 +131,7 @@ impl Store {
             dir: dir.to_path_buf(),
             ttl: DEFAULT_TTL,
             max_bytes: DEFAULT_MAX_BYTES,
+            shared: None,
         })
     }
 
@@ -154,6 +175,17 @@ impl Store {
         created: SystemTime,
     ) -> Result<String, OutputsError> {
         let handle = handle_of(scope, kind, body);
+        if let Some(shared) = &self.shared {
+            let record = record_of(scope, kind, body, created);
+            let key = Redis::key("output", &handle);
+            let left = self
+                .ttl
+                .saturating_sub(created.elapsed().unwrap_or_default());
+            shared
+                .blocking(shared.put(&key, &record, Some(left), true))
+                .map_err(OutputsError::Shared)?;
+            return Ok(handle);
+        }
         let path = self.dir.join(&handle);
         let fresh = std::fs::metadata(&path)
             .ok()
@@ -162,17 +194,7 @@ impl Store {
         if fresh {
             touch(&path);
         } else {
-            let header = Header {
-                v: 1,
-                scope: scope.0.clone(),
-                created: secs(created),
-                kind,
-                bytes: body.len() as u64,
-                lines: super::cut::count_lines(body) as u64,
-            };
-            let mut bytes = serde_json::to_vec(&header).unwrap_or_default();
-            bytes.push(b'\n');
-            bytes.extend_from_slice(body);
+            let bytes = record_of(scope, kind, body, created);
             crate::files::write_private(&path, &bytes)
                 .map_err(|e| OutputsError::store(&path, e))?;
             let file = File::options().write(true).open(&path);
@@ -201,6 +223,18 @@ impl Store {
         if !is_handle(handle) {
             return Err(unknown());
         }
+        if let Some(shared) = &self.shared {
+            let key = Redis::key("output", handle);
+            let record = shared
+                .blocking(shared.get(&key))
+                .map_err(OutputsError::Shared)?;
+            let mut body = std::io::Cursor::new(record.ok_or_else(unknown)?);
+            let header = self.header_of(&mut body, handle, scope, &key)?;
+            return Ok(Opened {
+                header,
+                body: Box::new(body),
+            });
+        }
         let path = self.dir.join(handle);
         let file = match File::open(&path) {
             Ok(file) => file,
@@ -208,25 +242,45 @@ impl Store {
             Err(e) => return Err(OutputsError::store(&path, e)),
         };
         let mut body = BufReader::with_capacity(1 << 20, file);
+        let header = self.header_of(&mut body, handle, scope, &path)?;
+        touch(&path);
+        Ok(Opened {
+            header,
+            body: Box::new(body),
+        })
+    }
+
+    /// Reads the header line of `handle`'s record at `place` and checks it is `scope`'s and
+    /// fresh (an expired file is removed).
+    fn header_of(
+        &self,
+        body: &mut impl BufRead,
+        handle: &str,
+        scope: &ClientScope,
+        place: impl AsRef<Path>,
+    ) -> Result<Header, OutputsError> {
+        let unknown = || OutputsError::Unknown {
+            handle: handle.to_string(),
+        };
         let mut line = Vec::new();
-        (&mut body)
-            .take(HEADER_MAX_BYTES)
+        body.take(HEADER_MAX_BYTES)
             .read_until(b'\n', &mut line)
-            .map_err(|e| OutputsError::store(&path, e))?;
+            .map_err(|e| OutputsError::store(place.as_ref(), e))?;
         let header: Header = serde_json::from_slice(&line).map_err(|_| unknown())?;
         if header.scope != scope.0 {
             return Err(unknown());
         }
         let created = UNIX_EPOCH + Duration::from_secs(header.created);
         if self.is_expired(created, SystemTime::now()) {
-            let _ = std::fs::remove_file(&path);
+            if self.shared.is_none() {
+                let _ = std::fs::remove_file(place.as_ref());
+            }
             return Err(OutputsError::Expired {
                 handle: handle.to_string(),
                 ttl: super::envelope::human_duration(self.ttl),
             });
         }
-        touch(&path);
-        Ok(Opened { header, body })
+        Ok(header)
     }
 
     fn is_expired(&self, created: SystemTime, now: SystemTime) -> bool {
@@ -280,6 +334,22 @@ fn secs(time: SystemTime) -> u64 {
         .as_secs()
 }
 
+/// A handle's record: its header line, then the body.
+fn record_of(scope: &ClientScope, kind: Kind, body: &[u8], created: SystemTime) -> Vec<u8> {
+    let header = Header {
+        v: 1,
+        scope: scope.0.clone(),
+        created: secs(created),
+        kind,
+        bytes: body.len() as u64,
+        lines: super::cut::count_lines(body) as u64,
+    };
+    let mut bytes = serde_json::to_vec(&header).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes.extend_from_slice(body);
+    bytes
+}
+
 fn handle_of(scope: &ClientScope, kind: Kind, body: &[u8]) -> String {
     let mut hash = Sha256::new();
     hash.update(scope.0.as_bytes());
@@ -331,6 +401,41 @@ mod tests {
             handle,
             "content-addressed"
         );
+    }
+
+    /// Two replicas' stores over one Redis, each with a directory of its own: a handle put
+    /// through one reads through the other, for its client only, and expires there.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_handle_put_on_one_replica_reads_through_another() {
+        let Some(server) = crate::state::tests::RedisServer::start() else {
+            return;
+        };
+        use crate::error::Actionable;
+        let replica = |dir: &Path| Store::open(dir).unwrap();
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let one = replica(a.path()).in_shared(Redis::connect(&server.url).await.unwrap());
+        let two = replica(b.path()).in_shared(Redis::connect(&server.url).await.unwrap());
+        let (alice, bob) = (ClientScope::new("alice"), ClientScope::new("bob"));
+        let handle = tokio::task::spawn_blocking(move || {
+            let handle = one.put(&alice, Kind::Text, b"a\nb\n").unwrap();
+            assert_eq!(read_all(&two, &handle, &alice).unwrap(), b"a\nb\n");
+            let err = read_all(&two, &handle, &bob).unwrap_err();
+            assert!(matches!(err, OutputsError::Unknown { .. }), "{err}");
+            let old = SystemTime::now() - Duration::from_secs(7200);
+            let two = two.with_ttl(Duration::from_secs(3600));
+            let stale = two.put_at(&alice, Kind::Text, b"old", old).unwrap();
+            let err = read_all(&two, &stale, &alice).unwrap_err();
+            let gone = ["expired_handle", "unknown_handle"];
+            assert!(gone.contains(&err.kind()), "{err}");
+            handle
+        })
+        .await
+        .unwrap();
+        assert!(
+            std::fs::read_dir(a.path()).unwrap().next().is_none(),
+            "no file kept"
+        );
+        assert!(is_handle(&handle));
     }
 
     #[test]

@@ -2,17 +2,26 @@
 //! (0600), rotated to `usage.jsonl.1` past [`ROTATE_BYTES`]. A line holds what a call cost —
 //! tool, server, the client's scope hash, bytes and tokens sent, whether it was cut, how long
 //! it took — and never its arguments or content.
+//!
+//! With a shared state store (`serve --http --state`), the lines go to the Redis list
+//! `mcp-launch:usage:calls` instead, capped at [`SHARED_KEEP`] lines: every replica's calls in
+//! one record.
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 use super::{ClientScope, Stats};
+use crate::state::Redis;
+
+/// Lines the shared record keeps (the newest): as many as the two rotated files hold.
+pub const SHARED_KEEP: usize = 80_000;
 
 /// Past this size the log is rotated (the previous `.1` is dropped): two files of ~8 MB hold
 /// ~80,000 calls, weeks of use, and read in milliseconds.
@@ -73,12 +82,17 @@ impl UsageRecord {
 pub struct UsageLog {
     path: PathBuf,
     rotate_bytes: u64,
+    /// The shared store the lines go to instead, with `--state`.
+    shared: Option<Arc<Redis>>,
 }
 
 impl UsageLog {
     /// `$XDG_STATE_HOME/mcp-launch/usage.jsonl` (else the local data dir).
+    /// With a shared state store installed ([`crate::state::install`]), the lines go there.
     pub fn open_default() -> UsageLog {
-        UsageLog::at(&crate::files::state_dir().join("usage.jsonl"))
+        let mut log = UsageLog::at(&crate::files::state_dir().join("usage.jsonl"));
+        log.shared = crate::state::shared();
+        log
     }
 
     /// The log at `path`.
@@ -86,6 +100,7 @@ impl UsageLog {
         UsageLog {
             path: path.to_path_buf(),
             rotate_bytes: ROTATE_BYTES,
+            shared: None,
         }
     }
 
@@ -104,6 +119,13 @@ impl UsageLog {
     /// Appends one line (one `write` on an append-only file: concurrent writers never
     /// interleave inside a line), rotating first when the log is full.
     pub fn append(&self, record: &UsageRecord) -> std::io::Result<()> {
+        if let Some(shared) = &self.shared {
+            let line = serde_json::to_vec(record)?;
+            let key = Redis::key("usage", "calls");
+            return shared
+                .blocking(shared.append_capped(&key, &line, SHARED_KEEP))
+                .map_err(std::io::Error::other);
+        }
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -127,6 +149,15 @@ impl UsageLog {
             .unwrap_or_default()
             .as_secs();
         let mut records = Vec::new();
+        if let Some(shared) = &self.shared {
+            let lines = shared.blocking(shared.list(&Redis::key("usage", "calls")));
+            for line in lines.unwrap_or_default() {
+                if let Ok(record) = serde_json::from_slice::<UsageRecord>(&line) {
+                    records.extend((record.at >= from).then_some(record));
+                }
+            }
+            return records;
+        }
         for path in [self.rotated(), self.path.clone()] {
             let Ok(file) = std::fs::File::open(&path) else {
                 continue;

@@ -35,6 +35,7 @@ mod overrides;
 mod planted;
 mod remote;
 mod remote_2026;
+mod replicas;
 mod rugpull;
 mod schemathesis;
 mod search;

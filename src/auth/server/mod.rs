@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use resource::{protect, Refusal};
-pub use store::{FileStore, MemoryStore, State, Store};
+pub use store::{default_store, FileStore, MemoryStore, RedisStore, State, Store};
 
 /// The scope of read-only tools (annotated `readOnlyHint`).
 pub const SCOPE_READ: &str = "tools:read";

@@ -1,13 +1,15 @@
 //! What the authorization server remembers — clients, pending consents, tokens — and where:
-//! behind [`Store`], so another backend (Redis, later) slots in. [`FileStore`] keeps one
+//! behind [`Store`]. [`FileStore`] keeps one
 //! owner-only (0600) JSON file changed atomically under a lock (`crate::files`), so `auth
 //! revoke` in another process and the server never lose each other's changes. Tokens and
 //! client secrets are kept only as SHA-256 hashes: the file alone lets no one in.
+//! [`RedisStore`] keeps the same state, hashed the same way, in the shared state store of
+//! `serve --http --state redis://…`, so every replica knows every client and token.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -230,6 +232,81 @@ impl Store for FileStore {
     }
 }
 
+/// The state in the shared state store: one JSON record at `mcp-launch:oauth:state`, changed
+/// by compare-and-set on its stamp (`mcp-launch:oauth:stamp`), so no replica's change is lost
+/// and each sees another's revocation on its next request (the stamp is read on each).
+#[derive(Debug, Clone)]
+pub struct RedisStore {
+    shared: Arc<crate::state::Redis>,
+}
+
+impl RedisStore {
+    /// The state kept in `shared`.
+    pub fn new(shared: Arc<crate::state::Redis>) -> Self {
+        Self { shared }
+    }
+
+    fn keys() -> (String, String) {
+        use crate::state::Redis;
+        (Redis::key("oauth", "state"), Redis::key("oauth", "stamp"))
+    }
+
+    fn parse(&self, key: &str, bytes: Option<Vec<u8>>) -> Result<State, crate::state::StateError> {
+        let Some(bytes) = bytes else {
+            return Ok(State::default());
+        };
+        serde_json::from_slice(&bytes).map_err(|e| crate::state::StateError::Foreign {
+            url: self.shared.url().to_string(),
+            key: key.to_string(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+impl Store for RedisStore {
+    fn load(&self) -> io::Result<State> {
+        let (key, _) = Self::keys();
+        let shared = &self.shared;
+        let bytes = shared
+            .blocking(shared.get(&key))
+            .map_err(io::Error::other)?;
+        self.parse(&key, bytes).map_err(io::Error::other)
+    }
+
+    fn update(&self, change: &mut dyn FnMut(&mut State)) -> io::Result<State> {
+        let (key, stamp) = Self::keys();
+        let mut outcome = State::default();
+        let mut apply = |bytes: Option<Vec<u8>>| {
+            let mut state = self.parse(&key, bytes)?;
+            change(&mut state);
+            let bytes = serde_json::to_vec(&state).unwrap_or_default();
+            outcome = state;
+            Ok(bytes)
+        };
+        let shared = &self.shared;
+        shared
+            .blocking(shared.update(&key, &stamp, &mut apply))
+            .map_err(io::Error::other)?;
+        Ok(outcome)
+    }
+
+    fn stamp(&self) -> io::Result<u128> {
+        let (_, stamp) = Self::keys();
+        let shared = &self.shared;
+        let stamp = shared.blocking(shared.stamp(&stamp));
+        stamp.map(u128::from).map_err(io::Error::other)
+    }
+}
+
+/// The store `serve --auth oauth` uses: the shared state store when `--state` named one, else
+/// the default file.
+pub fn default_store() -> Arc<dyn Store> {
+    match crate::state::shared() {
+        Some(shared) => Arc::new(RedisStore::new(shared)),
+        None => Arc::new(FileStore::new(FileStore::default_path())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +342,44 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(store.load().unwrap().revoke_client("c1"));
+    }
+
+    /// Two replicas' stores over one Redis: a client registered through one is known to the
+    /// other, each change moves the stamp both read, and nothing is kept in clear.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replicas_share_the_state_through_redis_hashed() {
+        let Some(server) = crate::state::tests::RedisServer::start() else {
+            return;
+        };
+        let one = RedisStore::new(crate::state::Redis::connect(&server.url).await.unwrap());
+        let two = RedisStore::new(crate::state::Redis::connect(&server.url).await.unwrap());
+        assert_eq!(two.load().unwrap(), State::default());
+        let before = two.stamp().unwrap();
+        let token = "at_secret_token";
+        one.update(&mut |state| {
+            state.access.insert(
+                hash(token),
+                Grant {
+                    client_id: "c1".into(),
+                    scope: "tools:all".into(),
+                    resource: "http://x/mcp".into(),
+                    expires_at: u64::MAX,
+                    family: "f".into(),
+                },
+            );
+        })
+        .unwrap();
+        assert_ne!(two.stamp().unwrap(), before);
+        assert!(two.load().unwrap().access.contains_key(&hash(token)));
+        two.update(&mut |state| state.revoke_family("f")).unwrap();
+        assert!(one.load().unwrap().access.is_empty());
+        let raw = one
+            .shared
+            .get("mcp-launch:oauth:state")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!String::from_utf8_lossy(&raw).contains(token));
     }
 
     #[test]

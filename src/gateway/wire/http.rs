@@ -92,6 +92,7 @@ pub async fn serve_http(
     let guarded = gateway.clone();
     let ready = readiness(&gateway);
     let sessions = Arc::new(Sessions::new(options.sessions));
+    config.session_store = sessions.records();
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
         Arc::clone(&sessions),
@@ -136,10 +137,10 @@ fn public_origin(url: &str) -> Option<(String, String)> {
     Some((format!("{}://{authority}", parsed.scheme()), authority))
 }
 
-/// `/readyz` of a gateway: ready once its catalog is loaded.
+/// `/readyz` of a gateway: ready once its catalog is loaded and its state store answers.
 pub fn readiness(gateway: &Gateway) -> crate::observe::Readiness {
     let gateway = gateway.clone();
-    Arc::new(move || gateway.is_ready())
+    Arc::new(move || gateway.is_ready() && crate::state::is_reachable())
 }
 
 /// With a key set, refuses requests without it (constant-time comparison).

@@ -11,6 +11,14 @@
 //! Every end of a session (DELETE, idle, evicted) passes through [`Sessions::close_session`],
 //! and a session id is trusted as a scope only while rmcp routes requests into it (the
 //! handler's `scope_of`): a closed session's handles can no longer be read.
+//!
+//! Across replicas (`serve --http --state redis://…`): each session's handshake — the
+//! client's `initialize` parameters, all a session of ours holds that a replica cannot rebuild
+//! — is kept in Redis by rmcp's session store ([`SessionRecords`], `mcp-launch:session:<the
+//! id's SHA-256>`, expiring after [`SessionLimits::idle`] without a message). A request naming
+//! a session this replica does not hold is restored from it (rmcp replays the handshake into a
+//! fresh local session), so a client's session goes on through any replica. The record's
+//! expiry is pushed back at most every quarter of the idle time, not on every message.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,7 +31,13 @@ use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
 };
+use rmcp::transport::streamable_http_server::session::{
+    RestoreOutcome, SessionState, SessionStore, SessionStoreError,
+};
 use rmcp::transport::streamable_http_server::SessionManager;
+use sha2::{Digest, Sha256};
+
+use crate::state::Redis;
 
 /// Sessions kept at once, in all: ~80 KB each, so ~20 MB at most.
 pub const MAX_SESSIONS: usize = 256;
@@ -59,6 +73,8 @@ pub struct Sessions {
     inner: LocalSessionManager,
     limits: SessionLimits,
     book: Mutex<HashMap<SessionId, Entry>>,
+    /// The handshakes kept for other replicas, with `--state`.
+    records: Option<Arc<SessionRecords>>,
 }
 
 /// What eviction needs to know of a session.
@@ -71,6 +87,8 @@ struct Entry {
     asked: bool,
     /// Its request and GET streams open now.
     open: Arc<AtomicUsize>,
+    /// When its shared record's expiry was last pushed back.
+    kept: Instant,
 }
 
 impl Entry {
@@ -85,11 +103,24 @@ impl Sessions {
     pub fn new(limits: SessionLimits) -> Sessions {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(limits.idle);
+        let records = crate::state::shared().map(|shared| {
+            Arc::new(SessionRecords {
+                shared,
+                ttl: limits.idle,
+            })
+        });
         Sessions {
             inner,
             limits,
             book: Mutex::default(),
+            records,
         }
+    }
+
+    /// The store of handshakes rmcp restores sessions from, with `--state`.
+    pub fn records(&self) -> Option<Arc<dyn SessionStore>> {
+        let records = Arc::clone(self.records.as_ref()?);
+        Some(records)
     }
 
     fn book(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Entry>> {
@@ -104,6 +135,7 @@ impl Sessions {
             used: Instant::now(),
             asked: false,
             open: Arc::default(),
+            kept: Instant::now(),
         };
         book.insert(id.clone(), entry);
         let mut evicted = Vec::new();
@@ -122,6 +154,12 @@ impl Sessions {
         let entry = book.get_mut(id)?;
         entry.used = Instant::now();
         entry.asked |= asked;
+        if let Some(records) = &self.records {
+            if entry.kept.elapsed() >= records.ttl / 4 {
+                entry.kept = entry.used;
+                records.spawn_keep(id);
+            }
+        }
         Some(Arc::clone(&entry.open))
     }
 
@@ -263,6 +301,14 @@ impl SessionManager for Sessions {
         Ok(counted(stream, open))
     }
 
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        // rmcp then replays the handshake through `initialize_session`, which admits it.
+        self.inner.restore_session(id).await
+    }
+
     async fn resume(
         &self,
         id: &SessionId,
@@ -271,6 +317,54 @@ impl SessionManager for Sessions {
         let open = self.touch(id, false);
         let stream = self.inner.resume(id, last_event_id).await?;
         Ok(counted(stream, open))
+    }
+}
+
+/// The handshakes of the sessions, in the shared state store: what a replica needs to take a
+/// session over.
+pub struct SessionRecords {
+    shared: Arc<Redis>,
+    /// How long a record outlives its session's last message (the session idle time).
+    ttl: Duration,
+}
+
+impl SessionRecords {
+    /// The record's key: the id is a client's credential for its handles, so only its hash
+    /// is ever written.
+    fn key(id: &str) -> String {
+        let digest = Sha256::digest(id.as_bytes());
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        Redis::key("session", &hex)
+    }
+
+    /// Pushes back the expiry of `id`'s record, in the background (a message never waits).
+    fn spawn_keep(&self, id: &SessionId) {
+        let (shared, key, ttl) = (Arc::clone(&self.shared), Self::key(id), self.ttl);
+        tokio::spawn(async move {
+            if let Err(e) = shared.expire(&key, ttl).await {
+                tracing::debug!(error = %e, "a session's record was not kept");
+            }
+        });
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for SessionRecords {
+    async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let Some(bytes) = self.shared.get(&Self::key(id)).await? else {
+            return Ok(None);
+        };
+        Ok(Some(serde_json::from_slice(&bytes)?))
+    }
+
+    async fn store(&self, id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        let bytes = serde_json::to_vec(state)?;
+        let key = Self::key(id);
+        Ok(self.shared.put(&key, &bytes, Some(self.ttl), false).await?)
+    }
+
+    async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
+        Ok(self.shared.delete(&Self::key(id)).await?)
     }
 }
 
@@ -288,6 +382,7 @@ mod tests {
                     used: start - Duration::from_secs(*age),
                     asked: *asked,
                     open: Arc::default(),
+                    kept: start,
                 };
                 (SessionId::from(*id), entry)
             })

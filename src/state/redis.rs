@@ -1,0 +1,309 @@
+//! The Redis store: one connection manager (reconnecting on its own, every command bounded by
+//! [`RESPONSE_TIMEOUT`]), keys namespaced `mcp-launch:<kind>:<id>`, and a watcher that keeps
+//! [`Redis::is_reachable`] current for `/readyz`.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::AsyncCommands;
+
+use super::StateError;
+
+/// How long a connection to Redis may take to open: a store across a LAN answers in
+/// milliseconds; longer means it is down, and a client's request must not wait on it.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long one command may wait for its answer (the same reason: far above a healthy store's
+/// latency, short enough that a client's request fails instead of hanging).
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often the watcher pings the store for `/readyz`.
+const WATCH_EVERY: Duration = Duration::from_secs(2);
+
+/// The prefix of every key we write: the store may be shared with other programs.
+pub const PREFIX: &str = "mcp-launch";
+
+/// The atomic compare-and-set of [`Redis::update`]: writes the record and moves its stamp only
+/// when the stamp is still the one read (another replica's change in between: try again).
+const SWAP_SCRIPT: &str = "if (redis.call('GET', KEYS[2]) or '') == ARGV[1] then \
+     redis.call('SET', KEYS[1], ARGV[2]) \
+     return redis.call('INCR', KEYS[2]) else return -1 end";
+
+/// A Redis state store.
+pub struct Redis {
+    /// The URL with its password taken out: what errors and logs name.
+    url: String,
+    manager: ConnectionManager,
+    /// The runtime the manager's connection lives on (blocking callers wait on it).
+    runtime: tokio::runtime::Handle,
+    /// Whether the last ping was answered.
+    reachable: AtomicBool,
+}
+
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redis").field("url", &self.url).finish()
+    }
+}
+
+impl Redis {
+    /// The store at `url` (`redis://[:PASSWORD@]HOST[:PORT][/DB]`). A malformed URL is an
+    /// error; an unreachable store is not (a replica may start before its Redis): it is
+    /// warned about, `/readyz` says 503 until it answers, and commands fail meanwhile.
+    pub async fn connect(url: &str) -> Result<Arc<Redis>, StateError> {
+        let shown = super::redacted(url);
+        let bad = |reason: String| StateError::BadUrl {
+            url: shown.clone(),
+            reason,
+        };
+        if !url.starts_with("redis://") && !url.starts_with("redis+unix://") {
+            return Err(bad("only redis:// URLs are known".into()));
+        }
+        let client = ::redis::Client::open(url).map_err(|e| bad(e.to_string()))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let manager = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|e| bad(e.to_string()))?;
+        let redis = Arc::new(Redis {
+            url: shown,
+            manager,
+            runtime: tokio::runtime::Handle::current(),
+            reachable: AtomicBool::new(false),
+        });
+        if let Err(e) = redis.ping().await {
+            tracing::warn!(error = %e, "the state store does not answer yet");
+        }
+        spawn_watcher(Arc::downgrade(&redis));
+        Ok(redis)
+    }
+
+    /// The store's URL without its password.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Whether the store answered its last ping (within [`WATCH_EVERY`]).
+    pub fn is_reachable(&self) -> bool {
+        self.reachable.load(Ordering::Relaxed)
+    }
+
+    /// The key of record `id` of `kind`: `mcp-launch:<kind>:<id>`.
+    pub fn key(kind: &str, id: &str) -> String {
+        format!("{PREFIX}:{kind}:{id}")
+    }
+
+    fn failed(&self, what: &'static str) -> impl Fn(::redis::RedisError) -> StateError + '_ {
+        move |e| {
+            self.reachable.store(false, Ordering::Relaxed);
+            StateError::Unreachable {
+                url: self.url.clone(),
+                what,
+                reason: e.to_string(),
+            }
+        }
+    }
+
+    /// Pings the store, noting whether it answered.
+    pub async fn ping(&self) -> Result<(), StateError> {
+        let mut connection = self.manager.clone();
+        let answer: Result<String, _> = ::redis::cmd("PING").query_async(&mut connection).await;
+        answer.map_err(self.failed("did not answer a PING"))?;
+        self.reachable.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The record at `key`, if any.
+    pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StateError> {
+        let mut connection = self.manager.clone();
+        connection
+            .get(key)
+            .await
+            .map_err(self.failed("did not answer a GET"))
+    }
+
+    /// Writes `value` at `key`, to expire after `ttl` when one is given; with `only_new`, a
+    /// record already there is kept as it is (its expiry too).
+    pub async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: Option<Duration>,
+        only_new: bool,
+    ) -> Result<(), StateError> {
+        let mut command = ::redis::cmd("SET");
+        command.arg(key).arg(value);
+        if let Some(ttl) = ttl {
+            command.arg("PX").arg(ttl.as_millis().max(1) as u64);
+        }
+        if only_new {
+            command.arg("NX");
+        }
+        let mut connection = self.manager.clone();
+        let _: ::redis::Value = command
+            .query_async(&mut connection)
+            .await
+            .map_err(self.failed("did not answer a SET"))?;
+        Ok(())
+    }
+
+    /// Sets the expiry of `key` to `ttl` from now (nothing when there is no such record).
+    pub async fn expire(&self, key: &str, ttl: Duration) -> Result<(), StateError> {
+        let mut connection = self.manager.clone();
+        let _: bool = connection
+            .pexpire(key, ttl.as_millis().max(1) as i64)
+            .await
+            .map_err(self.failed("did not answer a PEXPIRE"))?;
+        Ok(())
+    }
+
+    /// Removes `key`.
+    pub async fn delete(&self, key: &str) -> Result<(), StateError> {
+        let mut connection = self.manager.clone();
+        let _: usize = connection
+            .del(key)
+            .await
+            .map_err(self.failed("did not answer a DEL"))?;
+        Ok(())
+    }
+
+    /// Appends `value` to the list at `key`, keeping its last `keep` entries.
+    pub async fn append_capped(
+        &self,
+        key: &str,
+        value: &[u8],
+        keep: usize,
+    ) -> Result<(), StateError> {
+        let mut connection = self.manager.clone();
+        let keep = keep.max(1) as isize;
+        let _: () = ::redis::pipe()
+            .rpush(key, value)
+            .ignore()
+            .ltrim(key, -keep, -1)
+            .ignore()
+            .query_async(&mut connection)
+            .await
+            .map_err(self.failed("did not answer an RPUSH"))?;
+        Ok(())
+    }
+
+    /// Every entry of the list at `key`, oldest first.
+    pub async fn list(&self, key: &str) -> Result<Vec<Vec<u8>>, StateError> {
+        let mut connection = self.manager.clone();
+        connection
+            .lrange(key, 0, -1)
+            .await
+            .map_err(self.failed("did not answer an LRANGE"))
+    }
+
+    /// The record at `key` and its stamp (kept at `stamp_key`, 0 before the first write).
+    pub async fn stamped(
+        &self,
+        key: &str,
+        stamp_key: &str,
+    ) -> Result<(Option<Vec<u8>>, u64), StateError> {
+        let mut connection = self.manager.clone();
+        let (record, stamp): (Option<Vec<u8>>, Option<u64>) = ::redis::pipe()
+            .get(key)
+            .get(stamp_key)
+            .query_async(&mut connection)
+            .await
+            .map_err(self.failed("did not answer a GET"))?;
+        Ok((record, stamp.unwrap_or(0)))
+    }
+
+    /// The stamp at `stamp_key` (0 before the first write): it moves with every [`update`].
+    ///
+    /// [`update`]: Redis::update
+    pub async fn stamp(&self, stamp_key: &str) -> Result<u64, StateError> {
+        let mut connection = self.manager.clone();
+        let stamp: Option<u64> = connection
+            .get(stamp_key)
+            .await
+            .map_err(self.failed("did not answer a GET"))?;
+        Ok(stamp.unwrap_or(0))
+    }
+
+    /// Changes the record at `key` with `change` atomically across every replica: read it
+    /// with its stamp, change it, write it only if the stamp has not moved, else read again.
+    /// `change` gets the record (or `None`) and returns the new one. Returns the new stamp.
+    pub async fn update<F>(
+        &self,
+        key: &str,
+        stamp_key: &str,
+        change: &mut F,
+    ) -> Result<u64, StateError>
+    where
+        F: FnMut(Option<Vec<u8>>) -> Result<Vec<u8>, StateError>,
+    {
+        let script = ::redis::Script::new(SWAP_SCRIPT);
+        loop {
+            let (record, stamp) = self.stamped(key, stamp_key).await?;
+            let next = change(record)?;
+            let shown = if stamp == 0 {
+                String::new()
+            } else {
+                stamp.to_string()
+            };
+            let mut connection = self.manager.clone();
+            let swapped: i64 = script
+                .key(key)
+                .key(stamp_key)
+                .arg(shown)
+                .arg(next)
+                .invoke_async(&mut connection)
+                .await
+                .map_err(self.failed("did not answer an update"))?;
+            if swapped >= 0 {
+                return Ok(swapped as u64);
+            }
+        }
+    }
+
+    /// Waits for `work` from code that is not async (the handle store on a blocking task,
+    /// the usage writer's thread, the authorization server's store): on a worker of the
+    /// multi-threaded runtime the worker is handed over while it waits. A current-thread
+    /// runtime cannot wait on itself: that is an error, never a deadlock.
+    pub fn blocking<T>(
+        &self,
+        work: impl Future<Output = Result<T, StateError>>,
+    ) -> Result<T, StateError> {
+        use tokio::runtime::RuntimeFlavor;
+        match tokio::runtime::Handle::try_current() {
+            Ok(here) if here.runtime_flavor() == RuntimeFlavor::CurrentThread => {
+                Err(StateError::Unreachable {
+                    url: self.url.clone(),
+                    what: "cannot be waited for",
+                    reason: "called from a current-thread runtime".into(),
+                })
+            }
+            Ok(_) => tokio::task::block_in_place(|| self.runtime.block_on(work)),
+            Err(_) => self.runtime.block_on(work),
+        }
+    }
+}
+
+/// Pings the store every [`WATCH_EVERY`] while it is in use (ends when the last holder drops it).
+fn spawn_watcher(redis: Weak<Redis>) {
+    tokio::spawn(async move {
+        let mut was_reachable = true;
+        loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            let Some(redis) = redis.upgrade() else { return };
+            let answered = redis.ping().await;
+            match (&answered, was_reachable) {
+                (Err(e), true) => tracing::warn!(error = %e, "the state store is unreachable"),
+                (Ok(()), false) => {
+                    tracing::info!(url = %redis.url, "the state store answers again")
+                }
+                _ => {}
+            }
+            was_reachable = answered.is_ok();
+        }
+    });
+}
