@@ -39,15 +39,19 @@ pub struct ServeArgs {
     /// With --http: how clients prove who they are. key: a bearer key (the default); oauth:
     /// OAuth 2.1 with the built-in authorization server (hosted clients: claude.ai, ChatGPT,
     /// VS Code; you consent with a one-time code shown here or `mcp-launch auth approve`);
-    /// none: as --no-auth.
+    /// oidc:ISSUER: JWT access tokens of your OpenID provider (teams); none: as --no-auth.
     #[arg(
         long,
-        value_enum,
+        value_parser = AuthMode::parse,
         requires = "http",
         conflicts_with = "no_auth",
         value_name = "MODE"
     )]
     pub auth: Option<AuthMode>,
+    /// With --auth oidc:ISSUER: the `aud` tokens must name, when the provider cannot name this
+    /// server's URL (http://ADDR:PORT/mcp, the default) and puts a client id there instead.
+    #[arg(long, requires = "auth", value_name = "AUDIENCE")]
+    pub oidc_audience: Option<String>,
     /// The key HTTP clients send as `Authorization: Bearer <key>` (required off loopback;
     /// on loopback, the default is a key kept owner-only in the state directory).
     #[arg(
@@ -148,14 +152,39 @@ const IDLE_EXIT: Setting = Setting::new(
 /// `--call-timeout`.
 const CALL_TIMEOUT: Setting = Setting::timeout("--call-timeout", Duration::from_secs(300));
 /// How `serve --http` clients prove who they are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthMode {
     /// A bearer key (`--api-key`, or the one kept for you on loopback).
     Key,
     /// OAuth 2.1 with the built-in authorization server.
     Oauth,
+    /// JWT access tokens of the OpenID provider at this issuer URL (delegated mode).
+    Oidc(String),
     /// No check (loopback only).
     None,
+}
+
+impl AuthMode {
+    /// `key`, `oauth`, `oidc:ISSUER` or `none`.
+    pub fn parse(text: &str) -> Result<AuthMode, String> {
+        match text {
+            "key" => Ok(AuthMode::Key),
+            "oauth" => Ok(AuthMode::Oauth),
+            "none" => Ok(AuthMode::None),
+            _ => match text.strip_prefix("oidc:") {
+                Some(issuer) if !issuer.is_empty() => Ok(AuthMode::Oidc(issuer.to_string())),
+                _ => Err(format!(
+                    "{text:?} is not an auth mode: give key, oauth, none or \
+                     oidc:ISSUER (e.g. oidc:https://idp.example.com)"
+                )),
+            },
+        }
+    }
+
+    /// Whether clients log in with OAuth (no key).
+    pub fn is_oauth(&self) -> bool {
+        matches!(self, AuthMode::Oauth | AuthMode::Oidc(_))
+    }
 }
 
 /// How long `tools/list` waits for servers the tool index does not know.
@@ -167,7 +196,9 @@ pub(super) async fn run(
     shutdown: CancellationToken,
 ) -> Result<Outcome, CliError> {
     let key = match args.http {
-        Some(_) if args.auth == Some(AuthMode::Oauth) => super::serve_oauth::no_key(&args)?,
+        Some(_) if args.auth.as_ref().is_some_and(AuthMode::is_oauth) => {
+            super::serve_oauth::no_key(&args)?
+        }
         Some(addr) => http_key(addr, &args)?,
         None => None,
     };
@@ -175,6 +206,7 @@ pub(super) async fn run(
         let http = args.http.map(|addr| (format!("http://{addr}/mcp"), key));
         return super::client_config::run(&args.client, client, &passed_on(&args), http, global);
     }
+    let delegate = super::serve_oauth::delegate(&args).await?;
     let loaded = load_config(global)?;
     let entries: Vec<_> = loaded.servers().cloned().collect();
     if args.passthrough && entries.len() != 1 {
@@ -208,7 +240,10 @@ pub(super) async fn run(
             stop.cancelled().await;
             Ok(())
         }
-        Some(addr) => serve_http(gateway.clone(), addr, key, &args, stop.clone()).await,
+        Some(addr) => {
+            let auth = (key, delegate);
+            serve_http(gateway.clone(), addr, auth, &args, stop.clone()).await
+        }
         None => wire::serve_stdio(gateway.clone(), stop.clone()).await,
     };
     stop.cancel();
@@ -351,14 +386,17 @@ pub(super) fn parse_budget(text: &str) -> Result<crate::outputs::Budget, String>
 async fn serve_http(
     gateway: Gateway,
     addr: SocketAddr,
-    api_key: Option<String>,
+    (api_key, delegate): (Option<String>, Option<crate::auth::server::oidc::Delegate>),
     args: &ServeArgs,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     eprintln!("mcp-launch serve: http://{bound}/mcp");
-    let oauth = (args.auth == Some(AuthMode::Oauth)).then(|| super::serve_oauth::server(bound));
+    let oauth = match delegate {
+        Some(delegate) => Some(super::serve_oauth::delegated(bound, delegate, args)),
+        None => (args.auth == Some(AuthMode::Oauth)).then(|| super::serve_oauth::server(bound)),
+    };
     let options = HttpOptions {
         addr: bound,
         api_key,

@@ -55,6 +55,7 @@ mod tests {
         let mut extensions = axum::http::Extensions::new();
         extensions.insert(Grant {
             client_id: "c".into(),
+            subject: None,
             scope: scope.into(),
             resource: "r".into(),
             expires_at: 0,

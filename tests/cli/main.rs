@@ -44,6 +44,7 @@ mod serve;
 mod serve_errors;
 mod serve_key;
 mod serve_oauth;
+mod serve_oidc;
 mod session;
 mod strict_clients;
 mod tasks;

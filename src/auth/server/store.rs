@@ -72,6 +72,9 @@ pub struct Pending {
 pub struct Grant {
     /// The client holding it.
     pub client_id: String,
+    /// The person it was issued to (an OpenID provider's `sub`; none from the built-in server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
     /// Space-separated scopes.
     pub scope: String,
     /// The resource (audience, RFC 8707) it was issued for.
