@@ -146,7 +146,7 @@ fn gateway(cmd: &Cmd, provider: &Provider, extra: &[&str]) -> (Running, String) 
     let auth = format!("oidc:{}", provider.issuer);
     let running = cmd
         .cmd()
-        .args(["--config", "config.json", "serve", "--mode", "full"])
+        .args(["--config", "config.json", "serve"])
         .args(["--http", &addr, "--auth", &auth])
         .args(extra)
         .stderr_any()
@@ -185,7 +185,7 @@ fn stop(running: Running) -> Output {
 fn a_providers_token_calls_a_tool_and_a_rotated_key_is_followed() {
     let provider = Provider::start();
     let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
-    let (running, base) = gateway(&cmd, &provider, &[]);
+    let (running, base) = gateway(&cmd, &provider, &["--mode", "full"]);
     let (_, metadata) = http(
         &base,
         "GET",
@@ -245,7 +245,7 @@ fn a_providers_token_calls_a_tool_and_a_rotated_key_is_followed() {
 fn forged_expired_and_misdirected_tokens_are_refused() {
     let provider = Provider::start();
     let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
-    let (running, base) = gateway(&cmd, &provider, &[]);
+    let (running, base) = gateway(&cmd, &provider, &["--mode", "full"]);
     let aud = format!("{base}/mcp");
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -324,4 +324,92 @@ fn an_issuer_that_does_not_match_its_discovery_is_refused_at_start() {
         .run();
     assert!(output.stderr.contains("--auth oidc:"), "{output}");
     assert!(output.stderr.contains("must match exactly"), "{output}");
+}
+
+/// What the Python SDK saw through a gateway in `mode` over the scoped tools (`lookup`, read
+/// only; `erase`) whose overrides hold `clients`, with a token of `client`.
+fn seen_with_clients(mode: &str, clients: Value, client: (&str, &str), probes: Value) -> Value {
+    let provider = Provider::start();
+    let cmd = Cmd::new();
+    let entry = crate::serve_oauth::scoped_tools(&cmd);
+    let overrides = json!({"version": 1, "clients": clients}).to_string();
+    let cmd = cmd
+        .config_json(json!({"mcpServers": {"fault": entry}}))
+        .trusted_overrides(&overrides);
+    let (running, base) = gateway(&cmd, &provider, &["--mode", mode]);
+    let scope = match client {
+        TEAM => "tools:all",
+        _ => "tools:read",
+    };
+    let seen = sdk_sees(&cmd, &provider, &base, client, scope, probes);
+    stop(running);
+    seen
+}
+
+fn listed(seen: &Value, name: &str) -> bool {
+    seen["tools"].as_array().unwrap().iter().any(|t| t == name)
+}
+
+const READER: (&str, &str) = ("reader-app", "reader-secret");
+
+#[test]
+fn a_clients_allow_list_narrows_its_list_and_calls() {
+    let clients = json!({"team-app": {"tools": ["fault__lookup"]}});
+    let probes = json!([["fault__lookup", {}], ["fault__erase", {}]]);
+    let seen = seen_with_clients("full", clients, TEAM, probes);
+    assert!(listed(&seen, "fault__lookup"), "{seen}");
+    assert!(
+        !listed(&seen, "fault__erase"),
+        "the list told of erase: {seen}"
+    );
+    assert_eq!(seen["probes"][0]["is_error"], false, "{seen}");
+    let refused = seen["probes"][1]["rpc_error"].as_str().unwrap_or_default();
+    assert!(refused.contains("unknown tool `fault__erase`"), "{seen}");
+    assert!(
+        !refused.contains("scope"),
+        "the refusal told of erase: {seen}"
+    );
+}
+
+#[test]
+fn a_client_no_entry_names_reaches_nothing_without_a_star_entry() {
+    let clients = json!({"team-app": {"tools": ["*"]}});
+    let probes = json!([["fault__lookup", {}]]);
+    let seen = seen_with_clients("full", clients, READER, probes);
+    assert!(!listed(&seen, "fault__lookup"), "{seen}");
+    let refused = seen["probes"][0]["rpc_error"].as_str().unwrap_or_default();
+    assert!(refused.contains("unknown tool"), "{seen}");
+}
+
+#[test]
+fn sparse_search_describe_and_calls_follow_the_allow_list() {
+    let clients = json!({"team-app": {"tools": ["fault__lookup"]}});
+    let probes = json!([
+        ["search_tools", {"query": "erase every record"}],
+        ["call_tool", {"name": "fault__erase", "arguments": {}}],
+        ["describe_tool", {"name": "fault__erase"}],
+        ["search_tools", {"query": "look a record up"}],
+        ["call_tool", {"name": "fault__lookup", "arguments": {}}],
+    ]);
+    let seen = seen_with_clients("sparse", clients, TEAM, probes);
+    let probes = seen["probes"].as_array().unwrap();
+    let text = |i: usize| probes[i]["text"].as_str().unwrap_or_default().to_string();
+    assert!(
+        !text(0).contains("fault__erase"),
+        "search told of erase: {seen}"
+    );
+    assert_eq!(probes[1]["is_error"], true, "{seen}");
+    assert!(
+        text(1).contains("no tool is named `fault__erase`"),
+        "{seen}"
+    );
+    assert!(
+        !text(2).contains("Erases"),
+        "describe told of erase: {seen}"
+    );
+    assert!(
+        text(3).contains("fault__lookup"),
+        "search misses lookup: {seen}"
+    );
+    assert_eq!(probes[4]["is_error"], false, "{seen}");
 }
