@@ -214,4 +214,6 @@ pub mod admin {
 }
 
 #[cfg(test)]
+mod oidc_tests;
+#[cfg(test)]
 mod tests;
