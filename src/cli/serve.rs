@@ -479,6 +479,31 @@ fn http_key(addr: SocketAddr, args: &ServeArgs) -> Result<Option<String>, CliErr
 mod tests {
     use super::*;
 
+    #[test]
+    fn auth_takes_key_oauth_none_and_an_oidc_issuer() {
+        assert_eq!(AuthMode::parse("oauth"), Ok(AuthMode::Oauth));
+        assert_eq!(
+            AuthMode::parse("oidc:https://idp.example.com"),
+            Ok(AuthMode::Oidc("https://idp.example.com".into()))
+        );
+        for bad in ["oidc:", "oidc", "jwt"] {
+            let refused = AuthMode::parse(bad).unwrap_err();
+            assert!(refused.contains("oidc:ISSUER"), "{refused}");
+        }
+        use clap::Parser;
+        let parsed = crate::cli::Cli::try_parse_from([
+            "mcp-launch",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--auth",
+            "oidc:https://idp.example.com",
+            "--oidc-audience",
+            "api://mcp",
+        ]);
+        assert!(parsed.is_ok(), "{:?}", parsed.err());
+    }
+
     /// Low 14 of issue 24: `serve --http 0.0.0.0:… --api-key a` was accepted.
     #[test]
     fn a_short_key_is_refused_off_loopback_with_a_fresh_one_offered() {
