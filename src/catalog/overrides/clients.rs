@@ -151,6 +151,22 @@ mod tests {
         assert!(lists.allows("other-app", Some("alice"), NOW));
     }
 
+    /// `tool deny` and the TUI rewrite the file: the block must survive them.
+    #[test]
+    fn the_block_is_read_kept_through_a_rewrite_and_checked() {
+        let text = r#"{"version": 1, "clients": {"app": {"tools": ["time__*"]}}}"#;
+        let path = std::path::PathBuf::from("overrides.json");
+        let mut overrides = super::super::Overrides::parse(path.clone(), text).unwrap();
+        assert!(overrides.clients().allows("app", None, NOW));
+        overrides.server_mut("mcp", "fault").deny(&["erase".into()]);
+        let written = overrides.to_text().unwrap();
+        let again = super::super::Overrides::parse(path.clone(), &written).unwrap();
+        assert_eq!(again.clients(), overrides.clients(), "{written}");
+        let typo = r#"{"clients": {"app": {"tool": ["time__*"]}}}"#;
+        let refused = super::super::Overrides::parse(path, typo).unwrap_err();
+        assert!(refused.to_string().contains("tool"), "{refused}");
+    }
+
     #[test]
     fn a_server_pattern_does_not_match_a_longer_server_name() {
         let lists = clients(json!({"app": {"tools": ["fa__*"]}}));
