@@ -34,6 +34,7 @@ fn server_with(store: Arc<dyn Store>) -> (OAuthServer, HeaderMap) {
             for token in &tokens {
                 let grant = Grant {
                     client_id: "c".into(),
+                    subject: None,
                     scope: "tools:all".into(),
                     resource: "http://127.0.0.1:1/mcp".into(),
                     expires_at: now() + 600,

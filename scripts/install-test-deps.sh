@@ -31,6 +31,8 @@
 #                                                        strict client of tests/cli/strict_clients.rs,
 #                                                        tests/fixtures/ts_client.mjs, run with the
 #                                                        Node 22 above)
+#   .deps/oidc/node_modules/oidc-provider                (a certified OpenID provider, pinned: the
+#                                                        issuer of tests/cli/serve_oidc.rs)
 #
 # Usage: scripts/install-test-deps.sh [--verify]
 #   --verify   afterwards, start each stdio server and do a real MCP handshake
@@ -70,6 +72,9 @@ CONFORMANCE_BINS=(node conformance mcp-inspector)
 # The official TypeScript SDK (its client validates every tool of a list with zod): a prefix of
 # its own, so the version the strict-client tests run is this pin, not a dependency's choice.
 TS_SDK_PKGS=("@modelcontextprotocol/sdk@1.32.2")
+# A certified OpenID provider run on loopback by tests/fixtures/oidc_provider.mjs (Node 22 above):
+# `serve --http --auth oidc:ISSUER` verifies the JWT access tokens it issues.
+OIDC_PKGS=("oidc-provider@9.13.3")
 TIME_SPEC="mcp-server-time==2026.10.19"
 TIKTOKEN_SPEC="tiktoken==0.14.0"
 GIT_SPEC="mcp-server-git==2026.10.19"
@@ -141,6 +146,11 @@ node_major="$("$DEPS/conformance/node_modules/.bin/node" -p 'process.versions.no
 npm_prefix_install sdk-ts "${TS_SDK_PKGS[@]}" --
 [[ -f "$DEPS/sdk-ts/node_modules/@modelcontextprotocol/sdk/package.json" ]] ||
   { log "the TypeScript SDK is missing from .deps/sdk-ts after npm install"; exit 1; }
+
+# --- the OpenID provider of the delegated-auth tests (no executable: its package.json is checked)
+npm_prefix_install oidc "${OIDC_PKGS[@]}" --
+[[ -f "$DEPS/oidc/node_modules/oidc-provider/package.json" ]] ||
+  { log "oidc-provider is missing from .deps/oidc after npm install"; exit 1; }
 
 # --- tmux (the TUI's end-to-end test drives it) -----------------------------------------------
 if command -v tmux >/dev/null; then

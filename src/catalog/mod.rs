@@ -41,6 +41,7 @@ pub use overrides::{
     Action, Change, Edit, LaunchChoices, Overrides, OverridesError, Pin, ServerOverrides, ToolView,
     Updated, ALL_TOOLS, OVERRIDES_FILE, OVERRIDES_VERSION,
 };
+pub use overrides::{ClientTools, Clients, ToolNames};
 pub use preflight::{
     connect, endpoint, login_command, preflight, preflight_keeping, ItemLists, OpenSessions,
     PreflightOptions, RelayedProblem, ServerProblem, ServerReport, Status, ITEM_LISTS,

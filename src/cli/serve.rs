@@ -39,15 +39,20 @@ pub struct ServeArgs {
     /// With --http: how clients prove who they are. key: a bearer key (the default without a
     /// tunnel); oauth: OAuth 2.1 with the built-in authorization server (the default with
     /// --tunnel; hosted clients: claude.ai, ChatGPT, VS Code; you consent with a one-time code
-    /// shown here or `mcp-launch auth approve`); none: as --no-auth (never with --tunnel).
+    /// shown here or `mcp-launch auth approve`); oidc:ISSUER: JWT access tokens of your
+    /// OpenID provider (teams); none: as --no-auth (never with --tunnel).
     #[arg(
         long,
-        value_enum,
+        value_parser = AuthMode::parse,
         requires = "http",
         conflicts_with = "no_auth",
         value_name = "MODE"
     )]
     pub auth: Option<AuthMode>,
+    /// With --auth oidc:ISSUER: the `aud` tokens must name, when the provider cannot name this
+    /// server's URL (http://ADDR:PORT/mcp, the default) and puts a client id there instead.
+    #[arg(long, requires = "auth", value_name = "AUDIENCE")]
+    pub oidc_audience: Option<String>,
     /// The key HTTP clients send as `Authorization: Bearer <key>` (required off loopback;
     /// on loopback, the default is a key kept owner-only in the state directory).
     #[arg(
@@ -165,21 +170,46 @@ const IDLE_EXIT: Setting = Setting::new(
 /// `--call-timeout`.
 const CALL_TIMEOUT: Setting = Setting::timeout("--call-timeout", Duration::from_secs(300));
 /// How `serve --http` clients prove who they are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthMode {
     /// A bearer key (`--api-key`, or the one kept for you on loopback).
     Key,
     /// OAuth 2.1 with the built-in authorization server.
     Oauth,
+    /// JWT access tokens of the OpenID provider at this issuer URL (delegated mode).
+    Oidc(String),
     /// No check (loopback only).
     None,
+}
+
+impl AuthMode {
+    /// `key`, `oauth`, `oidc:ISSUER` or `none`.
+    pub fn parse(text: &str) -> Result<AuthMode, String> {
+        match text {
+            "key" => Ok(AuthMode::Key),
+            "oauth" => Ok(AuthMode::Oauth),
+            "none" => Ok(AuthMode::None),
+            _ => match text.strip_prefix("oidc:") {
+                Some(issuer) if !issuer.is_empty() => Ok(AuthMode::Oidc(issuer.to_string())),
+                _ => Err(format!(
+                    "{text:?} is not an auth mode: give key, oauth, none or \
+                     oidc:ISSUER (e.g. oidc:https://idp.example.com)"
+                )),
+            },
+        }
+    }
+
+    /// Whether clients log in with OAuth (no key).
+    pub fn is_oauth(&self) -> bool {
+        matches!(self, AuthMode::Oauth | AuthMode::Oidc(_))
+    }
 }
 
 /// `--auth`, or its default: OAuth with a tunnel (hosted clients cannot send a key), none with
 /// `--no-auth`, else a key.
 fn auth_mode(args: &ServeArgs, tunnel: bool) -> AuthMode {
-    match args.auth {
-        Some(mode) => mode,
+    match &args.auth {
+        Some(mode) => mode.clone(),
         None if tunnel => AuthMode::Oauth,
         None if args.no_auth => AuthMode::None,
         None => AuthMode::Key,
@@ -208,7 +238,7 @@ pub(super) async fn run(
     let tunnel = super::serve_tunnel::plan(&args)?;
     let auth = auth_mode(&args, tunnel.is_some());
     let key = match args.http {
-        Some(_) if auth == AuthMode::Oauth => super::serve_oauth::no_key(&args)?,
+        Some(_) if auth.is_oauth() => super::serve_oauth::no_key(&args)?,
         Some(addr) => http_key(addr, &args, tunnel.is_some())?,
         None => None,
     };
@@ -220,6 +250,7 @@ pub(super) async fn run(
         };
         return super::client_config::run(&args.client, client, &passed_on(&args), http, global);
     }
+    let delegate = super::serve_oauth::delegate(&args).await?;
     let loaded = load_config(global)?;
     let entries: Vec<_> = loaded.servers().cloned().collect();
     if args.passthrough && entries.len() != 1 {
@@ -262,6 +293,7 @@ pub(super) async fn run(
                 key,
                 auth,
                 tunnel,
+                delegate,
             };
             serve_http(gateway.clone(), served, &args, stop.clone()).await
         }
@@ -420,6 +452,8 @@ struct Served {
     key: Option<String>,
     auth: AuthMode,
     tunnel: Option<super::serve_tunnel::TunnelPlan>,
+    /// With `--auth oidc:ISSUER`: the provider, discovered before anything started.
+    delegate: Option<crate::auth::server::oidc::Delegate>,
 }
 
 /// Binds `--http`, opens the tunnel to it (if any) and serves until `stop` or until the tunnel
@@ -441,9 +475,12 @@ async fn serve_http(
     let base = opened
         .as_ref()
         .map_or_else(|| format!("http://{bound}"), |o| o.base.clone());
-    let oauth = (served.auth == AuthMode::Oauth).then(|| super::serve_oauth::server(&base));
+    let oauth = match served.delegate {
+        Some(delegate) => Some(super::serve_oauth::delegated(&base, delegate, args)),
+        None => (served.auth == AuthMode::Oauth).then(|| super::serve_oauth::server(&base)),
+    };
     if let Some(opened) = &opened {
-        super::serve_tunnel::announce(opened, served.auth);
+        super::serve_tunnel::announce(opened, &served.auth);
     }
     let options = HttpOptions {
         addr: bound,
@@ -552,6 +589,31 @@ fn http_key(addr: SocketAddr, args: &ServeArgs, tunnel: bool) -> Result<Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auth_takes_key_oauth_none_and_an_oidc_issuer() {
+        assert_eq!(AuthMode::parse("oauth"), Ok(AuthMode::Oauth));
+        assert_eq!(
+            AuthMode::parse("oidc:https://idp.example.com"),
+            Ok(AuthMode::Oidc("https://idp.example.com".into()))
+        );
+        for bad in ["oidc:", "oidc", "jwt"] {
+            let refused = AuthMode::parse(bad).unwrap_err();
+            assert!(refused.contains("oidc:ISSUER"), "{refused}");
+        }
+        use clap::Parser;
+        let parsed = crate::cli::Cli::try_parse_from([
+            "mcp-launch",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--auth",
+            "oidc:https://idp.example.com",
+            "--oidc-audience",
+            "api://mcp",
+        ]);
+        assert!(parsed.is_ok(), "{:?}", parsed.err());
+    }
 
     /// Low 14 of issue 24: `serve --http 0.0.0.0:… --api-key a` was accepted.
     #[test]

@@ -5,16 +5,17 @@
 
 use std::sync::Arc;
 
+use crate::auth::server::oidc::Delegate;
 use crate::auth::server::{ConsentNotice, Notify, OAuthServer};
 
-use super::serve::ServeArgs;
+use super::serve::{AuthMode, ServeArgs};
 use super::CliError;
 
 /// With OAuth there is no key; a key given anyway is not used, and we say so.
 pub(super) fn no_key(args: &ServeArgs) -> Result<Option<String>, CliError> {
     if args.api_key.as_deref().is_some_and(|k| !k.is_empty()) {
         eprintln!(
-            "mcp-launch serve: warning: --api-key (or MCP_LAUNCH_API_KEY) is not used with --auth oauth: clients log in with OAuth"
+            "mcp-launch serve: warning: --api-key (or MCP_LAUNCH_API_KEY) is not used with --auth oauth or oidc: clients log in with OAuth"
         );
     }
     Ok(None)
@@ -43,4 +44,45 @@ fn show_consent() -> Notify {
             notice.client_id, notice.scope, notice.code, notice.request_id
         );
     })
+}
+
+/// With `--auth oidc:ISSUER`: the provider, discovered and its keys fetched before anything
+/// starts (a wrong issuer is said at once, naming the flag).
+pub(super) async fn delegate(args: &ServeArgs) -> Result<Option<Delegate>, CliError> {
+    let issuer = match &args.auth {
+        Some(AuthMode::Oidc(issuer)) => issuer,
+        _ if args.oidc_audience.is_some() => {
+            return Err(CliError::Usage {
+                message: "--oidc-audience is used only with --auth oidc:ISSUER".into(),
+                help: "add --auth oidc:ISSUER, or drop --oidc-audience".into(),
+            })
+        }
+        _ => return Ok(None),
+    };
+    let delegate = Delegate::discover(issuer)
+        .await
+        .map_err(|e| CliError::Usage {
+            help: e.help(),
+            message: e.to_string(),
+        })?;
+    Ok(Some(delegate))
+}
+
+/// The protected resource of the listener clients reach at `base`, taking `delegate`'s tokens:
+/// their audience is `--oidc-audience`, else the URL clients reach `/mcp` at (behind a tunnel,
+/// the public one).
+pub(super) fn delegated(base: &str, delegate: Delegate, args: &ServeArgs) -> Arc<OAuthServer> {
+    let audience = args
+        .oidc_audience
+        .clone()
+        .unwrap_or_else(|| format!("{base}/mcp"));
+    eprintln!(
+        "mcp-launch serve: OAuth 2.1 delegated to {}; tokens must name `{audience}` as their audience",
+        delegate.issuer()
+    );
+    Arc::new(OAuthServer::delegated(
+        base,
+        "/mcp",
+        delegate.for_audience(audience),
+    ))
 }

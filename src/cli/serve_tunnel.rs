@@ -148,7 +148,7 @@ pub(super) async fn open(plan: &TunnelPlan, port: u16) -> Result<Opened, CliErro
 }
 
 /// Tells the operator the public URL and what to paste into a hosted client.
-pub(super) fn announce(opened: &Opened, auth: AuthMode) {
+pub(super) fn announce(opened: &Opened, auth: &AuthMode) {
     let url = format!("{}/mcp", opened.base);
     eprintln!("mcp-launch serve: public at {url} ({})", opened.kind);
     match auth {
@@ -157,6 +157,9 @@ pub(super) fn announce(opened: &Opened, auth: AuthMode) {
              claude.ai: Settings → Connectors → Add custom connector → Remote MCP server URL: {url}\n  \
              ChatGPT: Settings → Apps & Connectors → Advanced settings → Developer mode on, then Create → MCP Server URL: {url}, Authentication: OAuth\n  \
              Each client then asks for your consent here (a one-time code); `mcp-launch auth clients` lists who holds access."
+        ),
+        AuthMode::Oidc(issuer) => eprintln!(
+            "  Clients log in at your OpenID provider ({issuer}); its access tokens must name {url} as their audience (or --oidc-audience)."
         ),
         _ => eprintln!(
             "  Clients send the key as `Authorization: Bearer <key>` (scripts, Claude Code); hosted clients (claude.ai, ChatGPT) cannot: use --auth oauth for them."

@@ -109,20 +109,20 @@ impl Gateway {
                 let catalog = self
                     .catalog_knowing(|c| c.get(target).is_some(), wait)
                     .await;
-                sparse::check_call(&catalog, &arguments, &inner_args)?;
-                within_reach(&catalog, caller.reach, target)?;
+                sparse::check_call(&catalog, &arguments, &inner_args, &caller.reach)?;
+                within_reach(&catalog, &caller.reach, target)?;
                 return self.forward(target, inner_args, caller, None).await;
             }
             if sparse::is_meta(name) {
                 let catalog = self.catalog_embedded().await;
                 let model = self.inner.model.get().map(Arc::as_ref);
-                let answer = sparse::run(&catalog, model, name, &arguments, caller.reach);
+                let answer = sparse::run(&catalog, model, name, &arguments, &caller.reach);
                 self.release_model_later();
                 return answer;
             }
-            return Err(sparse::unknown(&self.catalog(), name));
+            return Err(caller.reach.unknown(&self.catalog(), name));
         }
-        within_reach(&self.catalog(), caller.reach, name)?;
+        within_reach(&self.catalog(), &caller.reach, name)?;
         self.forward(name, arguments, caller, None).await
     }
 
@@ -152,7 +152,7 @@ impl Gateway {
             scope: crate::outputs::ClientScope::local(),
             logs: None,
             stateless: None,
-            reach: super::Reach::All,
+            reach: super::Reach::ALL,
         };
         self.forward(&name, arguments, caller, timeout).await
     }
@@ -187,7 +187,7 @@ impl Gateway {
             .await;
         let found = catalog
             .get(name)
-            .ok_or_else(|| sparse::unknown(&catalog, name))?;
+            .ok_or_else(|| caller.reach.unknown(&catalog, name))?;
         let legacy = self.inner.pool.upstream(&found.server)?;
         let upstream = self.era_upstream(legacy, caller.stateless.as_ref()).await?;
         if let Some(stateless) = caller
@@ -255,15 +255,22 @@ impl Gateway {
     }
 }
 
-/// Refuses a call to the catalog's tool `name` when `reach` does not allow it (the client's
-/// token lacks the scope); unknown names are left to the forward's own refusal.
-fn within_reach(catalog: &Catalog, reach: super::Reach, name: &str) -> Result<(), GatewayError> {
-    match catalog.get(name) {
-        Some(found) if !reach.allows(&found.definition) => Err(GatewayError::OutOfScope {
+/// Refuses a call to the catalog's tool `name` when `reach` does not allow it: a tool outside
+/// the client's allow-list is unknown to it (a client never learns of it), one its token's
+/// scope does not cover needs that scope; unknown names are left to the forward's own refusal.
+fn within_reach(catalog: &Catalog, reach: &super::Reach, name: &str) -> Result<(), GatewayError> {
+    let Some(found) = catalog.get(name) else {
+        return Ok(());
+    };
+    if !reach.lists(catalog, found) {
+        return Err(reach.unknown(catalog, name));
+    }
+    match reach.allows(catalog, found) {
+        true => Ok(()),
+        false => Err(GatewayError::OutOfScope {
             name: name.to_string(),
             needs: super::Reach::needed(),
         }),
-        _ => Ok(()),
     }
 }
 

@@ -91,9 +91,22 @@ pub struct Catalog {
     budgets: HashMap<String, usize>,
     /// The tools' embeddings, lined up with `search`, once computed (in the background).
     vectors: std::sync::OnceLock<DocVectors>,
+    /// The overrides' per-client allow-lists (`Reach` reads them).
+    clients: catalog::Clients,
 }
 
 impl Catalog {
+    /// The per-client allow-lists of OAuth clients.
+    pub fn clients(&self) -> &catalog::Clients {
+        &self.clients
+    }
+
+    /// This catalog, holding OAuth clients to `clients`.
+    pub fn with_clients(mut self, clients: catalog::Clients) -> Catalog {
+        self.clients = clients;
+        self
+    }
+
     /// The catalog of `reports` as `exposed` (from `catalog::expose`, parallel to `reports`).
     /// `extra` are the gateway's own tools a full list ends with (`read_output`): listed, not
     /// routed to a server. `budgets` are the output budgets: the project's for
@@ -125,6 +138,7 @@ impl Catalog {
             tools_json: std::sync::Arc::from("[]"),
             budgets: HashMap::new(),
             vectors: std::sync::OnceLock::new(),
+            clients: catalog::Clients::default(),
         };
         for (report, tools) in reports.iter().zip(exposed) {
             let mut allowed = 0;

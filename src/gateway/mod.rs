@@ -330,17 +330,19 @@ impl Gateway {
     /// The tools `reach` sees, serialised: all of [`Gateway::tools_json_now`], or only the
     /// catalog's tools it allows (the gateway's own meta-tools stay: `call_tool` checks its
     /// target).
-    pub fn tools_json_for(&self, reach: Reach) -> Arc<str> {
-        if reach == Reach::All {
+    pub fn tools_json_for(&self, reach: &Reach) -> Arc<str> {
+        let catalog = self.catalog();
+        if reach.is_everything(&catalog) {
             return self.tools_json_now();
         }
-        let catalog = self.catalog();
         let seen: Vec<Value> = self
             .tools_now()
             .into_iter()
             .filter(|tool| {
                 let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
-                catalog.get(name).is_none() || reach.allows(tool)
+                catalog
+                    .get(name)
+                    .is_none_or(|found| reach.allows(&catalog, found))
             })
             .collect();
         serde_json::to_string(&seen)
@@ -462,6 +464,7 @@ async fn build_catalog(
         default: outputs.budget(),
     };
     Catalog::build(reports, &exposed, passthrough, &extra, &budgets)
+        .with_clients(overrides.clients().clone())
 }
 
 /// The exposed tools only clients offering more capabilities can call (server-everything's

@@ -141,13 +141,13 @@ pub fn run(
     model: Option<&Model>,
     name: &str,
     arguments: &Value,
-    reach: Reach,
+    reach: &Reach,
 ) -> Result<Value, GatewayError> {
     match name {
         SEARCH => search(catalog, model, arguments, reach),
         DESCRIBE => describe(catalog, arguments, reach),
         // A JSONPath over every tool would tell of the tools out of reach.
-        _ if reach != Reach::All => Err(GatewayError::OutOfScope {
+        _ if !reach.is_everything(catalog) => Err(GatewayError::OutOfScope {
             name: name.to_string(),
             needs: Reach::needed(),
         }),
@@ -159,7 +159,7 @@ fn search(
     catalog: &Catalog,
     model: Option<&Model>,
     arguments: &Value,
-    reach: Reach,
+    reach: &Reach,
 ) -> Result<Value, GatewayError> {
     let text = string_arg(arguments, "query", SEARCH)?;
     let limit = arguments
@@ -210,7 +210,7 @@ fn search(
         .filter_map(|(score, doc)| {
             let found = catalog
                 .find(&doc.server, &doc.tool)
-                .filter(|found| reach.allows(&found.definition))?;
+                .filter(|found| reach.allows(catalog, found))?;
             Some(json!({
                 "name": found.name,
                 "description": first_line(tool::description(&found.definition)),
@@ -227,19 +227,31 @@ fn search(
     Ok(text_result(&json!({"results": results, "next": hint})))
 }
 
-fn describe(catalog: &Catalog, arguments: &Value, reach: Reach) -> Result<Value, GatewayError> {
+fn describe(catalog: &Catalog, arguments: &Value, reach: &Reach) -> Result<Value, GatewayError> {
     let name = string_arg(arguments, "name", DESCRIBE)?;
     let found = catalog
         .get(name)
-        .filter(|found| reach.allows(&found.definition))
-        .ok_or_else(|| named_in(DESCRIBE, unknown(catalog, name)))?;
+        .filter(|found| reach.allows(catalog, found))
+        .ok_or_else(|| named_in(DESCRIBE, reach.unknown(catalog, name)))?;
     Ok(text_result(&found.definition))
 }
 
 /// The tool `call_tool` names, checked: a missing or unknown name is a bad argument (a tool
 /// error the model reads and fixes), as the arguments are.
-pub fn check_call(catalog: &Catalog, arguments: &Value, inner: &Value) -> Result<(), GatewayError> {
+pub fn check_call(
+    catalog: &Catalog,
+    arguments: &Value,
+    inner: &Value,
+    reach: &Reach,
+) -> Result<(), GatewayError> {
     let name = string_arg(arguments, "name", CALL)?;
+    // Before the arguments' check, which would describe a tool the client's list leaves out.
+    if catalog
+        .get(name)
+        .is_none_or(|tool| !reach.lists(catalog, tool))
+    {
+        return Err(named_in(CALL, reach.unknown(catalog, name)));
+    }
     validate(catalog, name, inner).map_err(|e| named_in(CALL, e))
 }
 

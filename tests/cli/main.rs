@@ -46,6 +46,7 @@ mod serve_errors;
 mod serve_key;
 mod serve_oauth;
 mod serve_oauth_ts;
+mod serve_oidc;
 mod session;
 mod strict_clients;
 mod tasks;

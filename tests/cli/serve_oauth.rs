@@ -79,7 +79,7 @@ fn the_python_sdk_logs_in_calls_refreshes_and_is_revoked() {
 }
 
 /// A read-only tool and a destructive one, besides nothing else (`--only-file-tools`).
-fn scoped_tools(cmd: &Cmd) -> Value {
+pub(crate) fn scoped_tools(cmd: &Cmd) -> Value {
     let file = cmd.path("tools.json");
     let lookup = json!({"name": "lookup", "description": "Looks a record up",
         "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}});

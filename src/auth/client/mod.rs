@@ -12,11 +12,12 @@
 
 mod discover;
 mod error;
-mod fetch;
+pub(crate) mod fetch;
 pub mod login;
 pub mod store;
 mod token;
 
+pub(crate) use discover::parse_url;
 pub use discover::{discover, Discovery};
 pub use error::{AuthError, Step};
 pub use fetch::http_client;

@@ -24,14 +24,19 @@ const MAX_CLIENTS: usize = 256;
 
 /// The routes, with `server` as their state.
 pub fn router(server: Arc<OAuthServer>) -> Router {
-    let resource_path = server.resource.strip_prefix(&server.issuer).unwrap_or("");
-    Router::new()
-        .route(AUTHORIZATION_SERVER_SUFFIX, get(authorization_metadata))
+    let resource_path = server.resource.strip_prefix(&server.base).unwrap_or("");
+    let metadata = Router::new()
         .route(PROTECTED_RESOURCE_SUFFIX, get(resource_metadata))
         .route(
             &format!("{PROTECTED_RESOURCE_SUFFIX}{resource_path}"),
             get(resource_metadata),
-        )
+        );
+    if server.delegate.is_some() {
+        // Delegated: the provider is the authorization server; we only say so.
+        return metadata.with_state(server);
+    }
+    metadata
+        .route(AUTHORIZATION_SERVER_SUFFIX, get(authorization_metadata))
         .route("/authorize", get(consent::authorize).post(consent::consent))
         .route("/register", post(register))
         .route("/token", post(token))
@@ -278,6 +283,7 @@ fn exchange_code(server: &OAuthServer, client_id: &str, form: &TokenForm) -> Res
     }
     let grant = Grant {
         client_id: client_id.to_string(),
+        subject: None,
         scope: code.scope,
         resource: server.resource.clone(),
         expires_at: 0,

@@ -15,6 +15,7 @@
 
 mod consent;
 mod endpoints;
+pub mod oidc;
 mod resource;
 pub mod store;
 
@@ -72,8 +73,14 @@ pub type Notify = Arc<dyn Fn(&ConsentNotice) + Send + Sync>;
 
 /// The protected resource and its authorization server, in one.
 pub struct OAuthServer {
-    /// Our issuer identifier: the base URL clients reach us at (no trailing slash).
+    /// Our issuer identifier: the base URL clients reach us at (no trailing slash); in
+    /// delegated mode the provider's.
     issuer: String,
+    /// The base URL clients reach us at (no trailing slash).
+    base: String,
+    /// Delegated mode (`--auth oidc:ISSUER`): the provider whose JWTs we verify, instead of
+    /// issuing tokens ourselves.
+    delegate: Option<oidc::Delegate>,
     /// The resource identifier tokens are bound to: the MCP endpoint's URL.
     resource: String,
     store: Arc<dyn Store>,
@@ -105,13 +112,30 @@ impl OAuthServer {
         let issuer = base_url.trim_end_matches('/').to_string();
         Self {
             resource: format!("{issuer}{mcp_path}"),
+            base: issuer.clone(),
             issuer,
+            delegate: None,
             store,
             notify,
             cache: Mutex::new((None, Arc::new(State::default()))),
             codes: Mutex::new(HashMap::new()),
             consents: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Delegated mode: the endpoint at `<base_url><mcp_path>` takes the JWT access tokens
+    /// `delegate` verifies, and its metadata names the provider as authorization server.
+    pub fn delegated(base_url: &str, mcp_path: &str, delegate: oidc::Delegate) -> Self {
+        let base = base_url.trim_end_matches('/').to_string();
+        let mut server = Self::new(
+            &base,
+            mcp_path,
+            Arc::new(MemoryStore::default()),
+            Arc::new(|_: &ConsentNotice| {}),
+        );
+        server.issuer = delegate.issuer().to_string();
+        server.delegate = Some(delegate);
+        server
     }
 
     /// The issuer identifier.
@@ -189,5 +213,7 @@ pub mod admin {
     }
 }
 
+#[cfg(test)]
+mod oidc_tests;
 #[cfg(test)]
 mod tests;

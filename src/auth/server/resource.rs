@@ -32,6 +32,9 @@ pub enum Refusal {
     /// The store could not be read.
     #[error("the authorization state could not be read")]
     Store,
+    /// A JWT of the OpenID provider (delegated mode) did not verify: what failed.
+    #[error("the token is refused: {0}")]
+    Jwt(String),
 }
 
 impl OAuthServer {
@@ -52,10 +55,26 @@ impl OAuthServer {
         Ok(grant.clone())
     }
 
+    /// [`OAuthServer::verify`], or in delegated mode the provider's JWT verified (which may
+    /// fetch the provider's keys again).
+    pub async fn check(&self, headers: &HeaderMap, query: Option<&str>) -> Result<Grant, Refusal> {
+        let Some(delegate) = &self.delegate else {
+            return self.verify(headers, query);
+        };
+        if query.is_some_and(has_token_param) {
+            return Err(Refusal::InQuery);
+        }
+        let token = crate::auth::bearer_token_in(headers).ok_or(Refusal::Missing)?;
+        delegate.verify(token).await.map_err(|reason| {
+            tracing::info!(issuer = %delegate.issuer(), %reason, "a token was refused");
+            Refusal::Jwt(reason)
+        })
+    }
+
     /// The URL of our protected-resource metadata (path-aware, RFC 9728 §3.1).
     pub fn resource_metadata_url(&self) -> String {
-        let path = self.resource.strip_prefix(&self.issuer).unwrap_or("");
-        format!("{}{PROTECTED_RESOURCE_SUFFIX}{path}", self.issuer)
+        let path = self.resource.strip_prefix(&self.base).unwrap_or("");
+        format!("{}{PROTECTED_RESOURCE_SUFFIX}{path}", self.base)
     }
 
     /// Our protected-resource metadata.
@@ -76,7 +95,7 @@ impl OAuthServer {
         let (status, error, scope) = match refusal {
             Refusal::Missing => (StatusCode::UNAUTHORIZED, None, None),
             Refusal::InQuery => (StatusCode::BAD_REQUEST, Some("invalid_request"), None),
-            Refusal::Invalid | Refusal::WrongAudience => {
+            Refusal::Invalid | Refusal::WrongAudience | Refusal::Jwt(_) => {
                 (StatusCode::UNAUTHORIZED, Some("invalid_token"), None)
             }
             Refusal::InsufficientScope(scope) => (
@@ -119,7 +138,7 @@ pub async fn protect(
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    match server.verify(request.headers(), request.uri().query()) {
+    match server.check(request.headers(), request.uri().query()).await {
         Ok(grant) => {
             request.extensions_mut().insert(grant);
             next.run(request).await

@@ -74,6 +74,9 @@ pub struct Pending {
 pub struct Grant {
     /// The client holding it.
     pub client_id: String,
+    /// The person it was issued to (an OpenID provider's `sub`; none from the built-in server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
     /// Space-separated scopes.
     pub scope: String,
     /// The resource (audience, RFC 8707) it was issued for.
@@ -365,6 +368,7 @@ mod tests {
                     resource: "http://x/mcp".into(),
                     expires_at: u64::MAX,
                     family: "f".into(),
+                    subject: None,
                 },
             );
         })

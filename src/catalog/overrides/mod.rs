@@ -16,7 +16,8 @@
 //!       }
 //!     }
 //!   },
-//!   "pin": {"mcp": "warn"}
+//!   "pin": {"mcp": "warn"},
+//!   "clients": {"claude-team": {"tools": ["github__search_code", "time__*"]}}
 //! }
 //! ```
 //!
@@ -373,6 +374,8 @@ struct FileIn {
     launch: Option<LaunchChoices>,
     #[serde(default)]
     pin: BTreeMap<String, Pin>,
+    #[serde(default)]
+    clients: Clients,
 }
 
 /// The file as written: empty entries and stacks left out.
@@ -384,6 +387,8 @@ struct FileOut<'a> {
     launch: Option<&'a LaunchChoices>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pin: &'a BTreeMap<String, Pin>,
+    #[serde(skip_serializing_if = "Clients::is_empty")]
+    clients: &'a Clients,
 }
 
 /// Every project choice, as loaded from (and saved to) one overrides file.
@@ -394,6 +399,8 @@ pub struct Overrides {
     launch: Option<LaunchChoices>,
     /// Each stack's `pin` (a server's own wins).
     pins: BTreeMap<String, Pin>,
+    /// Per-client allow-lists of OAuth clients (`clients.rs`).
+    clients: Clients,
 }
 
 impl PartialEq for Overrides {
@@ -404,6 +411,7 @@ impl PartialEq for Overrides {
             && mine.stacks == theirs.stacks
             && mine.launch == theirs.launch
             && mine.pin == theirs.pin
+            && mine.clients == theirs.clients
     }
 }
 
@@ -459,6 +467,7 @@ impl Overrides {
             stacks: Stacks::new(),
             launch: None,
             pins: BTreeMap::new(),
+            clients: Clients::default(),
         }
     }
 
@@ -491,6 +500,7 @@ impl Overrides {
             stacks: file.stacks,
             launch: file.launch,
             pins: file.pin,
+            clients: file.clients,
         })
     }
 
@@ -538,6 +548,11 @@ impl Overrides {
         fnv1a(&serde_json::to_vec(&choices).unwrap_or_default())
     }
 
+    /// The per-client allow-lists of OAuth clients.
+    pub fn clients(&self) -> &Clients {
+        &self.clients
+    }
+
     /// The launch options last chosen in the TUI.
     pub fn launch_choices(&self) -> Option<&LaunchChoices> {
         self.launch.as_ref()
@@ -567,6 +582,7 @@ impl Overrides {
             stacks,
             launch: self.launch.as_ref(),
             pin: &self.pins,
+            clients: &self.clients,
         }
     }
 
@@ -648,12 +664,14 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+mod clients;
 mod edit;
 mod error;
 mod pin;
 #[cfg(test)]
 mod tests;
 
+pub use clients::{ClientTools, Clients, ToolNames};
 pub use edit::{Edit, Updated};
 pub use error::OverridesError;
 pub use pin::Pin;

@@ -232,7 +232,7 @@ fn reach_of(context: &RequestContext<RoleServer>) -> crate::gateway::Reach {
     context
         .extensions
         .get::<axum::http::request::Parts>()
-        .map_or(crate::gateway::Reach::All, |parts| {
+        .map_or(crate::gateway::Reach::ALL, |parts| {
             crate::gateway::Reach::of(&parts.extensions)
         })
 }

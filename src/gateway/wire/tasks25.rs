@@ -210,7 +210,7 @@ impl Intercept for Tasks25 {
         self.0.spawn(async move {
             let scope = ClientScope::local();
             let answered = async {
-                let (answer, made) = taken.answer(&gateway, scope.clone(), Reach::All).await;
+                let (answer, made) = taken.answer(&gateway, scope.clone(), Reach::ALL).await;
                 outlet.send(answer).await;
                 if let Some(id) = made {
                     if let Ok(task) = gateway.ended_task(&scope, &id).await {

@@ -180,7 +180,7 @@ pub async fn restore(State(gateway): State<Gateway>, request: Request, next: Nex
     let body = if kind.starts_with("application/json") {
         match axum::body::to_bytes(body, MAX_JSON_BODY).await {
             Ok(bytes) => {
-                let tools = || gateway.tools_json_for(reach);
+                let tools = || gateway.tools_json_for(&reach);
                 Body::from(splice(&bytes, &tools).map_or(bytes, Bytes::from))
             }
             Err(e) => {
@@ -203,7 +203,7 @@ fn splice_events(body: Body, gateway: Gateway, reach: crate::gateway::Reach) -> 
     let stream = body.into_data_stream().map(move |chunk| {
         let chunk = chunk?;
         let mut out = Vec::with_capacity(chunk.len());
-        let tools = || gateway.tools_json_for(reach);
+        let tools = || gateway.tools_json_for(&reach);
         lines.push(&chunk, &mut out, |line| {
             let data = line.strip_prefix(b"data:")?;
             let mut spliced = b"data: ".to_vec();
