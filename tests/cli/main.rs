@@ -53,3 +53,4 @@ mod tools;
 mod traces;
 mod trust;
 mod tui;
+mod up_mcp;
