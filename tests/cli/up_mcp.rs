@@ -80,6 +80,19 @@ fn up(cmd: &Cmd, configs: &[&str], flags: &[&str]) -> Running {
         .spawn()
 }
 
+/// Waits until `count` stacks are ready and each serves `/mcp` (mounted once the gateway has
+/// its catalog, a moment after the REST side: `up --json` prints after both).
+fn wait_mcp(up: &Running, dir: &std::path::Path, count: usize) -> Value {
+    loop {
+        let state = wait_ready(up, dir, count);
+        let stacks = state["stacks"].as_array().unwrap();
+        if stacks.iter().all(|s| s["mcp_auth"].is_string()) {
+            return state;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// `initialize` POSTed to `url` with `headers`.
 fn initialize(url: &str, headers: &[(&str, &str)]) -> crate::launch_util::Reply {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -107,7 +120,7 @@ fn a_tunnelled_stack_serves_mcp_to_the_python_sdk_with_oauth() {
         .env("FAKE_CLOUDFLARED_HOSTNAME", HOSTNAME)
         .env("FAKE_CLOUDFLARED_EDGE", &edge);
     let up = up(&cmd, &["a"], &["--tunnel", "quick"]);
-    let state = wait_ready(&up, cmd.dir(), 1);
+    let state = wait_mcp(&up, cmd.dir(), 1);
     let a = stack(&state, "a");
     let public = format!("https://{HOSTNAME}");
     assert_eq!(a["public_url"], public.as_str(), "{state}");
@@ -158,7 +171,7 @@ fn a_tunnelled_stack_serves_mcp_to_the_python_sdk_with_oauth() {
 fn a_local_stack_serves_mcp_with_its_key_as_a_bearer() {
     let cmd = project(&["a"]);
     let up = up(&cmd, &["a"], &["--tunnel", "none"]);
-    let state = wait_ready(&up, cmd.dir(), 1);
+    let state = wait_mcp(&up, cmd.dir(), 1);
     let a = stack(&state, "a");
     assert_eq!(
         a["mcp_auth"], "key",
@@ -191,7 +204,7 @@ fn a_local_stack_serves_mcp_with_its_key_as_a_bearer() {
 fn a_token_issued_for_one_stack_is_refused_by_another() {
     let cmd = project(&["a", "b"]);
     let up = up(&cmd, &["a", "b"], &["--tunnel", "none", "--auth", "oauth"]);
-    let state = wait_ready(&up, cmd.dir(), 2);
+    let state = wait_mcp(&up, cmd.dir(), 2);
     let url = |name: &str| format!("http://127.0.0.1:{}/mcp", stack(&state, name)["port"]);
     let seen = oauth_client(&cmd, &url("a"), None);
     assert_eq!(seen["first_call_error"], false, "{seen}");
