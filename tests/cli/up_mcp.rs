@@ -160,6 +160,23 @@ fn a_tunnelled_stack_serves_mcp_to_the_python_sdk_with_oauth() {
     );
     let with_token = request("POST", &rest, &[("authorization", &token)], echo);
     assert_eq!(with_token.status, 401, "{}", with_token.body);
+    // `share` says what to paste into a connector, and how to consent.
+    let shared = cmd.cmd().args(["share", "--json"]).run().json();
+    let mcp = &stack(&shared, "a")["mcp"];
+    assert_eq!(mcp["url"], format!("{public}/mcp"), "{shared}");
+    assert_eq!(mcp["auth"], "oauth", "{shared}");
+    let told = cmd.cmd().args(["share"]).run().stdout;
+    for words in [
+        "Add custom connector",
+        "Authentication OAuth",
+        "auth approve",
+        "/mcp",
+    ] {
+        assert!(
+            told.contains(words),
+            "share does not say {words:?}:\n{told}"
+        );
+    }
     let out = terminate(up, &state);
     assert!(
         out.stderr.contains("stack a: client \"python sdk test\""),
