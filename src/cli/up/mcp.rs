@@ -258,6 +258,30 @@ mod tests {
         ));
     }
 
+    fn up_args(args: &[&str]) -> UpArgs {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(["mcp-launch", "up"].iter().chain(args));
+        match cli.unwrap().command {
+            crate::cli::Command::Up(up) => up,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn oauth_is_the_default_when_shared_and_none_is_refused_then() {
+        assert_eq!(choose_auth(&up_args(&[]), true).unwrap(), AuthMode::Oauth);
+        assert_eq!(choose_auth(&up_args(&[]), false).unwrap(), AuthMode::Key);
+        let key = up_args(&["--auth", "key"]);
+        assert_eq!(choose_auth(&key, true).unwrap(), AuthMode::Key);
+        let none = up_args(&["--auth", "none"]);
+        assert_eq!(choose_auth(&none, false).unwrap(), AuthMode::None);
+        assert!(choose_auth(&none, true).is_err(), "none behind a tunnel");
+        let open = up_args(&["--auth", "none", "--host", "0.0.0.0"]);
+        assert!(choose_auth(&open, false).is_err(), "none off loopback");
+        let public = up_args(&["--auth", "none", "--public-url", "https://x.example"]);
+        assert!(choose_auth(&public, false).is_err(), "none at a public URL");
+    }
+
     #[test]
     fn the_public_host_is_allowed_in_host() {
         let hosts = allowed_hosts(
