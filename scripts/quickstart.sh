@@ -4,7 +4,10 @@
 #  1. preflight the example stack (mcp_configs/example.json): every server checked in parallel;
 #     install the embedding model and search the stack by meaning;
 #  2. launch it as an HTTP stack (`up --tunnel none`: mcpo, the front proxy with its API key,
-#     one merged /openapi.json), call a tool through the front, show `status`, then `down`.
+#     one merged /openapi.json), call a tool through the front, show `status`, then `down`;
+#  3. share it (scripts/quickstart-share.sh): `up --tunnel quick` behind a stand-in for
+#     cloudflared (no network), and a Python MCP SDK client logs in to its /mcp with OAuth and
+#     calls a tool (skipped when .deps/venv-sdk is not installed).
 # mcpo comes from PATH, or is installed with its working pins into .deps/venv-mcpo.
 #
 # The first run downloads the servers through npx/uvx; that cold start is what the slow
@@ -82,6 +85,8 @@ echo "==> mcp-launch down"
 trap - EXIT
 cd "$ROOT"
 rm -rf "$WORK"
+
+scripts/quickstart-share.sh "$BIN" mcp_configs/example.json everything__echo
 
 cat <<EOF
 

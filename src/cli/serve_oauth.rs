@@ -28,19 +28,25 @@ pub(super) fn server(base: &str) -> Arc<OAuthServer> {
     eprintln!(
         "mcp-launch serve: OAuth 2.1 on; clients register at {base}/register and log in with your consent (`mcp-launch auth clients` lists them)"
     );
-    Arc::new(OAuthServer::new(base, "/mcp", store, show_consent()))
+    Arc::new(OAuthServer::new(
+        base,
+        "/mcp",
+        store,
+        show_consent("mcp-launch serve".into()),
+    ))
 }
 
-/// Shows each consent request on the terminal (stderr), with its one-time code. Never logged.
-fn show_consent() -> Notify {
-    Arc::new(|notice: &ConsentNotice| {
+/// Shows each consent request on the terminal (stderr), with its one-time code, said by
+/// `speaker` (`mcp-launch serve`, a stack of `up`). Never logged.
+pub(super) fn show_consent(speaker: String) -> Notify {
+    Arc::new(move |notice: &ConsentNotice| {
         use std::io::Write;
         // The name is the client's own words (registration is open): written through the
         // terminal-safe writer, so it cannot move the cursor or fake a line of ours.
         let name = notice.client_name.as_deref().unwrap_or("(no name)");
         let _ = writeln!(
             crate::output::stderr(),
-            "mcp-launch serve: client \"{name}\" ({}) asks for {}.\n  To allow it, enter this one-time code on its page: {}\n  (or run `mcp-launch auth approve {}`; the code works once, for 5 minutes)",
+            "{speaker}: client \"{name}\" ({}) asks for {}.\n  To allow it, enter this one-time code on its page: {}\n  (or run `mcp-launch auth approve {}`; the code works once, for 5 minutes)",
             notice.client_id, notice.scope, notice.code, notice.request_id
         );
     })

@@ -185,6 +185,28 @@ impl Gateway {
         entries: Vec<ServerEntry>,
         options: GatewayOptions,
     ) -> Result<Gateway, GatewayError> {
+        Self::start_on(entries, options, None).await
+    }
+
+    /// As [`Gateway::start`], over the upstreams of `pool`, which another part of this
+    /// process already runs (a stack's native bridge in `up`): a server is not started twice.
+    /// The pool keeps its own settings (no idle stop, no always-on keepers, no second
+    /// upstream for 2026-07-28 clients, who reach the handshake one); its sessions were
+    /// opened without the relayed capabilities, so servers do not ask our clients for
+    /// sampling, elicitation or roots.
+    pub async fn start_sharing(
+        entries: Vec<ServerEntry>,
+        options: GatewayOptions,
+        pool: Pool,
+    ) -> Result<Gateway, GatewayError> {
+        Self::start_on(entries, options, Some(pool)).await
+    }
+
+    async fn start_on(
+        entries: Vec<ServerEntry>,
+        options: GatewayOptions,
+        shared: Option<Pool>,
+    ) -> Result<Gateway, GatewayError> {
         let overrides = load_overrides(&options)?;
         let entries: Vec<ServerEntry> = entries
             .into_iter()
@@ -197,29 +219,10 @@ impl Gateway {
         catalog.warn_repairs(None);
         catalog.warn_changes(None);
         let callers = Arc::new(Callers::default());
-        let pool = Pool::new(
-            entries
-                .iter()
-                .map(|entry| PoolServer {
-                    always_on: is_always_on(&options.always_on, entry),
-                    ..PoolServer::lazy(entry.clone())
-                })
-                .collect(),
-            PoolConfig {
-                connect: ConnectOptions {
-                    forwards_client_requests: true,
-                    // The gateway relays each client in its own era: an HTTP upstream stays
-                    // in the handshake era until the gateway relays the 2026-07-28 one to it.
-                    probe_revision: false,
-                    ..options.connect
-                },
-                idle: options.idle,
-                on_session: Some(callers.hook()),
-                // Clients of the 2026-07-28 revision reach stdio servers that speak it in it.
-                stateless: true,
-            },
-        );
-        pool.start_keepers();
+        let pool = match shared {
+            Some(pool) => pool,
+            None => own_pool(&entries, &options, &callers),
+        };
         let (settle, settled) = watch::channel(unknown.is_empty());
         let gateway = Gateway {
             inner: Arc::new(Inner {
@@ -504,6 +507,35 @@ fn choose_mode(options: &GatewayOptions, catalog: &Catalog, needing: &(usize, us
         );
     }
     sparse
+}
+
+/// The gateway's own pool over `entries`: servers relay their requests to the client whose
+/// call caused them (`callers`), idle ones stop, always-on ones are kept running.
+fn own_pool(entries: &[ServerEntry], options: &GatewayOptions, callers: &Arc<Callers>) -> Pool {
+    let pool = Pool::new(
+        entries
+            .iter()
+            .map(|entry| PoolServer {
+                always_on: is_always_on(&options.always_on, entry),
+                ..PoolServer::lazy(entry.clone())
+            })
+            .collect(),
+        PoolConfig {
+            connect: ConnectOptions {
+                forwards_client_requests: true,
+                // The gateway relays each client in its own era: an HTTP upstream stays
+                // in the handshake era until the gateway relays the 2026-07-28 one to it.
+                probe_revision: false,
+                ..options.connect
+            },
+            idle: options.idle,
+            on_session: Some(callers.hook()),
+            // Clients of the 2026-07-28 revision reach stdio servers that speak it in it.
+            stateless: true,
+        },
+    );
+    pool.start_keepers();
+    pool
 }
 
 fn is_always_on(names: &[String], entry: &ServerEntry) -> bool {

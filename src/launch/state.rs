@@ -190,6 +190,10 @@ pub struct StackState {
     /// lost); empty with mcpo.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bridge_servers: Vec<BridgeServerState>,
+    /// How MCP clients prove who they are at `<public_url>/mcp` (`oauth`, `key`, `none`);
+    /// `None` when the front serves no `/mcp` (a stack started by the TUI, or an older `up`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_auth: Option<String>,
 }
 
 /// One server behind the native bridge.
@@ -418,6 +422,7 @@ mod tests {
             started_at: now_rfc3339(),
             restarts: 0,
             bridge_servers: Vec::new(),
+            mcp_auth: None,
         }
     }
 

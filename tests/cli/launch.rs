@@ -478,6 +478,15 @@ fn a_quick_tunnel_publishes_its_url_and_is_restarted_when_it_crashes() {
         new_url.as_str(),
         "the spec follows the new URL"
     );
+    // /mcp's OAuth issuer and audience follow the new URL too.
+    let metadata = format!("{front}/.well-known/oauth-protected-resource/mcp");
+    let (_, described) = http("GET", &metadata, &[], None);
+    assert_eq!(
+        described["resource"],
+        format!("{new_url}/mcp"),
+        "{described}"
+    );
+    assert_eq!(described["authorization_servers"][0], new_url.as_str());
     let starts = std::fs::read_to_string(&log).unwrap().lines().count();
     assert!(starts >= 2, "{starts} cloudflared starts");
     let out = terminate(up, &read_state(cmd.dir()));

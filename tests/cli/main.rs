@@ -56,3 +56,4 @@ mod tools;
 mod traces;
 mod trust;
 mod tui;
+mod up_mcp;

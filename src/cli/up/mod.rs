@@ -18,6 +18,7 @@ use crate::output;
 use super::{CliError, GlobalArgs, Outcome};
 
 mod flags;
+mod mcp;
 mod report;
 
 pub(super) use flags::align_public_urls;
@@ -25,13 +26,15 @@ use flags::{choose_tunnel, validate_key};
 use report::{finish_printing, print_events, print_summary};
 
 /// Launch each config as a stack: mcpo, a front proxy with an API key, one merged
-/// /openapi.json, optionally a Cloudflare tunnel; supervise until Ctrl-C.
+/// /openapi.json and /mcp, optionally a Cloudflare tunnel; supervise until Ctrl-C.
 ///
 /// For each --config (one stack per file; default: the discovered config) the servers are
 /// preflighted in parallel, the overrides applied (./.mcp-launch/overrides.json), mcpo started on
 /// 127.0.0.1 and the front proxy on --host:--port. The front enforces the key (X-API-Key or
 /// Authorization: Bearer), refuses denied tools (403) and disabled servers (404), and serves the
-/// merged spec at /openapi.json (open unless --protect-spec) and /healthz. A crashed mcpo or
+/// merged spec at /openapi.json (open unless --protect-spec) and /healthz. MCP clients reach
+/// the same tools at /mcp (the gateway of `serve`, per --mode), logging in with OAuth when a
+/// tunnel is on (--auth). A crashed mcpo or
 /// cloudflared is restarted with backoff. Ctrl-C or SIGTERM stops every process; so does
 /// `mcp-launch down` from another terminal.
 ///
@@ -95,6 +98,19 @@ pub struct UpArgs {
     /// it; 0 cuts only tools with a budget of their own. Native controller only.
     #[arg(long, value_name = "TOKENS", value_parser = super::serve::parse_budget)]
     pub max_output_tokens: Option<crate::outputs::Budget>,
+    /// How /mcp offers the tools: full, sparse or auto (as `serve --mode`).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub mode: crate::gateway::Mode,
+    /// Offer these tools directly in sparse mode on /mcp (exposed names, `server__tool`).
+    #[arg(long = "pin", value_name = "SERVER__TOOL", num_args = 1..)]
+    pub pins: Vec<String>,
+    /// How MCP clients of /mcp prove who they are. oauth: OAuth 2.1 with the built-in
+    /// authorization server (claude.ai and ChatGPT connectors; you consent with a one-time
+    /// code shown here or `mcp-launch auth approve`), the default with a tunnel; key: the
+    /// stack's key as `Authorization: Bearer`, the default without; none: loopback only. The
+    /// REST side keeps its X-API-Key.
+    #[arg(long, value_parser = super::serve::AuthMode::parse, value_name = "MODE")]
+    pub auth: Option<super::serve::AuthMode>,
     /// Full-screen terminal UI: watch the preflight, allow/deny tools, enable/disable servers
     /// (saved to ./.mcp-launch/overrides.json). In progress: launching from it comes next.
     #[arg(long)]
@@ -195,6 +211,7 @@ pub async fn run(
     let stack_count = loaded.stacks.len() + failed.len();
     let public_urls = align_public_urls(&args.public_urls, stack_count)?;
     let tunnel = choose_tunnel(&args, &public_urls)?;
+    let auth = mcp::choose_auth(&args, tunnel.is_some())?;
     let mut errors: Vec<(String, Value)> = failed
         .iter()
         .map(|f| (f.name.clone(), output::error_object(&f.error)))
@@ -227,6 +244,13 @@ pub async fn run(
     let failed = launched.errors.iter();
     errors.extend(failed.map(|(stack, e)| (stack.clone(), output::error_object(e))));
     let running = launched.running;
+    let gateways = match mcp::serve_mcp(&running, &args, &auth, &opts.cwd, &shutdown).await {
+        Ok(gateways) => gateways,
+        Err(e) => {
+            output::warn(&format!("/mcp is not served: {e}"))?;
+            Vec::new()
+        }
+    };
     print_summary(&running, &errors, began.elapsed(), global)?;
     super::embedding::in_background(&loaded, launched.checked_live);
     if running.is_empty() {
@@ -235,6 +259,9 @@ pub async fn run(
     }
 
     let survivors = serve_until(running, &shutdown, global.json).await;
+    for gateway in gateways {
+        gateway.shutdown().await;
+    }
     finish_printing(events, printer).await;
     if survivors.is_empty() {
         if !global.json {

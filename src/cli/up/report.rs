@@ -62,6 +62,10 @@ pub(super) fn print_summary(
                 v["api_key"] = json!(record.api_key);
                 v["local_url"] = json!(record.local_url());
                 v["tunnel"] = json!(record.tunnel);
+                if let Some(auth) = &record.mcp_auth {
+                    v["mcp_url"] = json!(format!("{}/mcp", record.public_url));
+                    v["mcp_auth"] = json!(auth);
+                }
                 v
             })
             .collect();
@@ -84,6 +88,18 @@ pub(super) fn print_summary(
         );
         anstream::println!("  spec     {}/openapi.json", r.public_url);
         anstream::println!("  key      X-API-Key: {}", r.api_key);
+        match r.mcp_auth.as_deref() {
+            Some("oauth") => anstream::println!(
+                "  mcp      {}/mcp  (OAuth: you consent to each client; `mcp-launch share` says how)",
+                r.public_url
+            ),
+            Some("key") => anstream::println!(
+                "  mcp      {}/mcp  (Authorization: Bearer <the key>)",
+                r.public_url
+            ),
+            Some(_) => anstream::println!("  mcp      {}/mcp  (no authentication)", r.public_url),
+            None => {}
+        }
         let servers: Vec<String> = r
             .servers
             .iter()
@@ -117,7 +133,7 @@ pub(super) fn print_summary(
     }
     if !running.is_empty() {
         anstream::println!(
-            "\nShare with ChatGPT: import the spec URL as an Action; authentication \"API Key\", custom header X-API-Key.\nServing until Ctrl-C (or `mcp-launch down`)."
+            "\nShare with ChatGPT: import the spec URL as an Action; authentication \"API Key\", custom header X-API-Key.\nMCP clients (claude.ai, ChatGPT connectors): add the mcp URL; `mcp-launch share` shows the steps.\nServing until Ctrl-C (or `mcp-launch down`)."
         );
     }
     Ok(())

@@ -69,28 +69,48 @@ pub async fn serve_http(
     options: HttpOptions,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
+    // Off loopback, clients name the address we bound in `Host` too; through a tunnel, its
+    // public host.
+    let mut hosts = match options.addr.ip().is_loopback() {
+        true => Vec::new(),
+        false => vec![options.addr.ip().to_string()],
+    };
     let public = options.public_url.as_deref().and_then(public_origin);
+    hosts.extend(public.map(|(_, host)| host));
+    let ready = readiness(&gateway);
+    let limits = options.limits;
+    let app = crate::observe::health_routes(ready).merge(routes(gateway, options, &hosts, &stop));
+    crate::listen::serve_with(listener, app, limits, stop).await
+}
+
+/// The routes of `/mcp` (and `/metrics`), behind the key or the OAuth server's tokens (whose
+/// own routes are merged in), without a listener: [`serve_http`] serves them, and `up` mounts
+/// them on a stack's front. `hosts`: the names clients may send in `Host` besides the
+/// loopback ones (the address bound off loopback, a tunnel's public host); sessions end when
+/// `stop` fires.
+pub fn routes(
+    gateway: Gateway,
+    options: HttpOptions,
+    hosts: &[String],
+    stop: &CancellationToken,
+) -> Router {
     let mut origins = vec![
         "http://localhost:*".to_string(),
         "http://127.0.0.1:*".into(),
         "http://[::1]:*".into(),
     ];
-    origins.extend(public.iter().map(|(origin, _)| origin.clone()));
+    let public = options.public_url.as_deref().and_then(public_origin);
+    origins.extend(public.map(|(origin, _)| origin));
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(MAX_BODY_BYTES);
     config.cancellation_token = stop.child_token();
-    if !options.addr.ip().is_loopback() || public.is_some() {
-        let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
-        if !options.addr.ip().is_loopback() {
-            hosts.push(options.addr.ip().to_string());
-        }
-        hosts.extend(public.map(|(_, host)| host));
-        config = config.with_allowed_hosts(hosts);
+    if !hosts.is_empty() {
+        let loopback = ["localhost", "127.0.0.1", "::1"].map(String::from);
+        config = config.with_allowed_hosts(loopback.into_iter().chain(hosts.iter().cloned()));
     }
     let spliced = gateway.clone();
     let guarded = gateway.clone();
-    let ready = readiness(&gateway);
     let sessions = Arc::new(Sessions::new(options.sessions));
     config.session_store = sessions.records();
     let service = StreamableHttpService::new(
@@ -110,7 +130,7 @@ pub async fn serve_http(
             body_read_timeout: options.limits.body_read_timeout,
             gateway: guarded,
         });
-    let protected = match options.oauth {
+    match options.oauth {
         Some(oauth) => oauth
             .router()
             .merge(routes.layer(middleware::from_fn_with_state(
@@ -121,9 +141,7 @@ pub async fn serve_http(
             let key = Arc::new(options.api_key.unwrap_or_default());
             routes.layer(middleware::from_fn_with_state(key, require_key))
         }
-    };
-    let app = crate::observe::health_routes(ready).merge(protected);
-    crate::listen::serve_with(listener, app, options.limits, stop).await
+    }
 }
 
 /// The origin (`https://host[:port]`) and the `Host` authority of a public base URL.

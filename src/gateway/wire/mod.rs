@@ -51,7 +51,7 @@ mod stdio;
 mod tasks;
 mod tasks25;
 mod traced;
-pub use http::{readiness, serve_http, HttpOptions};
+pub use http::{readiness, routes as http_routes, serve_http, HttpOptions};
 pub use sessions::{SessionLimits, MAX_SESSIONS, MAX_SESSIONS_PER_KEY, SESSION_IDLE};
 
 /// Serves the gateway over stdin/stdout until the client closes stdin (or `stop` fires).

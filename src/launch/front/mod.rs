@@ -13,9 +13,11 @@
 //! | `GET /metrics` | the key | the process's metrics (`crate::observe`: the native bridge's upstreams) |
 //! | `GET /openapi.json` | none, or the key with `protect_spec` | the published spec, 503 before |
 //! | `POST /_mcp-launch/reload` | `X-MCP-Launch-Admin` | the [`ReloadHandler`]'s JSON |
+//! | `/mcp` and its OAuth routes, once mounted | the side's own | the [`McpSide`] (see `mcp`) |
 //! | anything else | the key | gated by the exposure, then forwarded |
 
 mod error;
+mod mcp;
 pub(crate) mod path;
 mod proxy;
 mod spec;
@@ -41,6 +43,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use error::FrontError;
+pub use mcp::{McpMount, McpSide};
 pub use proxy::{
     ForwardLimits, DEFAULT_FORWARD_TIMEOUT, FORWARD_TIMEOUT, FORWARD_TIMEOUT_ENV, IN_FLIGHT,
     IN_FLIGHT_ENV,
@@ -143,6 +146,8 @@ struct Inner {
     local_upstream: RwLock<Option<Router>>,
     upstream_ready: AtomicBool,
     reload: RwLock<Option<ReloadHandler>>,
+    /// The MCP side, once `up` mounted one.
+    mcp: mcp::Mounted,
 }
 
 /// A spec and the exposure it was built from, swapped as one so the gate always matches
@@ -175,6 +180,7 @@ impl Front {
             local_upstream: RwLock::new(None),
             upstream_ready: AtomicBool::new(false),
             reload: RwLock::new(None),
+            mcp: mcp::Mounted::default(),
         };
         Ok(Front {
             inner: Arc::new(inner),
@@ -205,6 +211,18 @@ impl Front {
     /// calls it); until then the route answers 503.
     pub fn set_reload_handler(&self, handler: ReloadHandler) {
         *write(&self.inner.reload) = Some(handler);
+    }
+
+    /// Serves the MCP side `mount` builds for the public base URL `base` beside the REST
+    /// routes (see [`McpSide`]).
+    pub fn mount_mcp(&self, mount: McpMount, base: &str) {
+        self.inner.mcp.mount(mount, base);
+    }
+
+    /// The stack's public base URL is `base` now: the MCP side is built again for it when it
+    /// changed (its OAuth issuer and audience are that URL).
+    pub fn follow_public_url(&self, base: &str) {
+        self.inner.mcp.follow(base);
     }
 
     /// Serves on `listener` until `shutdown` is cancelled, then stops accepting and lets
@@ -362,12 +380,15 @@ async fn method_not_allowed(request: Request) -> FrontError {
     }
 }
 
-/// Every other route: the key, then the path check and the exposure's verdict, then the
-/// controller.
+/// Every other route: the MCP side's paths to it; else the key, then the path check and the
+/// exposure's verdict, then the controller.
 async fn gate_and_forward(
     State(front): State<Front>,
     request: Request,
 ) -> Result<Response, FrontError> {
+    if let Some(routes) = front.inner.mcp.routes_for(request.uri().path()) {
+        return Ok(mcp::answer(routes, request).await);
+    }
     front.require_api_key(request.headers())?;
     let path = RequestPath::parse(request.uri().path())?;
     let published = front.published();

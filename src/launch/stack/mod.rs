@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::controller::mcpo::{self, ControllerError, McpoLaunch};
 use super::controller::Controller;
 use super::events::Events;
-use super::front::Front;
+use super::front::{Front, McpMount};
 use super::mask::Masker;
 use super::state::{StackState, StateFile};
 use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
@@ -195,6 +195,24 @@ impl RunningStack {
     /// What the state file records for it (key included).
     pub fn record(&self) -> StackState {
         lock(&self.inner.record).clone()
+    }
+
+    /// The servers the stack serves (enabled and reached), in config order.
+    pub fn served(&self) -> &[ServerEntry] {
+        &self.inner.served
+    }
+
+    /// Serves `/mcp` on the stack's front as `mount` builds it for the stack's public URL
+    /// (built again whenever that URL changes), MCP clients proving who they are by `auth`
+    /// (`oauth`, `key`, `none`: recorded for `share` and `status`).
+    pub fn serve_mcp(&self, mount: McpMount, auth: &str) -> Result<(), StackError> {
+        let base = {
+            let mut record = lock(&self.inner.record);
+            record.mcp_auth = Some(auth.to_string());
+            record.public_url.clone()
+        };
+        self.inner.front.mount_mcp(mount, &base);
+        self.save_record()
     }
 
     /// Writes this stack's record into the state file (replacing an older one of its name);

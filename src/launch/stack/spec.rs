@@ -43,6 +43,7 @@ impl RunningStack {
         };
         let published = publish::assemble(&sources, results);
         inner.front.publish(published.document, published.exposure);
+        inner.front.follow_public_url(&url);
         let record = {
             let mut record = lock(&inner.record);
             record.public_url = url;

@@ -335,6 +335,7 @@ fn draft_record(plan: &StackPlan, port: u16, controller_port: u16) -> StackState
         started_at: now_rfc3339(),
         restarts: 0,
         bridge_servers: Vec::new(),
+        mcp_auth: None,
     }
 }
 

@@ -361,6 +361,12 @@ impl Bridge {
         routes::router(self.clone())
     }
 
+    /// The bridge's upstream sessions, for a gateway that serves the same servers over MCP
+    /// (`up`'s `/mcp`): sharing them, a server runs once.
+    pub fn pool(&self) -> &Pool {
+        &self.inner.pool
+    }
+
     /// Every server's health, in the order given.
     pub fn server_status(&self) -> Vec<ServerStatus> {
         self.inner.pool.status()

@@ -1,0 +1,301 @@
+//! `up`'s `/mcp`: each stack's front also serves the gateway over that stack's servers, for MCP
+//! clients (claude.ai and ChatGPT connectors, VS Code, Cursor).
+//!
+//! The composition lives here because `launch` and `gateway` share a floor and neither may
+//! name the other: the front takes an `McpMount` (routes built for a public URL), and this
+//! module builds it from a `Gateway` — started over the native bridge's own upstream pool, so
+//! each server runs once; with mcpo (whose servers live inside mcpo) over a pool of its own
+//! that starts servers on the first MCP call and stops them when idle.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::metadata::{AUTHORIZATION_SERVER_SUFFIX, PROTECTED_RESOURCE_SUFFIX};
+use crate::auth::server::OAuthServer;
+use crate::cli::serve::AuthMode;
+use crate::cli::CliError;
+use crate::config::ServerEntry;
+use crate::gateway::wire::{self, HttpOptions};
+use crate::gateway::{Budget, Gateway, GatewayOptions};
+use crate::launch::front::{McpMount, McpSide};
+use crate::launch::stack::RunningStack;
+use crate::mcp::ConnectOptions;
+
+use super::UpArgs;
+
+/// Where the gateway answers on the front.
+pub(super) const MCP_PATH: &str = "/mcp";
+
+/// The OAuth routes the front hands to the MCP side beside `/mcp` (the built-in authorization
+/// server's: `crate::auth::server`'s router and metadata name them).
+const OAUTH_PATHS: &[&str] = &["/authorize", "/register", "/token", "/revoke"];
+
+/// Servers of a pool of the gateway's own (mcpo stacks) stop after this long without calls.
+const IDLE: Duration = Duration::from_secs(600);
+
+/// How long `tools/list` waits for servers the tool index does not know (as `serve`).
+const LIST_WAIT: Duration = Duration::from_secs(5);
+
+/// `--auth` resolved: OAuth by default when a tunnel shares the stacks, else the stack's key.
+/// `none` is refused when the front can be reached from elsewhere.
+pub(super) fn choose_auth(args: &UpArgs, shared: bool) -> Result<AuthMode, CliError> {
+    let reachable = shared || !args.host.is_loopback() || !args.public_urls.is_empty();
+    match args.auth.clone() {
+        Some(AuthMode::Oidc(_)) => Err(CliError::Usage {
+            message: "--auth oidc:ISSUER is served by `serve --http` only for now; a stack's /mcp takes oauth, key or none".into(),
+            help: "use --auth oauth (the built-in authorization server) on `up`, or run `mcp-launch serve --http ADDR --auth oidc:ISSUER` over the same config".into(),
+        }),
+        Some(AuthMode::None) if reachable => Err(CliError::Usage {
+            message: "--auth none would let anyone who reaches the front call every tool over /mcp".into(),
+            help: "use --auth oauth (you consent to each client) or --auth key; --auth none only with --tunnel none on 127.0.0.1".into(),
+        }),
+        Some(auth) => Ok(auth),
+        None if shared => Ok(AuthMode::Oauth),
+        None => Ok(AuthMode::Key),
+    }
+}
+
+/// The word `share`, `status` and `--json` use for `auth`.
+pub(super) fn auth_name(auth: &AuthMode) -> &'static str {
+    match auth {
+        AuthMode::Key => "key",
+        AuthMode::Oauth => "oauth",
+        AuthMode::Oidc(_) => "oidc",
+        AuthMode::None => "none",
+    }
+}
+
+/// Starts a gateway for each running stack and mounts it at `/mcp` on the stack's front.
+/// Returns the gateways, to shut down once the stacks stop.
+pub(super) async fn serve_mcp(
+    running: &[RunningStack],
+    args: &UpArgs,
+    auth: &AuthMode,
+    project_dir: &Path,
+    stop: &CancellationToken,
+) -> Result<Vec<Gateway>, CliError> {
+    let mut gateways = Vec::with_capacity(running.len());
+    for stack in running {
+        // One stack's gateway: its servers go by their plain names, unique within a stack
+        // (qualified ones tell stacks apart; the bridge's pool knows the plain ones).
+        let entries: Vec<ServerEntry> = (stack.served().iter())
+            .map(|e| ServerEntry {
+                qualified: e.name.clone(),
+                ..e.clone()
+            })
+            .collect();
+        let options = gateway_options(args, project_dir);
+        let gateway = match stack.bridge() {
+            Some(bridge) => Gateway::start_sharing(entries, options, bridge.pool().clone()).await?,
+            None => Gateway::start(entries, options).await?,
+        };
+        let record = stack.record();
+        let side = Side {
+            gateway: gateway.clone(),
+            stack: record.name.clone(),
+            api_key: record.api_key.clone(),
+            auth: auth.clone(),
+            front: SocketAddr::new(args.host, record.port),
+            stop: stop.clone(),
+            previous: Mutex::new(None),
+        };
+        if let Err(e) = stack.serve_mcp(side.into_mount(), auth_name(auth)) {
+            // /mcp serves all the same; only `share` and `status` will not know of it.
+            crate::output::warn(&format!("{}: /mcp is not recorded: {e}", record.name))?;
+        }
+        gateways.push(gateway);
+    }
+    Ok(gateways)
+}
+
+/// The gateway's options from `up`'s flags: `serve`'s defaults otherwise.
+fn gateway_options(args: &UpArgs, project_dir: &Path) -> GatewayOptions {
+    GatewayOptions {
+        mode: args.mode,
+        idle: Some(IDLE),
+        always_on: Vec::new(),
+        pins: args.pins.clone(),
+        passthrough: false,
+        list_wait: LIST_WAIT,
+        call_timeout: crate::launch::controller::native::bridge::CALL_TIMEOUT.from_env_or_default(),
+        connect: ConnectOptions::from_env(),
+        budget: Budget::default(),
+        project_dir: project_dir.to_path_buf(),
+        max_output: args.max_output_tokens.unwrap_or_default(),
+    }
+}
+
+/// What the MCP side of one stack is built from.
+struct Side {
+    gateway: Gateway,
+    stack: String,
+    /// The stack's key: the bearer key of `--auth key`.
+    api_key: String,
+    auth: AuthMode,
+    /// The front's address (its host is a name clients may send in `Host` off loopback).
+    front: SocketAddr,
+    /// `up`'s stop: every side's sessions end with it.
+    stop: CancellationToken,
+    /// The stop of the side built last: a side built for a new URL ends the old one's sessions.
+    previous: Mutex<Option<CancellationToken>>,
+}
+
+impl Side {
+    fn into_mount(self) -> McpMount {
+        Arc::new(move |base: &str| self.build(base))
+    }
+
+    /// The side for the public base URL `base`.
+    fn build(&self, base: &str) -> McpSide {
+        let stop = self.stop.child_token();
+        let mut previous = self.previous.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(old) = previous.replace(stop.clone()) {
+            old.cancel();
+        }
+        drop(previous);
+        let oauth = (self.auth == AuthMode::Oauth).then(|| self.oauth_server(base));
+        let paths = side_paths(oauth.is_some());
+        let options = HttpOptions {
+            addr: self.front,
+            api_key: (self.auth == AuthMode::Key).then(|| self.api_key.clone()),
+            oauth,
+            public_url: Some(base.to_string()),
+            limits: crate::listen::Limits::default(),
+            sessions: wire::SessionLimits::default(),
+        };
+        let hosts = allowed_hosts(base, self.front.ip());
+        McpSide {
+            routes: wire::http_routes(self.gateway.clone(), options, &hosts, &stop),
+            paths,
+        }
+    }
+
+    /// The built-in authorization server (the one `serve --http --auth oauth` uses, its state
+    /// shared with `mcp-launch auth`), its issuer `base` and its resource `base/mcp`.
+    fn oauth_server(&self, base: &str) -> Arc<OAuthServer> {
+        let store = crate::auth::server::default_store();
+        let speaker = format!("stack {}", self.stack);
+        let notify = crate::cli::serve_oauth::show_consent(speaker);
+        Arc::new(OAuthServer::new(base, MCP_PATH, store, notify))
+    }
+}
+
+/// The paths the MCP side answers: `/mcp`, and with OAuth the metadata (RFC 8414 at the root,
+/// RFC 9728 at the root and path-suffixed) and the authorization server's endpoints.
+fn side_paths(oauth: bool) -> Vec<String> {
+    let mut paths = vec![MCP_PATH.to_string()];
+    if oauth {
+        paths.push(AUTHORIZATION_SERVER_SUFFIX.to_string());
+        paths.push(PROTECTED_RESOURCE_SUFFIX.to_string());
+        paths.push(format!("{PROTECTED_RESOURCE_SUFFIX}{MCP_PATH}"));
+        paths.extend(OAUTH_PATHS.iter().map(|p| p.to_string()));
+    }
+    paths
+}
+
+/// The `Host` names clients may use besides loopback ones: the public URL's host (a tunnel
+/// passes the public host on) and the front's bind address off loopback.
+fn allowed_hosts(base: &str, bind: IpAddr) -> Vec<String> {
+    let mut hosts = Vec::new();
+    if let Some(host) = reqwest::Url::parse(base)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+    {
+        hosts.push(
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+        );
+    }
+    if !bind.is_loopback() && !bind.is_unspecified() {
+        hosts.push(bind.to_string());
+    }
+    hosts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    /// Every endpoint the authorization server's metadata names is a path the front hands to
+    /// the MCP side (else the REST side would answer it 401 for want of the stack's key).
+    #[tokio::test]
+    async fn the_side_answers_every_endpoint_the_metadata_names() {
+        let store = Arc::new(crate::auth::server::MemoryStore::default());
+        let notify: crate::auth::server::Notify = Arc::new(|_| {});
+        let server = Arc::new(OAuthServer::new(
+            "https://x.example",
+            MCP_PATH,
+            store,
+            notify,
+        ));
+        let request = Request::get(AUTHORIZATION_SERVER_SUFFIX)
+            .body(Body::empty())
+            .unwrap();
+        let answer = server.router().oneshot(request).await.unwrap();
+        let body = axum::body::to_bytes(answer.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let metadata: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let paths = side_paths(true);
+        let named = metadata.as_object().unwrap().iter();
+        let endpoints = named.filter(|(k, _)| k.ends_with("_endpoint"));
+        for (field, url) in endpoints {
+            let path = url
+                .as_str()
+                .unwrap()
+                .trim_start_matches("https://x.example");
+            assert!(
+                paths.iter().any(|p| p == path),
+                "{field} {path} not handed over"
+            );
+        }
+        assert!(paths.contains(
+            &server
+                .resource_metadata_url()
+                .replace("https://x.example", "")
+        ));
+    }
+
+    fn up_args(args: &[&str]) -> UpArgs {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(["mcp-launch", "up"].iter().chain(args));
+        match cli.unwrap().command {
+            crate::cli::Command::Up(up) => up,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn oauth_is_the_default_when_shared_and_none_is_refused_then() {
+        assert_eq!(choose_auth(&up_args(&[]), true).unwrap(), AuthMode::Oauth);
+        assert_eq!(choose_auth(&up_args(&[]), false).unwrap(), AuthMode::Key);
+        let key = up_args(&["--auth", "key"]);
+        assert_eq!(choose_auth(&key, true).unwrap(), AuthMode::Key);
+        let none = up_args(&["--auth", "none"]);
+        assert_eq!(choose_auth(&none, false).unwrap(), AuthMode::None);
+        assert!(choose_auth(&none, true).is_err(), "none behind a tunnel");
+        let open = up_args(&["--auth", "none", "--host", "0.0.0.0"]);
+        assert!(choose_auth(&open, false).is_err(), "none off loopback");
+        let public = up_args(&["--auth", "none", "--public-url", "https://x.example"]);
+        assert!(choose_auth(&public, false).is_err(), "none at a public URL");
+    }
+
+    #[test]
+    fn the_public_host_is_allowed_in_host() {
+        let hosts = allowed_hosts(
+            "https://a-b.trycloudflare.com",
+            "127.0.0.1".parse().unwrap(),
+        );
+        assert_eq!(hosts, vec!["a-b.trycloudflare.com"]);
+        let lan = allowed_hosts("http://127.0.0.1:8000", "192.168.1.4".parse().unwrap());
+        assert_eq!(lan, vec!["127.0.0.1", "192.168.1.4"]);
+    }
+}

@@ -1,0 +1,246 @@
+//! `/mcp` on `up`'s stack fronts (issue 27): with a tunnel, the official Python SDK's OAuth
+//! client logs in through the fake cloudflared's stand-in for Cloudflare's edge (discovery,
+//! registration, the operator's `auth approve`, token, call, refresh); without one, the stack's
+//! key as a bearer; a token issued for one stack is refused by another.
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::launch_util::{request, stack, terminate, wait_ready};
+use crate::util::*;
+
+/// The hostname the fake cloudflared gives its quick tunnel.
+const HOSTNAME: &str = "shared-stack-mcp-test.trycloudflare.com";
+
+fn fake_cloudflared() -> String {
+    let script = manifest_dir().join("tests/fixtures/fake_cloudflared.py");
+    script.display().to_string()
+}
+
+/// A project whose configs each hold the fault server, logging what it is sent to `<name>.log`.
+fn project(names: &[&str]) -> Cmd {
+    let mut cmd = Cmd::new();
+    for name in names {
+        let log = cmd.path(&format!("{name}.log")).display().to_string();
+        let servers = json!({"mcpServers": {"fault": fault(&["--log", &log])}});
+        cmd = cmd.file(&format!("{name}.json"), &servers.to_string());
+    }
+    cmd
+}
+
+/// How many times the fault server of `name` was started (its `initialize`s).
+fn starts(cmd: &Cmd, name: &str) -> usize {
+    let log = std::fs::read_to_string(cmd.path(&format!("{name}.log"))).unwrap_or_default();
+    log.lines()
+        .filter(|l| l.contains(r#""initialize""#))
+        .count()
+}
+
+/// The Python SDK's OAuth client against `url`: its observations.
+fn oauth_client(cmd: &Cmd, url: &str, edge: Option<&str>) -> Value {
+    let mut client = Command::new(sdk_python());
+    client
+        .arg(manifest_dir().join("tests/fixtures/oauth_client.py"))
+        .args([url, BIN, "fault__echo"]);
+    if let Some(edge) = edge {
+        client.env("MCP_LAUNCH_TEST_EDGE", edge);
+    }
+    client_json(client, cmd.dir(), "the Python SDK's OAuth client")
+}
+
+/// The SDK's client was let in (the consent form answered 303), listed and called
+/// `fault__echo`, refreshed its token (a rotated refresh token) and called again.
+fn assert_logged_in_called_and_refreshed(seen: &Value) {
+    let listed = seen["tools"].as_array().unwrap();
+    assert!(listed.iter().any(|t| t == "fault__echo"), "{seen}");
+    let expected = [
+        ("consent_status", json!(303)),
+        ("first_call_error", json!(false)),
+        ("second_call_error", json!(false)),
+        ("token_sets", json!(2)),
+        ("refresh_tokens", json!(2)),
+    ];
+    for (field, value) in expected {
+        assert_eq!(seen[field], value, "{field}: {seen}");
+    }
+}
+
+/// `up` on the project's configs (`--config NAME.json` each) with the native controller, /mcp
+/// in full mode, on free ports; `flags` add to it.
+fn up(cmd: &Cmd, configs: &[&str], flags: &[&str]) -> Running {
+    let mut up = cmd.cmd().args(["up"]);
+    for name in configs {
+        up = up.args(["--config", &format!("{name}.json")]);
+    }
+    up.args(["--controller", "native", "--mode", "full"])
+        .args(["--port", &free_ports(configs.len() as u16).to_string()])
+        .args(flags)
+        .stderr_any()
+        .spawn()
+}
+
+/// Waits until `count` stacks are ready and each serves `/mcp` (mounted once the gateway has
+/// its catalog, a moment after the REST side: `up --json` prints after both).
+fn wait_mcp(up: &Running, dir: &std::path::Path, count: usize) -> Value {
+    loop {
+        let state = wait_ready(up, dir, count);
+        let stacks = state["stacks"].as_array().unwrap();
+        if stacks.iter().all(|s| s["mcp_auth"].is_string()) {
+            return state;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// `initialize` POSTed to `url` with `headers`.
+fn initialize(url: &str, headers: &[(&str, &str)]) -> crate::launch_util::Reply {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}});
+    let mut all = vec![("accept", "application/json, text/event-stream")];
+    all.extend_from_slice(headers);
+    request("POST", url, &all, Some(body.to_string().into_bytes()))
+}
+
+fn challenge(reply: &crate::launch_util::Reply) -> String {
+    let header = reply.headers.get("www-authenticate");
+    header
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn a_tunnelled_stack_serves_mcp_to_the_python_sdk_with_oauth() {
+    let cmd = project(&["a"]);
+    let edge = format!("127.0.0.1:{}", free_port());
+    let cmd = cmd
+        .env("MCP_LAUNCH_CLOUDFLARED", &fake_cloudflared())
+        .env("FAKE_CLOUDFLARED_HOSTNAME", HOSTNAME)
+        .env("FAKE_CLOUDFLARED_EDGE", &edge);
+    let up = up(&cmd, &["a"], &["--tunnel", "quick"]);
+    let state = wait_mcp(&up, cmd.dir(), 1);
+    let a = stack(&state, "a");
+    let public = format!("https://{HOSTNAME}");
+    assert_eq!(a["public_url"], public.as_str(), "{state}");
+    assert_eq!(
+        a["mcp_auth"], "oauth",
+        "oauth is the default with a tunnel: {state}"
+    );
+    let front = format!("http://127.0.0.1:{}", a["port"]);
+    // Unauthenticated: 401 naming the metadata at the PUBLIC URL, which says the same.
+    let refused = initialize(&format!("{front}/mcp"), &[]);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    let metadata = format!("{public}/.well-known/oauth-protected-resource/mcp");
+    assert!(
+        challenge(&refused).contains(&format!("resource_metadata=\"{metadata}\"")),
+        "{}",
+        challenge(&refused)
+    );
+    for path in ["", "/mcp"] {
+        let url = format!("{front}/.well-known/oauth-protected-resource{path}");
+        let described = request("GET", &url, &[], None);
+        assert_eq!(described.status, 200, "{url}: {}", described.body);
+        assert_eq!(described.body["resource"], format!("{public}/mcp"));
+        assert_eq!(described.body["authorization_servers"][0], public.as_str());
+    }
+    let seen = oauth_client(&cmd, &format!("{public}/mcp"), Some(&edge));
+    assert_logged_in_called_and_refreshed(&seen);
+    // /mcp called the server the stack already ran: one start, not two.
+    assert_eq!(starts(&cmd, "a"), 1, "the fault server was started twice");
+    // The REST side keeps its X-API-Key, and an OAuth token is not one.
+    let key = a["api_key"].as_str().unwrap();
+    let token = format!("Bearer {}", seen["access_token"].as_str().unwrap());
+    let rest = format!("{front}/fault/echo");
+    let echo = Some(br#"{"message": "rest"}"#.to_vec());
+    assert_eq!(
+        request("POST", &rest, &[("x-api-key", key)], echo.clone()).status,
+        200
+    );
+    let with_token = request("POST", &rest, &[("authorization", &token)], echo);
+    assert_eq!(with_token.status, 401, "{}", with_token.body);
+    // `share` says what to paste into a connector, and how to consent.
+    let shared = cmd.cmd().args(["share", "--json"]).run().json();
+    let mcp = &stack(&shared, "a")["mcp"];
+    assert_eq!(mcp["url"], format!("{public}/mcp"), "{shared}");
+    assert_eq!(mcp["auth"], "oauth", "{shared}");
+    let told = cmd.cmd().args(["share"]).run().stdout;
+    for words in [
+        "Add custom connector",
+        "Authentication OAuth",
+        "auth approve",
+        "/mcp",
+    ] {
+        assert!(
+            told.contains(words),
+            "share does not say {words:?}:\n{told}"
+        );
+    }
+    let out = terminate(up, &state);
+    assert!(
+        out.stderr.contains("stack a: client \"python sdk test\""),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_local_stack_serves_mcp_with_its_key_as_a_bearer() {
+    let cmd = project(&["a"]);
+    let up = up(&cmd, &["a"], &["--tunnel", "none"]);
+    let state = wait_mcp(&up, cmd.dir(), 1);
+    let a = stack(&state, "a");
+    assert_eq!(
+        a["mcp_auth"], "key",
+        "the key is the default without a tunnel: {state}"
+    );
+    let key = a["api_key"].as_str().unwrap();
+    let url = format!("http://127.0.0.1:{}/mcp", a["port"]);
+    let mut client = Command::new(sdk_python());
+    client
+        .arg(manifest_dir().join("tests/fixtures/gateway_client.py"))
+        .args(["call", "--http", &url, "--key", key]);
+    let seen = client_json(client, cmd.dir(), "the Python SDK's client");
+    assert!(seen["echo"].to_string().contains("once"), "{seen}");
+    let bearer = format!("Bearer {key}");
+    assert_eq!(initialize(&url, &[("authorization", &bearer)]).status, 200);
+    for headers in [vec![], vec![("authorization", "Bearer not-the-key")]] {
+        let refused = initialize(&url, &headers);
+        assert_eq!(refused.status, 401, "{headers:?}: {}", refused.body);
+    }
+    let metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource");
+    assert_ne!(
+        request("GET", &metadata, &[], None).status,
+        200,
+        "no OAuth with a key"
+    );
+    terminate(up, &state);
+}
+
+#[test]
+fn a_token_issued_for_one_stack_is_refused_by_another() {
+    let cmd = project(&["a", "b"]);
+    let up = up(&cmd, &["a", "b"], &["--tunnel", "none", "--auth", "oauth"]);
+    let state = wait_mcp(&up, cmd.dir(), 2);
+    let url = |name: &str| format!("http://127.0.0.1:{}/mcp", stack(&state, name)["port"]);
+    let seen = oauth_client(&cmd, &url("a"), None);
+    assert_eq!(seen["first_call_error"], false, "{seen}");
+    let token = format!("Bearer {}", seen["access_token"].as_str().unwrap());
+    assert_eq!(
+        initialize(&url("a"), &[("authorization", &token)]).status,
+        200,
+        "the token is good where it was issued"
+    );
+    let refused = initialize(&url("b"), &[("authorization", &token)]);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    let said = challenge(&refused);
+    assert!(said.contains("invalid_token"), "{said}");
+    let b_metadata = url("b").replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
+    assert!(said.contains(&b_metadata), "{said}");
+    assert!(
+        refused.body.to_string().contains("another resource"),
+        "{}",
+        refused.body
+    );
+    terminate(up, &state);
+}
