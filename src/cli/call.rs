@@ -241,14 +241,8 @@ fn check_arguments(
 
 /// The scopes a call's failure asks a new login for (a 403 `insufficient_scope`, SEP-2350).
 fn step_up_scope(outcome: &Result<Value, CliError>) -> Option<String> {
-    use crate::catalog::ServerProblem;
     match outcome {
-        Err(CliError::Server { problem, .. }) => match problem.as_ref() {
-            ServerProblem::Mcp(crate::mcp::McpError::Auth(e)) => {
-                e.step_up_scope().map(String::from)
-            }
-            _ => None,
-        },
+        Err(CliError::Server { problem, .. }) => problem.step_up_scope().map(String::from),
         _ => None,
     }
 }
@@ -264,11 +258,8 @@ fn naming_the_login(error: CliError, global: &GlobalArgs) -> CliError {
     if !problem.needs_login() {
         return CliError::Server { server, problem };
     }
-    let scope = match problem.as_ref() {
-        ServerProblem::Mcp(crate::mcp::McpError::Auth(e)) => e.step_up_scope(),
-        _ => None,
-    };
-    let command = crate::auth::client::login_command(&server, scope, &global.configs);
+    let command =
+        crate::auth::client::login_command(&server, problem.step_up_scope(), &global.configs);
     let relayed = RelayedProblem {
         kind: problem.kind(),
         message: problem.to_string(),

@@ -176,10 +176,7 @@ fn server_json(r: &ServerReport, configs: &[PathBuf]) -> Value {
 /// The exact command that logs in to a server needing it: its name, the scopes a step-up
 /// needs, the config files given.
 fn login_help(r: &ServerReport, configs: &[PathBuf]) -> String {
-    let scope = match &r.error {
-        Some(catalog::ServerProblem::Mcp(crate::mcp::McpError::Auth(e))) => e.step_up_scope(),
-        _ => None,
-    };
+    let scope = r.error.as_ref().and_then(|e| e.step_up_scope());
     crate::auth::client::login_command(&r.name, scope, configs)
 }
 

@@ -421,3 +421,42 @@ fn a_server_that_moves_to_another_authorization_server_is_logged_in_to_anew() {
         "{stats}"
     );
 }
+
+/// `up` with a remote server that needs a login: the rest of the stack starts and serves, and
+/// the event names the exact command (the stack's config given, so it finds the same server).
+#[test]
+fn up_starts_the_rest_of_the_stack_and_names_the_login_command() {
+    use crate::launch_util::{http as front_http, stack, wait_ready};
+    let server = OAuthServer::start();
+    let config =
+        json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}, "time": time()}});
+    let setup = Cmd::new().config_json(config);
+    let up = setup
+        .cmd()
+        .args(["up", "--config", "config.json", "--tunnel", "none"])
+        .args(["--controller", "native"])
+        .stderr_any()
+        .spawn();
+    let state = wait_ready(&up, setup.dir(), 1);
+    let running = stack(&state, "config");
+    let key = running["api_key"].as_str().unwrap().to_string();
+    let front = format!("http://127.0.0.1:{}", running["port"]);
+    let (status, body) = front_http(
+        "POST",
+        &format!("{front}/time/get_current_time"),
+        &[("X-API-Key", &key)],
+        Some(json!({"timezone": "UTC"})),
+    );
+    assert_eq!(status, 200, "{body}");
+    setup.cmd().args(["down", "--json"]).run();
+    let out = up.wait();
+    assert!(
+        out.stderr.contains("prot") && out.stderr.contains("needs login"),
+        "{out}"
+    );
+    assert!(
+        out.stderr.contains("mcp-launch auth login prot --config ")
+            && out.stderr.contains("config.json`"),
+        "{out}"
+    );
+}
