@@ -460,3 +460,58 @@ fn up_starts_the_rest_of_the_stack_and_names_the_login_command() {
         "{out}"
     );
 }
+
+/// Step-up with a person there: `call` on a terminal (a pty from `script`) meets the 403,
+/// logs in once with the union of scopes (the browser's part played here: the authorization
+/// URL it prints, then the redirect to its loopback listener) and retries the call once.
+#[test]
+fn call_on_a_terminal_logs_in_with_more_scopes_and_retries_once() {
+    let server = OAuthServer::start_with(&["--step-up", "admin"]);
+    let config = json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}});
+    let setup = Cmd::new().config_json(config);
+    let dir = setup.dir().to_path_buf();
+    login(&dir, "prot");
+    let command =
+        format!("{BIN} --config config.json call prot admin_echo '{{\"message\":\"stepped up\"}}'");
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .current_dir(&dir)
+        .env("HOME", &dir)
+        .env_remove("XDG_STATE_HOME")
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .env("PATH", "/usr/bin:/bin") // no browser opener: the URL is read from the terminal
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("start script");
+    let mut terminal = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let url = loop {
+        let mut line = String::new();
+        assert!(
+            terminal.read_line(&mut line).unwrap() > 0,
+            "no authorization URL: {seen}"
+        );
+        seen.push_str(&line);
+        if line.trim_start().starts_with("http") {
+            break line.trim().to_string();
+        }
+    };
+    assert!(url.contains("scope=mcp+admin"), "{url}");
+    let callback = authorize(&url);
+    let rest = callback
+        .strip_prefix("http://127.0.0.1:")
+        .expect("loopback");
+    let (port, target) = rest.split_at(rest.find('/').unwrap());
+    http(port.parse().unwrap(), "GET", target);
+    let mut rest_of_it = String::new();
+    terminal.read_to_string(&mut rest_of_it).unwrap();
+    let status = child.wait().unwrap();
+    seen.push_str(&rest_of_it);
+    assert!(status.success(), "{seen}");
+    assert!(seen.contains("stepped up"), "{seen}");
+    assert!(seen.contains("needs a login with more scopes"), "{seen}");
+    assert_eq!(server.stats()["token_requests"], 2, "{seen}");
+}
