@@ -406,6 +406,41 @@ mod tests {
         assert!(missing_iss.unwrap_err().to_string().contains("RFC 9207"));
     }
 
+    /// SEP-2350: a step-up's login asks for what the last login asked for, the discovered
+    /// scopes and the challenge's; a pre-registered client's own scopes stand alone.
+    #[test]
+    fn a_login_asks_for_the_union_of_held_discovered_and_wanted_scopes() {
+        let mut p = pending(false);
+        p.discovery.scope = Some("mcp:basic".into());
+        p.request.scope = Some("mcp:basic mcp:write".into());
+        let held: Grant = serde_json::from_value(json!({
+            "server": "s", "url": "u", "resource": "r", "issuer": "i", "token_endpoint": "t",
+            "client_id": "c", "access_token": "a", "obtained_at": 0,
+            "requested_scope": "files:read", "scope": "files:read mcp:basic"
+        }))
+        .unwrap();
+        assert_eq!(
+            scope_to_ask(&p.request, &p.discovery, Some(&held)).as_deref(),
+            Some("files:read mcp:basic mcp:write")
+        );
+        assert_eq!(
+            scope_to_ask(&p.request, &p.discovery, None).as_deref(),
+            Some("mcp:basic mcp:write")
+        );
+        p.request.scope = None;
+        p.discovery.scope = None;
+        assert_eq!(scope_to_ask(&p.request, &p.discovery, None), None);
+        p.request.registered = Some(PreRegistered {
+            client_id: "pre".into(),
+            scopes: Some("only".into()),
+            ..PreRegistered::default()
+        });
+        assert_eq!(
+            scope_to_ask(&p.request, &p.discovery, Some(&held)).as_deref(),
+            Some("only")
+        );
+    }
+
     #[test]
     fn we_register_as_a_native_application() {
         let p = pending(false);
