@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_launch::mcp::message::STATELESS_PROTOCOL_VERSION;
-use mcp_launch::mcp::{ConnectOptions, Endpoint, RpcError, ServerRequestHandler, Session};
+use mcp_launch::mcp::{
+    ConnectOptions, Endpoint, McpError, RpcError, ServerRequestHandler, Session,
+};
 use serde_json::{json, Map, Value};
 
 /// The limit for each request of a scenario.
@@ -76,8 +78,8 @@ struct Run {
 
 impl Run {
     async fn go(&self) -> Result<(), String> {
-        if self.scenario.starts_with("auth/") {
-            authorizer(&self.url, &self.context).await?;
+        if self.is_auth() {
+            authorizer(&self.url, &self.context, None).await?;
         }
         let endpoint = Endpoint::StreamableHttp {
             url: self.url.clone(),
@@ -97,12 +99,36 @@ impl Run {
         outcome
     }
 
+    fn is_auth(&self) -> bool {
+        self.scenario.starts_with("auth/")
+    }
+
+    /// Makes `request`; in an `auth/*` scenario, one the server refuses for want of a login
+    /// (more scopes, SEP-2350, or an authorization server it moved to, SEP-2352) is
+    /// authorized again through the library — with the scopes its error names — and made
+    /// once more: never a loop.
+    async fn authorized<T, F, Fut>(&self, what: &str, request: F) -> Result<T, String>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, McpError>>,
+    {
+        let failed = |e: McpError| format!("{what}: {e}");
+        match request().await {
+            Err(McpError::Auth(refused)) if self.is_auth() && refused.kind() == "needs_login" => {
+                eprintln!("{what}: {refused}; authorizing again");
+                let scope = refused.step_up_scope().map(String::from);
+                authorizer(&self.url, &self.context, scope).await?;
+                request().await.map_err(failed)
+            }
+            other => other.map_err(failed),
+        }
+    }
+
     /// What the scenario asks of a client once connected.
     async fn exercise(&self, session: &Session) -> Result<(), String> {
-        let listed = session
-            .list_tools(REQUEST_TIMEOUT)
-            .await
-            .map_err(|e| format!("tools/list: {e}"))?;
+        let listed = self
+            .authorized("tools/list", || session.list_tools(REQUEST_TIMEOUT))
+            .await?;
         for warning in &listed.warnings {
             eprintln!("tools/list: {warning}");
         }
@@ -133,6 +159,15 @@ impl Run {
                 Ok(())
             }
             "json-schema-2020-12-preservation" => echo_schema(session, &tools).await,
+            // A call that needs more scopes than listing did: the step-up.
+            "auth/scope-step-up" => {
+                let tool = tools.first().ok_or("no tool to call")?;
+                let (name, arguments) = (name_of(tool), example_arguments(tool));
+                let call = || session.call_tool_answering(name, arguments.clone(), REQUEST_TIMEOUT);
+                let result = self.authorized("tools/call", call).await?;
+                eprintln!("tools/call {name}: {result}");
+                Ok(())
+            }
             // initialize, request-metadata, json-schema-ref-no-deref, auth/*: connecting and
             // listing is the whole exercise.
             _ => Ok(()),
@@ -156,7 +191,7 @@ impl Run {
 /// else RFC 7591), PKCE and the code exchange; the grant goes to the token store (in a temp
 /// state dir), where the library's HTTP client finds it. The suite's authorization server
 /// approves at once, so the authorize step is one GET whose redirect carries the code.
-async fn authorizer(url: &str, context: &Value) -> Result<(), String> {
+async fn authorizer(url: &str, context: &Value, scope: Option<String>) -> Result<(), String> {
     use mcp_launch::auth::client::{http_client, login, store};
     let text = |key: &str| context.get(key).and_then(Value::as_str).map(String::from);
     let registered = text("client_id").map(|client_id| login::PreRegistered {
@@ -170,6 +205,7 @@ async fn authorizer(url: &str, context: &Value) -> Result<(), String> {
         redirect_uri: REDIRECT_URI.into(),
         registered,
         metadata_document: Some(METADATA_DOCUMENT.into()),
+        scope,
     };
     let http = http_client();
     let pending = login::begin(&http, request)
@@ -187,8 +223,10 @@ async fn authorizer(url: &str, context: &Value) -> Result<(), String> {
 /// read from the authorize answer's `Location`).
 const REDIRECT_URI: &str = "http://127.0.0.1:33418/callback";
 
-/// Our Client ID Metadata Document, offered where the authorization server takes them.
-const METADATA_DOCUMENT: &str = "https://mcp-launch.dev/oauth/client-metadata.json";
+/// The Client ID Metadata Document offered where the authorization server takes them: the
+/// suite's own fixed URL, which its authorization server resolves to its own document
+/// (`auth/basic-cimd` expects this client id; the suite never fetches a client's URL).
+const METADATA_DOCUMENT: &str = "https://conformance-test.local/client-metadata.json";
 
 /// The authorize step against an authorization server that approves at once: the address
 /// its redirect sends the browser to.

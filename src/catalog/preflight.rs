@@ -96,6 +96,15 @@ impl ServerProblem {
             _ => false,
         }
     }
+
+    /// The scopes a new login must ask for, when the server refused for want of them (a 403
+    /// `insufficient_scope`, SEP-2350).
+    pub fn step_up_scope(&self) -> Option<&str> {
+        match self {
+            ServerProblem::Mcp(McpError::Auth(e)) => e.step_up_scope(),
+            _ => None,
+        }
+    }
 }
 
 impl Actionable for ServerProblem {

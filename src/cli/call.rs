@@ -92,7 +92,15 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
         None => {
             check_against_index(entry, &tool, &arguments)?;
             let strict = overrides.pin(&entry.stack, &entry.name).is_strict();
-            call_directly(entry, &tool, arguments, args.timeout, strict).await?
+            let first = call_directly(entry, &tool, arguments.clone(), args.timeout, strict).await;
+            match step_up_scope(&first) {
+                Some(scope) if can_ask_a_person(global) => {
+                    anstream::eprintln!("{server} needs a login with more scopes ({scope}); logging in again, then calling once more");
+                    super::auth::log_in(entry, Some(scope), false).await?;
+                    call_directly(entry, &tool, arguments, args.timeout, strict).await?
+                }
+                _ => first.map_err(|e| naming_the_login(e, global))?,
+            }
         }
     };
     let project = overrides
@@ -229,6 +237,43 @@ fn check_arguments(
         violations,
         expected: catalog::expected_shape(tool_def),
     })
+}
+
+/// The scopes a call's failure asks a new login for (a 403 `insufficient_scope`, SEP-2350).
+fn step_up_scope(outcome: &Result<Value, CliError>) -> Option<String> {
+    match outcome {
+        Err(CliError::Server { problem, .. }) => problem.step_up_scope().map(String::from),
+        _ => None,
+    }
+}
+
+/// A `needs_login` failure with its help naming the exact command to run (the server, the
+/// scopes a step-up needs, the config files given); other errors as they are.
+fn naming_the_login(error: CliError, global: &GlobalArgs) -> CliError {
+    use crate::catalog::{RelayedProblem, ServerProblem};
+    use crate::error::Actionable;
+    let CliError::Server { server, problem } = error else {
+        return error;
+    };
+    if !problem.needs_login() {
+        return CliError::Server { server, problem };
+    }
+    let command =
+        crate::auth::client::login_command(&server, problem.step_up_scope(), &global.configs);
+    let relayed = RelayedProblem {
+        kind: problem.kind(),
+        message: problem.to_string(),
+        help: format!("a person must log in: {command}"),
+        is_config: false,
+    };
+    CliError::server(&server, ServerProblem::Relayed(relayed))
+}
+
+/// Whether a person is there to log in: a terminal on stderr, and not `--json` (agents read
+/// the `needs_login` error and its command instead; a step-up is retried once, never looped).
+fn can_ask_a_person(global: &GlobalArgs) -> bool {
+    use std::io::IsTerminal;
+    !global.json && std::io::stderr().is_terminal()
 }
 
 /// Starts the server for this one call. `strict` (the overrides pin the server strictly)

@@ -1,5 +1,7 @@
 //! `mcp-launch list [SERVER]`.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use serde_json::{json, Value};
 
@@ -93,7 +95,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
             json!({
                 "configs": configs,
                 "servers": reports.iter().zip(&entries).zip(&hidden).zip(&changed).map(|(((r, e), hidden), changed)| {
-                    let mut v = server_json(r);
+                    let mut v = server_json(r, &global.configs);
                     if *hidden > 0 {
                         v["hiddenTools"] = json!(hidden);
                     }
@@ -108,7 +110,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
             }),
         )?;
     } else {
-        print_servers(&reports, loaded.stacks.len() > 1)?;
+        print_servers(&reports, loaded.stacks.len() > 1, &global.configs)?;
         print_changed(&reports, &changed)?;
         let hidden: usize = hidden.iter().sum();
         if hidden > 0 {
@@ -130,7 +132,7 @@ pub(super) async fn run(args: ListArgs, global: &GlobalArgs) -> Result<Outcome, 
     })
 }
 
-fn server_json(r: &ServerReport) -> Value {
+fn server_json(r: &ServerReport, configs: &[PathBuf]) -> Value {
     let mut v = json!({
         "name": r.name,
         "stack": r.stack,
@@ -166,9 +168,16 @@ fn server_json(r: &ServerReport) -> Value {
         v["error"] = output::error_object(problem);
     }
     if r.status == Status::NeedsLogin {
-        v["help"] = json!(catalog::login_command(&r.name));
+        v["help"] = json!(login_help(r, configs));
     }
     v
+}
+
+/// The exact command that logs in to a server needing it: its name, the scopes a step-up
+/// needs, the config files given.
+fn login_help(r: &ServerReport, configs: &[PathBuf]) -> String {
+    let scope = r.error.as_ref().and_then(|e| e.step_up_scope());
+    crate::auth::client::login_command(&r.name, scope, configs)
 }
 
 /// A server's repairs for `--json`: the note, each repaired tool's repairs, the count skipped.
@@ -340,7 +349,11 @@ fn tools_json(r: &ServerReport, exposed: &Exposed<'_>, all: bool) -> Value {
     v
 }
 
-fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<()> {
+fn print_servers(
+    reports: &[ServerReport],
+    show_stack: bool,
+    configs: &[PathBuf],
+) -> std::io::Result<()> {
     use std::io::Write;
     let mut headers = vec!["SERVER", "STATUS", "TRANSPORT", "TOOLS", "TOKENS", "INIT"];
     if show_stack {
@@ -406,7 +419,7 @@ fn print_servers(reports: &[ServerReport], show_stack: bool) -> std::io::Result<
             let (bad, head) = (style::BAD, style::HEAD);
             writeln!(out, "\n{bad}{}:{bad:#} {problem}", r.name)?;
             let help = match r.status {
-                Status::NeedsLogin => catalog::login_command(&r.name),
+                Status::NeedsLogin => login_help(r, configs),
                 _ => problem.help(),
             };
             writeln!(out, "  {head}help:{head:#} {help}")?;

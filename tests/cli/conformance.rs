@@ -151,6 +151,7 @@ const CLIENT_PASSES: &[(&str, &[&str])] = &[
             "auth/iss-unexpected",
             "auth/iss-normalized",
             "auth/metadata-issuer-mismatch",
+            "auth/authorization-server-migration",
         ],
     ),
 ];
@@ -161,9 +162,11 @@ const CLIENT_AUTH_PASSES: &[&str] = &[
     "auth/metadata-var1",
     "auth/metadata-var2",
     "auth/metadata-var3",
+    "auth/basic-cimd",
     "auth/scope-from-www-authenticate",
     "auth/scope-from-scopes-supported",
     "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
     "auth/scope-retry-limit",
     "auth/token-endpoint-auth-basic",
     "auth/token-endpoint-auth-post",
@@ -174,20 +177,6 @@ const CLIENT_AUTH_PASSES: &[&str] = &[
 /// Why the client scenarios we do not pass fail (a name ending in `/` covers its family): the
 /// only expected failures.
 const CLIENT_EXPECTED_FAILURES: &[(&str, &str)] = &[
-    (
-        "auth/scope-step-up",
-        "no scope step-up: a 403 insufficient_scope during a session does not start a second \
-         authorization with the union of scopes (SEP-2350)",
-    ),
-    (
-        "auth/authorization-server-migration",
-        "a stored grant from another authorization server is not dropped for a new registration \
-         (SEP-2352)",
-    ),
-    (
-        "auth/basic-cimd",
-        "one warning: the suite does not see our Client ID Metadata Document URL as the client id",
-    ),
     (
         "auth/client-credentials-",
         "extension: no client credentials grant (SEP-1046)",
@@ -233,11 +222,14 @@ fn the_conformance_client_passes_every_recorded_client_scenario() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(
-        shown
-            .lines()
-            .any(|l| l.ends_with(" failed") && l.contains(" passed, ")),
-        "no `N passed, M failed` line:\n{shown}"
+    let summary = shown
+        .lines()
+        .find(|l| l.ends_with(" failed") && l.contains(" passed, "))
+        .unwrap_or_else(|| panic!("no `N passed, M failed` line:\n{shown}"));
+    // Every required client scenario of both revisions (18 + 32) passes since 2026-11-27.
+    assert_eq!(
+        summary, "50 passed, 0 failed",
+        "required client scenarios:\n{shown}"
     );
     let text =
         std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("no results ({e}):\n{shown}"));

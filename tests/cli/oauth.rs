@@ -19,11 +19,17 @@ struct OAuthServer {
 
 impl OAuthServer {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// The fixture with its flags (`--step-up SCOPE`).
+    fn start_with(flags: &[&str]) -> Self {
         let port = free_port();
         let script = manifest_dir().join("tests/fixtures/oauth_server.py");
         let child = Command::new(sdk_python())
             .arg(script)
             .arg(port.to_string())
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -89,6 +95,12 @@ fn authorize(url: &str) -> String {
 /// `auth login SERVER --no-browser` in `dir`: read the URL it prints, play the browser,
 /// paste the redirect back.
 fn login(dir: &std::path::Path, server: &str) -> Value {
+    login_with(dir, server, &[]).0
+}
+
+/// [`login`] with more arguments (`--scope S`): what it printed on stdout, the authorization
+/// URL and its stderr up to that URL.
+fn login_with(dir: &std::path::Path, server: &str, more: &[&str]) -> (Value, String, String) {
     let mut child = Command::new(BIN)
         .args([
             "--config",
@@ -99,6 +111,7 @@ fn login(dir: &std::path::Path, server: &str) -> Value {
             "--no-browser",
             "--json",
         ])
+        .args(more)
         .current_dir(dir)
         .env("HOME", dir)
         .env_remove("XDG_STATE_HOME")
@@ -110,15 +123,17 @@ fn login(dir: &std::path::Path, server: &str) -> Value {
         .expect("start auth login");
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
+    let mut said = String::new();
     let url = loop {
         line.clear();
         assert!(
             stderr.read_line(&mut line).unwrap() > 0,
-            "login printed no URL"
+            "login printed no URL: {said}"
         );
         if line.starts_with("http") {
             break line.trim().to_string();
         }
+        said.push_str(&line);
     };
     assert!(url.contains("code_challenge_method=S256"), "{url}");
     assert!(url.contains("resource="), "no resource indicator: {url}");
@@ -130,7 +145,21 @@ fn login(dir: &std::path::Path, server: &str) -> Value {
         "login failed: {}",
         String::from_utf8_lossy(&out.stdout)
     );
-    serde_json::from_slice(&out.stdout).expect("login JSON")
+    let printed = serde_json::from_slice(&out.stdout).expect("login JSON");
+    (printed, url, said)
+}
+
+/// `call prot TOOL {"message":"hi"} --json` with the test's config.
+fn call_prot(setup: &Cmd, tool: &str) -> Cmd {
+    setup.cmd().args([
+        "--config",
+        "config.json",
+        "call",
+        "prot",
+        tool,
+        r#"{"message":"hi"}"#,
+        "--json",
+    ])
 }
 
 fn stored_tokens(dir: &std::path::Path) -> Vec<String> {
@@ -165,19 +194,7 @@ fn login_call_expiry_refresh_revocation_and_logout_against_the_python_sdk() {
     let dir = setup.dir().to_path_buf();
 
     // Before login: a state of its own with the command to run, not an HTTP failure.
-    let before = setup
-        .cmd()
-        .args([
-            "--config",
-            "config.json",
-            "call",
-            "prot",
-            "echo",
-            r#"{"message":"hi"}"#,
-            "--json",
-        ])
-        .status(1)
-        .run();
+    let before = call_prot(&setup, "echo").status(1).run();
     assert_eq!(before.error()["type"], "needs_login", "{before}");
     assert!(
         before.error()["help"]
@@ -197,17 +214,7 @@ fn login_call_expiry_refresh_revocation_and_logout_against_the_python_sdk() {
     assert_eq!(server.stats()["token_requests"], 1);
 
     // A call with a valid token: no token request, the tool answers.
-    let call = || {
-        setup.cmd().args([
-            "--config",
-            "config.json",
-            "call",
-            "prot",
-            "echo",
-            r#"{"message":"hi"}"#,
-            "--json",
-        ])
-    };
+    let call = || call_prot(&setup, "echo");
     let ok = call().run();
     assert_eq!(ok.json()["result"]["content"][0]["text"], "hi", "{ok}");
     assert_eq!(
@@ -290,7 +297,10 @@ fn list_shows_needs_login_with_the_command_and_the_tools_from_the_index() {
     let before = list().run();
     let prot = before.server("prot");
     assert_eq!(prot["status"], "needs_login", "{before}");
-    assert_eq!(prot["help"], "mcp-launch auth login prot", "{before}");
+    assert_eq!(
+        prot["help"], "mcp-launch auth login prot --config config.json",
+        "{before}"
+    );
     assert_eq!(prot["error"]["type"], "needs_login", "{before}");
     assert_eq!(before.server("time")["status"], "connected", "{before}");
 
@@ -308,5 +318,200 @@ fn list_shows_needs_login_with_the_command_and_the_tools_from_the_index() {
         prot["tools"], tools,
         "the known tools were not kept: {after}"
     );
-    assert_eq!(prot["help"], "mcp-launch auth login prot", "{after}");
+    assert_eq!(
+        prot["help"], "mcp-launch auth login prot --config config.json",
+        "{after}"
+    );
+}
+
+/// Step-up (SEP-2350): a tool that needs a scope the token lacks gets 403 insufficient_scope.
+/// Without a person (`--json`), `call` answers `needs_login` naming the scopes — the ones held
+/// and the challenge's — and the exact command, with no token request (no loop); a login
+/// with them lets the call through and keeps what the other tools need.
+#[test]
+fn a_call_needing_more_scopes_names_them_and_a_login_with_them_lets_it_through() {
+    let server = OAuthServer::start_with(&["--step-up", "admin"]);
+    let config = json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}});
+    let setup = Cmd::new().config_json(config);
+    let dir = setup.dir().to_path_buf();
+    let call = |tool: &str| call_prot(&setup, tool);
+    assert_eq!(login(&dir, "prot")["scopes"], "mcp");
+    assert_eq!(
+        call("echo").run().json()["result"]["content"][0]["text"],
+        "hi"
+    );
+
+    let refused = call("admin_echo").status(1).run();
+    assert_eq!(refused.error()["type"], "needs_login", "{refused}");
+    assert!(
+        refused.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("admin"),
+        "{refused}"
+    );
+    assert_eq!(
+        refused.error()["help"],
+        "a person must log in: mcp-launch auth login prot --scope 'mcp admin' --config config.json",
+        "{refused}"
+    );
+    assert_eq!(
+        server.stats()["token_requests"],
+        1,
+        "a step-up without a person logged in"
+    );
+
+    let (logged, url, _) = login_with(&dir, "prot", &["--scope", "mcp admin"]);
+    assert!(url.contains("scope=mcp+admin"), "{url}");
+    assert_eq!(logged["scopes"], "mcp admin", "{logged}");
+    for tool in ["admin_echo", "echo"] {
+        let ok = call(tool).run();
+        assert_eq!(ok.json()["result"]["content"][0]["text"], "hi", "{ok}");
+    }
+}
+
+/// Authorization-server change (SEP-2352): the server's metadata names another authorization
+/// server and refuses the old tokens. `call` answers `needs_login` saying so, without a
+/// refresh at the old server and without a request to the new one; `auth login` discovers the
+/// new one, registers there and says so — the old client id never reaches it.
+#[test]
+fn a_server_that_moves_to_another_authorization_server_is_logged_in_to_anew() {
+    let (old, new) = (OAuthServer::start(), OAuthServer::start());
+    let config = json!({"mcpServers": {"prot": {"type": "http", "url": old.url()}}});
+    let setup = Cmd::new().config_json(config);
+    let dir = setup.dir().to_path_buf();
+    login(&dir, "prot");
+    let old_client = old.stats()["registered"][0].clone();
+    let new_issuer = format!("http://127.0.0.1:{}", new.port);
+    http(old.port, "POST", &format!("/test/move?to={new_issuer}"));
+
+    let moved = call_prot(&setup, "echo").status(1).run();
+    assert_eq!(moved.error()["type"], "needs_login", "{moved}");
+    let message = moved.error()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("authorization server changed") && message.contains(&new_issuer),
+        "{moved}"
+    );
+    assert_eq!(
+        old.stats()["token_requests"],
+        1,
+        "the old server was asked for a refresh"
+    );
+    assert_eq!(
+        new.stats()["registered"],
+        json!([]),
+        "the new server was reached before a login"
+    );
+
+    let (logged, url, said) = login_with(&dir, "prot", &[]);
+    assert!(url.starts_with(&new_issuer), "{url}");
+    assert!(said.contains("changed from"), "{said}");
+    assert_eq!(
+        logged["issuer"].as_str().unwrap().trim_end_matches('/'),
+        new_issuer
+    );
+    let stats = new.stats();
+    assert_eq!(stats["registered"].as_array().unwrap().len(), 1, "{stats}");
+    assert_ne!(stats["registered"][0], old_client, "{stats}");
+    assert!(
+        !stats["token_clients"]
+            .as_array()
+            .unwrap()
+            .contains(&old_client),
+        "{stats}"
+    );
+}
+
+/// `up` with a remote server that needs a login: the rest of the stack starts and serves, and
+/// the event names the exact command (the stack's config given, so it finds the same server).
+#[test]
+fn up_starts_the_rest_of_the_stack_and_names_the_login_command() {
+    use crate::launch_util::{http as front_http, stack, wait_ready};
+    let server = OAuthServer::start();
+    let config =
+        json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}, "time": time()}});
+    let setup = Cmd::new().config_json(config);
+    let up = setup
+        .cmd()
+        .args(["up", "--config", "config.json", "--tunnel", "none"])
+        .args(["--controller", "native"])
+        .stderr_any()
+        .spawn();
+    let state = wait_ready(&up, setup.dir(), 1);
+    let running = stack(&state, "config");
+    let key = running["api_key"].as_str().unwrap().to_string();
+    let front = format!("http://127.0.0.1:{}", running["port"]);
+    let (status, body) = front_http(
+        "POST",
+        &format!("{front}/time/get_current_time"),
+        &[("X-API-Key", &key)],
+        Some(json!({"timezone": "UTC"})),
+    );
+    assert_eq!(status, 200, "{body}");
+    setup.cmd().args(["down", "--json"]).run();
+    let out = up.wait();
+    assert!(
+        out.stderr.contains("prot") && out.stderr.contains("needs login"),
+        "{out}"
+    );
+    assert!(
+        out.stderr.contains("mcp-launch auth login prot --config ")
+            && out.stderr.contains("config.json`"),
+        "{out}"
+    );
+}
+
+/// Step-up with a person there: `call` on a terminal (a pty from `script`) meets the 403,
+/// logs in once with the union of scopes (the browser's part played here: the authorization
+/// URL it prints, then the redirect to its loopback listener) and retries the call once.
+#[test]
+fn call_on_a_terminal_logs_in_with_more_scopes_and_retries_once() {
+    let server = OAuthServer::start_with(&["--step-up", "admin"]);
+    let config = json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}});
+    let setup = Cmd::new().config_json(config);
+    let dir = setup.dir().to_path_buf();
+    login(&dir, "prot");
+    let command =
+        format!("{BIN} --config config.json call prot admin_echo '{{\"message\":\"stepped up\"}}'");
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .current_dir(&dir)
+        .env("HOME", &dir)
+        .env_remove("XDG_STATE_HOME")
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .env("PATH", "/usr/bin:/bin") // no browser opener: the URL is read from the terminal
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("start script");
+    let mut terminal = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let url = loop {
+        let mut line = String::new();
+        assert!(
+            terminal.read_line(&mut line).unwrap() > 0,
+            "no authorization URL: {seen}"
+        );
+        seen.push_str(&line);
+        if line.trim_start().starts_with("http") {
+            break line.trim().to_string();
+        }
+    };
+    assert!(url.contains("scope=mcp+admin"), "{url}");
+    let callback = authorize(&url);
+    let rest = callback
+        .strip_prefix("http://127.0.0.1:")
+        .expect("loopback");
+    let (port, target) = rest.split_at(rest.find('/').unwrap());
+    http(port.parse().unwrap(), "GET", target);
+    let mut rest_of_it = String::new();
+    terminal.read_to_string(&mut rest_of_it).unwrap();
+    let status = child.wait().unwrap();
+    seen.push_str(&rest_of_it);
+    assert!(status.success(), "{seen}");
+    assert!(seen.contains("stepped up"), "{seen}");
+    assert!(seen.contains("needs a login with more scopes"), "{seen}");
+    assert_eq!(server.stats()["token_requests"], 2, "{seen}");
 }

@@ -36,17 +36,8 @@ pub async fn discover(
         Some(c) => Some(c),
         None => probe(client, &endpoint).await,
     };
-    let metadata = resource_metadata(client, &endpoint, challenge.as_ref()).await?;
-    let resource = check_resource(url, &endpoint, &metadata)?;
-    let issuer = metadata
-        .authorization_servers
-        .first()
-        .ok_or_else(|| AuthError::Refused {
-            resource: url.to_string(),
-            step: Step::ResourceMetadata,
-            reason: "it names no authorization server".into(),
-        })?;
-    let server = server_metadata(client, url, issuer).await?;
+    let (metadata, resource, issuer) = guarded_by(client, url, challenge.as_ref()).await?;
+    let server = server_metadata(client, url, &issuer).await?;
     let scope = challenge
         .as_ref()
         .and_then(|c| c.scope.clone())
@@ -57,6 +48,54 @@ pub async fn discover(
         server,
         scope,
     })
+}
+
+/// The resource's checked metadata, its resource indicator and the authorization server it
+/// names first (the one we use).
+async fn guarded_by(
+    client: &Client,
+    url: &str,
+    challenge: Option<&BearerChallenge>,
+) -> Result<(ProtectedResource, String, String), AuthError> {
+    let endpoint = parse_url(url, url, Step::ResourceMetadata)?;
+    let metadata = resource_metadata(client, &endpoint, challenge).await?;
+    let resource = check_resource(url, &endpoint, &metadata)?;
+    let issuer = metadata
+        .authorization_servers
+        .first()
+        .cloned()
+        .ok_or_else(|| AuthError::Refused {
+            resource: url.to_string(),
+            step: Step::ResourceMetadata,
+            reason: "it names no authorization server".into(),
+        })?;
+    Ok((metadata, resource, issuer))
+}
+
+/// The authorization server the resource's metadata names now (read again: a server may move
+/// to another one, SEP-2352), as the metadata writes it.
+pub async fn authorization_server(
+    client: &Client,
+    url: &str,
+    challenge: Option<&BearerChallenge>,
+) -> Result<String, AuthError> {
+    Ok(guarded_by(client, url, challenge).await?.2)
+}
+
+/// The scopes the resource's metadata names (`scopes_supported`), if it can be read now.
+pub async fn scopes_supported(
+    client: &Client,
+    url: &str,
+    challenge: Option<&BearerChallenge>,
+) -> Option<String> {
+    let (metadata, _, _) = guarded_by(client, url, challenge).await.ok()?;
+    metadata.scopes_supported.map(|s| s.join(" "))
+}
+
+/// Whether `named` (from the resource's metadata) and `issuer` (from a stored grant) are one
+/// authorization server (a trailing slash aside).
+pub fn same_server(named: &str, issuer: &str) -> bool {
+    trimmed(named) == trimmed(issuer)
 }
 
 /// The Bearer challenge of the endpoint's 401 to an unauthenticated request, if any.

@@ -44,6 +44,17 @@ pub enum AuthError {
         /// Why the stored grant (if any) cannot be used.
         reason: String,
     },
+    /// The token is good but lacks scopes the request needs (a 403 `insufficient_scope`): a
+    /// person must authorize again, for `scope` (the scopes held and the ones asked for).
+    #[error("{resource} needs a login with more scopes ({scope}): the server said {challenged} is required")]
+    NeedsScope {
+        /// The server's URL.
+        resource: String,
+        /// The scopes to ask for: those asked for before, with the challenge's (SEP-2350).
+        scope: String,
+        /// The scopes the server's challenge named (what this request needs).
+        challenged: String,
+    },
     /// The authorization server or the resource answered something we must not trust.
     #[error("refused {resource} at the {step}: {reason}")]
     Refused {
@@ -70,7 +81,7 @@ impl AuthError {
     /// A stable snake_case name for `--json`.
     pub fn kind(&self) -> &'static str {
         match self {
-            AuthError::NeedsLogin { .. } => "needs_login",
+            AuthError::NeedsLogin { .. } | AuthError::NeedsScope { .. } => "needs_login",
             AuthError::Refused { .. } => "auth_refused",
             AuthError::Failed { .. } => "auth_failed",
         }
@@ -83,9 +94,23 @@ impl AuthError {
                 "run `mcp-launch auth login SERVER` (SERVER is the server's name in the config)"
                     .into()
             }
+            AuthError::NeedsScope { scope, .. } => format!(
+                "run `{}` (SERVER is the server's name in the config)",
+                login_command("SERVER", Some(scope), &[] as &[&str])
+            ),
             AuthError::Refused { .. } => "the server's authorization server answered something that does not belong to it; check the server's URL in the config, and tell its operator".into(),
             AuthError::Failed { step: Step::Store, .. } => "check that the state directory ($XDG_STATE_HOME/mcp-launch/oauth) is writable by you".into(),
             AuthError::Failed { .. } => "check that the server and its authorization server are reachable, then retry `mcp-launch auth login SERVER`".into(),
+        }
+    }
+}
+
+impl AuthError {
+    /// The scopes a new login must ask for, when a request was refused for lack of them.
+    pub fn step_up_scope(&self) -> Option<&str> {
+        match self {
+            AuthError::NeedsScope { scope, .. } => Some(scope),
+            _ => None,
         }
     }
 }
@@ -96,5 +121,55 @@ impl crate::error::Actionable for AuthError {
     }
     fn help(&self) -> String {
         AuthError::help(self)
+    }
+}
+
+/// The command a person runs to log in to `server` (its name in the config): `mcp-launch auth
+/// login SERVER`, with `--scope "…"` when a step-up needs more scopes and `--config FILE` for
+/// each config file named on the command line (so it finds the same server).
+pub fn login_command<P: AsRef<std::path::Path>>(
+    server: &str,
+    scope: Option<&str>,
+    configs: &[P],
+) -> String {
+    let mut command = format!("mcp-launch auth login {}", shell_word(server));
+    if let Some(scope) = scope {
+        command.push_str(&format!(" --scope {}", shell_word(scope)));
+    }
+    for config in configs {
+        let config = config.as_ref().to_string_lossy();
+        command.push_str(&format!(" --config {}", shell_word(&config)));
+    }
+    command
+}
+
+/// `word` as a shell reads it: as is when plain, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._/-:@+=,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_login_command_names_the_scope_and_the_config() {
+        let none: [&str; 0] = [];
+        assert_eq!(
+            login_command("prot", None, &none),
+            "mcp-launch auth login prot"
+        );
+        assert_eq!(
+            login_command("prot", Some("mcp admin"), &["my dir/a.json"]),
+            "mcp-launch auth login prot --scope 'mcp admin' --config 'my dir/a.json'"
+        );
+        assert_eq!(
+            login_command("s", None, &["it's.json", "b.json"]),
+            r"mcp-launch auth login s --config 'it'\''s.json' --config b.json"
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use reqwest::{Client, Url};
 
-use super::discover::{discover, is_loopback, parse_url, Discovery};
+use super::discover::{discover, is_loopback, parse_url, same_server, Discovery};
 use super::error::{AuthError, Step};
 use super::fetch::Fetch;
 use super::token::BASIC;
@@ -35,6 +35,8 @@ pub struct LoginRequest {
     pub registered: Option<PreRegistered>,
     /// Our Client ID Metadata Document's URL, used when the authorization server takes them.
     pub metadata_document: Option<String>,
+    /// Scopes to ask for beyond the discovered ones (a step-up's, or `auth login --scope`).
+    pub scope: Option<String>,
 }
 
 /// A login waiting for its redirect.
@@ -44,8 +46,13 @@ pub struct Pending {
     client: ClientInformation,
     pkce: Pkce,
     state: String,
+    /// The scopes asked for (kept in the grant: the next step-up asks for them again).
+    scope: Option<String>,
     /// Where to send the person.
     pub authorize_url: Url,
+    /// The authorization server of the grant stored before, when it was another one (the
+    /// server moved, SEP-2352): nothing of that grant was sent to the new one.
+    pub replaces_issuer: Option<String>,
 }
 
 /// Discovers, registers and builds the authorization URL.
@@ -59,14 +66,15 @@ pub async fn begin(http: &Client, request: LoginRequest) -> Result<Pending, Auth
         });
     }
     let discovery = discover(http, &request.url, None).await?;
-    let client = register(http, &request, &discovery).await?;
+    let held = super::store::load(&request.url);
+    let replaces_issuer = held
+        .as_ref()
+        .map(|grant| grant.issuer.clone())
+        .filter(|issuer| !same_server(&discovery.server.issuer, issuer));
+    let scope = scope_to_ask(&request, &discovery, held.as_ref());
+    let client = register(http, &request, &discovery, scope.as_deref()).await?;
     let pkce = Pkce::new();
     let state = crate::auth::random_string(32);
-    let scope = request
-        .registered
-        .as_ref()
-        .and_then(|r| r.scopes.clone())
-        .or_else(|| discovery.scope.clone());
     let endpoint = discovery
         .server
         .authorization_endpoint
@@ -97,8 +105,30 @@ pub async fn begin(http: &Client, request: LoginRequest) -> Result<Pending, Auth
         client,
         pkce,
         state,
+        scope,
         authorize_url,
+        replaces_issuer,
     })
+}
+
+/// The scopes to ask for: a pre-registered client's own, else the discovered ones (the 401's
+/// challenge, else the resource's `scopes_supported`) with the ones asked for besides and,
+/// for a server logged in to before, the ones asked for then (SEP-2350: a step-up keeps what
+/// the other operations need).
+fn scope_to_ask(
+    request: &LoginRequest,
+    discovery: &Discovery,
+    held: Option<&Grant>,
+) -> Option<String> {
+    if let Some(scopes) = request.registered.as_ref().and_then(|r| r.scopes.clone()) {
+        return Some(scopes);
+    }
+    let held = held.and_then(Grant::held_scope);
+    super::scope::union([
+        held.as_deref(),
+        discovery.scope.as_deref(),
+        request.scope.as_deref(),
+    ])
 }
 
 /// The client to authorize as: pre-registered, a metadata document, or registered now.
@@ -106,8 +136,9 @@ async fn register(
     http: &Client,
     request: &LoginRequest,
     discovery: &Discovery,
+    scope: Option<&str>,
 ) -> Result<ClientInformation, AuthError> {
-    let metadata = client_metadata(request, discovery);
+    let metadata = client_metadata(request, discovery, scope);
     let as_client = |client_id: String, client_secret| ClientInformation {
         client_id,
         client_secret,
@@ -150,7 +181,11 @@ async fn register(
 
 /// What we register as: a native application (SEP-837: a CLI on the person's machine, its
 /// redirect on loopback) using the authorization code flow.
-fn client_metadata(request: &LoginRequest, discovery: &Discovery) -> ClientMetadata {
+fn client_metadata(
+    request: &LoginRequest,
+    discovery: &Discovery,
+    scope: Option<&str>,
+) -> ClientMetadata {
     let mut extra = serde_json::Map::new();
     extra.insert("application_type".into(), "native".into());
     ClientMetadata {
@@ -159,7 +194,7 @@ fn client_metadata(request: &LoginRequest, discovery: &Discovery) -> ClientMetad
         grant_types: vec!["authorization_code".into(), "refresh_token".into()],
         response_types: vec!["code".into()],
         token_endpoint_auth_method: Some(auth_method(&discovery.server).into()),
-        scope: discovery.scope.clone(),
+        scope: scope.map(String::from),
         extra,
         ..ClientMetadata::default()
     }
@@ -209,6 +244,7 @@ impl Pending {
             refresh_token: None,
             expires_at: None,
             scope: None,
+            requested_scope: self.scope.clone(),
             obtained_at: super::now(),
         };
         let pairs = [
@@ -309,6 +345,7 @@ mod tests {
                 redirect_uri: "http://127.0.0.1:33001/callback".into(),
                 registered: None,
                 metadata_document: None,
+                scope: None,
             },
             discovery: Discovery {
                 resource: "https://mcp.example/mcp".into(),
@@ -324,7 +361,9 @@ mod tests {
             },
             pkce: Pkce::new(),
             state: "st8".into(),
+            scope: None,
             authorize_url: Url::parse("https://as.example/authorize").unwrap(),
+            replaces_issuer: None,
         }
     }
 
@@ -367,10 +406,45 @@ mod tests {
         assert!(missing_iss.unwrap_err().to_string().contains("RFC 9207"));
     }
 
+    /// SEP-2350: a step-up's login asks for what the last login asked for, the discovered
+    /// scopes and the challenge's; a pre-registered client's own scopes stand alone.
+    #[test]
+    fn a_login_asks_for_the_union_of_held_discovered_and_wanted_scopes() {
+        let mut p = pending(false);
+        p.discovery.scope = Some("mcp:basic".into());
+        p.request.scope = Some("mcp:basic mcp:write".into());
+        let held: Grant = serde_json::from_value(json!({
+            "server": "s", "url": "u", "resource": "r", "issuer": "i", "token_endpoint": "t",
+            "client_id": "c", "access_token": "a", "obtained_at": 0,
+            "requested_scope": "files:read", "scope": "files:read mcp:basic"
+        }))
+        .unwrap();
+        assert_eq!(
+            scope_to_ask(&p.request, &p.discovery, Some(&held)).as_deref(),
+            Some("files:read mcp:basic mcp:write")
+        );
+        assert_eq!(
+            scope_to_ask(&p.request, &p.discovery, None).as_deref(),
+            Some("mcp:basic mcp:write")
+        );
+        p.request.scope = None;
+        p.discovery.scope = None;
+        assert_eq!(scope_to_ask(&p.request, &p.discovery, None), None);
+        p.request.registered = Some(PreRegistered {
+            client_id: "pre".into(),
+            scopes: Some("only".into()),
+            ..PreRegistered::default()
+        });
+        assert_eq!(
+            scope_to_ask(&p.request, &p.discovery, Some(&held)).as_deref(),
+            Some("only")
+        );
+    }
+
     #[test]
     fn we_register_as_a_native_application() {
         let p = pending(false);
-        let sent = serde_json::to_value(client_metadata(&p.request, &p.discovery)).unwrap();
+        let sent = serde_json::to_value(client_metadata(&p.request, &p.discovery, None)).unwrap();
         assert_eq!(sent["application_type"], "native", "{sent}");
         assert_eq!(
             sent["redirect_uris"],
@@ -405,6 +479,7 @@ mod tests {
             redirect_uri: "https://evil.example/callback".into(),
             registered: None,
             metadata_document: None,
+            scope: None,
         };
         let refused = begin(&crate::auth::client::http_client(), request)
             .await

@@ -4,22 +4,27 @@
 //!   server's (RFC 8414 / OpenID), each checked against where it was found.
 //! - `login`: registration, PKCE S256, resource indicators (RFC 8707), the redirect's checks
 //!   (state, RFC 9207 `iss`), the code exchange.
+//! - `challenged`: a 403 `insufficient_scope` (step-up, SEP-2350) and a 401 from a server
+//!   that moved to another authorization server (SEP-2352), read before anything is sent.
+//! - `scope`: scope sets and their union.
 //! - `store`: the 0600 token store under the state dir; refresh with rotation under its lock.
 //! - `fetch`: every request bounded in time and size.
 //!
 //! Tokens never leave this room except as the `Authorization` header of a request to the
 //! resource they were issued for.
 
+pub mod challenged;
 mod discover;
 mod error;
 pub(crate) mod fetch;
 pub mod login;
+pub mod scope;
 pub mod store;
 mod token;
 
 pub(crate) use discover::parse_url;
-pub use discover::{discover, Discovery};
-pub use error::{AuthError, Step};
+pub use discover::{authorization_server, discover, same_server, Discovery};
+pub use error::{login_command, AuthError, Step};
 pub use fetch::http_client;
 pub use token::revoke;
 
@@ -61,6 +66,10 @@ pub struct Grant {
     /// The granted scopes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// The scopes asked for at login: a step-up asks for them again with the new ones
+    /// (SEP-2350), whatever the server granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_scope: Option<String>,
     /// When the login happened.
     pub obtained_at: u64,
 }
@@ -72,8 +81,16 @@ impl std::fmt::Debug for Grant {
             .field("url", &self.url)
             .field("issuer", &self.issuer)
             .field("scope", &self.scope)
+            .field("requested_scope", &self.requested_scope)
             .field("expires_at", &self.expires_at)
             .finish_non_exhaustive()
+    }
+}
+
+impl Grant {
+    /// The scopes this grant stands for: those asked for at login and those granted.
+    pub fn held_scope(&self) -> Option<String> {
+        scope::union([self.requested_scope.as_deref(), self.scope.as_deref()])
     }
 }
 

@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::client::login::{begin, LoginRequest};
 use crate::auth::client::{http_client, store, Grant};
-use crate::config::ServerSpec;
+use crate::config::{ServerEntry, ServerSpec};
 use crate::output;
 
 use super::super::{load_config, CliError, GlobalArgs, Outcome};
@@ -32,6 +32,10 @@ pub struct LoginArgs {
     /// Print the URL to open and read the URL the browser was sent back to from stdin.
     #[arg(long)]
     pub no_browser: bool,
+    /// Ask for these scopes too (space-separated), with the ones asked for before: what a
+    /// server's "needs a login with more scopes" error names.
+    #[arg(long, value_name = "SCOPES")]
+    pub scope: Option<String>,
 }
 
 /// Runs `auth login`.
@@ -41,28 +45,46 @@ pub async fn run(args: LoginArgs, global: &GlobalArgs) -> Result<Outcome, CliErr
         message: format!("no server named {:?}", args.server),
         help: format!("servers: {}", loaded.server_names().join(", ")),
     })?;
+    let grant = log_in(entry, args.scope, args.no_browser).await?;
+    report(&grant, global)?;
+    Ok(Outcome::Success)
+}
+
+/// Logs in to `entry`'s server and stores the grant: `auth login`, and `call` on a terminal
+/// when the server asks for more scopes (a step-up). Says so when the server's authorization
+/// server is not the one of the grant held before (it registers anew there).
+pub(crate) async fn log_in(
+    entry: &ServerEntry,
+    scope: Option<String>,
+    no_browser: bool,
+) -> Result<Grant, CliError> {
+    let server = entry.qualified.as_str();
     let url = match &entry.spec {
         Ok(ServerSpec::Http { url, .. }) => url.clone(),
         _ => {
             return Err(CliError::Usage {
-                message: format!("{} is not a remote Streamable HTTP server", args.server),
+                message: format!("{server} is not a remote Streamable HTTP server"),
                 help: "OAuth login is for servers with a \"url\"".into(),
             })
         }
     };
-    let (listener, port) = listen(&args.server).await?;
+    let (listener, port) = listen(server).await?;
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
     let http = http_client();
     let request = LoginRequest {
-        server: entry.qualified.clone(),
+        server: server.to_string(),
         url,
         redirect_uri: redirect_uri.clone(),
         registered: None,
         metadata_document: None,
+        scope,
     };
     let pending = begin(&http, request).await?;
+    if let Some(old) = &pending.replaces_issuer {
+        anstream::eprintln!("{server}: its authorization server changed from {old}; registering anew with the new one (nothing from {old} is sent to it)");
+    }
     let shown = pending.authorize_url.to_string();
-    let redirected = if args.no_browser {
+    let redirected = if no_browser {
         drop(listener);
         anstream::eprintln!("Open this URL in a browser, log in, then paste the address the browser was sent to:\n\n{shown}\n");
         read_pasted().await?
@@ -73,8 +95,7 @@ pub async fn run(args: LoginArgs, global: &GlobalArgs) -> Result<Outcome, CliErr
     };
     let grant = pending.finish(&http, &redirected).await?;
     store::save(grant.clone()).await?;
-    report(&grant, global)?;
-    Ok(Outcome::Success)
+    Ok(grant)
 }
 
 fn report(grant: &Grant, global: &GlobalArgs) -> Result<(), CliError> {

@@ -4,6 +4,8 @@
 
 mod login;
 mod operator;
+
+pub(super) use login::log_in;
 mod remote;
 
 use clap::{Args, Subcommand};

@@ -12,7 +12,7 @@ use super::{
     local_url, native, start_controller, start_tunnel, ControllerPlan, Inner, RunningStack,
     StackError, StackPlan,
 };
-use crate::catalog::{Overrides, ServerReport};
+use crate::catalog::{Overrides, ServerProblem, ServerReport};
 use crate::config::ServerEntry;
 use crate::launch::controller::mcpo::{self, McpoLaunch};
 use crate::launch::controller::native::bridge::{Bridge, BridgeOutputs};
@@ -46,7 +46,8 @@ pub async fn start(
     events: Events,
 ) -> Result<RunningStack, StackError> {
     let name = plan.name.clone();
-    let (served, disabled, failures) = choose_servers(&plan.entries, &reports, overrides);
+    let (served, disabled, failures) =
+        choose_servers(&plan.entries, &reports, overrides, &plan.config);
     for (server, problem) in &failures {
         events.warn(&name, format!("server {server} is left out: {problem}"));
     }
@@ -231,6 +232,7 @@ fn choose_servers(
     entries: &[ServerEntry],
     reports: &[ServerReport],
     overrides: &Overrides,
+    config: &Path,
 ) -> (Vec<ServerEntry>, Vec<String>, Vec<(String, String)>) {
     let mut served = Vec::new();
     let mut disabled = Vec::new();
@@ -239,12 +241,23 @@ fn choose_servers(
         if overrides.is_disabled(entry) {
             disabled.push(entry.name.clone());
         } else if let Some(problem) = &report.error {
-            failures.push((entry.name.clone(), problem.to_string()));
+            failures.push((entry.name.clone(), left_out_because(entry, problem, config)));
         } else {
             served.push(entry.clone());
         }
     }
     (served, disabled, failures)
+}
+
+/// Why a server is left out, one line; for one that needs an OAuth login, with the command a
+/// person runs (the stack's config named, so it finds the same server).
+fn left_out_because(entry: &ServerEntry, problem: &ServerProblem, config: &Path) -> String {
+    if !problem.needs_login() {
+        return problem.to_string();
+    }
+    let command =
+        crate::auth::client::login_command(&entry.name, problem.step_up_scope(), &[config]);
+    format!("{problem}; a person must run `{command}`, then start `up` again (the rest of the stack runs meanwhile)")
 }
 
 /// The preflight's tool definitions of each served server.

@@ -278,10 +278,12 @@ impl Post {
     }
 
     /// Sends `req` with the OAuth token stored for this URL (none when the config sets an
-    /// `Authorization` header); on a 401, one refresh and one retry. A 401 that no stored
-    /// token can answer is a "needs login" error, never a plain HTTP failure.
+    /// `Authorization` header); on a 401, one refresh and one retry — unless the server's
+    /// metadata now names another authorization server. A 401 that no stored token can answer,
+    /// a server that moved, and a 403 `insufficient_scope` are "needs login" errors (the last
+    /// naming the scopes to ask for), never plain HTTP failures.
     async fn send_authorized(&self, req: RequestBuilder) -> Result<Response, McpError> {
-        use crate::auth::client::{store, AuthError};
+        use crate::auth::client::{challenged, store, AuthError};
         let connect = |e: reqwest::Error| McpError::Connect {
             url: self.url.clone(),
             message: error_chain(&e.without_url()),
@@ -296,19 +298,30 @@ impl Post {
             None => req,
         };
         let resp = req.send().await.map_err(connect)?;
-        let challenged = resp.status() == StatusCode::UNAUTHORIZED
-            && resp.headers().get(WWW_AUTHENTICATE).is_some();
-        match (challenged, token, retry) {
-            (false, _, _) => Ok(resp),
-            (true, Some(rejected), Some(retry)) => {
+        let Some(challenge) = bearer_challenge(&resp) else {
+            return Ok(resp);
+        };
+        let shown = super::redact::url(&self.url);
+        match (resp.status(), token, retry) {
+            (StatusCode::FORBIDDEN, Some(_), _) => {
+                match challenged::insufficient_scope(&self.url, &shown, &challenge).await {
+                    Some(step_up) => Err(step_up.into()),
+                    None => Ok(resp),
+                }
+            }
+            (StatusCode::UNAUTHORIZED, Some(rejected), Some(retry)) => {
+                if let Some(moved) = challenged::moved(&self.url, &shown, &challenge).await {
+                    return Err(moved.into());
+                }
                 let fresh = store::refresh(&self.url, &rejected).await?;
                 retry.bearer_auth(fresh).send().await.map_err(connect)
             }
-            _ => Err(AuthError::NeedsLogin {
-                resource: super::redact::url(&self.url),
+            (StatusCode::UNAUTHORIZED, None, _) => Err(AuthError::NeedsLogin {
+                resource: shown,
                 reason: "it asks for an OAuth login and no token is stored".into(),
             }
             .into()),
+            _ => Ok(resp),
         }
     }
 
@@ -351,6 +364,16 @@ impl Post {
             None => tracing::debug!(%error, "HTTP notification or answer failed"),
         }
     }
+}
+
+/// The Bearer challenge of a 401 or 403 answer, if it carries one.
+fn bearer_challenge(resp: &Response) -> Option<crate::auth::challenge::BearerChallenge> {
+    let status = resp.status();
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        return None;
+    }
+    let header = resp.headers().get(WWW_AUTHENTICATE)?.to_str().ok()?;
+    crate::auth::challenge::BearerChallenge::parse(header)
 }
 
 fn lock(state: &Mutex<SessionState>) -> std::sync::MutexGuard<'_, SessionState> {
