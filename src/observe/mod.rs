@@ -12,6 +12,7 @@
 
 pub mod metrics;
 pub mod metrics_http;
+pub mod reading;
 pub mod trace;
 
 pub use metrics::{

@@ -198,6 +198,7 @@ async fn answer(shared: &Shared, line: &str) -> String {
         }
         Some("inspect") => inspect(shared, &request).await,
         Some("search") => search(shared, &request).await,
+        Some("upstream") => upstream(shared, &request).await,
         Some("stop") if shared.info.kind == Kind::Daemon => {
             // The answer goes out before the connections close.
             let stop = shared.stop.clone();
@@ -211,7 +212,7 @@ async fn answer(shared: &Shared, line: &str) -> String {
             return error_line(&id, "not_a_daemon", "only a daemon stops on request");
         }
         _ => {
-            let ops = "op must be call, list, inspect, search, status, metrics or stop";
+            let ops = "op must be call, list, inspect, search, status, metrics, upstream or stop";
             return error_line(&id, "bad_request", ops);
         }
     };
@@ -301,6 +302,38 @@ async fn search(shared: &Shared, request: &Value) -> Result<Value, GatewayError>
     let mut answer = views::found_json(&found);
     answer["servers"] = json!(shared.gateway.server_names());
     Ok(answer)
+}
+
+/// `{"op":"upstream","server":S,"action":"stop"|"restart"}` (`mcp-launch top`'s keys): ends
+/// the server's session now (the next request starts it again), and for `restart` starts it
+/// at once. An always-on server, or one a request holds, is not stopped.
+async fn upstream(shared: &Shared, request: &Value) -> Result<Value, GatewayError> {
+    let text = |key: &str| request.get(key).and_then(Value::as_str).unwrap_or_default();
+    let pool = shared.gateway.pool();
+    let name = text("server");
+    let upstream = match pool.stateless(name) {
+        Some(upstream) => upstream,
+        None => pool.upstream(name)?,
+    };
+    let action = text("action");
+    if !matches!(action, "stop" | "restart") {
+        return Err(GatewayError::BadInput {
+            message: format!("action `{action}` is neither stop nor restart"),
+            help: "send action stop or restart".into(),
+        });
+    }
+    let stopped = upstream.stop_unless_used().await;
+    if action == "stop" && !stopped && upstream.status().state == crate::pool::ServerState::Up {
+        return Err(GatewayError::BadInput {
+            message: format!("server `{name}` is always on or busy with a request"),
+            help: "wait for its requests to end; an always-on server is stopped with its gateway".into(),
+        });
+    }
+    if action == "restart" {
+        let started = upstream.ensure_connected().await;
+        return Ok(json!({"server": name, "stopped": stopped, "started": started.is_ok(), "error": started.err()}));
+    }
+    Ok(json!({"server": name, "stopped": stopped}))
 }
 
 fn is_usage(error: &GatewayError) -> bool {
