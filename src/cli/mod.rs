@@ -28,6 +28,7 @@ mod status;
 mod tokens;
 mod tool;
 mod tools;
+mod top;
 mod trust;
 mod up;
 mod usage;
@@ -135,6 +136,7 @@ pub enum Command {
     Model(model::ModelArgs),
     Clients(clients::ClientsArgs),
     Auth(auth::AuthArgs),
+    Top(top::TopArgs),
 }
 
 impl Command {
@@ -254,6 +256,7 @@ async fn run_command(
         Command::Model(args) => model::run(args, &cli.global).await,
         Command::Clients(args) => clients::run(args, &cli.global).await,
         Command::Auth(args) => auth::run(args, &cli.global).await,
+        Command::Top(args) => top::run(args, &cli.global, shutdown).await,
     }
 }
 

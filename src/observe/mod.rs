@@ -13,6 +13,7 @@
 pub mod metrics;
 pub mod metrics_http;
 pub mod reading;
+pub mod snapshot;
 pub mod trace;
 
 pub use metrics::{

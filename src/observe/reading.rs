@@ -232,7 +232,10 @@ garbage{server="a" 3
         assert_eq!(totals.requests, 10);
         assert_eq!(totals.sessions, 2);
         let a = &totals.servers["a"];
-        assert_eq!((a.calls, a.errors, a.restarts, a.cut_bytes), (5, 1, 2, 5000));
+        assert_eq!(
+            (a.calls, a.errors, a.restarts, a.cut_bytes),
+            (5, 1, 2, 5000)
+        );
         assert_eq!(a.is_up, Some(true));
         assert_eq!(
             a.buckets,

@@ -234,6 +234,7 @@ pub async fn run(
         return Ok(Outcome::Failed);
     }
 
+    let _top_record = super::top::announce_up(&opts.cwd);
     let survivors = serve_until(running, &shutdown, global.json).await;
     finish_printing(events, printer).await;
     if survivors.is_empty() {

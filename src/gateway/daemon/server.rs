@@ -326,12 +326,15 @@ async fn upstream(shared: &Shared, request: &Value) -> Result<Value, GatewayErro
     if action == "stop" && !stopped && upstream.status().state == crate::pool::ServerState::Up {
         return Err(GatewayError::BadInput {
             message: format!("server `{name}` is always on or busy with a request"),
-            help: "wait for its requests to end; an always-on server is stopped with its gateway".into(),
+            help: "wait for its requests to end; an always-on server is stopped with its gateway"
+                .into(),
         });
     }
     if action == "restart" {
         let started = upstream.ensure_connected().await;
-        return Ok(json!({"server": name, "stopped": stopped, "started": started.is_ok(), "error": started.err()}));
+        return Ok(
+            json!({"server": name, "stopped": stopped, "started": started.is_ok(), "error": started.err()}),
+        );
     }
     Ok(json!({"server": name, "stopped": stopped}))
 }
