@@ -311,9 +311,11 @@ async fn upstream(shared: &Shared, request: &Value) -> Result<Value, GatewayErro
     let text = |key: &str| request.get(key).and_then(Value::as_str).unwrap_or_default();
     let pool = shared.gateway.pool();
     let name = text("server");
-    let upstream = match pool.stateless(name) {
-        Some(upstream) => upstream,
-        None => pool.upstream(name)?,
+    // The handshake-era upstream first: a stateless twin of the same name, if any, holds no
+    // session to stop.
+    let upstream = match (pool.get(name), pool.stateless(name)) {
+        (Some(upstream), _) | (None, Some(upstream)) => upstream,
+        (None, None) => pool.upstream(name)?,
     };
     let action = text("action");
     if !matches!(action, "stop" | "restart") {
