@@ -41,7 +41,7 @@ impl Sampler {
         let Ok(dir) = daemon::runtime_dir() else {
             return Snapshot::default();
         };
-        let gateways = daemon::sockets(&dir).into_iter().map(|s| gateway(s));
+        let gateways = daemon::sockets(&dir).into_iter().map(gateway);
         let ups = records::live(&dir);
         let ups = ups.iter().map(|r| up(r, &self.http));
         let (gateways, ups) = tokio::join!(
