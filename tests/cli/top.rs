@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::daemon::start_daemon;
 use crate::tui::Tmux;
-use crate::util::{everything, time, Cmd, BIN};
+use crate::util::{everything, pid_alive, time, Cmd, BIN};
 
 /// A project of server-everything and mcp-server-time behind a daemon, with `calls` echo calls
 /// made through it.
@@ -231,6 +231,76 @@ fn an_up_stack_is_found_through_its_record_and_its_calls_read_from_its_front() {
     let everything = upstream(&snapshot, "up", "everything");
     assert_eq!(everything["calls"], 2, "{snapshot}");
     assert_eq!(everything["state"], "up");
+}
+
+#[test]
+fn s_on_an_up_stacks_server_ends_its_process_group_and_its_next_call_starts_it() {
+    let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
+    let stack = crate::native::launch(&cmd);
+    let reply = stack.post("everything/echo", json!({"message": "before"}));
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let dir = cmd.dir().display().to_string();
+    let command = format!(
+        "cd {dir} && env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME={dir} \
+         XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 {BIN} top; sleep 60"
+    );
+    let tmux = Tmux::start(cmd.dir(), &command);
+    tmux.wait_for(&["up ", "everything"]);
+    wait_row(&tmux, "everything", " up ");
+    tmux.keys(&["Down"]);
+    tmux.keys(&["s"]);
+    let screen = wait_row(&tmux, "everything", "exited");
+    assert!(
+        screen.contains("everything stopped (a call after"),
+        "{screen}"
+    );
+    // The bridge took the end for a crash: a call within its backoff (1 s) is answered 502.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let reply = stack.post("everything/echo", json!({"message": "after"}));
+        if reply.status == 200 {
+            break;
+        }
+        assert_eq!(reply.status, 502, "{}", reply.body);
+        assert!(
+            Instant::now() < deadline,
+            "never started again: {}",
+            reply.body
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    wait_row(&tmux, "everything", " up ");
+}
+
+#[test]
+fn watching_a_daemon_does_not_keep_it_from_its_idle_exit() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"everything": everything()}}));
+    let daemon = cmd
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "serve",
+            "--daemon",
+            "--idle-exit",
+            "3s",
+        ])
+        .stderr_any()
+        .spawn();
+    let pid = daemon.pid();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut was_seen = false;
+    // `top` samples it every 0.5 s, run after run, for longer than its idle exit.
+    while pid_alive(pid) {
+        let snapshot = top_json(&cmd);
+        was_seen |= snapshot["processes"][0]["pid"] == json!(pid);
+        assert!(
+            Instant::now() < deadline,
+            "the daemon watched by top never reached its idle exit (3 s)"
+        );
+    }
+    assert!(was_seen, "top never saw the daemon");
+    daemon.wait();
 }
 
 #[test]

@@ -331,7 +331,9 @@ async fn stop_bridge_server(
     let stopped =
         crate::process::stop_recorded_group(group.pgid, group.started, &expect, STOP_GRACE).await;
     match stopped {
-        Ok(true) => Ok(format!("{server} stopped (its next call starts it)")),
+        Ok(true) => Ok(format!(
+            "{server} stopped (a call after the bridge's backoff starts it)"
+        )),
         Ok(false) => Err(format!("{server}: some of its processes survived")),
         Err(why) => Err(format!("{server} left alone: {why}")),
     }

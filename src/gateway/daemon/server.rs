@@ -167,9 +167,12 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
         };
         shared.busy.fetch_add(1, Ordering::AcqRel);
         let (shared, answers) = (Arc::clone(&shared), answers.clone());
+        let is_use = !is_watch(&line);
         requests.spawn(async move {
             let answer = answer(&shared, &line).await;
-            *shared.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+            if is_use {
+                *shared.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+            }
             shared.busy.fetch_sub(1, Ordering::AcqRel);
             let _ = answers.send(answer);
         });
@@ -178,6 +181,19 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
     requests.wait().await;
     drop(answers);
     let _ = writer.await;
+}
+
+/// True for a `status` or `metrics` request: watching a daemon (`daemon status`, `top` every
+/// second) is not using it, or a watched daemon would never reach its idle exit.
+fn is_watch(line: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Op<'a> {
+        op: Option<&'a str>,
+    }
+    // Those requests are one short line: a call's line is not read twice.
+    line.len() < 256
+        && serde_json::from_str::<Op>(line)
+            .is_ok_and(|r| matches!(r.op, Some("status" | "metrics")))
 }
 
 /// The answer line to one request line.
