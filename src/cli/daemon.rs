@@ -250,7 +250,7 @@ fn print_upstreams(gateway: &Value) {
 
 /// An upstream's state in words: a server without a session that never failed is not "down"
 /// but `not started` (no request yet) or `stopped` (stopped while idle).
-fn state_word(upstream: &Value) -> &str {
+pub(super) fn state_word(upstream: &Value) -> &str {
     let state = upstream["state"].as_str().unwrap_or("");
     let failed = upstream["last_error"]
         .as_str()

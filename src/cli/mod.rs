@@ -29,6 +29,7 @@ mod status;
 mod tokens;
 mod tool;
 mod tools;
+mod top;
 mod trust;
 mod up;
 mod usage;
@@ -136,6 +137,7 @@ pub enum Command {
     Model(model::ModelArgs),
     Clients(clients::ClientsArgs),
     Auth(auth::AuthArgs),
+    Top(top::TopArgs),
 }
 
 impl Command {
@@ -255,6 +257,7 @@ async fn run_command(
         Command::Model(args) => model::run(args, &cli.global).await,
         Command::Clients(args) => clients::run(args, &cli.global).await,
         Command::Auth(args) => auth::run(args, &cli.global).await,
+        Command::Top(args) => top::run(args, &cli.global, shutdown).await,
     }
 }
 

@@ -12,6 +12,8 @@
 
 pub mod metrics;
 pub mod metrics_http;
+pub mod reading;
+pub mod snapshot;
 pub mod trace;
 
 pub use metrics::{

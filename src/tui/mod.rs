@@ -27,6 +27,7 @@ pub mod runtime;
 pub mod screens;
 mod terminal;
 pub mod theme;
+pub mod top;
 pub mod view;
 mod widgets;
 mod words;

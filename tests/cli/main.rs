@@ -53,6 +53,7 @@ mod tasks;
 mod tasks25;
 mod tokens;
 mod tools;
+mod top;
 mod traces;
 mod trust;
 mod tui;

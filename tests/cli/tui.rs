@@ -49,7 +49,7 @@ impl Tmux {
     }
 
     /// Sends keys (tmux key names, or literal text with `literal`).
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "t"];
         args.extend_from_slice(keys);
         self.run(&args);

@@ -258,6 +258,7 @@ pub async fn run(
         return Ok(Outcome::Failed);
     }
 
+    let _top_record = super::top::announce_up(&opts.cwd);
     let survivors = serve_until(running, &shutdown, global.json).await;
     for gateway in gateways {
         gateway.shutdown().await;

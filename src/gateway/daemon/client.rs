@@ -21,6 +21,9 @@ use crate::search::Method;
 const GREETING_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a status or stop may take to answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long stopping or restarting an upstream may take (a restart waits for both
+/// handshake windows of a slow server).
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(60);
 /// What a call's answer may take beyond the call's own timeout (the daemon bounds the call).
 const CALL_MARGIN: Duration = Duration::from_secs(5);
 /// How long `list` and `search` may take to answer: the daemon waits at most its list wait
@@ -203,6 +206,13 @@ impl Client {
             (Some(servers), Some(found)) => Ok(SearchAnswer { servers, found }),
             _ => Err(self.broken("sent search results that do not decode".into())),
         }
+    }
+
+    /// Stops or restarts one upstream server (`action`: `stop` or `restart`); a restart
+    /// answers once the server is up again (or failed to start).
+    pub async fn upstream(&mut self, server: &str, action: &str) -> Result<Value, DaemonError> {
+        let request = json!({"op": "upstream", "server": server, "action": action});
+        self.request(request, CONTROL_TIMEOUT).await
     }
 
     /// Asks a daemon to stop.

@@ -11,7 +11,9 @@
 //! The protocol is one JSON object per line each way, answered out of order by `id`:
 //! `{"id":1,"op":"call","server":"s","tool":"t","arguments":{},"timeout_ms":30000}` →
 //! `{"id":1,"result":<CallToolResult>}` or `{"id":1,"error":{"type","message","help","usage"}}`;
-//! `{"op":"status"}` → the gateway and its upstreams; `{"op":"stop"}` ends a daemon.
+//! `{"op":"status"}` → the gateway and its upstreams; `{"op":"stop"}` ends a daemon;
+//! `{"op":"upstream","server":"s","action":"stop"|"restart"}` ends one upstream's session (and
+//! starts it again) — `mcp-launch top`'s keys.
 //!
 //! `list`, `inspect` and `search` read through it too (the daemon sends data, the command line
 //! renders it as on the direct path): `{"op":"list","definitions":bool}` → `{"reports":[…]}`

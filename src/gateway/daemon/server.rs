@@ -167,9 +167,12 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
         };
         shared.busy.fetch_add(1, Ordering::AcqRel);
         let (shared, answers) = (Arc::clone(&shared), answers.clone());
+        let is_use = !is_watch(&line);
         requests.spawn(async move {
             let answer = answer(&shared, &line).await;
-            *shared.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+            if is_use {
+                *shared.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+            }
             shared.busy.fetch_sub(1, Ordering::AcqRel);
             let _ = answers.send(answer);
         });
@@ -178,6 +181,19 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
     requests.wait().await;
     drop(answers);
     let _ = writer.await;
+}
+
+/// True for a `status` or `metrics` request: watching a daemon (`daemon status`, `top` every
+/// second) is not using it, or a watched daemon would never reach its idle exit.
+fn is_watch(line: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Op<'a> {
+        op: Option<&'a str>,
+    }
+    // Those requests are one short line: a call's line is not read twice.
+    line.len() < 256
+        && serde_json::from_str::<Op>(line)
+            .is_ok_and(|r| matches!(r.op, Some("status" | "metrics")))
 }
 
 /// The answer line to one request line.
@@ -198,6 +214,7 @@ async fn answer(shared: &Shared, line: &str) -> String {
         }
         Some("inspect") => inspect(shared, &request).await,
         Some("search") => search(shared, &request).await,
+        Some("upstream") => upstream(shared, &request).await,
         Some("stop") if shared.info.kind == Kind::Daemon => {
             // The answer goes out before the connections close.
             let stop = shared.stop.clone();
@@ -211,7 +228,7 @@ async fn answer(shared: &Shared, line: &str) -> String {
             return error_line(&id, "not_a_daemon", "only a daemon stops on request");
         }
         _ => {
-            let ops = "op must be call, list, inspect, search, status, metrics or stop";
+            let ops = "op must be call, list, inspect, search, status, metrics, upstream or stop";
             return error_line(&id, "bad_request", ops);
         }
     };
@@ -301,6 +318,43 @@ async fn search(shared: &Shared, request: &Value) -> Result<Value, GatewayError>
     let mut answer = views::found_json(&found);
     answer["servers"] = json!(shared.gateway.server_names());
     Ok(answer)
+}
+
+/// `{"op":"upstream","server":S,"action":"stop"|"restart"}` (`mcp-launch top`'s keys): ends
+/// the server's session now (the next request starts it again), and for `restart` starts it
+/// at once. An always-on server, or one a request holds, is not stopped.
+async fn upstream(shared: &Shared, request: &Value) -> Result<Value, GatewayError> {
+    let text = |key: &str| request.get(key).and_then(Value::as_str).unwrap_or_default();
+    let pool = shared.gateway.pool();
+    let name = text("server");
+    // The handshake-era upstream first: a stateless twin of the same name, if any, holds no
+    // session to stop.
+    let upstream = match (pool.get(name), pool.stateless(name)) {
+        (Some(upstream), _) | (None, Some(upstream)) => upstream,
+        (None, None) => pool.upstream(name)?,
+    };
+    let action = text("action");
+    if !matches!(action, "stop" | "restart") {
+        return Err(GatewayError::BadInput {
+            message: format!("action `{action}` is neither stop nor restart"),
+            help: "send action stop or restart".into(),
+        });
+    }
+    let stopped = upstream.stop_unless_used().await;
+    if action == "stop" && !stopped && upstream.status().state == crate::pool::ServerState::Up {
+        return Err(GatewayError::BadInput {
+            message: format!("server `{name}` is always on or busy with a request"),
+            help: "wait for its requests to end; an always-on server is stopped with its gateway"
+                .into(),
+        });
+    }
+    if action == "restart" {
+        let started = upstream.ensure_connected().await;
+        return Ok(
+            json!({"server": name, "stopped": stopped, "started": started.is_ok(), "error": started.err()}),
+        );
+    }
+    Ok(json!({"server": name, "stopped": stopped}))
 }
 
 fn is_usage(error: &GatewayError) -> bool {

@@ -1,0 +1,339 @@
+//! `mcp-launch top`: a daemon serving server-everything is found, its calls counted, and `s`
+//! pressed in a real terminal (tmux) stops the server through the daemon; `--json`'s shape;
+//! an `up` stack found through its record; stale records and sockets removed.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::daemon::start_daemon;
+use crate::tui::Tmux;
+use crate::util::{everything, pid_alive, time, Cmd, BIN};
+
+/// A project of server-everything and mcp-server-time behind a daemon, with `calls` echo calls
+/// made through it.
+fn daemon_with_calls(calls: usize) -> (Cmd, crate::util::Running) {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {
+        "everything": everything(),
+        "time": time(),
+    }}));
+    let daemon = start_daemon(&cmd, cmd.cmd());
+    for n in 0..calls {
+        cmd.cmd()
+            .args(["--config", "config.json", "call", "everything", "echo"])
+            .args([json!({"message": format!("call {n}")}).to_string()])
+            .run();
+    }
+    (cmd, daemon)
+}
+
+fn top_json(cmd: &Cmd) -> Value {
+    let out = cmd
+        .cmd()
+        .args(["top", "--json", "--interval", "200ms"])
+        .run();
+    out.json()
+}
+
+/// The process of `kind` in a snapshot, and its upstream `name`.
+fn upstream<'a>(snapshot: &'a Value, kind: &str, name: &str) -> &'a Value {
+    let processes = snapshot["processes"].as_array().unwrap();
+    let process = processes
+        .iter()
+        .find(|p| p["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind}: {snapshot}"));
+    let upstreams = process["upstreams"].as_array().unwrap();
+    upstreams
+        .iter()
+        .find(|u| u["name"] == name)
+        .unwrap_or_else(|| panic!("no {name}: {snapshot}"))
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+#[test]
+fn json_prints_one_snapshot_with_the_documented_fields() {
+    let (cmd, daemon) = daemon_with_calls(3);
+    let snapshot = top_json(&cmd);
+    assert_eq!(snapshot["success"], true);
+    assert!(
+        snapshot["interval_ms"].as_u64().unwrap() >= 200,
+        "{snapshot}"
+    );
+    let process = &snapshot["processes"][0];
+    assert_eq!(
+        keys(process),
+        [
+            "address",
+            "channel",
+            "configs",
+            "controls",
+            "cwd",
+            "error",
+            "kind",
+            "log",
+            "mode",
+            "pid",
+            "requests_per_s",
+            "sessions",
+            "sparse_tokens_saved",
+            "stacks",
+            "started_unix",
+            "upstreams"
+        ]
+    );
+    assert_eq!(process["kind"], "daemon");
+    assert_eq!(process["pid"], json!(daemon.pid()));
+    assert_eq!(process["controls"], true);
+    let everything = upstream(&snapshot, "daemon", "everything");
+    assert_eq!(
+        keys(everything),
+        [
+            "calls",
+            "calls_per_s",
+            "cut_bytes",
+            "cuts",
+            "errors",
+            "idle_s",
+            "last_error",
+            "name",
+            "p50_ms",
+            "p99_ms",
+            "restarts",
+            "state"
+        ]
+    );
+    assert_eq!(everything["state"], "up");
+    assert_eq!(everything["calls"], 3, "{snapshot}");
+    assert_eq!(everything["errors"], 0);
+    assert_eq!(
+        everything["calls_per_s"], 0.0,
+        "no call between the two readings"
+    );
+    let (p50, p99) = (everything["p50_ms"].as_f64(), everything["p99_ms"].as_f64());
+    assert!(
+        p50.unwrap() > 0.0 && p99.unwrap() >= p50.unwrap(),
+        "{snapshot}"
+    );
+    assert_eq!(upstream(&snapshot, "daemon", "time")["calls"], 0);
+}
+
+#[test]
+fn top_in_a_terminal_shows_the_calls_and_s_stops_the_server_through_the_daemon() {
+    let (cmd, _daemon) = daemon_with_calls(3);
+    let dir = cmd.dir().display().to_string();
+    let command = format!(
+        "cd {dir} && env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME={dir} \
+         XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 {BIN} top; echo $? > {dir}/exit.txt; sleep 60"
+    );
+    let tmux = Tmux::start(cmd.dir(), &command);
+    let screen = tmux.wait_for(&["mcp-launch top", "daemon ", "everything", "P99"]);
+    let line = row(&screen, "everything");
+    assert!(line.contains(" up ") && line.contains("ms"), "{screen}");
+    // The first row is the daemon; the next its first server by name: everything.
+    tmux.keys(&["Down"]);
+    tmux.keys(&["s"]);
+    let screen = wait_row(&tmux, "everything", "stopped");
+    assert!(
+        screen.contains("everything stopped (its next call starts it)"),
+        "{screen}"
+    );
+    let status = cmd.cmd().args(["daemon", "status", "--json"]).run().json();
+    let upstreams = status["gateways"][0]["upstreams"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let everything = upstreams
+        .iter()
+        .find(|u| u["name"] == "everything")
+        .unwrap();
+    assert_eq!(
+        everything["state"], "down",
+        "the daemon stopped it: {status}"
+    );
+    tmux.keys(&["r"]);
+    tmux.wait_for(&["everything restarted"]);
+    wait_row(&tmux, "everything", " up ");
+    tmux.keys(&["q"]);
+    let exit = cmd.path("exit.txt");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&exit)
+        .unwrap_or_default()
+        .trim()
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "top did not exit:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read_to_string(exit).unwrap().trim(), "0");
+}
+
+/// Waits until `name`'s row holds `wanted`; the screen then.
+fn wait_row(tmux: &Tmux, name: &str, wanted: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let screen = tmux.screen();
+        if screen
+            .lines()
+            .any(|l| l.starts_with(&format!("  {name} ")) && l.contains(wanted))
+        {
+            return screen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} never showed {wanted:?}:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The screen's line holding `name` as a server row.
+fn row<'a>(screen: &'a str, name: &str) -> &'a str {
+    let prefix = format!("  {name} ");
+    screen
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no row for {name}:\n{screen}"))
+}
+
+#[test]
+fn an_up_stack_is_found_through_its_record_and_its_calls_read_from_its_front() {
+    let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
+    let stack = crate::native::launch(&cmd);
+    for n in 0..2 {
+        let reply = stack.post("everything/echo", json!({"message": format!("{n}")}));
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    }
+    let snapshot = top_json(&cmd);
+    let process = snapshot["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "up")
+        .unwrap_or_else(|| panic!("no up: {snapshot}"));
+    assert_eq!(process["stacks"], json!(["a"]));
+    assert!(process["error"].is_null(), "{snapshot}");
+    let everything = upstream(&snapshot, "up", "everything");
+    assert_eq!(everything["calls"], 2, "{snapshot}");
+    assert_eq!(everything["state"], "up");
+}
+
+#[test]
+fn s_on_an_up_stacks_server_ends_its_process_group_and_its_next_call_starts_it() {
+    let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
+    let stack = crate::native::launch(&cmd);
+    let reply = stack.post("everything/echo", json!({"message": "before"}));
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let dir = cmd.dir().display().to_string();
+    let command = format!(
+        "cd {dir} && env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME={dir} \
+         XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 {BIN} top; sleep 60"
+    );
+    let tmux = Tmux::start(cmd.dir(), &command);
+    tmux.wait_for(&["up ", "everything"]);
+    wait_row(&tmux, "everything", " up ");
+    tmux.keys(&["Down"]);
+    tmux.keys(&["s"]);
+    let screen = wait_row(&tmux, "everything", "exited");
+    assert!(
+        screen.contains("everything stopped (a call after"),
+        "{screen}"
+    );
+    // The bridge took the end for a crash: a call within its backoff (1 s) is answered 502.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let reply = stack.post("everything/echo", json!({"message": "after"}));
+        if reply.status == 200 {
+            break;
+        }
+        assert_eq!(reply.status, 502, "{}", reply.body);
+        assert!(
+            Instant::now() < deadline,
+            "never started again: {}",
+            reply.body
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    wait_row(&tmux, "everything", " up ");
+}
+
+#[test]
+fn watching_a_daemon_does_not_keep_it_from_its_idle_exit() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"everything": everything()}}));
+    let daemon = cmd
+        .cmd()
+        .args([
+            "--config",
+            "config.json",
+            "serve",
+            "--daemon",
+            "--idle-exit",
+            "3s",
+        ])
+        .stderr_any()
+        .spawn();
+    let pid = daemon.pid();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut was_seen = false;
+    // `top` samples it every 0.5 s, run after run, for longer than its idle exit.
+    while pid_alive(pid) {
+        let snapshot = top_json(&cmd);
+        was_seen |= snapshot["processes"][0]["pid"] == json!(pid);
+        assert!(
+            Instant::now() < deadline,
+            "the daemon watched by top never reached its idle exit (3 s)"
+        );
+    }
+    assert!(was_seen, "top never saw the daemon");
+    daemon.wait();
+}
+
+#[test]
+fn stale_records_and_sockets_are_removed_and_not_shown() {
+    let cmd = Cmd::new();
+    let run = cmd.dir().join(".local/state/mcp-launch/run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let me = std::process::id();
+    let started = start_time(me);
+    let record = |pid: u32, started: u64| {
+        json!({"kind": "up", "pid": pid, "started": started, "cwd": cmd.dir()}).to_string()
+    };
+    // A dead pid, and a live pid (ours) whose start time is another process's.
+    std::fs::write(run.join("up-999999.json"), record(999_999, started)).unwrap();
+    std::fs::write(run.join(format!("up-{me}.json")), record(me, started + 1)).unwrap();
+    // A socket its gateway left behind when it died.
+    drop(std::os::unix::net::UnixListener::bind(run.join("g-999999.sock")).unwrap());
+    assert!(run.join("g-999999.sock").exists());
+    let snapshot = top_json(&cmd);
+    assert_eq!(snapshot["processes"], json!([]), "{snapshot}");
+    let left: Vec<_> = std::fs::read_dir(&run)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "stale files left: {left:?}");
+}
+
+/// A process's start time in clock ticks since boot (`/proc/PID/stat`, field 22).
+fn start_time(pid: u32) -> u64 {
+    let stat =
+        std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    after_name.split(' ').nth(19).unwrap().parse().unwrap()
+}
