@@ -137,7 +137,10 @@ impl Service<RoleServer> for Wire {
     ) -> Result<ServerResult, ErrorData> {
         let raw_answer = matches!(request, ClientRequest::CallToolRequest(_));
         let id = context.id.clone();
-        let result = Service::handle_request(&self.0, request, context).await;
+        // Boxed: the answer's future (every method's, the whole call path to the upstream
+        // under it) is large, and rmcp moves the future it gets through several wrappers
+        // (span, task-local, task) — each move a copy of all of it, per request.
+        let result = Box::pin(Service::handle_request(&self.0, request, context)).await;
         let raw = self.0.take(&id);
         match (raw_answer, result, raw) {
             (true, Ok(typed), Some(raw)) => Ok(ServerResult::CustomResult(CustomResult(overlay(
