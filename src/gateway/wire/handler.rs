@@ -135,11 +135,10 @@ impl ServerHandler for Handler {
                 reach: reach_of(&context),
             };
             let span = traced::span(&context, "tools/call", Some(&request.name));
-            let outcome = self
-                .gateway
-                .call_tool(&request.name, arguments, caller)
-                .instrument(span.clone())
-                .await;
+            // Boxed, as `Wire` boxes the whole answer: over HTTP rmcp takes this handler
+            // itself, and moves its future through its wrappers.
+            let call = self.gateway.call_tool(&request.name, arguments, caller);
+            let outcome = Box::pin(call.instrument(span.clone())).await;
             traced::record(&span, &outcome);
             let raw = match outcome {
                 Ok(raw) => raw,
