@@ -379,6 +379,8 @@ async def wait_port(port: int, timeout: float) -> None:
 
 
 def report(r: dict) -> str:
+    if "before" in r:  # a saved comparison
+        return report(r["before"]) + "\n\n" + report(r["after"])
     lines = [f"# gateway CPU per call, {r['machine']}, {r['date']}, {r['commit']} ({r['bin']})",
              f"{r['calls']} echo calls per batch; instructions (Ir) counted by callgrind", "",
              "| path | c | Ir/call | idle Ir/s |", "|---|---:|---:|---:|"]
