@@ -68,6 +68,17 @@ def bench_env(tmp):
     return env
 
 
+def sandbox_env(tmp):
+    """The environment of a gateway bench: HOME, caches, state and runtime dirs all inside
+    `tmp` (nothing of the user's is read or written), no colour, no key from the caller."""
+    home = os.path.join(tmp, "home")
+    os.makedirs(home, exist_ok=True)
+    env = dict(os.environ, HOME=home, NO_COLOR="1", XDG_CACHE_HOME=os.path.join(tmp, "cache"),
+               XDG_STATE_HOME=os.path.join(tmp, "state"), XDG_RUNTIME_DIR=tmp)
+    env.pop("MCP_LAUNCH_API_KEY", None)
+    return env
+
+
 def finish(tmp, keep, result, as_json, report):
     """Removes (or keeps) the temporary directory, then prints the result as JSON or as the
     report; `result` None: only the directory (the run failed)."""

@@ -33,7 +33,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import DEPS, ROOT, everything_bin, free_ports, log, pct  # noqa: E402
+from common import DEPS, ROOT, everything_bin, free_ports, log, pct, sandbox_env  # noqa: E402
 
 CLIENTS_DIR = os.path.join(ROOT, "bench", "clients")
 PY_SDK = os.path.join(DEPS, "venv-sdk", "bin", "python")
@@ -186,11 +186,7 @@ def main() -> None:
         if not os.path.exists(path):
             sys.exit(f"missing {path} (cargo build --release; bash scripts/install-test-deps.sh)")
     with tempfile.TemporaryDirectory(prefix="mcpl-real-clients-") as tmp:
-        home = os.path.join(tmp, "home")
-        os.makedirs(home)
-        env = dict(os.environ, HOME=home, NO_COLOR="1", XDG_CACHE_HOME=os.path.join(tmp, "cache"),
-                   XDG_STATE_HOME=os.path.join(tmp, "state"), XDG_RUNTIME_DIR=tmp)
-        env.pop("MCP_LAUNCH_API_KEY", None)
+        env = sandbox_env(tmp)
         commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
         result = {"machine": f"{os.cpu_count()} cores, {platform.machine()}",

@@ -230,27 +230,33 @@ impl Gateway {
         {
             call.stamp(&mut params);
         }
+        // Subscribed before the request is sent, so nothing the server says about it is missed.
         let relay = (progress.is_some() || caller.logs.is_some()).then(|| {
             let relay = Relay {
                 progress,
                 logs: caller.logs,
             };
-            self.spawn(relay.run(session.notifications(), done.clone()))
+            relay.run(session.notifications(), done.clone())
         });
-        let outcome = if found.task {
-            upstream
-                .call_task_on(&session, params, timeout, &caller.cancel)
-                .await
-        } else {
-            upstream
-                .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
-                .await
+        let call = async {
+            let outcome = if found.task {
+                upstream
+                    .call_task_on(&session, params, timeout, &caller.cancel)
+                    .await
+            } else {
+                upstream
+                    .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
+                    .await
+            };
+            // What the server sent before its answer reaches the client before the answer.
+            done.cancel();
+            outcome
         };
-        // What the server sent before its answer reaches the client before the answer.
-        done.cancel();
-        if let Some(relay) = relay {
-            let _ = relay.await;
-        }
+        // The relay runs beside the call in this task (no task of its own per call).
+        let outcome = match relay {
+            Some(relay) => tokio::join!(call, relay).0,
+            None => call.await,
+        };
         outcome.map_err(GatewayError::from_pool)
     }
 }

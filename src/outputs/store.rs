@@ -57,7 +57,10 @@ impl ClientScope {
 
     /// The local user: the CLI (`call`, `output`), stdio gateways and the lean tools server.
     pub fn local() -> ClientScope {
-        ClientScope::new("local")
+        // Hashed once: every call of a stdio gateway is the local user's.
+        static LOCAL: std::sync::LazyLock<ClientScope> =
+            std::sync::LazyLock::new(|| ClientScope::new("local"));
+        LOCAL.clone()
     }
 }
 

@@ -13,7 +13,8 @@ use crate::gateway::tasks::{self, TaskError};
 use crate::gateway::Caller;
 use crate::serving::typed;
 
-use super::{rpc_error_of, scope_of, Handler};
+use super::context::scope_of;
+use super::{rpc_error_of, Handler};
 
 /// Whether the request's client holds tasks (declared the extension).
 pub fn holds_tasks(context: &RequestContext<RoleServer>) -> bool {

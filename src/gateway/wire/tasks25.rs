@@ -247,7 +247,7 @@ pub async fn over_http(guard: &Guard, parts: &Parts, body: &[u8]) -> Option<Resp
     if !checked.status().is_success() {
         return Some(checked);
     }
-    let scope = super::scope_from(&parts.headers, false);
+    let scope = super::context::scope_from(&parts.headers, false);
     let (answer, _) = taken
         .answer(&guard.gateway, scope, Reach::of(&parts.extensions))
         .await;

@@ -19,6 +19,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::LazyLock;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
@@ -33,6 +34,8 @@ use tokio::io::AsyncWrite;
 
 use crate::gateway::Gateway;
 
+/// What every private key starts with: an outgoing message is looked through once, for it.
+const PRIVATE: &str = "io.github.mcp-launch/";
 /// The private `_meta` key a carried raw answer travels under.
 pub(crate) const CARRIED: &str = "io.github.mcp-launch/raw";
 /// The private `_meta` key that marks a `tools/list` answer to splice the tools into.
@@ -79,9 +82,11 @@ pub(crate) type Tools<'a> = &'a dyn Fn() -> std::sync::Arc<str>;
 
 /// One outgoing message, spliced: `None` when there is nothing to do.
 pub(crate) fn splice(message: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
-    let listed = memmem::find(message, LIST.as_bytes()).is_some();
-    let carried = memmem::find(message, CARRIED.as_bytes()).is_some();
-    let tasked = memmem::find(message, TASKS.as_bytes()).is_some();
+    let Marks {
+        listed,
+        carried,
+        tasked,
+    } = marks(message);
     if !listed && !carried && !tasked {
         return None;
     }
@@ -108,6 +113,29 @@ pub(crate) fn splice(message: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
         }
         slot.push('\0');
     }
+}
+
+/// Which private keys a message holds.
+#[derive(Default)]
+struct Marks {
+    listed: bool,
+    carried: bool,
+    tasked: bool,
+}
+
+/// The private keys in `message`, in one pass (every message on its way out goes through
+/// here: the searcher is built once, and most messages hold none).
+fn marks(message: &[u8]) -> Marks {
+    static FINDER: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(PRIVATE));
+    let mut marks = Marks::default();
+    for at in FINDER.find_iter(message) {
+        let key = &message[at..];
+        marks.listed |= key.starts_with(LIST.as_bytes());
+        marks.carried |= key.starts_with(CARRIED.as_bytes());
+        marks.tasked |= key.starts_with(TASKS.as_bytes());
+    }
+    marks
 }
 
 /// Removes `key` from `value._meta` (and `_meta` when left empty).

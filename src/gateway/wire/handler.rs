@@ -1,0 +1,398 @@
+//! The gateway's answers to each MCP request, as rmcp's [`ServerHandler`]: tools (lists
+//! spliced on the way out, calls kept raw for [`super::Wire`]), resources, prompts,
+//! completions, log levels, subscriptions and the list-change notices of both eras.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
+    GetTaskParams, GetTaskResult, Implementation, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::ErrorData;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+use tracing::Instrument;
+
+use crate::gateway::items::{object, Kind};
+use crate::gateway::{asks_for_input, Caller, Event, Progress};
+use crate::serving::typed;
+
+use super::context::{log_sink, reach_of, scope_of, stateless_of};
+use super::{link, raw, rpc_error, tasks, tool_error, traced, Handler};
+
+/// `answer` to a client's `method`, timed and counted in the metrics (`tools/call` is counted
+/// again, by server and tool, where the gateway knows them: `Gateway::call_tool`).
+async fn timed<T>(
+    method: &str,
+    answer: impl std::future::Future<Output = Result<T, ErrorData>>,
+) -> Result<T, ErrorData> {
+    let started = std::time::Instant::now();
+    let result = answer.await;
+    let outcome = match &result {
+        Ok(_) => crate::observe::Outcome::Ok,
+        Err(_) => crate::observe::Outcome::Error,
+    };
+    crate::observe::request_served(method, started.elapsed(), outcome);
+    result
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities: ServerCapabilities = serde_json::from_value(json!({
+            "tools": {"listChanged": true},
+            "resources": {"listChanged": true, "subscribe": true},
+            "prompts": {"listChanged": true},
+            "completions": {},
+            "logging": {},
+            "extensions": {tasks::EXTENSION: {}},
+            "experimental": {raw::TASKS: {}},
+        }))
+        .unwrap_or_default();
+        let mut info =
+            InitializeResult::new(capabilities).with_instructions(self.gateway.instructions());
+        info.server_info = Implementation::new("mcp-launch", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    /// The advertised tool `name` when it binds arguments to headers: rmcp's HTTP service then
+    /// checks a 2026-07-28 request's `Mcp-Param-*` headers against the arguments (Base64
+    /// form included) and answers a mismatch with -32020 (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let schema = self.gateway.header_schema(name)?;
+        Some(Tool::new(name.to_string(), "", Arc::new(schema)))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        timed("tools/list", async move {
+            // The tools are spliced in on the way out (`raw`): no copy of the catalog per request.
+            self.gateway.prepare_list().await;
+            typed(raw::list_placeholder())
+        })
+        .await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        timed("tools/call", async move {
+            let progress = context.meta.get_progress_token().map(|token| {
+                let peer = context.peer.clone();
+                Progress {
+                    token: serde_json::to_value(&token).unwrap_or(Value::Null),
+                    send: Box::new(move |params: Value| {
+                        let peer = peer.clone();
+                        Box::pin(async move {
+                            if let Ok(params) = serde_json::from_value(params) {
+                                let _ = peer.notify_progress(params).await;
+                            }
+                        })
+                    }),
+                }
+            });
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
+            let arguments = object(request.arguments);
+            if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name).await {
+                let caller = Caller {
+                    progress: None,
+                    link: None,
+                    cancel: context.ct.clone(),
+                    scope: scope_of(&context),
+                    logs: None,
+                    stateless,
+                    reach: reach_of(&context),
+                };
+                return self.call_as_task(&request.name, arguments, caller);
+            }
+            let link = link::PeerLink::new(
+                context.peer.clone(),
+                &context.extensions,
+                stateless.is_some(),
+            );
+            let caller = Caller {
+                progress,
+                link: Some(Arc::new(link)),
+                cancel: context.ct.clone(),
+                scope: scope_of(&context),
+                logs: Some(log_sink(&context)),
+                stateless,
+                reach: reach_of(&context),
+            };
+            let span = traced::span(&context, "tools/call", Some(&request.name));
+            // Boxed, as `Wire` boxes the whole answer: over HTTP rmcp takes this handler
+            // itself, and moves its future through its wrappers.
+            let call = self.gateway.call_tool(&request.name, arguments, caller);
+            let outcome = Box::pin(call.instrument(span.clone())).await;
+            traced::record(&span, &outcome);
+            let raw = match outcome {
+                Ok(raw) => raw,
+                Err(error) => tool_error(&error)?,
+            };
+            if asks_for_input(&raw) {
+                return typed(raw::carry_input_required(raw)).map(CallToolResponse::InputRequired);
+            }
+            if !self.keep_raw {
+                return typed(raw::carry_result(raw)).map(CallToolResponse::Complete);
+            }
+            self.keep(&context.id, raw);
+            Ok(CallToolResponse::Complete(CallToolResult::success(
+                Vec::new(),
+            )))
+        })
+        .await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        timed("tasks/get", async move {
+            self.detailed_task(&request.task_id, &context)
+        })
+        .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        timed("tasks/cancel", async move {
+            self.cancel_own_task(&request.task_id, &context)
+        })
+        .await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        timed("resources/list", async move {
+            let items = self.gateway.list_items(Kind::Resources).await;
+            typed(json!({"resources": items}))
+        })
+        .await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        timed("resources/templates/list", async move {
+            let items = self.gateway.list_items(Kind::Templates).await;
+            typed(json!({"resourceTemplates": items}))
+        })
+        .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        timed("resources/read", async move {
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
+            match self
+                .gateway
+                .read_resource(&request.uri, stateless.as_ref())
+                .await
+            {
+                Ok(result) if asks_for_input(&result) => typed(raw::carry_input_required(result))
+                    .map(ReadResourceResponse::InputRequired),
+                Ok(result) => typed(result).map(ReadResourceResponse::Complete),
+                Err(error) => Err(rpc_error(&error)),
+            }
+        })
+        .await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        timed("prompts/list", async move {
+            let items = self.gateway.list_items(Kind::Prompts).await;
+            typed(json!({"prompts": items}))
+        })
+        .await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        timed("prompts/get", async move {
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
+            let arguments = request
+                .arguments
+                .map(|a| serde_json::to_value(a).unwrap_or_default());
+            let outcome = self
+                .gateway
+                .get_prompt(&request.name, arguments, stateless.as_ref())
+                .await;
+            match outcome {
+                Ok(result) if asks_for_input(&result) => {
+                    typed(raw::carry_input_required(result)).map(GetPromptResponse::InputRequired)
+                }
+                Ok(result) => typed(result).map(GetPromptResponse::Complete),
+                Err(error) => Err(rpc_error(&error)),
+            }
+        })
+        .await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        timed("completion/complete", async move {
+            let params = serde_json::to_value(&request).unwrap_or_default();
+            match self.gateway.complete(params).await {
+                Ok(result) => typed(result),
+                Err(error) => Err(rpc_error(&error)),
+            }
+        })
+        .await
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(request.level).unwrap_or(Value::Null);
+        self.gateway.set_log_level(level).await;
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let outcome = self
+            .gateway
+            .subscription("resources/subscribe", &request.uri)
+            .await;
+        outcome.map_err(|e| rpc_error(&e))
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let outcome = self
+            .gateway
+            .subscription("resources/unsubscribe", &request.uri)
+            .await;
+        outcome.map_err(|e| rpc_error(&e))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A session client (2025 era) hears of list changes on its session.
+        let mut events = self.gateway.subscribe();
+        let peer = context.peer;
+        let gateway = self.gateway.clone();
+        self.gateway.spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    event = events.recv() => event,
+                    () = gateway.stopping() => return,
+                };
+                let sent = match event {
+                    Ok(Event::Tools) => peer.notify_tool_list_changed().await,
+                    Ok(Event::Resources) => peer.notify_resource_list_changed().await,
+                    Ok(Event::Prompts) => peer.notify_prompt_list_changed().await,
+                    Ok(Event::Log(params)) => match serde_json::from_value(params) {
+                        Ok(params) => peer.notify_logging_message(params).await,
+                        Err(_) => continue,
+                    },
+                    Ok(Event::ResourceUpdated(params)) => match serde_json::from_value(params) {
+                        Ok(params) => peer.notify_resource_updated(params).await,
+                        Err(_) => continue,
+                    },
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // A 2026-era client hears of list changes on its `subscriptions/listen` stream, and of
+        // the resources it named there (subscribed on their servers, as `resources/subscribe`
+        // does for a session client).
+        let mut changes = self.gateway.subscribe();
+        let watched = self.watch_resources(context.accepted());
+        loop {
+            let change = tokio::select! {
+                change = changes.recv() => change,
+                () = context.cancelled() => return Ok(()),
+            };
+            let sink = context.sink();
+            let sent = match change {
+                Ok(Event::Tools) => sink.notify_tool_list_changed().await,
+                Ok(Event::Resources) => sink.notify_resource_list_changed().await,
+                Ok(Event::Prompts) => sink.notify_prompt_list_changed().await,
+                Ok(Event::ResourceUpdated(params)) => {
+                    match params.get("uri").and_then(Value::as_str) {
+                        Some(uri) if watched.contains(uri) => {
+                            sink.notify_resource_updated(uri).await
+                        }
+                        _ => continue,
+                    }
+                }
+                // Log messages reach a 2026-era client on its request's stream only.
+                Ok(Event::Log(_)) => continue,
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return Ok(()),
+            };
+            if sent.is_err() {
+                return Ok(());
+            }
+        }
+    }
+}
