@@ -222,6 +222,12 @@ fn a_call_through_the_http_gateway_continues_the_clients_trace_to_the_upstream()
         "the session id is exported as a digest: {session}"
     );
     assert_eq!(upstream_meta(&cmd)["tracestate"], "client=1");
+    // Every request has its span, not only calls.
+    let listed = receiver.span_named("tools/list").span;
+    assert_eq!(listed.kind, 2, "SERVER");
+    assert_eq!(attribute(&listed, "mcp.method.name"), "tools/list");
+    assert_eq!(attribute(&listed, "network.transport"), "tcp");
+    assert_eq!(attribute(&listed, "mcp.session.id"), session);
 }
 
 #[test]

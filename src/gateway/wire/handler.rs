@@ -18,7 +18,7 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer, Subscriptio
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
 use crate::gateway::items::{object, Kind};
 use crate::gateway::{asks_for_input, Caller, Event, Progress};
@@ -28,18 +28,23 @@ use super::context::{log_sink, reach_of, scope_of, stateless_of};
 use super::{link, raw, rpc_error, tasks, tool_error, traced, Handler};
 
 /// `answer` to a client's `method`, timed and counted in the metrics (`tools/call` is counted
-/// again, by server and tool, where the gateway knows them: `Gateway::call_tool`).
+/// again, by server and tool, where the gateway knows them: `Gateway::call_tool`), within
+/// `span`, the request's (`Span::none()` for `tools/call`, whose span names its tool).
 async fn timed<T>(
     method: &str,
+    span: Span,
     answer: impl std::future::Future<Output = Result<T, ErrorData>>,
 ) -> Result<T, ErrorData> {
     let started = std::time::Instant::now();
-    let result = answer.await;
+    let result = answer.instrument(span.clone()).await;
     let outcome = match &result {
         Ok(_) => crate::observe::Outcome::Ok,
         Err(_) => crate::observe::Outcome::Error,
     };
     crate::observe::request_served(method, started.elapsed(), outcome);
+    if let Err(error) = &result {
+        traced::fail_rpc(&span, error);
+    }
     result
 }
 
@@ -72,9 +77,10 @@ impl ServerHandler for Handler {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        timed("tools/list", async move {
+        let span = traced::span(&context, "tools/list", None);
+        timed("tools/list", span, async move {
             // The tools are spliced in on the way out (`raw`): no copy of the catalog per request.
             self.gateway.prepare_list().await;
             typed(raw::list_placeholder())
@@ -87,7 +93,7 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        timed("tools/call", async move {
+        timed("tools/call", Span::none(), async move {
             let progress = context.meta.get_progress_token().map(|token| {
                 let peer = context.peer.clone();
                 Progress {
@@ -163,7 +169,8 @@ impl ServerHandler for Handler {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        timed("tasks/get", async move {
+        let span = traced::span(&context, "tasks/get", None);
+        timed("tasks/get", span, async move {
             self.detailed_task(&request.task_id, &context)
         })
         .await
@@ -174,7 +181,8 @@ impl ServerHandler for Handler {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        timed("tasks/cancel", async move {
+        let span = traced::span(&context, "tasks/cancel", None);
+        timed("tasks/cancel", span, async move {
             self.cancel_own_task(&request.task_id, &context)
         })
         .await
@@ -183,9 +191,10 @@ impl ServerHandler for Handler {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        timed("resources/list", async move {
+        let span = traced::span(&context, "resources/list", None);
+        timed("resources/list", span, async move {
             let items = self.gateway.list_items(Kind::Resources).await;
             typed(json!({"resources": items}))
         })
@@ -195,9 +204,10 @@ impl ServerHandler for Handler {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        timed("resources/templates/list", async move {
+        let span = traced::span(&context, "resources/templates/list", None);
+        timed("resources/templates/list", span, async move {
             let items = self.gateway.list_items(Kind::Templates).await;
             typed(json!({"resourceTemplates": items}))
         })
@@ -209,7 +219,8 @@ impl ServerHandler for Handler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        timed("resources/read", async move {
+        let span = traced::span(&context, "resources/read", None);
+        timed("resources/read", span, async move {
             let stateless = stateless_of(
                 &context,
                 request.input_responses.as_ref(),
@@ -232,9 +243,10 @@ impl ServerHandler for Handler {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        timed("prompts/list", async move {
+        let span = traced::span(&context, "prompts/list", None);
+        timed("prompts/list", span, async move {
             let items = self.gateway.list_items(Kind::Prompts).await;
             typed(json!({"prompts": items}))
         })
@@ -246,7 +258,8 @@ impl ServerHandler for Handler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        timed("prompts/get", async move {
+        let span = traced::span(&context, "prompts/get", None);
+        timed("prompts/get", span, async move {
             let stateless = stateless_of(
                 &context,
                 request.input_responses.as_ref(),
@@ -273,9 +286,10 @@ impl ServerHandler for Handler {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        timed("completion/complete", async move {
+        let span = traced::span(&context, "completion/complete", None);
+        timed("completion/complete", span, async move {
             let params = serde_json::to_value(&request).unwrap_or_default();
             match self.gateway.complete(params).await {
                 Ok(result) => typed(result),
@@ -288,37 +302,49 @@ impl ServerHandler for Handler {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let level = serde_json::to_value(request.level).unwrap_or(Value::Null);
-        self.gateway.set_log_level(level).await;
-        Ok(())
+        let span = traced::span(&context, "logging/setLevel", None);
+        timed("logging/setLevel", span, async move {
+            let level = serde_json::to_value(request.level).unwrap_or(Value::Null);
+            self.gateway.set_log_level(level).await;
+            Ok(())
+        })
+        .await
     }
 
     #[allow(deprecated)]
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let outcome = self
-            .gateway
-            .subscription("resources/subscribe", &request.uri)
-            .await;
-        outcome.map_err(|e| rpc_error(&e))
+        let span = traced::span(&context, "resources/subscribe", None);
+        timed("resources/subscribe", span, async move {
+            let outcome = self
+                .gateway
+                .subscription("resources/subscribe", &request.uri)
+                .await;
+            outcome.map_err(|e| rpc_error(&e))
+        })
+        .await
     }
 
     #[allow(deprecated)]
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let outcome = self
-            .gateway
-            .subscription("resources/unsubscribe", &request.uri)
-            .await;
-        outcome.map_err(|e| rpc_error(&e))
+        let span = traced::span(&context, "resources/unsubscribe", None);
+        timed("resources/unsubscribe", span, async move {
+            let outcome = self
+                .gateway
+                .subscription("resources/unsubscribe", &request.uri)
+                .await;
+            outcome.map_err(|e| rpc_error(&e))
+        })
+        .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -54,3 +54,11 @@ pub(super) fn record(span: &Span, outcome: &Result<Value, GatewayError>) {
         Err(error) => trace::fail(span, error.kind(), error.kind()),
     }
 }
+
+/// Marks a request's span failed with the JSON-RPC error it was answered with.
+pub(super) fn fail_rpc(span: &Span, error: &rmcp::ErrorData) {
+    if span.is_disabled() {
+        return;
+    }
+    trace::fail(span, &error.code.0.to_string(), &error.message);
+}
