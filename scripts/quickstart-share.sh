@@ -4,7 +4,9 @@
 #
 # Usage: scripts/quickstart-share.sh BIN CONFIG TOOL
 #
-# `BIN up --config CONFIG --tunnel quick` runs behind a stand-in for cloudflared
+# `BIN up --config CONFIG --tunnel quick --mode full` runs behind a stand-in for cloudflared
+# (full mode: TOOL is called by its own name; auto mode turns sparse once the tool index knows
+# the stack's tools and they pass 8,000 tokens, and a sparse gateway lists only its meta-tools)
 # (tests/fixtures/fake_cloudflared.py: no network; its "edge" passes requests on with the public
 # Host, as Cloudflare's does), so /mcp is protected by OAuth at the https://…trycloudflare.com
 # URL. The official Python MCP SDK (.deps/venv-sdk, from scripts/install-test-deps.sh) then logs
@@ -27,9 +29,9 @@ EDGE="127.0.0.1:$(free_port)"
 HOST="quickstart-shared-stack.trycloudflare.com"
 export XDG_STATE_HOME="$WORK/state"
 cd "$WORK"
-echo "==> mcp-launch up --config $(basename "$CONFIG") --tunnel quick   (a stand-in for cloudflared)"
+echo "==> mcp-launch up --config $(basename "$CONFIG") --tunnel quick --mode full   (a stand-in for cloudflared)"
 MCP_LAUNCH_CLOUDFLARED="$ROOT/tests/fixtures/fake_cloudflared.py" FAKE_CLOUDFLARED_HOSTNAME="$HOST" \
-  FAKE_CLOUDFLARED_EDGE="$EDGE" "$BIN" up --config "$CONFIG" --tunnel quick --json >up.json 2>up.log &
+  FAKE_CLOUDFLARED_EDGE="$EDGE" "$BIN" up --config "$CONFIG" --tunnel quick --mode full --json >up.json 2>up.log &
 UP=$!
 trap '"$BIN" down >/dev/null 2>&1 || true; kill "$UP" 2>/dev/null || true; cd /; rm -rf "$WORK"' EXIT
 for _ in $(seq 1 900); do
