@@ -168,6 +168,13 @@ impl Actionable for GatewayError {
 
     fn help(&self) -> String {
         match self {
+            // Sparse mode: the tool exists, and is reached through the meta-tool.
+            Self::UnknownTool { name, suggestions } if suggestions.contains(name) => format!(
+                "in sparse mode `{name}` is called through `{call}`: {call} \
+                 {{\"name\": \"{name}\", \"arguments\": {{…}}}} (`describe_tool` shows its \
+                 parameters)",
+                call = super::sparse::CALL
+            ),
             Self::UnknownTool { suggestions, .. } if !suggestions.is_empty() => {
                 format!("did you mean `{}`?", suggestions.join("`, `"))
             }
@@ -194,5 +201,25 @@ impl Actionable for GatewayError {
             Self::Pool(error) => error.help(),
             Self::NotReady { .. } => "ask again in a moment (--daemon off answers directly)".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sparse_gateways_own_tool_called_by_name_points_at_call_tool() {
+        let unknown = |suggestions: &[&str]| GatewayError::UnknownTool {
+            name: "everything__echo".into(),
+            suggestions: suggestions.iter().map(|s| s.to_string()).collect(),
+        };
+        let help = unknown(&["everything__echo", "everything__get-env"]).help();
+        assert!(
+            help.contains("call_tool {\"name\": \"everything__echo\""),
+            "{help}"
+        );
+        let help = unknown(&["everything__echoes"]).help();
+        assert_eq!(help, "did you mean `everything__echoes`?");
     }
 }
