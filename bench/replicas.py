@@ -137,12 +137,11 @@ class Bench:
         front = free_ports(1)
         servers = "".join(f"  server r{n} 127.0.0.1:{p} check\n" for n, p in enumerate(ports))
         path = os.path.join(self.tmp, f"haproxy-{front}.cfg")
+        template = os.path.join(ROOT, "deploy", "haproxy.cfg")
+        with open(template) as f:
+            config = f.read().replace("FRONT", f"127.0.0.1:{front}").replace("SERVERS", servers)
         with open(path, "w") as f:
-            f.write("global\n  maxconn 1024\ndefaults\n  mode http\n  timeout connect 1s\n"
-                    "  timeout client 60s\n  timeout server 60s\n  retries 3\n  option redispatch 1\n"
-                    f"frontend mcp\n  bind 127.0.0.1:{front}\n  default_backend replicas\n"
-                    "backend replicas\n  balance roundrobin\n  option httpchk GET /readyz\n"
-                    f"  default-server inter 300ms fall 1 rise 2\n{servers}")
+            f.write(config)
         self.procs.append(start(["haproxy", "-db", "-f", path], path + ".log"))
         wait_ready(front, "/healthz")
         time.sleep(1)  # every server checked up

@@ -72,21 +72,16 @@ fn start_redis(dir: &Path, port: u16) -> Started {
 
 /// HAProxy in front of `replicas`: round robin (so a session's requests go to every replica),
 /// `/readyz` checked every 300 ms, a refused connection retried on another replica — the
-/// configuration docs/DEPLOY.md shows.
+/// configuration docs/DEPLOY.md shows, read from `deploy/haproxy.cfg`.
 fn start_haproxy(dir: &Path, port: u16, replicas: &[u16]) -> Started {
     let servers: String = replicas
         .iter()
         .enumerate()
         .map(|(n, p)| format!("  server r{n} 127.0.0.1:{p} check\n"))
         .collect();
-    let config = format!(
-        "global\n  maxconn 1024\n\
-         defaults\n  mode http\n  timeout connect 1s\n  timeout client 60s\n  timeout server 60s\n  \
-         retries 3\n  option redispatch 1\n\
-         frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
-         backend replicas\n  balance roundrobin\n  option httpchk GET /readyz\n  \
-         http-check expect status 200\n  default-server inter 300ms fall 1 rise 2\n{servers}"
-    );
+    let config = include_str!("../../deploy/haproxy.cfg")
+        .replace("FRONT", &format!("127.0.0.1:{port}"))
+        .replace("SERVERS", &servers);
     let path = dir.join("haproxy.cfg");
     std::fs::write(&path, config).unwrap();
     let log = std::fs::File::create(dir.join("haproxy.log")).unwrap();
@@ -203,7 +198,12 @@ fn three_replicas_behind_haproxy_share_handles_sessions_and_survive_a_kill() {
     let started = Instant::now();
     std::thread::sleep(KILL_AT);
     let killed = replicas.remove(1);
+    let signalled_at = epoch(SystemTime::now());
     kill(Pid::from_raw(killed.pid()), Signal::SIGKILL).unwrap();
+    // The replica is dead (its sockets closed) only once its process has exited: on a busy
+    // machine that takes tens of milliseconds after the signal, and a call sent meanwhile is
+    // as much in flight on it as one sent before.
+    assert!(pid_gone(killed.pid()), "the killed replica exited");
     let killed_at = epoch(SystemTime::now());
     std::thread::sleep(RESTART_AT - started.elapsed().min(RESTART_AT));
     let restarted_at = epoch(SystemTime::now());
@@ -224,11 +224,16 @@ fn three_replicas_behind_haproxy_share_handles_sessions_and_survive_a_kill() {
         calls.len(),
         failed.len()
     );
-    assert_eq!(
-        seen["broken"],
-        json!([]),
-        "a client gave up: {:?}",
-        seen["broken"]
+    let broken: Vec<&str> = seen["broken"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap_or("?"))
+        .collect();
+    assert!(
+        broken.is_empty(),
+        "a client gave up:\n{}",
+        broken.join("\n----\n")
     );
     // Both eras went on after the kill and after the restart.
     for era in ["2025", "2026"] {
@@ -246,8 +251,9 @@ fn three_replicas_behind_haproxy_share_handles_sessions_and_survive_a_kill() {
     for call in &failed {
         let (start, end) = (call[1].as_f64().unwrap(), call[2].as_f64().unwrap());
         assert!(
-            start <= killed_at + 0.05 && end >= killed_at - 0.05,
-            "a call failed that was not in flight at the kill ({killed_at:.3}): {call}"
+            start <= killed_at + 0.05 && end >= signalled_at - 0.05,
+            "a call failed that was not in flight at the kill ({signalled_at:.3} to \
+             {killed_at:.3}): {call}"
         );
     }
     assert!(
