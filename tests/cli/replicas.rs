@@ -82,9 +82,27 @@ fn start_haproxy(dir: &Path, port: u16, replicas: &[u16]) -> Started {
     let config = include_str!("../../deploy/haproxy.cfg")
         .replace("FRONT", &format!("127.0.0.1:{port}"))
         .replace("SERVERS", &servers);
-    let path = dir.join("haproxy.cfg");
+    run_haproxy(dir, port, &config)
+}
+
+/// HAProxy sending a session's POSTs to replica `posts` and its GETs (the SSE streams a
+/// client opens and resumes) to replica `gets`.
+fn start_split_haproxy(dir: &Path, port: u16, posts: u16, gets: u16) -> Started {
+    let config = format!(
+        "defaults\n  mode http\n  timeout connect 1s\n  timeout client 60s\n  \
+         timeout server 60s\n\
+         frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
+         backend replicas\n  acl get method GET\n  use-server gets if get\n  \
+         use-server posts if !get\n  \
+         server posts 127.0.0.1:{posts}\n  server gets 127.0.0.1:{gets}\n"
+    );
+    run_haproxy(dir, port, &config)
+}
+
+fn run_haproxy(dir: &Path, port: u16, config: &str) -> Started {
+    let path = dir.join(format!("haproxy-{port}.cfg"));
     std::fs::write(&path, config).unwrap();
-    let log = std::fs::File::create(dir.join("haproxy.log")).unwrap();
+    let log = std::fs::File::create(dir.join(format!("haproxy-{port}.log"))).unwrap();
     let child = Command::new("haproxy")
         .arg("-db")
         .arg("-f")
@@ -311,5 +329,39 @@ fn readyz_follows_the_state_store_and_a_bad_url_is_refused() {
     assert!(
         text.contains("http://:***@h") && !text.contains("hunter2"),
         "{text}"
+    );
+}
+
+/// A 2025-era call whose replica dies mid-call: the official SDK resumes its stream at another
+/// replica (here HAProxy sends every GET there), which cannot replay it. The call must end
+/// at once with an error saying its outcome is unknown — not be answered with another
+/// stream's events, and not reconnect to an empty stream until the client's timeout.
+#[test]
+fn a_call_whose_replica_dies_is_answered_with_an_error_where_its_stream_is_resumed() {
+    let Some(()) = programs() else { return };
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let dir = cmd.dir().to_path_buf();
+    let first = free_ports(4);
+    let (redis_port, front, posts, gets) = (first, first + 1, first + 2, first + 3);
+    let _redis = start_redis(&dir, redis_port);
+    let redis = format!("redis://127.0.0.1:{redis_port}");
+    let dying = replica(&cmd, 0, posts, &redis);
+    let _other = replica(&cmd, 1, gets, &redis);
+    let _haproxy = start_split_haproxy(&dir, front, posts, gets);
+
+    let pid = dying.pid().to_string();
+    let seen = client(&dir, &["resume", "--url", &mcp(front), "--kill-pid", &pid]);
+    drop(dying);
+    let shown = serde_json::to_string_pretty(&seen).unwrap();
+    let error = seen["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("outcome is unknown"),
+        "the cut call was not answered by the gateway's error: {shown}"
+    );
+    // Killed 1 s into the call; the SDK waits the stream's 3 s retry hint, then resumes.
+    let elapsed = seen["elapsed"].as_f64().unwrap();
+    assert!(
+        elapsed < 10.0,
+        "the cut call took {elapsed:.1} s to end (the client's timeout is 20 s): {shown}"
     );
 }

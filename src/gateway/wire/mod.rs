@@ -35,6 +35,7 @@ mod handler;
 mod http;
 mod link;
 pub(crate) mod raw;
+mod resume;
 mod sessions;
 mod stdio;
 mod tasks;

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures_util::future::Either;
 use futures_util::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
 use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
@@ -37,6 +38,7 @@ use rmcp::transport::streamable_http_server::session::{
 use rmcp::transport::streamable_http_server::SessionManager;
 use sha2::{Digest, Sha256};
 
+use super::resume::{lost, Resume, StreamTags};
 use crate::state::Redis;
 
 /// Sessions kept at once, in all: ~80 KB each, so ~20 MB at most.
@@ -75,6 +77,8 @@ pub struct Sessions {
     book: Mutex<HashMap<SessionId, Entry>>,
     /// The handshakes kept for other replicas, with `--state`.
     records: Option<Arc<SessionRecords>>,
+    /// This process's mark on its streams' event ids.
+    tags: StreamTags,
 }
 
 /// What eviction needs to know of a session.
@@ -114,6 +118,7 @@ impl Sessions {
             limits,
             book: Mutex::default(),
             records,
+            tags: StreamTags::default(),
         }
     }
 
@@ -279,8 +284,12 @@ impl SessionManager for Sessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let open = self.touch(id, true);
+        let request = match &message {
+            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
         let stream = self.inner.create_stream(id, message).await?;
-        Ok(counted(stream, open))
+        Ok(counted(self.tags.mark(stream, request), open))
     }
 
     async fn accept_message(
@@ -298,7 +307,7 @@ impl SessionManager for Sessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let open = self.touch(id, false);
         let stream = self.inner.create_standalone_stream(id).await?;
-        Ok(counted(stream, open))
+        Ok(counted(self.tags.mark(stream, None), open))
     }
 
     async fn restore_session(
@@ -315,8 +324,36 @@ impl SessionManager for Sessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let open = self.touch(id, false);
-        let stream = self.inner.resume(id, last_event_id).await?;
-        Ok(counted(stream, open))
+        let (found, request) = match self.tags.read(&last_event_id) {
+            Resume::Untagged(inner) => (self.inner.resume(id, inner).await.map(Either::Left), None),
+            Resume::Here { inner, request } => {
+                let found = self.inner.resume(id, inner).await.map(Either::Left);
+                (found, request)
+            }
+            Resume::Elsewhere {
+                request: Some(request),
+            } => {
+                tracing::info!(session = %id, "a stream written by another gateway process cannot be resumed here: its request is answered with an error");
+                return Ok(counted(lost(request).right_stream(), open));
+            }
+            // The session's standalone stream, held by another process: open this one's.
+            Resume::Elsewhere { request: None } => {
+                let fresh = self.inner.create_standalone_stream(id).await;
+                (fresh.map(Either::Right), None)
+            }
+        };
+        match (found, request) {
+            (Ok(stream), request) => {
+                Ok(counted(self.tags.mark(stream, request).left_stream(), open))
+            }
+            // rmcp no longer holds the stream (its request long done, or the session restored
+            // here): an empty stream would have the client reconnect to it forever.
+            (Err(error), Some(request)) => {
+                tracing::info!(session = %id, %error, "a stream cannot be resumed: its request is answered with an error");
+                Ok(counted(lost(request).right_stream(), open))
+            }
+            (Err(error), None) => Err(error),
+        }
     }
 }
 
