@@ -1,0 +1,111 @@
+//! More of what replicas of `serve --http --state redis://…` share (the setup of
+//! `replicas.rs`: Debian's `redis-server` and `haproxy` on loopback, each replica with an empty
+//! state directory of its own): a session's DELETE sent to any replica ends it on every
+//! replica, and names given with `--allowed-host` pass the Host check through HAProxy.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::launch_util::http;
+use crate::replicas::{mcp, programs, start_haproxy, start_redis, KEY};
+use crate::serve::eventually;
+use crate::util::*;
+
+/// The name the balancer is reached by in the Host test (never resolved: sent as `Host`).
+const PUBLIC_NAME: &str = "mcp.example.test";
+
+/// Replica `n` on `port`, with an empty state directory of its own and `extra` serve flags.
+fn replica_with(cmd: &Cmd, n: usize, port: u16, redis: &str, extra: &[&str]) -> Running {
+    let state = cmd.path(&format!("replica-{n}"));
+    std::fs::create_dir_all(&state).unwrap();
+    let running = cmd
+        .cmd()
+        .args(["--config", "config.json", "serve", "--mode", "full"])
+        .args(["--http", &format!("127.0.0.1:{port}"), "--api-key", KEY])
+        .args(["--state", redis])
+        .args(extra)
+        .env("XDG_STATE_HOME", &state.display().to_string())
+        .stderr_any()
+        .spawn();
+    let ready = format!("http://127.0.0.1:{port}/readyz");
+    eventually(30, "the replica is ready", || {
+        http("GET", &ready, &[], None).0 == 200
+    });
+    running
+}
+
+/// Redis and three replicas (with `extra` flags): the ports of the replicas and the first
+/// free port after them, and what must live as long as the test.
+fn three_replicas(cmd: &Cmd, extra: &[&str]) -> ([u16; 3], u16, Vec<Running>, impl Drop) {
+    let first = free_ports(5);
+    let redis = start_redis(cmd.dir(), first);
+    let url = format!("redis://127.0.0.1:{first}");
+    let ports = [first + 1, first + 2, first + 3];
+    let running = (0..3)
+        .map(|n| replica_with(cmd, n, ports[n], &url, extra))
+        .collect();
+    (ports, first + 4, running, redis)
+}
+
+fn more_client(dir: &Path, args: &[&str]) -> Value {
+    let script = manifest_dir().join("tests/fixtures/replicas_more.py");
+    let mut command = Command::new(sdk_python());
+    command.arg(script).args(args).args(["--key", KEY]);
+    client_json(command, dir, "the replicas_more client")
+}
+
+/// A DELETE sent to a replica that never held the session (begun on A, continued on C, ended
+/// through B) ends it everywhere: every replica then answers 404 for it (it answered 404 to
+/// the DELETE itself, and the session went on through A and C).
+#[test]
+fn a_sessions_delete_through_another_replica_ends_it_on_every_replica() {
+    let Some(()) = programs() else { return };
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let (ports, _, _replicas, _redis) = three_replicas(&cmd, &[]);
+    let urls = ports.map(mcp).join(",");
+    let seen = more_client(cmd.dir(), &["ended", "--urls", &urls]);
+    let shown = serde_json::to_string_pretty(&seen).unwrap();
+    assert_eq!(seen["continued"], 200, "{shown}");
+    assert!(
+        seen["deleted"]
+            .as_u64()
+            .is_some_and(|s| (200..300).contains(&s)),
+        "the DELETE through B was refused: {shown}"
+    );
+    for after in seen["after"].as_array().unwrap() {
+        assert_eq!(
+            after[2], 404,
+            "a replica still serves the ended session: {shown}"
+        );
+        assert!(after[3].as_f64().unwrap() < 1.0, "ended late: {shown}");
+    }
+    assert_eq!(seen["deleted_again"], 404, "{shown}");
+}
+
+/// `--allowed-host NAME`: a client reaching the balancer by a name (sent as `Host`, and its
+/// page's `Origin`) is served by every replica; another name is still refused.
+#[test]
+fn an_allowed_host_passes_the_host_check_through_haproxy() {
+    let Some(()) = programs() else { return };
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let extra = ["--allowed-host", PUBLIC_NAME];
+    let (ports, front, _replicas, _redis) = three_replicas(&cmd, &extra);
+    let _haproxy = start_haproxy(cmd.dir(), front, &ports);
+    let url = mcp(front);
+    let other = "other.example.test";
+    let named = [PUBLIC_NAME, PUBLIC_NAME, PUBLIC_NAME, other];
+    let args: Vec<&str> = ["host", "--url", &url]
+        .into_iter()
+        .chain(named.iter().flat_map(|n| ["--host", *n]))
+        .collect();
+    let seen = more_client(cmd.dir(), &args);
+    let statuses: Vec<&Value> = seen["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h[1])
+        .collect();
+    assert_eq!(statuses, [200, 200, 200, 403], "{seen}");
+}
