@@ -342,6 +342,17 @@ async fn share_state(url: &str) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `--state URL` of a command that reads what replicas share (`usage`, `auth clients`…): the
+/// store is installed as `serve` does, and must answer now (an empty answer from a store that
+/// is down would read as "nothing recorded").
+pub(super) async fn read_shared_state(url: Option<&str>) -> Result<(), CliError> {
+    let Some(url) = url else { return Ok(()) };
+    let store = crate::state::Redis::connect(url).await?;
+    store.ping().await?;
+    crate::state::install(store);
+    Ok(())
+}
+
 /// Binds `--metrics` and serves its pages until `stop`.
 async fn metrics_listener(
     gateway: &Gateway,

@@ -166,6 +166,17 @@ impl Redis {
         Ok(())
     }
 
+    /// Takes the record at `key`: read and removed at once, so only one caller of all the
+    /// replicas gets it (`GETDEL`).
+    pub async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, StateError> {
+        let mut connection = self.manager.clone();
+        ::redis::cmd("GETDEL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .map_err(self.failed("did not answer a GETDEL"))
+    }
+
     /// Removes `key`.
     pub async fn delete(&self, key: &str) -> Result<(), StateError> {
         let mut connection = self.manager.clone();

@@ -1,7 +1,9 @@
 //! More of what replicas of `serve --http --state redis://…` share (the setup of
 //! `replicas.rs`: Debian's `redis-server` and `haproxy` on loopback, each replica with an empty
 //! state directory of its own): a session's DELETE sent to any replica ends it on every
-//! replica, and names given with `--allowed-host` pass the Host check through HAProxy.
+//! replica, names given with `--allowed-host` pass the Host check through HAProxy, and
+//! `usage` / `auth clients` with `--state` read what replicas recorded, from a machine whose
+//! state directory is empty.
 
 use std::path::Path;
 use std::process::Command;
@@ -23,8 +25,7 @@ fn replica_with(cmd: &Cmd, n: usize, port: u16, redis: &str, extra: &[&str]) -> 
     let running = cmd
         .cmd()
         .args(["--config", "config.json", "serve", "--mode", "full"])
-        .args(["--http", &format!("127.0.0.1:{port}"), "--api-key", KEY])
-        .args(["--state", redis])
+        .args(["--http", &format!("127.0.0.1:{port}"), "--state", redis])
         .args(extra)
         .env("XDG_STATE_HOME", &state.display().to_string())
         .stderr_any()
@@ -36,15 +37,16 @@ fn replica_with(cmd: &Cmd, n: usize, port: u16, redis: &str, extra: &[&str]) -> 
     running
 }
 
-/// Redis and three replicas (with `extra` flags): the ports of the replicas and the first
+/// Redis and three replicas (with the key and `extra` flags): the ports of the replicas and the first
 /// free port after them, and what must live as long as the test.
 fn three_replicas(cmd: &Cmd, extra: &[&str]) -> ([u16; 3], u16, Vec<Running>, impl Drop) {
     let first = free_ports(5);
     let redis = start_redis(cmd.dir(), first);
     let url = format!("redis://127.0.0.1:{first}");
     let ports = [first + 1, first + 2, first + 3];
+    let flags = [&["--api-key", KEY], extra].concat();
     let running = (0..3)
-        .map(|n| replica_with(cmd, n, ports[n], &url, extra))
+        .map(|n| replica_with(cmd, n, ports[n], &url, &flags))
         .collect();
     (ports, first + 4, running, redis)
 }
@@ -108,4 +110,84 @@ fn an_allowed_host_passes_the_host_check_through_haproxy() {
         .map(|h| &h[1])
         .collect();
     assert_eq!(statuses, [200, 200, 200, 403], "{seen}");
+}
+
+/// `usage --state URL` and `auth clients --state URL` read the usage record and the OAuth
+/// clients the replicas keep in Redis, with a state directory of their own that is empty
+/// (before, they read only local files: no calls, no clients).
+#[test]
+fn usage_and_auth_clients_read_the_shared_store_with_state() {
+    let Some(()) = programs() else { return };
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let first = free_ports(3);
+    let _redis = start_redis(cmd.dir(), first);
+    let url = format!("redis://127.0.0.1:{first}");
+    let _keyed = replica_with(&cmd, 0, first + 1, &url, &["--api-key", KEY]);
+    let _oauth = replica_with(&cmd, 1, first + 2, &url, &["--auth", "oauth"]);
+    let seen = more_client(cmd.dir(), &["echo", "--url", &mcp(first + 1)]);
+    assert_eq!(seen["status"], 200, "{seen}");
+    let registration = json!({"redirect_uris": ["http://127.0.0.1:9/callback"],
+        "client_name": "replicas-more", "token_endpoint_auth_method": "none"});
+    let register = format!("http://127.0.0.1:{}/register", first + 2);
+    let (status, client) = http("POST", &register, &[], Some(registration));
+    assert_eq!(status, 201, "{client}");
+
+    let reader = cmd.mkdir("reader-state");
+    let reading = |args: &[&str]| {
+        cmd.cmd()
+            .args(args)
+            .args(["--state", &url, "--json"])
+            .env("XDG_STATE_HOME", &reader.display().to_string())
+            .stderr_any()
+            .run()
+            .json()
+    };
+    eventually(10, "usage --state shows the replica's call", || {
+        let usage = reading(&["usage"]);
+        usage["calls"] == 1 && usage["tools"][0]["tool"] == "echo"
+    });
+    let clients = reading(&["auth", "clients"]);
+    let ids: Vec<&Value> = clients["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["client_id"])
+        .collect();
+    assert_eq!(ids, [&client["client_id"]], "{clients}");
+    let files = std::fs::read_dir(&reader).unwrap().count();
+    assert_eq!(files, 0, "the reader wrote state of its own");
+}
+
+/// An authorization code issued by one replica of `--auth oauth` is redeemed at another's
+/// `/token` (it was kept in the issuing replica's memory: `invalid_grant` elsewhere), and only
+/// once across replicas.
+#[test]
+fn an_authorization_code_from_one_replica_is_redeemed_at_another() {
+    let Some(()) = programs() else { return };
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let first = free_ports(3);
+    let _redis = start_redis(cmd.dir(), first);
+    let url = format!("redis://127.0.0.1:{first}");
+    let oauth = ["--auth", "oauth"];
+    let _a = replica_with(&cmd, 0, first + 1, &url, &oauth);
+    let _b = replica_with(&cmd, 1, first + 2, &url, &oauth);
+    let bases = format!(
+        "http://127.0.0.1:{},http://127.0.0.1:{}",
+        first + 1,
+        first + 2
+    );
+    let args = ["code", "--urls", &bases, "--bin", BIN, "--state", &url];
+    let seen = more_client(cmd.dir(), &args);
+    let shown = serde_json::to_string_pretty(&seen).unwrap();
+    assert_eq!(seen["registered"], 201, "{shown}");
+    assert_eq!(seen["consent"], 200, "{shown}");
+    assert_eq!(seen["approved"], 0, "{shown}");
+    assert_eq!(
+        seen["redirected"],
+        json!([303, "http://127.0.0.1:9/callback"]),
+        "{shown}"
+    );
+    assert_eq!(seen["token_elsewhere"][0], 200, "{shown}");
+    assert_eq!(seen["token_elsewhere"][1], true, "{shown}");
+    assert_eq!(seen["again_here"][0], 400, "a code redeemed twice: {shown}");
 }
