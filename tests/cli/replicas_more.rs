@@ -11,7 +11,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::launch_util::http;
-use crate::replicas::{mcp, programs, start_haproxy, start_redis, KEY};
+use crate::replicas::{mcp, programs, start_haproxy, start_redis, Started, KEY};
 use crate::serve::eventually;
 use crate::util::*;
 
@@ -37,18 +37,38 @@ fn replica_with(cmd: &Cmd, n: usize, port: u16, redis: &str, extra: &[&str]) -> 
     running
 }
 
-/// Redis and three replicas (with the key and `extra` flags): the ports of the replicas and the first
-/// free port after them, and what must live as long as the test.
-fn three_replicas(cmd: &Cmd, extra: &[&str]) -> ([u16; 3], u16, Vec<Running>, impl Drop) {
-    let first = free_ports(5);
-    let redis = start_redis(cmd.dir(), first);
+/// Redis and replicas of it, each with its flags: what lives as long as the test.
+struct Fleet {
+    /// The Redis URL.
+    url: String,
+    /// The replicas' ports.
+    ports: Vec<u16>,
+    /// A free port after them (for a balancer).
+    spare: u16,
+    _running: Vec<Running>,
+    _redis: Started,
+}
+
+/// Redis and one replica per entry of `flags`.
+fn fleet(cmd: &Cmd, flags: &[&[&str]]) -> Fleet {
+    let count = flags.len() as u16;
+    let first = free_ports(count + 2);
+    let _redis = start_redis(cmd.dir(), first);
     let url = format!("redis://127.0.0.1:{first}");
-    let ports = [first + 1, first + 2, first + 3];
-    let flags = [&["--api-key", KEY], extra].concat();
-    let running = (0..3)
-        .map(|n| replica_with(cmd, n, ports[n], &url, &flags))
+    let ports: Vec<u16> = (1..=count).map(|n| first + n).collect();
+    let _running = flags
+        .iter()
+        .enumerate()
+        .map(|(n, flags)| replica_with(cmd, n, ports[n], &url, flags))
         .collect();
-    (ports, first + 4, running, redis)
+    let spare = first + count + 1;
+    Fleet {
+        url,
+        ports,
+        spare,
+        _running,
+        _redis,
+    }
 }
 
 fn more_client(dir: &Path, args: &[&str]) -> Value {
@@ -65,8 +85,10 @@ fn more_client(dir: &Path, args: &[&str]) -> Value {
 fn a_sessions_delete_through_another_replica_ends_it_on_every_replica() {
     let Some(()) = programs() else { return };
     let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
-    let (ports, _, _replicas, _redis) = three_replicas(&cmd, &[]);
-    let urls = ports.map(mcp).join(",");
+    let keyed: &[&str] = &["--api-key", KEY];
+    let fleet = fleet(&cmd, &[keyed, keyed, keyed]);
+    let urls: Vec<String> = fleet.ports.iter().map(|p| mcp(*p)).collect();
+    let urls = urls.join(",");
     let seen = more_client(cmd.dir(), &["ended", "--urls", &urls]);
     let shown = serde_json::to_string_pretty(&seen).unwrap();
     assert_eq!(seen["continued"], 200, "{shown}");
@@ -92,10 +114,10 @@ fn a_sessions_delete_through_another_replica_ends_it_on_every_replica() {
 fn an_allowed_host_passes_the_host_check_through_haproxy() {
     let Some(()) = programs() else { return };
     let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
-    let extra = ["--allowed-host", PUBLIC_NAME];
-    let (ports, front, _replicas, _redis) = three_replicas(&cmd, &extra);
-    let _haproxy = start_haproxy(cmd.dir(), front, &ports);
-    let url = mcp(front);
+    let flags: &[&str] = &["--api-key", KEY, "--allowed-host", PUBLIC_NAME];
+    let fleet = fleet(&cmd, &[flags, flags, flags]);
+    let _haproxy = start_haproxy(cmd.dir(), fleet.spare, &fleet.ports);
+    let url = mcp(fleet.spare);
     let other = "other.example.test";
     let named = [PUBLIC_NAME, PUBLIC_NAME, PUBLIC_NAME, other];
     let args: Vec<&str> = ["host", "--url", &url]
@@ -119,16 +141,13 @@ fn an_allowed_host_passes_the_host_check_through_haproxy() {
 fn usage_and_auth_clients_read_the_shared_store_with_state() {
     let Some(()) = programs() else { return };
     let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
-    let first = free_ports(3);
-    let _redis = start_redis(cmd.dir(), first);
-    let url = format!("redis://127.0.0.1:{first}");
-    let _keyed = replica_with(&cmd, 0, first + 1, &url, &["--api-key", KEY]);
-    let _oauth = replica_with(&cmd, 1, first + 2, &url, &["--auth", "oauth"]);
-    let seen = more_client(cmd.dir(), &["echo", "--url", &mcp(first + 1)]);
+    let fleet = fleet(&cmd, &[&["--api-key", KEY], &["--auth", "oauth"]]);
+    let (url, ports) = (&fleet.url, &fleet.ports);
+    let seen = more_client(cmd.dir(), &["echo", "--url", &mcp(ports[0])]);
     assert_eq!(seen["status"], 200, "{seen}");
     let registration = json!({"redirect_uris": ["http://127.0.0.1:9/callback"],
         "client_name": "replicas-more", "token_endpoint_auth_method": "none"});
-    let register = format!("http://127.0.0.1:{}/register", first + 2);
+    let register = format!("http://127.0.0.1:{}/register", ports[1]);
     let (status, client) = http("POST", &register, &[], Some(registration));
     assert_eq!(status, 201, "{client}");
 
@@ -136,7 +155,7 @@ fn usage_and_auth_clients_read_the_shared_store_with_state() {
     let reading = |args: &[&str]| {
         cmd.cmd()
             .args(args)
-            .args(["--state", &url, "--json"])
+            .args(["--state", url, "--json"])
             .env("XDG_STATE_HOME", &reader.display().to_string())
             .stderr_any()
             .run()
@@ -165,18 +184,13 @@ fn usage_and_auth_clients_read_the_shared_store_with_state() {
 fn an_authorization_code_from_one_replica_is_redeemed_at_another() {
     let Some(()) = programs() else { return };
     let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
-    let first = free_ports(3);
-    let _redis = start_redis(cmd.dir(), first);
-    let url = format!("redis://127.0.0.1:{first}");
-    let oauth = ["--auth", "oauth"];
-    let _a = replica_with(&cmd, 0, first + 1, &url, &oauth);
-    let _b = replica_with(&cmd, 1, first + 2, &url, &oauth);
-    let bases = format!(
-        "http://127.0.0.1:{},http://127.0.0.1:{}",
-        first + 1,
-        first + 2
-    );
-    let args = ["code", "--urls", &bases, "--bin", BIN, "--state", &url];
+    let oauth: &[&str] = &["--auth", "oauth"];
+    let fleet = fleet(&cmd, &[oauth, oauth]);
+    let [a, b] = [fleet.ports[0], fleet.ports[1]];
+    let bases = format!("http://127.0.0.1:{a},http://127.0.0.1:{b}");
+    let args = [
+        "code", "--urls", &bases, "--bin", BIN, "--state", &fleet.url,
+    ];
     let seen = more_client(cmd.dir(), &args);
     let shown = serde_json::to_string_pretty(&seen).unwrap();
     assert_eq!(seen["registered"], 201, "{shown}");
