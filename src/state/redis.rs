@@ -24,6 +24,12 @@ pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the watcher pings the store for `/readyz`.
 const WATCH_EVERY: Duration = Duration::from_secs(2);
 
+/// How soon a listener whose connection was lost tries again: news missed meanwhile is lost
+/// (a session ended elsewhere then ends here at its idle time), so soon; one connect per
+/// half second against a store that is down costs nothing (as the watcher's pings, a fixed
+/// pace: `backoff` is a room of the same floor).
+const LISTEN_AGAIN: Duration = Duration::from_millis(500);
+
 /// The prefix of every key we write: the store may be shared with other programs.
 pub const PREFIX: &str = "mcp-launch";
 
@@ -199,8 +205,8 @@ impl Redis {
     }
 
     /// Listens on `channel` (see [`Redis::publish`]) in the background, giving each piece of
-    /// news to `hear` until it answers false; a lost connection is opened again (with the one
-    /// backoff), news published meanwhile being missed.
+    /// news to `hear` until it answers false; a lost connection is opened again every
+    /// [`LISTEN_AGAIN`], news published meanwhile being missed.
     pub fn spawn_listener<F>(&self, channel: &str, mut hear: F)
     where
         F: FnMut(&[u8]) -> bool + Send + 'static,
@@ -208,14 +214,12 @@ impl Redis {
         let (client, url) = (self.client.clone(), self.url.clone());
         let channel = format!("{PREFIX}:{channel}");
         tokio::spawn(async move {
-            let mut backoff =
-                crate::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
             loop {
                 match listen(&client, &channel, &mut hear).await {
                     Ok(()) => return,
                     Err(e) => tracing::warn!(%url, %channel, error = %e, "listening again"),
                 }
-                tokio::time::sleep(backoff.next_delay().0).await;
+                tokio::time::sleep(LISTEN_AGAIN).await;
             }
         });
     }
