@@ -124,6 +124,27 @@ pub struct ServeArgs {
     /// without.
     #[arg(long, env = crate::state::ENV, value_name = "URL", hide_env_values = true)]
     pub state: Option<String>,
+    /// With --http: one more name clients reach the gateway by, accepted in `Host` and
+    /// `Origin` (a load balancer's or DNS name; NAME or NAME:PORT; repeatable). Without it
+    /// only loopback names and the bound address are.
+    #[arg(long = "allowed-host", value_name = "NAME", requires = "http", value_parser = parse_allowed_host)]
+    pub allowed_hosts: Vec<String>,
+}
+
+/// `--allowed-host`: a host name or address, with a port or not; no scheme, path or space.
+fn parse_allowed_host(text: &str) -> Result<String, String> {
+    let name = text.trim().to_ascii_lowercase();
+    let bad = name.is_empty()
+        || name.contains("://")
+        || name.contains(['/', '?', '#', '@', ' ', '*'])
+        || reqwest::Url::parse(&format!("http://{name}/")).is_err();
+    match bad {
+        true => Err(format!(
+            "{text:?} is not a host name: give the name clients send in `Host`, as \
+             mcp.example.com or mcp.example.com:8443 (no scheme, no path)"
+        )),
+        false => Ok(name),
+    }
 }
 
 /// `--metrics`: a loopback address only (its pages are served without a key).
@@ -321,6 +342,17 @@ async fn share_state(url: &str) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `--state URL` of a command that reads what replicas share (`usage`, `auth clients`…): the
+/// store is installed as `serve` does, and must answer now (an empty answer from a store that
+/// is down would read as "nothing recorded").
+pub(super) async fn read_shared_state(url: Option<&str>) -> Result<(), CliError> {
+    let Some(url) = url else { return Ok(()) };
+    let store = crate::state::Redis::connect(url).await?;
+    store.ping().await?;
+    crate::state::install(store);
+    Ok(())
+}
+
 /// Binds `--metrics` and serves its pages until `stop`.
 async fn metrics_listener(
     gateway: &Gateway,
@@ -487,6 +519,7 @@ async fn serve_http(
         api_key: served.key,
         oauth,
         public_url: opened.as_ref().map(|o| o.base.clone()),
+        allowed_hosts: args.allowed_hosts.clone(),
         limits: crate::listen::Limits::default(),
         sessions: wire::SessionLimits {
             max_sessions: args.max_sessions,
@@ -636,5 +669,27 @@ mod tests {
         assert!(refuse_open_without_key(open, Some("0123456789abcdef")).is_ok());
         let loopback: SocketAddr = "127.0.0.1:8000".parse().unwrap();
         assert!(refuse_open_without_key(loopback, Some("a")).is_ok());
+    }
+
+    #[test]
+    fn an_allowed_host_is_a_name_with_or_without_a_port() {
+        for good in [
+            "mcp.example.com",
+            "MCP.internal:8443",
+            "10.0.0.5",
+            "[::1]:80",
+        ] {
+            assert!(parse_allowed_host(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "https://mcp.example.com",
+            "mcp.example.com/mcp",
+            "*.example.com",
+            "a b",
+        ] {
+            let refused = parse_allowed_host(bad).unwrap_err();
+            assert!(refused.contains("no scheme"), "{bad}: {refused}");
+        }
     }
 }

@@ -182,7 +182,7 @@ mod tests {
     fn serve_args(flags: &[&str]) -> ServeArgs {
         let argv = [&["mcp-launch", "serve"], flags].concat();
         match Cli::try_parse_from(argv).expect("flags parse").command {
-            Command::Serve(args) => args,
+            Command::Serve(args) => *args,
             other => panic!("not serve: {other:?}"),
         }
     }

@@ -21,7 +21,8 @@ const SINCE: Setting = Setting::new(
 
 /// What tool calls cost: calls, cuts, bytes and tokens per server and tool.
 ///
-/// Reads the usage record (`$XDG_STATE_HOME/mcp-launch/usage.jsonl`): one line per call made
+/// Reads the usage record (`$XDG_STATE_HOME/mcp-launch/usage.jsonl`, or with --state the one
+/// replicas share in Redis): one line per call made
 /// through mcp-launch (tool, server, client, bytes and tokens returned, cut or not, duration;
 /// never arguments or content).
 ///
@@ -31,6 +32,10 @@ pub struct UsageArgs {
     /// How far back (a duration: 90m, 24h, 7d).
     #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = |s: &str| SINCE.parse(s))]
     pub since: Duration,
+    /// Read the record replicas of `serve --http --state URL` share in Redis (the same URL),
+    /// instead of this machine's file.
+    #[arg(long, env = crate::state::ENV, value_name = "URL", hide_env_values = true)]
+    pub state: Option<String>,
 }
 
 /// The tokens column: "–" when no call was counted, the calls counted when some were not.
@@ -46,6 +51,7 @@ fn tokens_shown(total: &outputs::UsageTotal) -> String {
 
 /// Runs `usage`.
 pub async fn run(args: UsageArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
+    super::serve::read_shared_state(args.state.as_deref()).await?;
     let from = SystemTime::now()
         .checked_sub(args.since)
         .unwrap_or(SystemTime::UNIX_EPOCH);

@@ -1,6 +1,7 @@
 //! The Redis store: one connection manager (reconnecting on its own, every command bounded by
-//! [`RESPONSE_TIMEOUT`]), keys namespaced `mcp-launch:<kind>:<id>`, and a watcher that keeps
-//! [`Redis::is_reachable`] current for `/readyz`.
+//! [`RESPONSE_TIMEOUT`]), keys namespaced `mcp-launch:<kind>:<id>`, a watcher that keeps
+//! [`Redis::is_reachable`] current for `/readyz`, and news between replicas (`PUBLISH` on
+//! channels `mcp-launch:<kind>`, each listener on a connection of its own).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +24,12 @@ pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the watcher pings the store for `/readyz`.
 const WATCH_EVERY: Duration = Duration::from_secs(2);
 
+/// How soon a listener whose connection was lost tries again: news missed meanwhile is lost
+/// (a session ended elsewhere then ends here at its idle time), so soon; one connect per
+/// half second against a store that is down costs nothing (as the watcher's pings, a fixed
+/// pace: `backoff` is a room of the same floor).
+const LISTEN_AGAIN: Duration = Duration::from_millis(500);
+
 /// The prefix of every key we write: the store may be shared with other programs.
 pub const PREFIX: &str = "mcp-launch";
 
@@ -36,6 +43,8 @@ const SWAP_SCRIPT: &str = "if (redis.call('GET', KEYS[2]) or '') == ARGV[1] then
 pub struct Redis {
     /// The URL with its password taken out: what errors and logs name.
     url: String,
+    /// The client the manager was made from (listeners open their own connection with it).
+    client: ::redis::Client,
     manager: ConnectionManager,
     /// The runtime the manager's connection lives on (blocking callers wait on it).
     runtime: tokio::runtime::Handle,
@@ -68,10 +77,11 @@ impl Redis {
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
-        let manager = ConnectionManager::new_lazy_with_config(client, config)
+        let manager = ConnectionManager::new_lazy_with_config(client.clone(), config)
             .map_err(|e| bad(e.to_string()))?;
         let redis = Arc::new(Redis {
             url: shown,
+            client,
             manager,
             runtime: tokio::runtime::Handle::current(),
             reachable: AtomicBool::new(false),
@@ -162,6 +172,17 @@ impl Redis {
         Ok(())
     }
 
+    /// Takes the record at `key`: read and removed at once, so only one caller of all the
+    /// replicas gets it (`GETDEL`).
+    pub async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, StateError> {
+        let mut connection = self.manager.clone();
+        ::redis::cmd("GETDEL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .map_err(self.failed("did not answer a GETDEL"))
+    }
+
     /// Removes `key`.
     pub async fn delete(&self, key: &str) -> Result<(), StateError> {
         let mut connection = self.manager.clone();
@@ -170,6 +191,37 @@ impl Redis {
             .await
             .map_err(self.failed("did not answer a DEL"))?;
         Ok(())
+    }
+
+    /// Tells every replica listening on `channel` (a kind: the channel is
+    /// `mcp-launch:<channel>`) `news`; replicas not listening at that moment never hear it.
+    pub async fn publish(&self, channel: &str, news: &[u8]) -> Result<(), StateError> {
+        let mut connection = self.manager.clone();
+        let _: usize = connection
+            .publish(format!("{PREFIX}:{channel}"), news)
+            .await
+            .map_err(self.failed("did not answer a PUBLISH"))?;
+        Ok(())
+    }
+
+    /// Listens on `channel` (see [`Redis::publish`]) in the background, giving each piece of
+    /// news to `hear` until it answers false; a lost connection is opened again every
+    /// [`LISTEN_AGAIN`], news published meanwhile being missed.
+    pub fn spawn_listener<F>(&self, channel: &str, mut hear: F)
+    where
+        F: FnMut(&[u8]) -> bool + Send + 'static,
+    {
+        let (client, url) = (self.client.clone(), self.url.clone());
+        let channel = format!("{PREFIX}:{channel}");
+        tokio::spawn(async move {
+            loop {
+                match listen(&client, &channel, &mut hear).await {
+                    Ok(()) => return,
+                    Err(e) => tracing::warn!(%url, %channel, error = %e, "listening again"),
+                }
+                tokio::time::sleep(LISTEN_AGAIN).await;
+            }
+        });
     }
 
     /// Appends `value` to the list at `key`, keeping its last `keep` entries.
@@ -286,6 +338,30 @@ impl Redis {
             Err(_) => self.runtime.block_on(work),
         }
     }
+}
+
+/// Hears `channel` until `hear` answers false (`Ok`) or the connection is lost (`Err`).
+async fn listen<F>(
+    client: &::redis::Client,
+    channel: &str,
+    hear: &mut F,
+) -> ::redis::RedisResult<()>
+where
+    F: FnMut(&[u8]) -> bool,
+{
+    use futures_util::StreamExt;
+    let opening = tokio::time::timeout(CONNECT_TIMEOUT, client.get_async_pubsub());
+    let mut pubsub = opening.await.map_err(|_| {
+        ::redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut))
+    })??;
+    pubsub.subscribe(channel).await?;
+    let mut news = pubsub.into_on_message();
+    while let Some(message) = news.next().await {
+        if !hear(message.get_payload_bytes()) {
+            return Ok(());
+        }
+    }
+    Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset).into())
 }
 
 /// Pings the store every [`WATCH_EVERY`] while it is in use (ends when the last holder drops it).

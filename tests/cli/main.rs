@@ -36,6 +36,7 @@ mod planted;
 mod remote;
 mod remote_2026;
 mod replicas;
+mod replicas_more;
 mod rugpull;
 mod schemathesis;
 mod search;

@@ -19,7 +19,7 @@ use crate::serve::eventually;
 use crate::util::*;
 
 /// The key every replica shares (clients hold one key whatever replica answers).
-const KEY: &str = "replicas-test-key-0123456789abcdef";
+pub(crate) const KEY: &str = "replicas-test-key-0123456789abcdef";
 
 /// How long the soak runs: long enough for a kill, a restart and calls after both.
 const SOAK_SECONDS: f64 = 20.0;
@@ -29,7 +29,7 @@ const KILL_AT: Duration = Duration::from_secs(6);
 const RESTART_AT: Duration = Duration::from_secs(10);
 
 /// A program the test starts, killed on drop.
-struct Started(Child);
+pub(crate) struct Started(Child);
 
 impl Drop for Started {
     fn drop(&mut self) {
@@ -40,7 +40,7 @@ impl Drop for Started {
 
 /// `redis-server` and `haproxy`, or `None` (a note printed) when they are absent and this is
 /// not CI; on CI their absence fails the test.
-fn programs() -> Option<()> {
+pub(crate) fn programs() -> Option<()> {
     let missing: Vec<_> = ["redis-server", "haproxy"]
         .into_iter()
         .filter(|p| Command::new(p).arg("-v").output().is_err())
@@ -56,7 +56,7 @@ fn programs() -> Option<()> {
     None
 }
 
-fn start_redis(dir: &Path, port: u16) -> Started {
+pub(crate) fn start_redis(dir: &Path, port: u16) -> Started {
     let child = Command::new("redis-server")
         .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
         .args(["--save", "", "--appendonly", "no", "--dir"])
@@ -73,7 +73,7 @@ fn start_redis(dir: &Path, port: u16) -> Started {
 /// HAProxy in front of `replicas`: round robin (so a session's requests go to every replica),
 /// `/readyz` checked every 300 ms, a refused connection retried on another replica — the
 /// configuration docs/DEPLOY.md shows, read from `deploy/haproxy.cfg`.
-fn start_haproxy(dir: &Path, port: u16, replicas: &[u16]) -> Started {
+pub(crate) fn start_haproxy(dir: &Path, port: u16, replicas: &[u16]) -> Started {
     let servers: String = replicas
         .iter()
         .enumerate()
@@ -143,7 +143,7 @@ fn client(dir: &Path, args: &[&str]) -> Value {
     client_json(command, dir, "the replicas client")
 }
 
-fn mcp(port: u16) -> String {
+pub(crate) fn mcp(port: u16) -> String {
     format!("http://127.0.0.1:{port}/mcp")
 }
 

@@ -27,7 +27,7 @@ const MAX_OPEN: usize = 32;
 const CSRF_COOKIE: &str = "mcp_launch_csrf";
 
 /// An authorization code waiting for its exchange.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Code {
     pub client_id: String,
     pub redirect_uri: String,
@@ -264,20 +264,52 @@ impl OAuthServer {
             );
         }
         let code = crate::auth::random_string(40);
-        self.codes.lock().unwrap_or_else(|e| e.into_inner()).insert(
-            hash(&code),
-            Code {
-                client_id,
-                redirect_uri: redirect.clone(),
-                challenge: request.code_challenge.unwrap_or_default(),
-                scope: session.scope,
-                expires_at: now() + CODE_TTL.as_secs(),
-            },
-        );
+        let kept = Code {
+            client_id,
+            redirect_uri: redirect.clone(),
+            challenge: request.code_challenge.unwrap_or_default(),
+            scope: session.scope,
+            expires_at: now() + CODE_TTL.as_secs(),
+        };
+        if self.keep_code(&hash(&code), kept).is_err() {
+            return error_page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the authorization code could not be kept: try the login again",
+            );
+        }
         let mut params = vec![("code", code.as_str())];
         params.extend(request.state.as_deref().map(|s| ("state", s)));
         params.push(("iss", &self.issuer));
         redirect_to(&redirect, &params)
+    }
+}
+
+impl OAuthServer {
+    /// Keeps `code` under its hash: in the shared store when there is one (any replica's
+    /// `/token` redeems it), else in memory.
+    fn keep_code(&self, hash: &str, code: Code) -> std::io::Result<()> {
+        let record = serde_json::to_vec(&code)?;
+        if !self.store.put_code(hash, &record, CODE_TTL)? {
+            let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
+            codes.insert(hash.to_string(), code);
+        }
+        Ok(())
+    }
+
+    /// Takes the code kept under `hash` (once, wherever it was kept).
+    pub(super) fn take_code(&self, hash: &str) -> std::io::Result<Option<Code>> {
+        let held = self
+            .codes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(hash);
+        if held.is_some() {
+            return Ok(held);
+        }
+        match self.store.take_code(hash)? {
+            Some(record) => Ok(Some(serde_json::from_slice(&record)?)),
+            None => Ok(None),
+        }
     }
 }
 

@@ -267,11 +267,17 @@ fn invalid_grant(why: &str) -> Response {
 fn exchange_code(server: &OAuthServer, client_id: &str, form: &TokenForm) -> Response {
     let code_hash = hash(form.code.as_deref().unwrap_or(""));
     // Taken out before any check: a code is tried once, whatever the outcome.
-    let code = server
-        .codes
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&code_hash);
+    let code = match server.take_code(&code_hash) {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::warn!(error = %e, "an authorization code could not be looked up");
+            return oauth_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                "the authorization state could not be read: try again",
+            );
+        }
+    };
     let Some(code) = code.filter(|c| c.expires_at > now()) else {
         return invalid_grant("the authorization code is unknown, expired or already used");
     };

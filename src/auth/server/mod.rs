@@ -88,8 +88,9 @@ pub struct OAuthServer {
     /// The state as last read, and the store's stamp then: verification reads memory and
     /// re-reads the store only when its stamp moved (a revocation elsewhere).
     cache: Mutex<(Option<u128>, Arc<State>)>,
-    /// Authorization codes by hash: kept in memory (they live a minute and never leave the
-    /// process that issued them).
+    /// Authorization codes by hash, kept in memory when the store keeps none (they live a
+    /// minute; with `--state` they are in Redis, `mcp-launch:oauth-code:<hash>`, so any
+    /// replica's `/token` redeems them).
     codes: Mutex<HashMap<String, consent::Code>>,
     /// Consent pages open now, by request id.
     consents: Mutex<HashMap<String, consent::Session>>,

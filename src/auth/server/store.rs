@@ -137,6 +137,16 @@ pub trait Store: Send + Sync {
     /// A stamp that changes whenever the state does (cheap: checked on every request, so a
     /// revocation by another process is seen at once).
     fn stamp(&self) -> io::Result<u128>;
+    /// Keeps an authorization code (`record`, under the code's hash) for `ttl` where every
+    /// replica's `/token` finds it; false when this store keeps none (the server then keeps
+    /// its codes in its own memory: one process).
+    fn put_code(&self, _hash: &str, _record: &[u8], _ttl: std::time::Duration) -> io::Result<bool> {
+        Ok(false)
+    }
+    /// Takes the code kept under `hash` by [`Store::put_code`]: once, whichever replica asks.
+    fn take_code(&self, _hash: &str) -> io::Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
 }
 
 /// The state in memory only (tests, and one-shot servers).
@@ -267,6 +277,19 @@ impl RedisStore {
 }
 
 impl Store for RedisStore {
+    fn put_code(&self, hash: &str, record: &[u8], ttl: std::time::Duration) -> io::Result<bool> {
+        let (shared, key) = (&self.shared, crate::state::Redis::key("oauth-code", hash));
+        shared
+            .blocking(shared.put(&key, record, Some(ttl), true))
+            .map_err(io::Error::other)?;
+        Ok(true)
+    }
+
+    fn take_code(&self, hash: &str) -> io::Result<Option<Vec<u8>>> {
+        let (shared, key) = (&self.shared, crate::state::Redis::key("oauth-code", hash));
+        shared.blocking(shared.take(&key)).map_err(io::Error::other)
+    }
+
     fn load(&self) -> io::Result<State> {
         let (key, _) = Self::keys();
         let shared = &self.shared;

@@ -26,6 +26,11 @@ pub struct AuthArgs {
     /// What to do.
     #[command(subcommand)]
     pub action: AuthAction,
+    /// With approve, clients and revoke: the authorization server's state replicas of
+    /// `serve --http --auth oauth --state URL` share in Redis (the same URL), instead of this
+    /// machine's file.
+    #[arg(long, global = true, env = crate::state::ENV, value_name = "URL", hide_env_values = true)]
+    pub state: Option<String>,
 }
 
 /// The `auth` actions.
@@ -63,8 +68,12 @@ pub async fn run(args: AuthArgs, global: &GlobalArgs) -> Result<Outcome, CliErro
         AuthAction::Login(login) => login::run(login, global).await,
         AuthAction::Status => remote::status(global),
         AuthAction::Logout { server } => remote::logout(&server, global).await,
-        AuthAction::Approve { request } => operator::run(Operator::Approve { request }, global),
-        AuthAction::Clients => operator::run(Operator::Clients, global),
-        AuthAction::Revoke { client } => operator::run(Operator::Revoke { client }, global),
+        AuthAction::Approve { request } => {
+            operator::run(Operator::Approve { request }, global, args.state).await
+        }
+        AuthAction::Clients => operator::run(Operator::Clients, global, args.state).await,
+        AuthAction::Revoke { client } => {
+            operator::run(Operator::Revoke { client }, global, args.state).await
+        }
     }
 }

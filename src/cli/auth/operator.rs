@@ -1,11 +1,12 @@
 //! `auth approve|clients|revoke`: the operator's side of the built-in authorization server of
-//! `serve --http --auth oauth` (its state file in the state directory).
+//! `serve --http --auth oauth` (its state file in the state directory, or with `--state` the
+//! state its replicas share in Redis).
 
 use std::io::Write;
 
 use serde_json::{json, Value};
 
-use crate::auth::server::{admin, FileStore, State};
+use crate::auth::server::{admin, State};
 use crate::output;
 
 use super::super::{CliError, GlobalArgs, Outcome};
@@ -17,12 +18,18 @@ pub(super) enum Operator {
     Revoke { client: String },
 }
 
-/// Runs one of the operator's actions.
-pub(super) fn run(action: Operator, global: &GlobalArgs) -> Result<Outcome, CliError> {
-    let store = FileStore::new(FileStore::default_path());
+/// Runs one of the operator's actions, on the state in `state` (a Redis URL) or the file.
+pub(super) async fn run(
+    action: Operator,
+    global: &GlobalArgs,
+    state: Option<String>,
+) -> Result<Outcome, CliError> {
+    super::super::serve::read_shared_state(state.as_deref()).await?;
+    let store = crate::auth::server::default_store();
+    let store = store.as_ref();
     match action {
         Operator::Approve { request } => {
-            let found = admin::approve(&store, &request)?;
+            let found = admin::approve(store, &request)?;
             done(
                 found,
                 global,
@@ -32,7 +39,7 @@ pub(super) fn run(action: Operator, global: &GlobalArgs) -> Result<Outcome, CliE
             )
         }
         Operator::Revoke { client } => {
-            let found = admin::revoke(&store, &client)?;
+            let found = admin::revoke(store, &client)?;
             done(
                 found,
                 global,
@@ -41,7 +48,7 @@ pub(super) fn run(action: Operator, global: &GlobalArgs) -> Result<Outcome, CliE
                 "mcp-launch auth clients lists the client ids",
             )
         }
-        Operator::Clients => clients(&admin::load(&store)?, global),
+        Operator::Clients => clients(&admin::load(store)?, global),
     }
 }
 

@@ -164,6 +164,7 @@ impl Side {
             api_key: (self.auth == AuthMode::Key).then(|| self.api_key.clone()),
             oauth,
             public_url: Some(base.to_string()),
+            allowed_hosts: Vec::new(),
             limits: crate::listen::Limits::default(),
             sessions: wire::SessionLimits::default(),
         };

@@ -12,7 +12,8 @@
 //! - a batch: answered by [`super::batch`] on a 2025-03-26 session, else 400, -32600;
 //! - DELETE of a session that does not exist (or has ended): 404, -32001 ("the server MUST
 //!   respond to requests containing that session ID with HTTP 404 Not Found", Streamable HTTP,
-//!   session management); rmcp answers it 202;
+//!   session management); rmcp answers it 202. With `--state`, a session another replica
+//!   began ends here too: its record goes and every replica holding it closes its copy;
 //! - rmcp's other plain-text refusals (406, 404 of an unknown session, 400 without a session id,
 //!   413) keep their status, with their text as the error's message (-32001 for a 404, as the
 //!   official TypeScript SDK does; -32603 for a 5xx; else -32600).
@@ -79,10 +80,7 @@ pub async fn check(State(guard): State<Guard>, request: Request) -> Response {
             Ok(response) => response,
             Err(refused) => return refused,
         },
-        Method::DELETE => match unknown_session(&guard, session_id(&request)).await {
-            Some(refused) => return refused,
-            None => forward(&guard.inner, request).await,
-        },
+        Method::DELETE => return delete(&guard, request).await,
         _ => forward(&guard.inner, request).await,
     };
     rewrap(response).await
@@ -223,18 +221,35 @@ fn session_id(request: &Request) -> Option<Arc<str>> {
     id.to_str().ok().map(Arc::from)
 }
 
-/// A DELETE naming a session rmcp does not have: 404.
-async fn unknown_session(guard: &Guard, id: Option<Arc<str>>) -> Option<Response> {
-    let known = guard.sessions.has_session(&id?).await;
-    if known.unwrap_or(true) {
-        return None;
+/// A DELETE: rmcp ends the session here; with `--state`, it ends on every replica (its record
+/// gone, the copies others restored closed). 404 when neither this replica nor the store
+/// knows it.
+async fn delete(guard: &Guard, request: Request) -> Response {
+    let Some(id) = session_id(&request) else {
+        return rewrap(forward(&guard.inner, request).await).await;
+    };
+    let here = guard.sessions.has_session(&id).await.unwrap_or(true);
+    let shared = match guard.sessions.end_everywhere(&id).await {
+        Ok(shared) => shared,
+        Err(e) => {
+            let message = format!("Service Unavailable: the session could not be ended: {e}");
+            return refusal(
+                StatusCode::SERVICE_UNAVAILABLE,
+                INTERNAL_ERROR,
+                message,
+                Value::Null,
+            );
+        }
+    };
+    if !here && !shared {
+        return refusal(
+            StatusCode::NOT_FOUND,
+            SESSION_NOT_FOUND,
+            "Session not found: it ended or never existed; initialize a new one",
+            Value::Null,
+        );
     }
-    Some(refusal(
-        StatusCode::NOT_FOUND,
-        SESSION_NOT_FOUND,
-        "Session not found: it ended or never existed; initialize a new one",
-        Value::Null,
-    ))
+    rewrap(forward(&guard.inner, request).await).await
 }
 
 /// rmcp's plain-text refusal as a JSON-RPC error with the same status; anything else as is.

@@ -41,6 +41,10 @@ pub struct HttpOptions {
     /// (`serve --http --tunnel`): a tunnel forwards the public name as `Host`, so that host
     /// (and its origin) is accepted beside the loopback names.
     pub public_url: Option<String>,
+    /// More names clients may reach this listener by (`serve --allowed-host`: a load
+    /// balancer's or a DNS name), as `Host` (`NAME` or `NAME:PORT`) and in `Origin`
+    /// (`http(s)://NAME`, any port unless one is given).
+    pub allowed_hosts: Vec<String>,
     /// The bounds of the listener (header timeout, connections).
     pub limits: Limits,
     /// The bounds of the sessions (how many, how long idle).
@@ -77,6 +81,7 @@ pub async fn serve_http(
     };
     let public = options.public_url.as_deref().and_then(public_origin);
     hosts.extend(public.map(|(_, host)| host));
+    hosts.extend(options.allowed_hosts.iter().cloned());
     let ready = readiness(&gateway);
     let limits = options.limits;
     let app = crate::observe::health_routes(ready).merge(routes(gateway, options, &hosts, &stop));
@@ -101,6 +106,12 @@ pub fn routes(
     ];
     let public = options.public_url.as_deref().and_then(public_origin);
     origins.extend(public.map(|(origin, _)| origin));
+    origins.extend(
+        options
+            .allowed_hosts
+            .iter()
+            .flat_map(|name| origins_of(name)),
+    );
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(MAX_BODY_BYTES);
@@ -112,6 +123,7 @@ pub fn routes(
     let spliced = gateway.clone();
     let guarded = gateway.clone();
     let sessions = Arc::new(Sessions::new(options.sessions));
+    Sessions::spawn_listener(&sessions);
     config.session_store = sessions.records();
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),
@@ -153,6 +165,15 @@ fn public_origin(url: &str) -> Option<(String, String)> {
         None => host.to_string(),
     };
     Some((format!("{}://{authority}", parsed.scheme()), authority))
+}
+
+/// The origins of a page served at `name` (`NAME` or `NAME:PORT`), over either scheme.
+fn origins_of(name: &str) -> [String; 2] {
+    let port = match name.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => "",
+        _ => ":*",
+    };
+    ["http", "https"].map(|scheme| format!("{scheme}://{name}{port}"))
 }
 
 /// `/readyz` of a gateway: ready once its catalog is loaded and its state store answers.
@@ -222,6 +243,7 @@ mod tests {
             api_key,
             oauth: None,
             public_url: None,
+            allowed_hosts: Vec::new(),
             limits,
             sessions,
         };

@@ -19,6 +19,10 @@
 //! a session this replica does not hold is restored from it (rmcp replays the handshake into a
 //! fresh local session), so a client's session goes on through any replica. The record's
 //! expiry is pushed back at most every quarter of the idle time, not on every message.
+//! A client's DELETE, whatever replica it reaches, ends the session everywhere
+//! ([`Sessions::end_everywhere`]): the record goes, and the news (the id's hash, on channel
+//! `mcp-launch:session-ended`) makes every replica close the copy it holds, with its
+//! upstream state; an idle or evicted copy ends on its own replica only.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +44,10 @@ use sha2::{Digest, Sha256};
 
 use super::resume::{lost, Resume, StreamTags};
 use crate::state::Redis;
+use crate::state::{Redis, StateError};
+
+/// The channel on which a replica tells the others that a client ended a session.
+const ENDED: &str = "session-ended";
 
 /// Sessions kept at once, in all: ~80 KB each, so ~20 MB at most.
 pub const MAX_SESSIONS: usize = 256;
@@ -128,6 +136,53 @@ impl Sessions {
         Some(records)
     }
 
+    /// Listens (with `--state`) for sessions ended on other replicas, closing the copies held
+    /// here; stops once `sessions` is dropped.
+    pub fn spawn_listener(sessions: &Arc<Sessions>) {
+        let Some(records) = &sessions.records else {
+            return;
+        };
+        let weak = Arc::downgrade(sessions);
+        records.shared.spawn_listener(ENDED, move |news| {
+            let Some(sessions) = weak.upgrade() else {
+                return false;
+            };
+            let digest = String::from_utf8_lossy(news).into_owned();
+            tokio::spawn(async move { sessions.close_digest(&digest).await });
+            true
+        });
+    }
+
+    /// Ends session `id` on every replica (with `--state`): its record goes and the replicas
+    /// holding a copy close it. Whether the store knew it (false without `--state`).
+    pub async fn end_everywhere(&self, id: &str) -> Result<bool, StateError> {
+        let Some(records) = &self.records else {
+            return Ok(false);
+        };
+        let key = SessionRecords::key(id);
+        let known = records.shared.get(&key).await?.is_some();
+        records.shared.delete(&key).await?;
+        records.shared.publish(ENDED, digest(id).as_bytes()).await?;
+        Ok(known)
+    }
+
+    /// Closes the sessions held here whose id hashes to `wanted`.
+    async fn close_digest(&self, wanted: &str) {
+        let ids: Vec<SessionId> = self
+            .inner
+            .sessions
+            .read()
+            .await
+            .keys()
+            .filter(|id| digest(id) == wanted)
+            .cloned()
+            .collect();
+        for id in ids {
+            tracing::info!(session = %id, "HTTP session ended by its client on another replica");
+            let _ = self.close_session(&id).await;
+        }
+    }
+
     fn book(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Entry>> {
         self.book.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -178,6 +233,13 @@ impl Sessions {
         }
         shrink(&mut *self.inner.sessions.write().await);
     }
+}
+
+/// What stands for session `id` in the store and in the news: half its SHA-256, in hex (the
+/// id is a client's credential for its handles: it is never written).
+fn digest(id: &str) -> String {
+    let digest = Sha256::digest(id.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The session to evict for the caps, if one must go (never `new`, the one just admitted).
@@ -369,9 +431,7 @@ impl SessionRecords {
     /// The record's key: the id is a client's credential for its handles, so only its hash
     /// is ever written.
     fn key(id: &str) -> String {
-        let digest = Sha256::digest(id.as_bytes());
-        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-        Redis::key("session", &hex)
+        Redis::key("session", &digest(id))
     }
 
     /// Pushes back the expiry of `id`'s record, in the background (a message never waits).
