@@ -43,7 +43,6 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use sha2::{Digest, Sha256};
 
 use super::resume::{lost, Resume, StreamTags};
-use crate::state::Redis;
 use crate::state::{Redis, StateError};
 
 /// The channel on which a replica tells the others that a client ended a session.
