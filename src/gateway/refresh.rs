@@ -76,6 +76,15 @@ impl Gateway {
         self.release_after_answer();
     }
 
+    /// Rebuilds the catalog now, re-reading the overrides and the tool approvals, and returns
+    /// how many tools it exposes: what `tool approve` and the overrides' edits ask of every
+    /// running gateway over its socket, so the next `tools/list` follows them (the file watch
+    /// below catches edits made otherwise, within its poll).
+    pub async fn reload(&self) -> usize {
+        self.rebuild().await;
+        self.catalog().tools().len()
+    }
+
     /// What clients see of the tool list, to tell whether it changed.
     pub(super) fn list_fingerprint(&self) -> u64 {
         tool_catalog::fnv1a(self.tools_json_now().as_bytes())

@@ -8,7 +8,7 @@ use nix::unistd::Pid;
 use serde_json::{json, Value};
 
 use crate::launch_util;
-use crate::serve::{drive, eventually, stdio_gateway};
+use crate::serve::{drive, eventually, stdio_gateway, strings};
 use crate::util::*;
 
 /// The fault server's one tool, with this description.
@@ -351,4 +351,80 @@ fn withheld_by_up(controller: &str) {
     );
     assert!(answer.to_string().contains("found"), "{answer}");
     launch_util::terminate(up, &state);
+}
+
+/// `tool approve` tells every running gateway (a daemon and a `serve` with its client
+/// connected): the next `tools/list` of the same session, and the next call through the
+/// daemon, have the approved tool — no restart, no wait for a file watch.
+#[test]
+fn an_approval_reaches_a_running_gateway_and_daemon_before_tool_approve_returns() {
+    let cmd = Cmd::new().file("tools.json", &lookup(HONEST));
+    let tools = cmd.path("tools.json").display().to_string();
+    let first = cmd
+        .config_json(json!({"mcpServers": {
+            "up": fault(&["--only-file-tools", "--tools-file", &tools]),
+        }}))
+        .args(["list", "up", "--json"])
+        .run();
+    std::fs::write(first.path("tools.json"), lookup(PULLED)).unwrap();
+    first
+        .again()
+        .args(["list", "up", "--refresh", "--json"])
+        .run();
+    let servers = first.again().args(["list", "--json"]).run();
+    let stack = servers.server("up")["stack"]
+        .as_str()
+        .unwrap_or("?")
+        .to_string();
+    let pinned = json!({"version": 1, "pin": {stack: "strict"}}).to_string();
+    std::fs::create_dir_all(first.path(".mcp-launch")).unwrap();
+    std::fs::write(first.path(".mcp-launch/overrides.json"), pinned).unwrap();
+    first.again().args(["trust", "--yes"]).stderr_any().run();
+
+    let daemon = crate::daemon::start_daemon(&first.cmd(), first.cmd());
+    let call = ["call", "up", "lookup", "{}", "--json"];
+    let refused = first.again().args(call).status(2).run();
+    assert_eq!(refused.error()["type"], "tool_withheld", "{refused}");
+
+    let dir = first.dir();
+    let approve = format!(
+        "{BIN} --config {} tool approve up lookup --json",
+        dir.join("config.json").display()
+    );
+    let mut args = vec!["relist", "--between", &approve, "--call", "up__lookup"];
+    let gateway = stdio_gateway(dir, &["--mode", "full"]);
+    args.extend(gateway.iter().map(String::as_str));
+    let seen = drive(dir, &args);
+    assert!(
+        !strings(&seen["tools_before"]).contains(&"up__lookup".to_string()),
+        "withheld at first: {seen}"
+    );
+    let approved: Value = serde_json::from_str(seen["between"]["stdout"].as_str().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("tool approve printed no JSON ({e}): {seen}"));
+    assert_eq!(approved["approved"], json!(["lookup"]), "{seen}");
+    let kinds: Vec<&str> = (approved["gateways"].as_array().into_iter().flatten())
+        .filter_map(|g| g["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"daemon") && kinds.contains(&"stdio"),
+        "both gateways told: {approved}"
+    );
+    assert!(
+        strings(&seen["tools_after"]).contains(&"up__lookup".to_string()),
+        "the next tools/list of the same session has it: {seen}"
+    );
+    assert_eq!(
+        seen["calls"]["up__lookup"]["text"],
+        json!(["found"]),
+        "{seen}"
+    );
+    // The daemon serves it at once too.
+    let call = first.again().args(call).run();
+    assert_eq!(
+        call.json()["result"]["content"][0]["text"],
+        "found",
+        "through the daemon, right after: {call}"
+    );
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).expect("signal the daemon");
+    daemon.wait();
 }
