@@ -145,18 +145,7 @@ async fn stop(global: &GlobalArgs, all: bool) -> Result<Outcome, CliError> {
 
 /// Every gateway's status, asked in parallel (sockets nobody answers on are cleaned away).
 pub(super) async fn gateways() -> Vec<Value> {
-    let Ok(dir) = daemon::runtime_dir() else {
-        return Vec::new();
-    };
-    let asks = daemon::sockets(&dir).into_iter().map(|socket| async move {
-        let mut client = Client::connect(&socket).await.ok()??;
-        client.status().await.ok()
-    });
-    futures_util::future::join_all(asks)
-        .await
-        .into_iter()
-        .flatten()
-        .collect()
+    daemon::client::ask_every_gateway(|mut client| async move { client.status().await.ok() }).await
 }
 
 /// Gateways as a table, then each one's upstreams.

@@ -140,6 +140,7 @@ pub(super) async fn finish(
             v["warnings"] = Value::from(warnings);
         }
         v["appliedTo"] = json!(live.applied);
+        v["gateways"] = json!(live.gateways);
         if !live.failed.is_empty() {
             v["notApplied"] = json!(live.failed);
         }
@@ -174,8 +175,8 @@ pub(super) async fn finish(
     let dim = style::DIM;
     if *saved {
         writeln!(out, "{dim}saved in {}{dim:#}", overrides.path().display())?;
-        for stack in &live.applied {
-            writeln!(out, "{dim}applied to the running stack {stack}{dim:#}")?;
+        for applied in live.lines() {
+            writeln!(out, "{dim}{applied}{dim:#}")?;
         }
         for failed in &live.failed {
             output::warn(&format!(
@@ -195,13 +196,32 @@ pub(super) async fn finish(
 pub(super) struct Live {
     pub(super) applied: Vec<String>,
     pub(super) failed: Vec<Value>,
+    /// The running gateways (daemons, `serve`) that rebuilt their catalogs.
+    pub(super) gateways: Vec<Value>,
 }
 
-/// Applies the saved overrides to the stacks `up` runs in this project, as `mcp-launch
-/// openapi` does: each front rebuilds its spec and refuses what was just denied or disabled.
-/// (`serve` reads the file itself.)
+impl Live {
+    /// One line for each stack and gateway the change reached: `applied to the running …`.
+    pub(super) fn lines(&self) -> Vec<String> {
+        let stacks =
+            (self.applied.iter()).map(|stack| format!("applied to the running stack {stack}"));
+        let gateways = self.gateways.iter().map(|g| {
+            let kind = g["kind"].as_str().unwrap_or("gateway");
+            format!("applied to the running gateway ({kind}, pid {})", g["pid"])
+        });
+        stacks.chain(gateways).collect()
+    }
+}
+
+/// Applies the saved overrides (or tool approvals) to what runs: the stacks `up` runs in this
+/// project, as `mcp-launch openapi` does (each front rebuilds its spec and refuses what was
+/// just denied, disabled or withheld), and every gateway of this user (each rebuilds its
+/// catalog before this returns, so its next `tools/list` follows).
 pub(super) async fn apply_to_running_stacks() -> Live {
-    let mut live = Live::default();
+    let mut live = Live {
+        gateways: crate::gateway::daemon::client::reload_every_gateway().await,
+        ..Live::default()
+    };
     let Ok(cwd) = std::env::current_dir() else {
         return live;
     };

@@ -232,7 +232,8 @@ pub(super) async fn run(args: ToolArgs, global: &GlobalArgs) -> Result<Outcome, 
 
 /// `tool approve`: records the digests of the definitions the server offers now (`report`:
 /// from the tool index when fresh, which is what `list` and `inspect` showed, else live), and
-/// has the stacks `up` runs here republish their specs (a withheld tool is served again).
+/// has the stacks `up` runs here republish their specs and every running gateway rebuild its
+/// catalog before it returns (a withheld tool is served again at once).
 async fn approve(
     args: &ApproveArgs,
     report: &ServerReport,
@@ -275,6 +276,7 @@ async fn approve(
             "unchanged": already,
             "file": crate::catalog::Approvals::default_path().display().to_string(),
             "appliedTo": live.applied,
+            "gateways": live.gateways,
         }))?;
         return Ok(Outcome::Success);
     }
@@ -289,8 +291,8 @@ async fn approve(
     for name in already {
         writeln!(out, "{} {name}: already approved", report.name)?;
     }
-    for stack in &live.applied {
-        writeln!(out, "applied to the running stack {stack}")?;
+    for applied in live.lines() {
+        writeln!(out, "{applied}")?;
     }
     Ok(Outcome::Success)
 }

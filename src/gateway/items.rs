@@ -444,7 +444,7 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
                 let (gateway, server) = (gateway.clone(), upstream.name().to_string());
                 gateway
                     .clone()
-                    .spawn(async move { gateway.relist_if_provisional(&server).await });
+                    .spawn(async move { gateway.relist_if_from_index(&server).await });
             }
             let server = upstream.name().to_string();
             let stateless = upstream.is_stateless();

@@ -76,6 +76,15 @@ impl Gateway {
         self.release_after_answer();
     }
 
+    /// Rebuilds the catalog now, re-reading the overrides and the tool approvals, and returns
+    /// how many tools it exposes: what `tool approve` and the overrides' edits ask of every
+    /// running gateway over its socket, so the next `tools/list` follows them (the file watch
+    /// below catches edits made otherwise, within its poll).
+    pub async fn reload(&self) -> usize {
+        self.rebuild().await;
+        self.catalog().tools().len()
+    }
+
     /// What clients see of the tool list, to tell whether it changed.
     pub(super) fn list_fingerprint(&self) -> u64 {
         tool_catalog::fnv1a(self.tools_json_now().as_bytes())
@@ -112,28 +121,22 @@ impl Gateway {
         items::watch_upstreams(self).await;
     }
 
-    /// Re-lists `server`'s tools once its session is up when the tool index listed them for
-    /// a client offering less than the gateway relays (`mcp-launch list` declares no client
-    /// capabilities; server-everything then leaves out the tools that need them). Listing
-    /// starts nothing, so this waits for the server's first start.
-    pub(super) async fn relist_if_provisional(&self, server: &str) {
+    /// Re-lists `server`'s tools once its session is up when its report came from the tool
+    /// index (listing starts nothing, so this waits for the server's first start): the server
+    /// may have changed a definition since the index saw it — a rug pull the approvals must
+    /// see, as the native bridge's check of the same servers does for `up`'s spec (a changed
+    /// tool is then flagged, and withheld under `pin: strict`) — or the index listed its tools
+    /// for a client offering less than the gateway relays (`mcp-launch list` declares no client
+    /// capabilities; server-everything then leaves out the tools that need them).
+    pub(super) async fn relist_if_from_index(&self, server: &str) {
         let Some(i) = self.index_of(server) else {
             return;
         };
-        let provisional = {
-            let reports = self.inner.reports.lock().await;
-            let report = &reports[i];
-            let relayed = crate::mcp::relayed_capabilities();
-            report.status == tool_catalog::Status::Cached
-                && !report
-                    .listed_with
-                    .as_ref()
-                    .is_some_and(|with| crate::mcp::declares_all(with, &relayed))
-        };
-        if provisional {
-            tracing::info!(
+        let from_index = self.inner.reports.lock().await[i].status == tool_catalog::Status::Cached;
+        if from_index {
+            tracing::debug!(
                 server,
-                "its tools were listed for a client offering less; re-listing"
+                "its tools came from the tool index; re-listing them live"
             );
             self.refresh_server(server).await;
         }

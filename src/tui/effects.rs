@@ -182,10 +182,17 @@ impl Effects {
                 server,
                 tools,
             } => {
-                tasks.spawn_blocking(move || {
-                    let definitions: Vec<&serde_json::Value> = tools.iter().collect();
-                    let result = catalog::approvals::approve(&stack, &server, &definitions)
-                        .map_err(|e| e.to_string());
+                tasks.spawn(async move {
+                    let approving = tokio::task::spawn_blocking(move || {
+                        let definitions: Vec<&serde_json::Value> = tools.iter().collect();
+                        catalog::approvals::approve(&stack, &server, &definitions)
+                            .map_err(|e| e.to_string())
+                    });
+                    let result = approving.await.unwrap_or_else(|e| Err(e.to_string()));
+                    if result.as_ref().is_ok_and(|approved| !approved.is_empty()) {
+                        // Running gateways serve the approved tool from their next list.
+                        crate::gateway::daemon::client::reload_every_gateway().await;
+                    }
                     let _ = tx.send(Msg::Approved { row, result });
                 });
             }

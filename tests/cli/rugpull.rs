@@ -8,7 +8,7 @@ use nix::unistd::Pid;
 use serde_json::{json, Value};
 
 use crate::launch_util;
-use crate::serve::{drive, eventually, stdio_gateway};
+use crate::serve::{drive, eventually, stdio_gateway, strings};
 use crate::util::*;
 
 /// The fault server's one tool, with this description.
@@ -350,5 +350,162 @@ fn withheld_by_up(controller: &str) {
         "{controller}: approved, still refused: {answer}"
     );
     assert!(answer.to_string().contains("found"), "{answer}");
+    launch_util::terminate(up, &state);
+}
+
+/// `tool approve` tells every running gateway (a daemon and a `serve` with its client
+/// connected): the next `tools/list` of the same session, and the next call through the
+/// daemon, have the approved tool — no restart, no wait for a file watch.
+#[test]
+fn an_approval_reaches_a_running_gateway_and_daemon_before_tool_approve_returns() {
+    let cmd = Cmd::new().file("tools.json", &lookup(HONEST));
+    let tools = cmd.path("tools.json").display().to_string();
+    let first = cmd
+        .config_json(json!({"mcpServers": {
+            "up": fault(&["--only-file-tools", "--tools-file", &tools]),
+        }}))
+        .args(["list", "up", "--json"])
+        .run();
+    std::fs::write(first.path("tools.json"), lookup(PULLED)).unwrap();
+    first
+        .again()
+        .args(["list", "up", "--refresh", "--json"])
+        .run();
+    let servers = first.again().args(["list", "--json"]).run();
+    let stack = servers.server("up")["stack"]
+        .as_str()
+        .unwrap_or("?")
+        .to_string();
+    let pinned = json!({"version": 1, "pin": {stack: "strict"}}).to_string();
+    std::fs::create_dir_all(first.path(".mcp-launch")).unwrap();
+    std::fs::write(first.path(".mcp-launch/overrides.json"), pinned).unwrap();
+    first.again().args(["trust", "--yes"]).stderr_any().run();
+
+    let daemon = crate::daemon::start_daemon(&first.cmd(), first.cmd());
+    let call = ["call", "up", "lookup", "{}", "--json"];
+    let refused = first.again().args(call).status(2).run();
+    assert_eq!(refused.error()["type"], "tool_withheld", "{refused}");
+
+    let dir = first.dir();
+    let approve = format!(
+        "{BIN} --config {} tool approve up lookup --json",
+        dir.join("config.json").display()
+    );
+    let mut args = vec!["relist", "--between", &approve, "--call", "up__lookup"];
+    let gateway = stdio_gateway(dir, &["--mode", "full"]);
+    args.extend(gateway.iter().map(String::as_str));
+    let seen = drive(dir, &args);
+    assert!(
+        !strings(&seen["tools_before"]).contains(&"up__lookup".to_string()),
+        "withheld at first: {seen}"
+    );
+    let approved: Value = serde_json::from_str(seen["between"]["stdout"].as_str().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("tool approve printed no JSON ({e}): {seen}"));
+    assert_eq!(approved["approved"], json!(["lookup"]), "{seen}");
+    let kinds: Vec<&str> = (approved["gateways"].as_array().into_iter().flatten())
+        .filter_map(|g| g["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"daemon") && kinds.contains(&"stdio"),
+        "both gateways told: {approved}"
+    );
+    assert!(
+        strings(&seen["tools_after"]).contains(&"up__lookup".to_string()),
+        "the next tools/list of the same session has it: {seen}"
+    );
+    assert_eq!(
+        seen["calls"]["up__lookup"]["text"],
+        json!(["found"]),
+        "{seen}"
+    );
+    // The daemon serves it at once too.
+    let call = first.again().args(call).run();
+    assert_eq!(
+        call.json()["result"]["content"][0]["text"],
+        "found",
+        "through the daemon, right after: {call}"
+    );
+    kill(Pid::from_raw(daemon.pid()), Signal::SIGTERM).expect("signal the daemon");
+    daemon.wait();
+}
+
+/// `serve` and `up` trust the tool index for a fast start, and their gateways list the index's
+/// definitions at first; once the server runs, the definitions it sends now are checked
+/// against the approvals as everywhere else: a tool that changed since approved (while the
+/// index still held the approved one) is withheld under a strict pin — by `serve`, and by
+/// `up` on `/mcp` as on the REST front.
+#[test]
+fn gateways_recheck_definitions_served_from_the_tool_index_against_the_approvals() {
+    let cmd = crate::launch_util::project(&[]).file("tools.json", &lookup(HONEST));
+    let tools = cmd.path("tools.json").display().to_string();
+    let servers = json!({"up": fault(&["--only-file-tools", "--tools-file", &tools])});
+    let cmd = cmd.file("a.json", &json!({"mcpServers": servers}).to_string());
+    let run = |args: &[&str]| cmd.cmd().args(["--config", "a.json"]).args(args);
+    // First seen by a gateway (`serve`): the tool index then holds a listing for a client
+    // offering all a gateway relays, which a later gateway takes as it is.
+    let config = cmd.path("a.json").display().to_string();
+    let serve = [
+        "list", "--stdio", BIN, "serve", "--config", &config, "--mode", "full",
+    ];
+    let first = drive(cmd.dir(), &serve);
+    assert!(
+        strings(&first["tools"]).contains(&"up__lookup".to_string()),
+        "{first}"
+    );
+    // The server changes; the tool index still holds (fresh) what was approved.
+    std::fs::write(cmd.path("tools.json"), lookup(PULLED)).unwrap();
+    let pinned = json!({"version": 1, "pin": {"a": "strict"}}).to_string();
+    std::fs::create_dir_all(cmd.path(".mcp-launch")).unwrap();
+    std::fs::write(cmd.path(".mcp-launch/overrides.json"), pinned).unwrap();
+    run(&["trust", "--yes"]).stderr_any().run();
+
+    // `serve` lists the index's definition; the call that starts the server brings the
+    // definition it sends now, checked: withheld from the next list on.
+    let mut follow = vec!["lists", "--call", "up__lookup"];
+    follow.extend(&serve[1..]);
+    let seen = drive(cmd.dir(), &follow);
+    assert!(
+        strings(&seen["tools"]).contains(&"up__lookup".to_string()),
+        "{seen}"
+    );
+    assert!(
+        !strings(&seen["tools_after_start"]).contains(&"up__lookup".to_string()),
+        "withheld once the server's own definition is seen: {seen}"
+    );
+
+    let port = free_ports(2);
+    let (front, bridge) = (port.to_string(), (port + 1).to_string());
+    let up = run(&["up", "--controller", "native", "--tunnel", "none"])
+        .args(["--mode", "full", "--port", &front, "--mcpo-port", &bridge])
+        .stderr_any()
+        .spawn();
+    let state = launch_util::wait_ready(&up, cmd.dir(), 1);
+    let stack = launch_util::stack(&state, "a");
+    let mcp = format!("http://127.0.0.1:{}/mcp", stack["port"]);
+    let key = stack["api_key"].as_str().unwrap().to_string();
+    let through_mcp = |scenario: &[&str]| {
+        let mut args = scenario.to_vec();
+        args.extend(["--http", &mcp, "--key", &key]);
+        drive(cmd.dir(), &args)
+    };
+    eventually(30, "/mcp withholds the changed tool", || {
+        let listed = through_mcp(&["list"]);
+        !strings(&listed["tools"]).contains(&"up__lookup".to_string())
+    });
+    let refused =
+        through_mcp(&["schemas", "--call", "up__lookup"])["calls"]["up__lookup"].to_string();
+    assert!(
+        refused.contains("withheld") && refused.contains("mcp-launch tool approve up lookup"),
+        "{refused}"
+    );
+    let url = format!("http://127.0.0.1:{}", stack["port"]);
+    let rest_key = [("X-API-Key", key.as_str())];
+    let (status, answer) = launch_util::http(
+        "POST",
+        &format!("{url}/up/lookup"),
+        &rest_key,
+        Some(json!({})),
+    );
+    assert_eq!(status, 403, "the REST front too: {answer}");
     launch_util::terminate(up, &state);
 }

@@ -215,6 +215,12 @@ impl Client {
         self.request(request, CONTROL_TIMEOUT).await
     }
 
+    /// Has the gateway rebuild its catalog from the overrides and tool approvals as they are
+    /// now; answers once it has (`{"kind","pid","socket","tools"}`).
+    pub async fn reload(&mut self) -> Result<Value, DaemonError> {
+        self.request(json!({"op": "reload"}), VIEW_TIMEOUT).await
+    }
+
     /// Asks a daemon to stop.
     pub async fn stop(&mut self) -> Result<(), DaemonError> {
         self.ask("stop").await.map(drop)
@@ -314,6 +320,45 @@ impl Client {
             problem,
         }
     }
+}
+
+/// `ask` of every gateway of this user that answers on its socket, in parallel (sockets
+/// nobody answers on are cleaned away); the answers that came.
+pub async fn ask_every_gateway<F, Fut>(ask: F) -> Vec<Value>
+where
+    F: Fn(Client) -> Fut,
+    Fut: std::future::Future<Output = Option<Value>>,
+{
+    let Ok(dir) = super::runtime_dir() else {
+        return Vec::new();
+    };
+    let asks = super::sockets(&dir).into_iter().map(|socket| {
+        let ask = &ask;
+        async move { ask(Client::connect(&socket).await.ok()??).await }
+    });
+    futures_util::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Has every running gateway of this user (daemons, `serve` over stdio or HTTP) rebuild its
+/// catalog from the overrides and tool approvals as they are now, in parallel: what
+/// `tool approve`, the TUI's approval and the overrides' edits do, so a gateway's next
+/// `tools/list` follows them. Returns the answers of those that did, once they have; a
+/// gateway that does not answer still follows the files within its watch's poll.
+pub async fn reload_every_gateway() -> Vec<Value> {
+    ask_every_gateway(|mut client| async move {
+        match client.reload().await {
+            Ok(answer) => Some(answer),
+            Err(e) => {
+                tracing::debug!(error = %e, "a gateway did not reload; its file watch follows");
+                None
+            }
+        }
+    })
+    .await
 }
 
 /// The answer's `result`, or its `error` as [`DaemonError::Remote`].

@@ -13,7 +13,9 @@
 //! `{"id":1,"result":<CallToolResult>}` or `{"id":1,"error":{"type","message","help","usage"}}`;
 //! `{"op":"status"}` → the gateway and its upstreams; `{"op":"stop"}` ends a daemon;
 //! `{"op":"upstream","server":"s","action":"stop"|"restart"}` ends one upstream's session (and
-//! starts it again) — `mcp-launch top`'s keys.
+//! starts it again) — `mcp-launch top`'s keys; `{"op":"reload"}` rebuilds the catalog from the
+//! overrides and tool approvals as they are now and answers `{"kind","pid","socket","tools"}`
+//! once it has (`tool approve` and the overrides' edits tell every gateway so).
 //!
 //! `list`, `inspect` and `search` read through it too (the daemon sends data, the command line
 //! renders it as on the direct path): `{"op":"list","definitions":bool}` → `{"reports":[…]}`

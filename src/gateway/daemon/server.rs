@@ -183,8 +183,9 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
     let _ = writer.await;
 }
 
-/// True for a `status` or `metrics` request: watching a daemon (`daemon status`, `top` every
-/// second) is not using it, or a watched daemon would never reach its idle exit.
+/// True for a `status`, `metrics` or `reload` request: watching a daemon (`daemon status`,
+/// `top` every second) or telling it of an approval is not using it, or a watched daemon
+/// would never reach its idle exit.
 fn is_watch(line: &str) -> bool {
     #[derive(serde::Deserialize)]
     struct Op<'a> {
@@ -193,7 +194,7 @@ fn is_watch(line: &str) -> bool {
     // Those requests are one short line: a call's line is not read twice.
     line.len() < 256
         && serde_json::from_str::<Op>(line)
-            .is_ok_and(|r| matches!(r.op, Some("status" | "metrics")))
+            .is_ok_and(|r| matches!(r.op, Some("status" | "metrics" | "reload")))
 }
 
 /// The answer line to one request line.
@@ -215,6 +216,7 @@ async fn answer(shared: &Shared, line: &str) -> String {
         Some("inspect") => inspect(shared, &request).await,
         Some("search") => search(shared, &request).await,
         Some("upstream") => upstream(shared, &request).await,
+        Some("reload") => Ok(reload(shared).await),
         Some("stop") if shared.info.kind == Kind::Daemon => {
             // The answer goes out before the connections close.
             let stop = shared.stop.clone();
@@ -228,7 +230,8 @@ async fn answer(shared: &Shared, line: &str) -> String {
             return error_line(&id, "not_a_daemon", "only a daemon stops on request");
         }
         _ => {
-            let ops = "op must be call, list, inspect, search, status, metrics, upstream or stop";
+            let ops =
+                "op must be call, list, inspect, search, status, metrics, upstream, reload or stop";
             return error_line(&id, "bad_request", ops);
         }
     };
@@ -357,6 +360,19 @@ async fn upstream(shared: &Shared, request: &Value) -> Result<Value, GatewayErro
     Ok(json!({"server": name, "stopped": stopped}))
 }
 
+/// `{"op":"reload"}`: the catalog rebuilt from the overrides and the tool approvals as they
+/// are now (`tool approve`, `tool deny` … in any terminal), answered once it is: which
+/// gateway, and how many tools it exposes.
+async fn reload(shared: &Shared) -> Value {
+    let tools = shared.gateway.reload().await;
+    json!({
+        "kind": shared.info.kind.as_str(),
+        "pid": std::process::id(),
+        "socket": shared.info.socket,
+        "tools": tools,
+    })
+}
+
 fn is_usage(error: &GatewayError) -> bool {
     matches!(
         error,
@@ -372,7 +388,7 @@ fn error_line(id: &Value, kind: &str, message: &str) -> String {
     json!({"id": id, "error": {
         "type": kind,
         "message": message,
-        "help": "send one JSON object per line with an `op` (call, list, inspect, search, status, metrics or stop)",
+        "help": "send one JSON object per line with an `op` (call, list, inspect, search, status, metrics, reload or stop)",
         "usage": true,
     }})
     .to_string()
