@@ -65,6 +65,25 @@ pub enum AuthError {
         /// What was wrong.
         reason: String,
     },
+    /// The authorization server refused a client registered by hand (a wrong or unknown client
+    /// id or secret, or a redirect URI the app does not list).
+    #[error("the authorization server {issuer} refused the client {client_id:?} of {resource} at the {step}: {said}")]
+    ClientRejected {
+        /// The server's URL.
+        resource: String,
+        /// The authorization server.
+        issuer: String,
+        /// The client id it refused.
+        client_id: String,
+        /// Where the client comes from (the config file, the server and the field).
+        origin: String,
+        /// The redirect URI the app must list.
+        redirect_uri: String,
+        /// Where it happened.
+        step: Step,
+        /// What it said.
+        said: String,
+    },
     /// A step could not be done (unreachable, an error answer).
     #[error("OAuth for {resource} failed at the {step}: {reason}")]
     Failed {
@@ -84,6 +103,7 @@ impl AuthError {
             AuthError::NeedsLogin { .. } | AuthError::NeedsScope { .. } => "needs_login",
             AuthError::Refused { .. } => "auth_refused",
             AuthError::Failed { .. } => "auth_failed",
+            AuthError::ClientRejected { .. } => "auth_client_rejected",
         }
     }
 
@@ -99,6 +119,9 @@ impl AuthError {
                 login_command("SERVER", Some(scope), &[] as &[&str])
             ),
             AuthError::Refused { .. } => "the server's authorization server answered something that does not belong to it; check the server's URL in the config, and tell its operator".into(),
+            AuthError::ClientRejected { issuer, origin, redirect_uri, .. } => format!(
+                "check {origin}: the client id (and `clientSecret`'s variable) must be those of an app registered at {issuer}, whose redirect URIs list {redirect_uri}"
+            ),
             AuthError::Failed { step: Step::Store, .. } => "check that the state directory ($XDG_STATE_HOME/mcp-launch/oauth) is writable by you".into(),
             AuthError::Failed { .. } => "check that the server and its authorization server are reachable, then retry `mcp-launch auth login SERVER`".into(),
         }
