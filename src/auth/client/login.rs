@@ -91,15 +91,6 @@ pub async fn begin(http: &Client, request: LoginRequest) -> Result<Pending, Auth
             query.append_pair("scope", scope);
         }
     }
-    if let Some(pre) = &request.registered {
-        let probe = Probe {
-            client: http,
-            resource: &request.url,
-            issuer: &discovery.server.issuer,
-            redirect_uri: &request.redirect_uri,
-        };
-        probe.authorization(pre, &authorize_url).await?;
-    }
     Ok(Pending {
         request,
         discovery,
@@ -232,6 +223,23 @@ fn auth_method(server: &crate::auth::metadata::AuthorizationServer) -> &'static 
 }
 
 impl Pending {
+    /// For a client registered by hand, tries the authorization request once before a person
+    /// is sent there: an authorization server that refuses the client (an unknown id, a
+    /// redirect URI the app does not list) is then said here, naming the config, instead of
+    /// on an error page in the browser. Nothing to do for other clients.
+    pub async fn check_client(&self, http: &Client) -> Result<(), AuthError> {
+        let Some(pre) = &self.request.registered else {
+            return Ok(());
+        };
+        let probe = Probe {
+            client: http,
+            resource: &self.request.url,
+            issuer: &self.discovery.server.issuer,
+            redirect_uri: &self.request.redirect_uri,
+        };
+        probe.authorization(pre, &self.authorize_url).await
+    }
+
     /// Checks the redirect that came back (the full URL the browser was sent to) and exchanges
     /// its code for tokens; the grant, ready to store.
     pub async fn finish(self, http: &Client, redirected: &str) -> Result<Grant, AuthError> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::{Client, Url};
 
-use super::error::{AuthError, Step};
+use super::error::{AuthError, Rejection, Step};
 use super::fetch::Fetch;
 use super::token::BASIC;
 use crate::auth::metadata::AuthorizationServer;
@@ -67,7 +67,7 @@ impl PreRegistered {
         step: Step,
         said: String,
     ) -> AuthError {
-        AuthError::ClientRejected {
+        AuthError::ClientRejected(Box::new(Rejection {
             resource: resource.to_string(),
             issuer: issuer.to_string(),
             client_id: self.client_id.clone(),
@@ -75,7 +75,7 @@ impl PreRegistered {
             redirect_uri: redirect_uri.to_string(),
             step,
             said,
-        }
+        }))
     }
 }
 

@@ -87,6 +87,7 @@ pub(crate) async fn log_in(
         scope,
     };
     let pending = begin(&http, request).await?;
+    pending.check_client(&http).await?;
     if let Some(old) = &pending.replaces_issuer {
         anstream::eprintln!("{server}: its authorization server changed from {old}; registering anew with the new one (nothing from {old} is sent to it)");
     }
