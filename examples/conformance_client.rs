@@ -198,6 +198,7 @@ async fn authorizer(url: &str, context: &Value, scope: Option<String>) -> Result
         client_id,
         client_secret: text("client_secret"),
         scopes: None,
+        origin: "the scenario's context".into(),
     });
     let request = login::LoginRequest {
         server: "conformance".into(),

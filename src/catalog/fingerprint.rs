@@ -34,7 +34,7 @@ pub fn server_identity(entry: &ServerEntry) -> Option<String> {
             env,
             cwd,
         } => json!(["stdio", command, args, env, cwd]),
-        ServerSpec::Http { url, headers } => json!(["http", url, headers]),
+        ServerSpec::Http { url, headers, .. } => json!(["http", url, headers]),
         ServerSpec::Sse { url, headers } => json!(["sse", url, headers]),
     };
     let definition = json!([entry.stack, entry.name, what]).to_string();

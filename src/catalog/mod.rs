@@ -43,8 +43,8 @@ pub use overrides::{
 };
 pub use overrides::{ClientTools, Clients, ToolNames};
 pub use preflight::{
-    connect, endpoint, login_command, preflight, preflight_keeping, ItemLists, OpenSessions,
-    PreflightOptions, RelayedProblem, ServerProblem, ServerReport, Status, ITEM_LISTS,
+    connect, endpoint, preflight, preflight_keeping, ItemLists, OpenSessions, PreflightOptions,
+    RelayedProblem, ServerProblem, ServerReport, Status, ITEM_LISTS,
 };
 pub use repair::{
     repair_tool, Repair, Repaired, ServerRepairs, ToolRepairs, Unrepairable, INPUT_SCHEMA_META,

@@ -71,11 +71,6 @@ pub struct RelayedProblem {
     pub is_config: bool,
 }
 
-/// The command that logs in to the server named `server`.
-pub fn login_command(server: &str) -> String {
-    format!("mcp-launch auth login {server}")
-}
-
 impl ServerProblem {
     /// True when the config entry is at fault (the user must change it), not the server.
     pub fn is_config(&self) -> bool {
@@ -121,6 +116,16 @@ impl Actionable for ServerProblem {
             ServerProblem::Mcp(e) => e.help(),
             ServerProblem::Relayed(relayed) => relayed.help.clone(),
         }
+    }
+}
+
+impl ServerReport {
+    /// The exact command that logs in to this server: its name, the scopes a step-up needs
+    /// (from its error) and `--config` for each of `configs` (the files given, so it finds the
+    /// same server). What `list` and the TUI print.
+    pub fn login_command<P: AsRef<std::path::Path>>(&self, configs: &[P]) -> String {
+        let scope = self.error.as_ref().and_then(ServerProblem::step_up_scope);
+        crate::auth::client::login_command(&self.name, scope, configs)
     }
 }
 
@@ -254,7 +259,9 @@ impl PreflightOptions {
     }
 }
 
-/// The transport endpoint for a configured server.
+/// The transport endpoint for a configured server. A pre-registered OAuth client's secret is
+/// handed to the token store's memory here (every session to a configured server starts
+/// here), so a refresh can prove it without the store ever holding it.
 pub fn endpoint(spec: &ServerSpec) -> Endpoint {
     match spec {
         ServerSpec::Stdio {
@@ -269,10 +276,21 @@ pub fn endpoint(spec: &ServerSpec) -> Endpoint {
             cwd: cwd.clone(),
             ..SpawnSpec::default()
         }),
-        ServerSpec::Http { url, headers } => Endpoint::StreamableHttp {
-            url: url.clone(),
-            headers: headers.clone(),
-        },
+        ServerSpec::Http {
+            url,
+            headers,
+            oauth,
+        } => {
+            if let Some(client) = oauth {
+                if let Some(secret) = &client.client_secret {
+                    crate::auth::client::secrets::remember(url, &client.client_id, secret);
+                }
+            }
+            Endpoint::StreamableHttp {
+                url: url.clone(),
+                headers: headers.clone(),
+            }
+        }
         ServerSpec::Sse { url, headers } => Endpoint::Sse {
             url: url.clone(),
             headers: headers.clone(),

@@ -168,16 +168,9 @@ fn server_json(r: &ServerReport, configs: &[PathBuf]) -> Value {
         v["error"] = output::error_object(problem);
     }
     if r.status == Status::NeedsLogin {
-        v["help"] = json!(login_help(r, configs));
+        v["help"] = json!(r.login_command(configs));
     }
     v
-}
-
-/// The exact command that logs in to a server needing it: its name, the scopes a step-up
-/// needs, the config files given.
-fn login_help(r: &ServerReport, configs: &[PathBuf]) -> String {
-    let scope = r.error.as_ref().and_then(|e| e.step_up_scope());
-    crate::auth::client::login_command(&r.name, scope, configs)
 }
 
 /// A server's repairs for `--json`: the note, each repaired tool's repairs, the count skipped.
@@ -419,7 +412,7 @@ fn print_servers(
             let (bad, head) = (style::BAD, style::HEAD);
             writeln!(out, "\n{bad}{}:{bad:#} {problem}", r.name)?;
             let help = match r.status {
-                Status::NeedsLogin => login_help(r, configs),
+                Status::NeedsLogin => r.login_command(configs),
                 _ => problem.help(),
             };
             writeln!(out, "  {head}help:{head:#} {help}")?;

@@ -209,6 +209,14 @@ pub enum ServerFault {
         /// The field it needs.
         field: &'static str,
     },
+    /// A secret is written out in the file instead of coming from a variable.
+    #[error("\"{field}\" is written out in the file{}", if *in_checkout { ", which is in a git checkout (if it was committed, the secret is out: rotate it)" } else { "" })]
+    LiteralSecret {
+        /// The field (e.g. `oauth.clientSecret`).
+        field: &'static str,
+        /// Whether the file lies in a git work tree.
+        in_checkout: bool,
+    },
 }
 
 impl ConfigError {
@@ -309,6 +317,10 @@ impl ServerFault {
                 "use \"type\": \"stdio\", \"http\" (or \"streamable-http\") or \"sse\"".to_string()
             }
             Self::MissingField { field, .. } => format!("add \"{field}\" to the entry"),
+            Self::LiteralSecret { field, .. } => format!(
+                "write \"{field}\": \"${{VAR}}\" and set VAR in the environment or a file \
+                 passed with --env-file; the secret is never stored or shown"
+            ),
         }
     }
 }

@@ -29,6 +29,7 @@ pub(crate) mod dotenv;
 mod error;
 pub(crate) mod file;
 pub(crate) mod interpolate;
+mod oauth;
 mod preview;
 mod server;
 mod shape;
@@ -40,6 +41,7 @@ pub(crate) mod variables;
 mod tests;
 
 pub use error::{ConfigError, ServerFault};
+pub use oauth::OAuthClient;
 pub use preview::{preview, Preview, Received, ServerPreview, VarSource};
 pub use server::ServerSpec;
 pub use stack::Stack;

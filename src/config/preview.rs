@@ -161,27 +161,48 @@ fn server_preview(path: &Path, name: &str, value: &Value, vars: &Variables<'_>) 
             preview.cwd = cwd.map(str::to_string);
             preview.env = owned(env);
         }
-        Ok(Shape::Http { url, headers } | Shape::Sse { url, headers }) => {
-            preview.transport = value_transport(value);
-            seen.scan(url, "url");
-            for (key, text) in &headers {
-                seen.scan(text, &format!("header {key}"));
+        Ok(Shape::Http {
+            url,
+            headers,
+            oauth,
+        }) => {
+            if let Some(oauth) = &oauth {
+                seen.scan(oauth.client_id, "oauth.clientId");
+                if let Some(secret) = oauth.client_secret {
+                    seen.scan(secret, "oauth.clientSecret");
+                }
             }
-            preview.url = Some(url.to_string());
-            preview.headers = owned(headers);
-            // A remote server gets no environment: its `env` block only declares.
-            preview.env = match value.get("env").and_then(Value::as_object) {
-                Some(env) => env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                    .collect(),
-                None => Vec::new(),
-            };
+            remote(&mut preview, &mut seen, value, url, headers);
         }
+        Ok(Shape::Sse { url, headers }) => remote(&mut preview, &mut seen, value, url, headers),
         Err(_) => {}
     }
     preview.receives = seen.into_received();
     preview
+}
+
+/// What a remote entry sends: its URL and headers (its `env` block only declares).
+fn remote(
+    preview: &mut ServerPreview,
+    seen: &mut Seen<'_>,
+    value: &Value,
+    url: &str,
+    headers: Vec<(&str, &str)>,
+) {
+    preview.transport = value_transport(value);
+    seen.scan(url, "url");
+    for (key, text) in &headers {
+        seen.scan(text, &format!("header {key}"));
+    }
+    preview.url = Some(url.to_string());
+    preview.headers = owned(headers);
+    preview.env = match value.get("env").and_then(Value::as_object) {
+        Some(env) => env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect(),
+        None => Vec::new(),
+    };
 }
 
 fn value_transport(value: &Value) -> &'static str {

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::error::{ConfigError, ServerFault};
 use super::interpolate::{interpolate, Fault};
+use super::oauth::{in_checkout, OAuthClient, OAuthShape};
 use super::shape::Shape;
 use super::variables::Variables;
 
@@ -37,6 +38,8 @@ pub enum ServerSpec {
         url: String,
         /// Extra request headers, in file order.
         headers: Vec<(String, String)>,
+        /// A client registered by hand at its authorization server (the entry's `oauth`).
+        oauth: Option<OAuthClient>,
     },
     /// A remote server speaking the legacy HTTP+SSE transport.
     Sse {
@@ -74,7 +77,13 @@ pub(crate) struct Context<'a> {
 
 /// Validates, interpolates and resolves one entry.
 pub(crate) fn build(value: &Value, ctx: &Context<'_>) -> Result<ServerSpec, ConfigError> {
-    let shape = Shape::of(value).map_err(|fault| ctx.invalid(fault))?;
+    let shape = Shape::of(value).map_err(|fault| match fault {
+        ServerFault::LiteralSecret { field, .. } => ctx.invalid(ServerFault::LiteralSecret {
+            field,
+            in_checkout: in_checkout(ctx.path),
+        }),
+        fault => ctx.invalid(fault),
+    })?;
     match shape {
         Shape::Stdio {
             command,
@@ -94,10 +103,19 @@ pub(crate) fn build(value: &Value, ctx: &Context<'_>) -> Result<ServerSpec, Conf
             // Not interpolated: VS Code writes `${workspaceFolder}` here, which we cannot know.
             cwd: cwd.map(|cwd| ctx.path.parent().unwrap_or(Path::new(".")).join(cwd)),
         }),
-        Shape::Http { url, headers } => {
+        Shape::Http {
+            url,
+            headers,
+            oauth,
+        } => {
             let headers = ctx.expand_headers(headers, value)?;
             let url = ctx.expand_remote(url, "url", value)?;
-            Ok(ServerSpec::Http { url, headers })
+            let oauth = oauth.map(|o| ctx.expand_oauth(o, value)).transpose()?;
+            Ok(ServerSpec::Http {
+                url,
+                headers,
+                oauth,
+            })
         }
         Shape::Sse { url, headers } => {
             let headers = ctx.expand_headers(headers, value)?;
@@ -199,6 +217,25 @@ impl Context<'_> {
                 Ok((key.to_string(), self.expand_remote(value, &place, entry)?))
             })
             .collect()
+    }
+
+    /// Interpolates an `oauth` block: its id and secret go to the authorization server the
+    /// remote server names, so they are read as its URL is (see [`Context::expand_remote`]).
+    fn expand_oauth(
+        &self,
+        oauth: OAuthShape<'_>,
+        entry: &Value,
+    ) -> Result<OAuthClient, ConfigError> {
+        let secret = oauth
+            .client_secret
+            .map(|secret| self.expand_remote(secret, "oauth.clientSecret", entry))
+            .transpose()?;
+        Ok(OAuthClient {
+            client_id: self.expand_remote(oauth.client_id, "oauth.clientId", entry)?,
+            client_secret: secret.filter(|s| !s.is_empty()),
+            scopes: oauth.scopes,
+            callback_port: oauth.callback_port,
+        })
     }
 
     /// Interpolates the values (not the keys) of `env` or `headers` pairs.
@@ -341,7 +378,8 @@ mod tests {
             http,
             ServerSpec::Http {
                 url: "https://h/mcp".into(),
-                headers: vec![]
+                headers: vec![],
+                oauth: None
             }
         );
         assert_eq!(http.transport_name(), "http");
@@ -442,7 +480,8 @@ mod tests {
             spec.unwrap(),
             ServerSpec::Http {
                 url: "https://h/mcp".into(),
-                headers: vec![("Authorization".into(), "Bearer t0k".into())]
+                headers: vec![("Authorization".into(), "Bearer t0k".into())],
+                oauth: None
             }
         );
     }

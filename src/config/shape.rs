@@ -9,6 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::error::{describe, ServerFault};
+use super::oauth::{self, OAuthShape};
 
 /// A well-typed server entry, borrowing its strings from the parsed JSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +31,8 @@ pub(crate) enum Shape<'e> {
         url: &'e str,
         /// `headers`, in file order.
         headers: Vec<(&'e str, &'e str)>,
+        /// `oauth`: a client registered by hand.
+        oauth: Option<OAuthShape<'e>>,
     },
     /// Legacy HTTP+SSE.
     Sse {
@@ -85,6 +88,7 @@ impl<'e> Shape<'e> {
             (Some(_) | None, _, Some(url)) => Ok(Self::Http {
                 url,
                 headers: string_map(entry, "headers")?,
+                oauth: oauth::shape(entry)?,
             }),
             (Some(_), _, None) => Err(missing("http", "url")),
             (None, None, None) => Err(ServerFault::NoTransport),
@@ -186,7 +190,8 @@ mod tests {
             shape(&json!({"url": "https://h/mcp"})),
             Ok(Shape::Http {
                 url: "https://h/mcp",
-                headers: vec![]
+                headers: vec![],
+                oauth: None
             })
         );
         assert_eq!(transport(&json!({"command": "x", "url": "u"})), "stdio");

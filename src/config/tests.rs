@@ -229,7 +229,8 @@ fn env_overlay_carries_dotenv_vars_and_server_env_replaces_them() {
         remote,
         &ServerSpec::Http {
             url: "https://r".into(),
-            headers: vec![]
+            headers: vec![],
+            oauth: None
         }
     );
 }

@@ -12,7 +12,15 @@ use crate::config::ServerSpec;
 pub fn add_server_secrets(masker: &Masker, spec: &ServerSpec) {
     match spec {
         ServerSpec::Stdio { env, .. } => masker.add_all(env.iter().map(|(_, v)| v.as_str())),
-        ServerSpec::Http { url, headers } | ServerSpec::Sse { url, headers } => {
+        ServerSpec::Http {
+            url,
+            headers,
+            oauth,
+        } => {
+            crate::mcp::redact::add_remote(masker, url, headers.iter().map(|(_, v)| v.as_str()));
+            masker.add_all(oauth.iter().filter_map(|o| o.client_secret.as_deref()));
+        }
+        ServerSpec::Sse { url, headers } => {
             crate::mcp::redact::add_remote(masker, url, headers.iter().map(|(_, v)| v.as_str()))
         }
     }

@@ -49,6 +49,9 @@ pub struct Notice {
 pub struct App {
     /// Stack names, in config order.
     pub stacks: Vec<String>,
+    /// The config files the stacks come from, as given (`--config`, or chosen in the
+    /// collector): the login hint names them, so its command finds the same server.
+    pub configs: Vec<std::path::PathBuf>,
     /// One row per server of every stack, stacks in order.
     pub rows: Vec<Row>,
     /// The project's choices as shown: the file as last read, with the edits not yet
@@ -95,6 +98,7 @@ impl App {
         let launch_form = LaunchForm::remembered(overrides.launch_choices());
         let mut app = App {
             stacks: Vec::new(),
+            configs: Vec::new(),
             rows: Vec::new(),
             on_disk: overrides.clone(),
             unsaved: VecDeque::new(),
@@ -262,6 +266,7 @@ impl App {
     pub(in crate::tui) fn screen_key(&mut self, key: KeyEvent) -> Handled<Option<Action>> {
         let App {
             stacks,
+            configs,
             rows,
             overrides,
             available,
@@ -277,6 +282,7 @@ impl App {
         } = self;
         let ctx = Ctx {
             stacks,
+            configs,
             rows,
             overrides,
             available: *available,
@@ -311,6 +317,7 @@ impl App {
     pub fn ctx(&self) -> Ctx<'_> {
         Ctx {
             stacks: &self.stacks,
+            configs: &self.configs,
             rows: &self.rows,
             overrides: &self.overrides,
             available: self.available,
@@ -322,6 +329,9 @@ impl App {
 
     /// Does what a screen asked for; returns what the runtime must do.
     fn apply(&mut self, action: Action) -> Vec<Effect> {
+        if let Action::Run(Effect::LoadConfigs(paths)) = &action {
+            self.configs = paths.clone();
+        }
         match action {
             Action::Show(screen) => self.screen = screen,
             Action::Say(text) => self.say(text),

@@ -91,6 +91,8 @@ pub enum Action {
 pub struct Ctx<'a> {
     /// Stack names, in config order.
     pub stacks: &'a [String],
+    /// The config files the stacks come from, as given (named in the login hint).
+    pub configs: &'a [std::path::PathBuf],
     /// One row per server of every stack.
     pub rows: &'a [Row],
     /// The overrides as shown.

@@ -51,7 +51,7 @@ pub async fn run(
 ) -> Result<Exit, TuiError> {
     let overrides = Overrides::load(&opts.cwd).map_err(TuiError::Overrides)?;
     let mut guard = TerminalGuard::enter().map_err(TuiError::NoTerminal)?;
-    let (app, effects) = match &loaded {
+    let (mut app, effects) = match &loaded {
         Some(loaded) => App::new(
             loaded.servers().cloned().collect(),
             overrides,
@@ -59,6 +59,7 @@ pub async fn run(
         ),
         None => (App::collecting(overrides, Theme::from_env()), Vec::new()),
     };
+    app.configs = opts.configs.clone();
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
     let context = Context::new(opts, loaded, shutdown.child_token(), tx.clone());
     let ending = context.clone();

@@ -16,13 +16,18 @@ use crate::serve::eventually;
 use crate::util::*;
 
 /// The OpenID provider, killed when dropped.
-struct Provider {
+pub(crate) struct Provider {
     child: Child,
-    issuer: String,
+    pub(crate) issuer: String,
 }
 
 impl Provider {
     fn start() -> Provider {
+        Provider::start_with(&[])
+    }
+
+    /// The provider with the fixture's flags (`--callback-port N`).
+    pub(crate) fn start_with(flags: &[&str]) -> Provider {
         let deps = manifest_dir().join(".deps/oidc");
         assert!(
             deps.join("node_modules/oidc-provider/package.json")
@@ -35,6 +40,7 @@ impl Provider {
             .arg(manifest_dir().join("tests/fixtures/oidc_provider.mjs"))
             .arg("--deps")
             .arg(&deps)
+            .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -89,7 +95,7 @@ impl Drop for Provider {
 }
 
 /// One plain HTTP/1.1 request to `base` (`http://127.0.0.1:PORT`): the head and the body.
-fn http(
+pub(crate) fn http(
     base: &str,
     method: &str,
     target: &str,
@@ -141,7 +147,7 @@ fn initialize_with(base: &str, token: &str) -> (String, String) {
 
 /// A gateway over the fault server, delegated to `provider`, on a free loopback port: the
 /// process and its base URL.
-fn gateway(cmd: &Cmd, provider: &Provider, extra: &[&str]) -> (Running, String) {
+pub(crate) fn gateway(cmd: &Cmd, provider: &Provider, extra: &[&str]) -> (Running, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let auth = format!("oidc:{}", provider.issuer);
     let running = cmd

@@ -65,6 +65,10 @@ pub enum AuthError {
         /// What was wrong.
         reason: String,
     },
+    /// The authorization server refused a client registered by hand (a wrong or unknown client
+    /// id or secret, or a redirect URI the app does not list). Boxed: errors stay small.
+    #[error("{0}")]
+    ClientRejected(Box<Rejection>),
     /// A step could not be done (unreachable, an error answer).
     #[error("OAuth for {resource} failed at the {step}: {reason}")]
     Failed {
@@ -77,6 +81,26 @@ pub enum AuthError {
     },
 }
 
+/// What [`AuthError::ClientRejected`] knows.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the authorization server {issuer} refused the client {client_id:?} of {resource} at the {step}: {said}")]
+pub struct Rejection {
+    /// The server's URL.
+    pub resource: String,
+    /// The authorization server.
+    pub issuer: String,
+    /// The client id it refused.
+    pub client_id: String,
+    /// Where the client comes from (the config file, the server and the field).
+    pub origin: String,
+    /// The redirect URI the app must list.
+    pub redirect_uri: String,
+    /// Where it happened.
+    pub step: Step,
+    /// What it said.
+    pub said: String,
+}
+
 impl AuthError {
     /// A stable snake_case name for `--json`.
     pub fn kind(&self) -> &'static str {
@@ -84,6 +108,7 @@ impl AuthError {
             AuthError::NeedsLogin { .. } | AuthError::NeedsScope { .. } => "needs_login",
             AuthError::Refused { .. } => "auth_refused",
             AuthError::Failed { .. } => "auth_failed",
+            AuthError::ClientRejected(_) => "auth_client_rejected",
         }
     }
 
@@ -99,6 +124,10 @@ impl AuthError {
                 login_command("SERVER", Some(scope), &[] as &[&str])
             ),
             AuthError::Refused { .. } => "the server's authorization server answered something that does not belong to it; check the server's URL in the config, and tell its operator".into(),
+            AuthError::ClientRejected(rejection) => format!(
+                "check {}: the client id (and `clientSecret`'s variable) must be those of an app registered at {}, whose redirect URIs list {}",
+                rejection.origin, rejection.issuer, rejection.redirect_uri
+            ),
             AuthError::Failed { step: Step::Store, .. } => "check that the state directory ($XDG_STATE_HOME/mcp-launch/oauth) is writable by you".into(),
             AuthError::Failed { .. } => "check that the server and its authorization server are reachable, then retry `mcp-launch auth login SERVER`".into(),
         }

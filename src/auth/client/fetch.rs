@@ -92,7 +92,7 @@ impl Fetch<'_> {
             )
     }
 
-    async fn read_capped(&self, resp: reqwest::Response) -> Result<Vec<u8>, AuthError> {
+    pub(crate) async fn read_capped(&self, resp: reqwest::Response) -> Result<Vec<u8>, AuthError> {
         let mut body = Vec::new();
         let mut chunks = resp.bytes_stream();
         while let Some(chunk) = chunks.next().await {

@@ -7,21 +7,13 @@ use reqwest::{Client, Url};
 use super::discover::{discover, is_loopback, parse_url, same_server, Discovery};
 use super::error::{AuthError, Step};
 use super::fetch::Fetch;
+use super::preregistered::{at_token_endpoint, Probe};
 use super::token::BASIC;
 use super::Grant;
 use crate::auth::metadata::{ClientInformation, ClientMetadata};
 use crate::auth::pkce::{self, Pkce};
 
-/// A client registered beforehand, from the server's `oauth` entry (secrets expanded).
-#[derive(Clone, Default)]
-pub struct PreRegistered {
-    /// The client id.
-    pub client_id: String,
-    /// The client secret (confidential clients).
-    pub client_secret: Option<String>,
-    /// Scopes to ask for instead of the discovered ones.
-    pub scopes: Option<String>,
-}
+pub use super::preregistered::PreRegistered;
 
 /// What a login needs to start.
 pub struct LoginRequest {
@@ -111,17 +103,21 @@ pub async fn begin(http: &Client, request: LoginRequest) -> Result<Pending, Auth
     })
 }
 
-/// The scopes to ask for: a pre-registered client's own, else the discovered ones (the 401's
-/// challenge, else the resource's `scopes_supported`) with the ones asked for besides and,
-/// for a server logged in to before, the ones asked for then (SEP-2350: a step-up keeps what
-/// the other operations need).
+/// The scopes to ask for: the discovered ones (the 401's challenge, else the resource's
+/// `scopes_supported`) — or a pre-registered client's own instead — with the ones asked for
+/// besides and, for a server logged in to before, the ones asked for then (SEP-2350: a
+/// step-up keeps what the other operations need).
 fn scope_to_ask(
     request: &LoginRequest,
     discovery: &Discovery,
     held: Option<&Grant>,
 ) -> Option<String> {
-    if let Some(scopes) = request.registered.as_ref().and_then(|r| r.scopes.clone()) {
-        return Some(scopes);
+    if let Some(scopes) = request
+        .registered
+        .as_ref()
+        .and_then(|r| r.scopes.as_deref())
+    {
+        return super::scope::union([Some(scopes), request.scope.as_deref()]);
     }
     let held = held.and_then(Grant::held_scope);
     super::scope::union([
@@ -147,7 +143,13 @@ async fn register(
         metadata: metadata.clone(),
     };
     if let Some(pre) = &request.registered {
-        return Ok(as_client(pre.client_id.clone(), pre.client_secret.clone()));
+        let mut client = as_client(pre.client_id.clone(), pre.client_secret.clone());
+        client.metadata.token_endpoint_auth_method =
+            Some(pre.auth_method(&discovery.server).into());
+        if let Some(secret) = &pre.client_secret {
+            super::secrets::remember(&request.url, &pre.client_id, secret);
+        }
+        return Ok(client);
     }
     let server = &discovery.server;
     if let (true, Some(url)) = (
@@ -221,6 +223,23 @@ fn auth_method(server: &crate::auth::metadata::AuthorizationServer) -> &'static 
 }
 
 impl Pending {
+    /// For a client registered by hand, tries the authorization request once before a person
+    /// is sent there: an authorization server that refuses the client (an unknown id, a
+    /// redirect URI the app does not list) is then said here, naming the config, instead of
+    /// on an error page in the browser. Nothing to do for other clients.
+    pub async fn check_client(&self, http: &Client) -> Result<(), AuthError> {
+        let Some(pre) = &self.request.registered else {
+            return Ok(());
+        };
+        let probe = Probe {
+            client: http,
+            resource: &self.request.url,
+            issuer: &self.discovery.server.issuer,
+            redirect_uri: &self.request.redirect_uri,
+        };
+        probe.authorization(pre, &self.authorize_url).await
+    }
+
     /// Checks the redirect that came back (the full URL the browser was sent to) and exchanges
     /// its code for tokens; the grant, ready to store.
     pub async fn finish(self, http: &Client, redirected: &str) -> Result<Grant, AuthError> {
@@ -238,7 +257,17 @@ impl Pending {
                 .unwrap_or_default(),
             revocation_endpoint: self.discovery.server.revocation_endpoint.clone(),
             client_id: self.client.client_id.clone(),
-            client_secret: self.client.client_secret.clone(),
+            // A pre-registered client's secret stays in the config.
+            client_secret: self
+                .client
+                .client_secret
+                .clone()
+                .filter(|_| self.request.registered.is_none()),
+            secret_from_config: self
+                .request
+                .registered
+                .as_ref()
+                .is_some_and(|pre| pre.client_secret.is_some()),
             token_endpoint_auth_method: self.client.metadata.token_endpoint_auth_method.clone(),
             access_token: String::new(),
             refresh_token: None,
@@ -256,7 +285,16 @@ impl Pending {
         let token = grant
             .token_client(http)
             .request(Step::Token, &pairs)
-            .await?;
+            .await
+            .map_err(|error| match &self.request.registered {
+                Some(pre) => at_token_endpoint(
+                    error,
+                    pre,
+                    &self.discovery.server.issuer,
+                    &self.request.redirect_uri,
+                ),
+                None => error,
+            })?;
         grant.take(token);
         Ok(grant)
     }
@@ -407,7 +445,8 @@ mod tests {
     }
 
     /// SEP-2350: a step-up's login asks for what the last login asked for, the discovered
-    /// scopes and the challenge's; a pre-registered client's own scopes stand alone.
+    /// scopes and the challenge's; a pre-registered client's own scopes replace the held and
+    /// discovered ones.
     #[test]
     fn a_login_asks_for_the_union_of_held_discovered_and_wanted_scopes() {
         let mut p = pending(false);
@@ -438,6 +477,12 @@ mod tests {
         assert_eq!(
             scope_to_ask(&p.request, &p.discovery, Some(&held)).as_deref(),
             Some("only")
+        );
+        p.request.scope = Some("more".into());
+        assert_eq!(
+            scope_to_ask(&p.request, &p.discovery, Some(&held)).as_deref(),
+            Some("only more"),
+            "a step-up's scopes still go with a pre-registered client's own"
         );
     }
 

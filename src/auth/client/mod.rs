@@ -6,8 +6,11 @@
 //!   (state, RFC 9207 `iss`), the code exchange.
 //! - `challenged`: a 403 `insufficient_scope` (step-up, SEP-2350) and a 401 from a server
 //!   that moved to another authorization server (SEP-2352), read before anything is sent.
+//! - `preregistered`: a client registered by hand (the config's `oauth`): its auth method, its
+//!   authorization request tried before the browser opens, its refusals named.
 //! - `scope`: scope sets and their union.
 //! - `store`: the 0600 token store under the state dir; refresh with rotation under its lock.
+//! - `secrets`: pre-registered clients' secrets, from the config, in this process's memory only.
 //! - `fetch`: every request bounded in time and size.
 //!
 //! Tokens never leave this room except as the `Authorization` header of a request to the
@@ -18,14 +21,17 @@ mod discover;
 mod error;
 pub(crate) mod fetch;
 pub mod login;
+mod preregistered;
 pub mod scope;
+pub mod secrets;
 pub mod store;
 mod token;
 
 pub(crate) use discover::parse_url;
 pub use discover::{authorization_server, discover, same_server, Discovery};
-pub use error::{login_command, AuthError, Step};
+pub use error::{login_command, AuthError, Rejection, Step};
 pub use fetch::http_client;
+pub use preregistered::PreRegistered;
 pub use token::revoke;
 
 use serde::{Deserialize, Serialize};
@@ -48,9 +54,14 @@ pub struct Grant {
     pub revocation_endpoint: Option<String>,
     /// The client we are at that server.
     pub client_id: String,
-    /// Its secret, for confidential clients.
+    /// Its secret, for confidential clients registered dynamically (a pre-registered client's
+    /// comes from the config each time: see `secret_from_config`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
+    /// The client is pre-registered and confidential: its secret is the config's
+    /// `oauth.clientSecret`, found in [`secrets`] (never stored here).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret_from_config: bool,
     /// How it proves that secret at the token endpoint: `client_secret_basic` (HTTP Basic),
     /// else in the form body (`client_secret_post`; also older grants, which lack this).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +99,16 @@ impl std::fmt::Debug for Grant {
 }
 
 impl Grant {
+    /// The client secret to prove at the token endpoint: the stored one, else a
+    /// pre-registered client's from this process's config.
+    pub(crate) fn secret(&self) -> Option<String> {
+        self.client_secret.clone().or_else(|| {
+            self.secret_from_config
+                .then(|| secrets::known(&self.url, &self.client_id))
+                .flatten()
+        })
+    }
+
     /// The scopes this grant stands for: those asked for at login and those granted.
     pub fn held_scope(&self) -> Option<String> {
         scope::union([self.requested_scope.as_deref(), self.scope.as_deref()])

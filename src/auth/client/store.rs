@@ -121,6 +121,16 @@ pub async fn refresh(url: &str, rejected: &str) -> Result<String, AuthError> {
         .refresh_token
         .clone()
         .ok_or_else(|| needs_login("the token expired and came without a refresh token"))?;
+    if grant.secret_from_config && grant.secret().is_none() {
+        return Err(AuthError::Failed {
+            resource: url.to_string(),
+            step: Step::Refresh,
+            reason: format!(
+                "the client secret of {} comes from its config's `oauth.clientSecret`, which this process has not read (it is never stored)",
+                grant.server
+            ),
+        });
+    }
     let pairs = [
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh_token.as_str()),

@@ -19,7 +19,7 @@ pub(crate) struct TokenClient<'a> {
     pub(crate) url: &'a str,
     pub(crate) token_endpoint: &'a str,
     pub(crate) client_id: &'a str,
-    pub(crate) client_secret: Option<&'a str>,
+    pub(crate) client_secret: Option<String>,
     /// `client_secret_basic` sends the secret as HTTP Basic, anything else in the body.
     pub(crate) auth_method: Option<&'a str>,
     /// The resource indicator.
@@ -41,7 +41,7 @@ impl TokenClient<'_> {
         let endpoint = parse_url(self.url, self.token_endpoint, step)?;
         let mut pairs = grant.to_vec();
         pairs.push(("resource", self.resource));
-        let answer = match (self.client_secret, self.auth_method) {
+        let answer = match (self.client_secret.as_deref(), self.auth_method) {
             (Some(secret), Some(BASIC)) => {
                 let credentials = (self.client_id, secret);
                 fetch
@@ -88,7 +88,7 @@ impl Grant {
             url: &self.url,
             token_endpoint: &self.token_endpoint,
             client_id: &self.client_id,
-            client_secret: self.client_secret.as_deref(),
+            client_secret: self.secret(),
             auth_method: self.token_endpoint_auth_method.as_deref(),
             resource: &self.resource,
         }
@@ -131,7 +131,8 @@ pub async fn revoke(client: &Client, grant: &Grant) -> bool {
         ("token_type_hint", hint),
         ("client_id", grant.client_id.as_str()),
     ];
-    if let Some(secret) = &grant.client_secret {
+    let secret = grant.secret();
+    if let Some(secret) = &secret {
         pairs.push(("client_secret", secret));
     }
     matches!(fetch.post_form(&endpoint, &pairs).await, Ok(answer) if answer.status == 200)

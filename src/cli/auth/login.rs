@@ -1,6 +1,8 @@
 //! `mcp-launch auth login SERVER`: the browser comes back to a loopback listener on a port
-//! derived from the server's name (so a pre-registered redirect URI stays valid), another
-//! when that one is taken; `--no-browser` prints the URL and reads the pasted redirect.
+//! derived from the server's name (so a redirect URI stays valid), another when that one is
+//! taken — or, for a client registered by hand with `oauth.callbackPort`, exactly
+//! `http://localhost:PORT/callback` as the app lists it (on 127.0.0.1 and ::1); `--no-browser`
+//! prints the URL and reads the pasted redirect.
 
 use std::time::Duration;
 
@@ -10,8 +12,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
 use crate::auth::client::login::{begin, LoginRequest};
-use crate::auth::client::{http_client, store, Grant};
-use crate::config::{ServerEntry, ServerSpec};
+use crate::auth::client::{http_client, store, Grant, PreRegistered};
+use crate::config::{Loaded, OAuthClient, ServerEntry, ServerSpec};
 use crate::output;
 
 use super::super::{load_config, CliError, GlobalArgs, Outcome};
@@ -45,7 +47,7 @@ pub async fn run(args: LoginArgs, global: &GlobalArgs) -> Result<Outcome, CliErr
         message: format!("no server named {:?}", args.server),
         help: format!("servers: {}", loaded.server_names().join(", ")),
     })?;
-    let grant = log_in(entry, args.scope, args.no_browser).await?;
+    let grant = log_in(&loaded, entry, args.scope, args.no_browser).await?;
     report(&grant, global)?;
     Ok(Outcome::Success)
 }
@@ -54,13 +56,15 @@ pub async fn run(args: LoginArgs, global: &GlobalArgs) -> Result<Outcome, CliErr
 /// when the server asks for more scopes (a step-up). Says so when the server's authorization
 /// server is not the one of the grant held before (it registers anew there).
 pub(crate) async fn log_in(
+    loaded: &Loaded,
     entry: &ServerEntry,
     scope: Option<String>,
     no_browser: bool,
 ) -> Result<Grant, CliError> {
     let server = entry.qualified.as_str();
-    let url = match &entry.spec {
-        Ok(ServerSpec::Http { url, .. }) => url.clone(),
+    let (url, oauth) = match &entry.spec {
+        Ok(ServerSpec::Http { url, oauth, .. }) => (url.clone(), oauth.as_ref()),
+        Err(config) => return Err(config.clone().into()),
         _ => {
             return Err(CliError::Usage {
                 message: format!("{server} is not a remote Streamable HTTP server"),
@@ -68,30 +72,34 @@ pub(crate) async fn log_in(
             })
         }
     };
-    let (listener, port) = listen(server).await?;
-    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let origin = origin(loaded, entry);
+    let (listeners, redirect_uri) = match oauth.and_then(|o| o.callback_port) {
+        Some(port) => listen_fixed(port, &origin).await?,
+        None => listen(server).await?,
+    };
     let http = http_client();
     let request = LoginRequest {
         server: server.to_string(),
         url,
         redirect_uri: redirect_uri.clone(),
-        registered: None,
+        registered: oauth.map(|o| pre_registered(o, origin)),
         metadata_document: None,
         scope,
     };
     let pending = begin(&http, request).await?;
+    pending.check_client(&http).await?;
     if let Some(old) = &pending.replaces_issuer {
         anstream::eprintln!("{server}: its authorization server changed from {old}; registering anew with the new one (nothing from {old} is sent to it)");
     }
     let shown = pending.authorize_url.to_string();
     let redirected = if no_browser {
-        drop(listener);
+        drop(listeners);
         anstream::eprintln!("Open this URL in a browser, log in, then paste the address the browser was sent to:\n\n{shown}\n");
         read_pasted().await?
     } else {
         open_browser(&shown);
         anstream::eprintln!("Waiting for the browser to come back (open this URL if it did not start):\n\n{shown}\n");
-        wait_for_callback(listener, &redirect_uri).await?
+        wait_for_callback(&listeners, &redirect_uri).await?
     };
     let grant = pending.finish(&http, &redirected).await?;
     store::save(grant.clone()).await?;
@@ -118,15 +126,54 @@ fn report(grant: &Grant, global: &GlobalArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The loopback listener: the server's own port, else any free one.
-async fn listen(server: &str) -> Result<(TcpListener, u16), CliError> {
+/// Where the client of `entry` is configured, for errors: the file, the server, the field.
+fn origin(loaded: &Loaded, entry: &ServerEntry) -> String {
+    let file = loaded
+        .stacks
+        .iter()
+        .find(|stack| stack.name == entry.stack)
+        .map(|stack| stack.path.display().to_string())
+        .unwrap_or_else(|| entry.stack.clone());
+    format!("\"oauth\" of server {:?} in {file}", entry.name)
+}
+
+/// The flow's view of a client registered by hand.
+fn pre_registered(oauth: &OAuthClient, origin: String) -> PreRegistered {
+    PreRegistered {
+        client_id: oauth.client_id.clone(),
+        client_secret: oauth.client_secret.clone(),
+        scopes: oauth.scopes.clone(),
+        origin,
+    }
+}
+
+/// The loopback listener: the server's own port, else any free one; and its redirect URI.
+async fn listen(server: &str) -> Result<(Vec<TcpListener>, String), CliError> {
     let own = port_of(server);
     let listener = match TcpListener::bind(("127.0.0.1", own)).await {
         Ok(listener) => listener,
         Err(_) => TcpListener::bind(("127.0.0.1", 0)).await?,
     };
     let port = listener.local_addr()?.port();
-    Ok((listener, port))
+    Ok((vec![listener], format!("http://127.0.0.1:{port}/callback")))
+}
+
+/// The listeners of a fixed callback port: `http://localhost:PORT/callback`, the redirect URI
+/// registered with the app (Claude Code's form), so no other port will do. A browser may
+/// resolve `localhost` to either loopback address: both are listened on (::1 when the
+/// machine has it).
+async fn listen_fixed(port: u16, origin: &str) -> Result<(Vec<TcpListener>, String), CliError> {
+    let v4 = TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|e| CliError::Usage {
+            message: format!("cannot listen on 127.0.0.1:{port} for the login's redirect: {e}"),
+            help: format!(
+                "stop what holds port {port} (`ss -ltnp 'sport = :{port}'` names it), or register another redirect URI with the app and set `callbackPort` in {origin}"
+            ),
+        })?;
+    let mut listeners = vec![v4];
+    listeners.extend(TcpListener::bind(("::1", port)).await.ok());
+    Ok((listeners, format!("http://localhost:{port}/callback")))
 }
 
 /// The stable port of `server` (FNV-1a of its name).
@@ -162,7 +209,10 @@ async fn read_pasted() -> Result<String, CliError> {
 
 /// The first request to the listener's `/callback`, as the full redirect URL; it is answered
 /// with a page saying the browser may be closed.
-async fn wait_for_callback(listener: TcpListener, redirect_uri: &str) -> Result<String, CliError> {
+async fn wait_for_callback(
+    listeners: &[TcpListener],
+    redirect_uri: &str,
+) -> Result<String, CliError> {
     let timed_out = || CliError::Usage {
         message: format!(
             "the browser did not come back within {}s",
@@ -172,9 +222,12 @@ async fn wait_for_callback(listener: TcpListener, redirect_uri: &str) -> Result<
     };
     let deadline = tokio::time::Instant::now() + CALLBACK_WAIT;
     loop {
-        let (socket, _) = tokio::time::timeout_at(deadline, listener.accept())
-            .await
-            .map_err(|_| timed_out())??;
+        let accepts = listeners.iter().map(|l| Box::pin(l.accept()));
+        let (accepted, _, _) =
+            tokio::time::timeout_at(deadline, futures_util::future::select_all(accepts))
+                .await
+                .map_err(|_| timed_out())?;
+        let (socket, _) = accepted?;
         let mut reader = BufReader::new(socket.take(HEAD_CAP));
         let mut line = String::new();
         let read = tokio::time::timeout(Duration::from_secs(10), reader.read_line(&mut line)).await;

@@ -229,7 +229,9 @@ fn server_config(spec: &ServerSpec) -> Value {
                 .collect();
             json!({ "command": command, "args": args, "env": env })
         }
-        ServerSpec::Http { url, headers: h } => {
+        ServerSpec::Http {
+            url, headers: h, ..
+        } => {
             json!({ "type": "streamable-http", "url": url, "headers": headers(h) })
         }
         ServerSpec::Sse { url, headers: h } => {
@@ -425,6 +427,7 @@ mod tests {
         let http = ServerSpec::Http {
             url: "http://h/mcp".into(),
             headers: vec![("X".into(), "y".into())],
+            oauth: None,
         };
         assert_eq!(
             server_config(&http),

@@ -127,7 +127,10 @@ impl PreflightView {
             Badge::NeedsLogin => Action::Say(format!(
                 "{} needs login: run `{}`",
                 row.label(),
-                crate::catalog::login_command(&row.entry.qualified)
+                row.report().map_or_else(
+                    || crate::auth::client::login_command(&row.entry.qualified, None, ctx.configs),
+                    |report| report.login_command(ctx.configs)
+                )
             )),
             _ if row.report().is_some_and(|r| r.has_tools()) => {
                 Action::Show(Screen::Server(ServerView::new(self.selected)))

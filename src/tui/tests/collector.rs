@@ -135,3 +135,48 @@ fn ctrl_u_clears_and_ctrl_w_deletes_the_last_part_of_the_path() {
     app.update(ctrl('u'));
     assert_eq!(app.collector.input, "");
 }
+
+/// Issue 26: the login hint of a server that needs login is the command `list` prints — the
+/// scopes a step-up needs and the config files chosen — not a bare `auth login SERVER`, which
+/// finds no config outside the project directory.
+#[test]
+fn the_login_hint_names_the_chosen_config_and_the_step_up_scopes() {
+    use crate::auth::client::AuthError;
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = collecting(dir.path());
+    let chosen = PathBuf::from("/p/my dir/a.json");
+    app.update(Msg::Collector(CollectorMsg::Checked {
+        input: "a.json".into(),
+        path: chosen.clone(),
+        result: Ok(1),
+    }));
+    press(&mut app, &[KeyCode::Enter]);
+    let prot = entry("a", "prot");
+    app.update(Msg::ConfigsLoaded(Ok(vec![prot.clone()])));
+    let mut report = ServerReport::blank(&prot, "http");
+    report.status = Status::NeedsLogin;
+    report.error = Some(
+        McpError::Auth(AuthError::NeedsScope {
+            resource: "https://h/mcp".into(),
+            scope: "mcp admin".into(),
+            challenged: "admin".into(),
+        })
+        .into(),
+    );
+    let list_prints = report.login_command(std::slice::from_ref(&chosen));
+    app.update(Msg::Checked {
+        row: 0,
+        report: Box::new(report),
+    });
+    press(&mut app, &[KeyCode::Enter]);
+    let said = app
+        .notice
+        .as_ref()
+        .map(|n| n.text.clone())
+        .unwrap_or_default();
+    assert_eq!(
+        list_prints,
+        "mcp-launch auth login a/prot --scope 'mcp admin' --config '/p/my dir/a.json'"
+    );
+    assert!(said.contains(&format!("`{list_prints}`")), "{said}");
+}

@@ -185,6 +185,7 @@ fn the_help_and_the_status_bar_show_the_screens_commands() {
 fn ctx<'a>(rows: &'a [model::Row], overrides: &'a Overrides, theme: &'a Theme) -> Ctx<'a> {
     Ctx {
         stacks: &[],
+        configs: &[],
         rows,
         overrides,
         available: Availability::default(),
