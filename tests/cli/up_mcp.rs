@@ -1,7 +1,8 @@
 //! `/mcp` on `up`'s stack fronts (issue 27): with a tunnel, the official Python SDK's OAuth
 //! client logs in through the fake cloudflared's stand-in for Cloudflare's edge (discovery,
 //! registration, the operator's `auth approve`, token, call, refresh); without one, the stack's
-//! key as a bearer; a token issued for one stack is refused by another.
+//! key as a bearer; a token issued for one stack is refused by another; with `--auth
+//! oidc:ISSUER` a real OpenID provider's tokens (`serve_oidc`'s), the REST side keeping its key.
 
 use std::process::Command;
 
@@ -242,5 +243,61 @@ fn a_token_issued_for_one_stack_is_refused_by_another() {
         "{}",
         refused.body
     );
+    terminate(up, &state);
+}
+
+#[test]
+fn a_stacks_mcp_takes_an_openid_providers_tokens_and_rest_keeps_the_key() {
+    let provider = crate::serve_oidc::Provider::start();
+    let cmd = project(&["a", "b"]);
+    let auth = format!("oidc:{}", provider.issuer);
+    let up = up(&cmd, &["a", "b"], &["--tunnel", "none", "--auth", &auth]);
+    let state = wait_mcp(&up, cmd.dir(), 2);
+    let a = stack(&state, "a");
+    assert_eq!(a["mcp_auth"], "oidc", "{state}");
+    let base = |name: &str| format!("http://127.0.0.1:{}", stack(&state, name)["port"]);
+    let metadata = request(
+        "GET",
+        &format!("{}/.well-known/oauth-protected-resource/mcp", base("a")),
+        &[],
+        None,
+    );
+    assert_eq!(metadata.status, 200, "{}", metadata.body);
+    assert_eq!(
+        metadata.body["authorization_servers"],
+        json!([provider.issuer]),
+        "{}",
+        metadata.body
+    );
+    let probes = json!([["fault__echo", {"message": "delegated"}]]);
+    let team = crate::serve_oidc::TEAM;
+    let seen = crate::serve_oidc::sdk_sees(&cmd, &provider, &base("a"), team, "tools:all", probes);
+    assert_eq!(seen["probes"][0]["is_error"], false, "{seen}");
+    assert!(
+        seen["probes"][0]["text"].to_string().contains("delegated"),
+        "{seen}"
+    );
+
+    // A token for stack a's /mcp is refused by b's (its audience is a's URL).
+    let token = provider.token(team, "tools:all", &format!("{}/mcp", base("a")));
+    let bearer = format!("Bearer {token}");
+    let good = initialize(&format!("{}/mcp", base("a")), &[("authorization", &bearer)]);
+    assert_eq!(good.status, 200, "{}", good.body);
+    let refused = initialize(&format!("{}/mcp", base("b")), &[("authorization", &bearer)]);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(
+        challenge(&refused).contains("`aud`"),
+        "{}",
+        challenge(&refused)
+    );
+
+    // The REST side takes the stack's key, never the provider's token.
+    let echo = format!("{}/fault/echo", base("a"));
+    let body = Some(json!({"message": "rest"}).to_string().into_bytes());
+    let key = a["api_key"].as_str().unwrap();
+    let keyed = request("POST", &echo, &[("x-api-key", key)], body.clone());
+    assert_eq!(keyed.status, 200, "{}", keyed.body);
+    let tokened = request("POST", &echo, &[("authorization", &bearer)], body);
+    assert_eq!(tokened.status, 401, "{}", tokened.body);
     terminate(up, &state);
 }

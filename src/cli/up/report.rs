@@ -97,6 +97,10 @@ pub(super) fn print_summary(
                 "  mcp      {}/mcp  (Authorization: Bearer <the key>)",
                 r.public_url
             ),
+            Some("oidc") => anstream::println!(
+                "  mcp      {}/mcp  (OAuth: access tokens of your OpenID provider)",
+                r.public_url
+            ),
             Some(_) => anstream::println!("  mcp      {}/mcp  (no authentication)", r.public_url),
             None => {}
         }
