@@ -94,6 +94,16 @@ fn wait_mcp(up: &Running, dir: &std::path::Path, count: usize) -> Value {
     }
 }
 
+/// The Python SDK's client calls `fault__echo` at `url` with `key` as its bearer.
+fn sdk_calls_with_key(cmd: &Cmd, url: &str, key: &str) {
+    let mut client = Command::new(sdk_python());
+    client
+        .arg(manifest_dir().join("tests/fixtures/gateway_client.py"))
+        .args(["call", "--http", url, "--key", key]);
+    let seen = client_json(client, cmd.dir(), "the Python SDK's client");
+    assert!(seen["echo"].to_string().contains("once"), "{seen}");
+}
+
 /// `initialize` POSTed to `url` with `headers`.
 fn initialize(url: &str, headers: &[(&str, &str)]) -> crate::launch_util::Reply {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -197,12 +207,7 @@ fn a_local_stack_serves_mcp_with_its_key_as_a_bearer() {
     );
     let key = a["api_key"].as_str().unwrap();
     let url = format!("http://127.0.0.1:{}/mcp", a["port"]);
-    let mut client = Command::new(sdk_python());
-    client
-        .arg(manifest_dir().join("tests/fixtures/gateway_client.py"))
-        .args(["call", "--http", &url, "--key", key]);
-    let seen = client_json(client, cmd.dir(), "the Python SDK's client");
-    assert!(seen["echo"].to_string().contains("once"), "{seen}");
+    sdk_calls_with_key(&cmd, &url, key);
     let bearer = format!("Bearer {key}");
     assert_eq!(initialize(&url, &[("authorization", &bearer)]).status, 200);
     for headers in [vec![], vec![("authorization", "Bearer not-the-key")]] {
@@ -300,4 +305,41 @@ fn a_stacks_mcp_takes_an_openid_providers_tokens_and_rest_keeps_the_key() {
     let tokened = request("POST", &echo, &[("authorization", &bearer)], body);
     assert_eq!(tokened.status, 401, "{}", tokened.body);
     terminate(up, &state);
+}
+
+#[test]
+fn an_mcpo_stack_starts_its_mcp_copy_of_a_server_only_on_the_first_call_and_says_so() {
+    let cmd = project(&["a"]).env("MCP_LAUNCH_MCPO", &crate::launch_util::mcpo_bin());
+    let ports = free_ports(2);
+    let up = cmd
+        .cmd()
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--controller",
+            "mcpo",
+            "--mode",
+            "full",
+        ])
+        .args(["--tunnel", "none", "--port", &ports.to_string()])
+        .args(["--mcpo-port", &(ports + 1).to_string()])
+        .stderr_any()
+        .spawn();
+    let state = wait_mcp(&up, cmd.dir(), 1);
+    let a = stack(&state, "a");
+    let ready = starts(&cmd, "a");
+    let url = format!("http://127.0.0.1:{}/mcp", a["port"]);
+    let key = a["api_key"].as_str().unwrap();
+    let bearer = format!("Bearer {key}");
+    assert_eq!(initialize(&url, &[("authorization", &bearer)]).status, 200);
+    assert_eq!(
+        starts(&cmd, "a"),
+        ready,
+        "/mcp's handshake started a server"
+    );
+    sdk_calls_with_key(&cmd, &url, key);
+    assert_eq!(starts(&cmd, "a"), ready + 1, "/mcp's copy: one start");
+    let out = terminate(up, &state);
+    assert!(out.stdout.contains("second copy of a server"), "{out}");
 }
