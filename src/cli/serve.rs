@@ -271,7 +271,8 @@ pub(super) async fn run(
         };
         return super::client_config::run(&args.client, client, &passed_on(&args), http, global);
     }
-    let delegate = super::serve_oauth::delegate(&args).await?;
+    let delegate =
+        super::serve_oauth::delegate(args.auth.as_ref(), args.oidc_audience.as_deref()).await?;
     let loaded = load_config(global)?;
     let entries: Vec<_> = loaded.servers().cloned().collect();
     if args.passthrough && entries.len() != 1 {
@@ -508,7 +509,12 @@ async fn serve_http(
         .as_ref()
         .map_or_else(|| format!("http://{bound}"), |o| o.base.clone());
     let oauth = match served.delegate {
-        Some(delegate) => Some(super::serve_oauth::delegated(&base, delegate, args)),
+        Some(delegate) => Some(super::serve_oauth::delegated(
+            &base,
+            delegate,
+            args.oidc_audience.as_deref(),
+            "mcp-launch serve",
+        )),
         None => (served.auth == AuthMode::Oauth).then(|| super::serve_oauth::server(&base)),
     };
     if let Some(opened) = &opened {

@@ -53,11 +53,15 @@ pub(super) fn show_consent(speaker: String) -> Notify {
 }
 
 /// With `--auth oidc:ISSUER`: the provider, discovered and its keys fetched before anything
-/// starts (a wrong issuer is said at once, naming the flag).
-pub(super) async fn delegate(args: &ServeArgs) -> Result<Option<Delegate>, CliError> {
-    let issuer = match &args.auth {
+/// starts (a wrong issuer is said at once, naming the flag). `audience` is `--oidc-audience`,
+/// refused without `oidc:`. `serve --http` and `up` both ask here.
+pub(super) async fn delegate(
+    auth: Option<&AuthMode>,
+    audience: Option<&str>,
+) -> Result<Option<Delegate>, CliError> {
+    let issuer = match auth {
         Some(AuthMode::Oidc(issuer)) => issuer,
-        _ if args.oidc_audience.is_some() => {
+        _ if audience.is_some() => {
             return Err(CliError::Usage {
                 message: "--oidc-audience is used only with --auth oidc:ISSUER".into(),
                 help: "add --auth oidc:ISSUER, or drop --oidc-audience".into(),
@@ -74,16 +78,19 @@ pub(super) async fn delegate(args: &ServeArgs) -> Result<Option<Delegate>, CliEr
     Ok(Some(delegate))
 }
 
-/// The protected resource of the listener clients reach at `base`, taking `delegate`'s tokens:
-/// their audience is `--oidc-audience`, else the URL clients reach `/mcp` at (behind a tunnel,
-/// the public one).
-pub(super) fn delegated(base: &str, delegate: Delegate, args: &ServeArgs) -> Arc<OAuthServer> {
-    let audience = args
-        .oidc_audience
-        .clone()
-        .unwrap_or_else(|| format!("{base}/mcp"));
+/// The protected resource of the listener clients reach at `base` (its `/mcp`), taking
+/// `delegate`'s tokens: their audience is `audience` (`--oidc-audience`), else the URL clients
+/// reach `/mcp` at (behind a tunnel, the public one). `speaker` says so on the terminal
+/// (`mcp-launch serve`, a stack of `up`).
+pub(super) fn delegated(
+    base: &str,
+    delegate: Delegate,
+    audience: Option<&str>,
+    speaker: &str,
+) -> Arc<OAuthServer> {
+    let audience = audience.map_or_else(|| format!("{base}/mcp"), str::to_string);
     eprintln!(
-        "mcp-launch serve: OAuth 2.1 delegated to {}; tokens must name `{audience}` as their audience",
+        "{speaker}: OAuth 2.1 delegated to {}; tokens must name `{audience}` as their audience",
         delegate.issuer()
     );
     Arc::new(OAuthServer::delegated(

@@ -97,6 +97,10 @@ fn connector_steps(stack: &StackState, auth: &str) -> Vec<String> {
             "The client opens a consent page asking for a one-time code: the terminal running `mcp-launch up` shows it with the client's name (or approve there with `mcp-launch auth approve REQUEST`, the request id shown beside the code).".into(),
             "`mcp-launch auth clients` lists who holds access; `mcp-launch auth revoke CLIENT` ends it at once.".into(),
         ],
+        "oidc" => vec![
+            format!("Any MCP client that logs in with OAuth: URL {url}. It finds your OpenID provider in {url}'s protected-resource metadata and logs in there; the provider's access tokens must name {url} as their audience (or `up --oidc-audience`) and grant `tools:read` or `tools:all`."),
+            "Providers without dynamic client registration: register the client at the provider by hand and give it that client id.".into(),
+        ],
         "key" => vec![
             format!("Clients you configure yourself (VS Code, Cursor, Claude Code): URL {url}, header `Authorization: Bearer {}`.", stack.api_key),
             "Hosted connectors (claude.ai, ChatGPT) log in with OAuth only: start `mcp-launch up --tunnel quick` (OAuth is its default) or add `--auth oauth`.".into(),

@@ -359,16 +359,19 @@ impl Catalog {
         }
     }
 
-    /// `{servers: [...], tools: [...]}` for `discover`.
-    pub fn document(&self) -> Value {
-        let servers: Vec<Value> = self
-            .servers
+    /// `{servers: [...], tools: [...]}` for `discover`: `servers` (the catalog's, or those a
+    /// client reaches) and the tools `keep` keeps.
+    pub fn document(
+        &self,
+        servers: &[ServerSummary],
+        keep: impl Fn(&GatewayTool) -> bool,
+    ) -> Value {
+        let servers: Vec<Value> = servers
             .iter()
             .map(|s| json!({"name": s.name, "tools": s.tools, "summary": s.summary, "problem": s.problem}))
             .collect();
-        let tools: Vec<Value> = self
-            .tools
-            .iter()
+        let tools: Vec<Value> = (self.tools.iter())
+            .filter(|t| keep(t))
             .map(|t| {
                 json!({
                     "name": t.name,

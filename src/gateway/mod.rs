@@ -293,18 +293,18 @@ impl Gateway {
         self.inner.changed.subscribe()
     }
 
-    /// The server's `instructions` for `initialize`.
-    pub fn instructions(&self) -> String {
+    /// The server's `instructions` for `initialize`, telling only of what `reach` reaches.
+    pub fn instructions(&self, reach: &Reach) -> String {
         let catalog = self.catalog();
         if self.is_sparse() {
-            sparse::instructions(&catalog)
-        } else {
-            format!(
-                "mcp-launch fronts {} tools on {} servers; tool names are server__tool.",
-                catalog.tools().len(),
-                catalog.servers().len()
-            )
+            return sparse::instructions(&catalog, reach);
         }
+        let servers = reach.servers(&catalog);
+        format!(
+            "mcp-launch fronts {} tools on {} servers; tool names are server__tool.",
+            sparse::tool_count(&servers),
+            servers.len()
+        )
     }
 
     /// Readies a `tools/list` answer whose tools the wire splices in from
@@ -322,7 +322,7 @@ impl Gateway {
         if !self.is_sparse() {
             return self.catalog().tools_json();
         }
-        let listed: Arc<str> = serde_json::to_string(&self.tools_now())
+        let listed: Arc<str> = serde_json::to_string(&self.tools_now(&Reach::ALL))
             .unwrap_or_else(|_| "[]".into())
             .into();
         let full = self.catalog().tokens();
@@ -331,24 +331,13 @@ impl Gateway {
     }
 
     /// The tools `reach` sees, serialised: all of [`Gateway::tools_json_now`], or only the
-    /// catalog's tools it allows (the gateway's own meta-tools stay: `call_tool` checks its
-    /// target).
+    /// catalog's tools it allows (the gateway's own meta-tools stay, told of what it reaches:
+    /// `call_tool` checks its target).
     pub fn tools_json_for(&self, reach: &Reach) -> Arc<str> {
-        let catalog = self.catalog();
-        if reach.is_everything(&catalog) {
+        if reach.is_everything(&self.catalog()) {
             return self.tools_json_now();
         }
-        let seen: Vec<Value> = self
-            .tools_now()
-            .into_iter()
-            .filter(|tool| {
-                let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
-                catalog
-                    .get(name)
-                    .is_none_or(|found| reach.allows(&catalog, found))
-            })
-            .collect();
-        serde_json::to_string(&seen)
+        serde_json::to_string(&self.tools_now(reach))
             .unwrap_or_else(|_| "[]".into())
             .into()
     }
@@ -366,24 +355,23 @@ impl Gateway {
         listed.then(|| self.catalog().header_schema(name).cloned())?
     }
 
-    /// The `tools/list` tools: every tool (full) or the meta-tools, `read_output` and pins
-    /// (sparse).
-    fn tools_now(&self) -> Vec<Value> {
+    /// The `tools/list` tools `reach` sees: every tool (full) or the meta-tools, `read_output`
+    /// and pins (sparse).
+    fn tools_now(&self, reach: &Reach) -> Vec<Value> {
         let catalog = self.catalog();
+        let reached = |found: &&catalog::GatewayTool| reach.allows(&catalog, found);
         if !self.is_sparse() {
-            return catalog
-                .tools()
-                .iter()
+            let mut tools: Vec<Value> = (catalog.tools().iter())
+                .filter(reached)
                 .map(|t| t.definition.clone())
                 .collect();
+            tools.extend(self.inner.outputs.tool());
+            return tools;
         }
-        let mut tools = sparse::tools(&catalog);
+        let mut tools = sparse::tools(&catalog, reach);
         tools.extend(self.inner.outputs.tool());
-        for pin in &self.inner.options.pins {
-            if let Some(found) = catalog.get(pin) {
-                tools.push(found.definition.clone());
-            }
-        }
+        let pinned = (self.inner.options.pins.iter()).filter_map(|pin| catalog.get(pin));
+        tools.extend(pinned.filter(reached).map(|t| t.definition.clone()));
         tools
     }
 

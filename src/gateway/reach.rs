@@ -3,13 +3,16 @@
 //! `tools:read` only tools annotated `readOnlyHint: true` — and the overrides' per-client
 //! allow-lists (`clients`, naming its client id or subject; `catalog::Clients`). Key-authenticated
 //! and stdio clients reach everything. The tool list, calls and sparse search/describe follow
-//! the same rule: a client never learns of a tool it may not call.
+//! the same rule: a client never learns of a tool it may not call — nor of a server it reaches
+//! no tool of: the sparse meta-tools' descriptions, the `instructions`, `discover` and the
+//! "did you mean" of errors speak only of [`Reach::servers`] and the tools it allows.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::catalog::{Catalog, GatewayTool};
+use super::catalog::{Catalog, GatewayTool, ServerSummary};
 use super::error::GatewayError;
 use crate::auth::server::store::Grant;
 use crate::auth::server::{allows_all_tools, SCOPE_ALL};
@@ -69,17 +72,34 @@ impl Reach {
             .allows(&holder.0, holder.1.as_deref(), names)
     }
 
+    /// The servers this client reaches a tool of, each told with only those tools (count,
+    /// summary, changed ones): the catalog's own list when it reaches everything.
+    pub fn servers<'c>(&self, catalog: &'c Catalog) -> Cow<'c, [ServerSummary]> {
+        if self.is_everything(catalog) {
+            return Cow::Borrowed(catalog.servers());
+        }
+        let seen = catalog.servers().iter().filter_map(|server| {
+            let reached: Vec<&GatewayTool> = (catalog.tools().iter())
+                .filter(|t| t.server == server.name && self.allows(catalog, t))
+                .collect();
+            (!reached.is_empty()).then(|| narrowed(server, &reached))
+        });
+        Cow::Owned(seen.collect())
+    }
+
     /// The error for `name` when it is not (or not to this client) a tool: unknown, with only
     /// the near names it reaches.
     pub fn unknown(&self, catalog: &Catalog, name: &str) -> GatewayError {
         match super::sparse::unknown(catalog, name) {
-            GatewayError::UnknownTool { name, suggestions } => GatewayError::UnknownTool {
-                suggestions: suggestions
-                    .into_iter()
-                    .filter(|s| catalog.get(s).is_some_and(|t| self.allows(catalog, t)))
-                    .collect(),
-                name,
-            },
+            GatewayError::UnknownTool { name, .. } if !self.is_everything(catalog) => {
+                let reached = (catalog.tools().iter())
+                    .filter(|t| self.allows(catalog, t))
+                    .map(|t| t.name.as_str());
+                GatewayError::UnknownTool {
+                    suggestions: crate::catalog::similar_names(&name, reached, 3),
+                    name,
+                }
+            }
             // Denied or withheld: told only of a tool the client's list names.
             other if catalog.get(name).is_none_or(|t| self.lists(catalog, t)) => other,
             _ => GatewayError::UnknownTool {
@@ -92,6 +112,25 @@ impl Reach {
     /// The scope a tool outside this reach needs.
     pub fn needed() -> &'static str {
         SCOPE_ALL
+    }
+}
+
+/// `server` as a client reaching only `reached` of its tools sees it.
+fn narrowed(server: &ServerSummary, reached: &[&GatewayTool]) -> ServerSummary {
+    let names: Vec<&str> = reached.iter().take(4).map(|t| t.tool.as_str()).collect();
+    let more = if reached.len() > names.len() {
+        ", …"
+    } else {
+        ""
+    };
+    ServerSummary {
+        tools: reached.len(),
+        summary: format!("{}{more}", names.join(", ")),
+        changed: (server.changed.iter())
+            .filter(|name| reached.iter().any(|t| &t.tool == *name))
+            .cloned()
+            .collect(),
+        ..server.clone()
     }
 }
 

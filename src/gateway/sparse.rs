@@ -1,7 +1,9 @@
 //! Sparse mode: a fixed handful of meta-tools instead of every tool. The list never varies
-//! (the 2026-07-28 revision forbids a tool list that changes per connection or as a side
-//! effect of other requests); what is behind it is said in `search_tools`' description and
-//! in the server's instructions, so a model knows when searching is worth it.
+//! for a client (the 2026-07-28 revision forbids a tool list that changes per connection or
+//! as a side effect of other requests); what is behind it is said in `search_tools`'
+//! description and in the server's instructions, so a model knows when searching is worth it —
+//! only what the client's [`Reach`] reaches (an OAuth client held to an allow-list or to
+//! `tools:read` learns of no other server, count or tool).
 //!
 //! - `search_tools(query, limit?, server?)`: names, one-line descriptions, required
 //!   parameters and scores, from the `search` engine;
@@ -16,7 +18,7 @@ use crate::catalog::{self, tool};
 use crate::search::semantic::Model;
 use crate::search::{Meaning, Method, Query};
 
-use super::catalog::Catalog;
+use super::catalog::{Catalog, ServerSummary};
 use super::error::GatewayError;
 use super::Reach;
 
@@ -36,15 +38,16 @@ const SERVERS_NAMED: usize = 40;
 const DEFAULT_LIMIT: usize = 5;
 const MAX_LIMIT: usize = 25;
 
-/// The meta-tools, described with what `catalog` holds.
-pub fn tools(catalog: &Catalog) -> Vec<Value> {
+/// The meta-tools, described with what `reach` reaches of `catalog`.
+pub fn tools(catalog: &Catalog, reach: &Reach) -> Vec<Value> {
+    let servers = reach.servers(catalog);
     vec![
         json!({
             "name": SEARCH,
             "description": format!(
                 "Search {} tools by what you want done; then call_tool. Servers: {}.",
-                catalog.tools().len(),
-                server_line(catalog)
+                tool_count(&servers),
+                server_line(&servers)
             ),
             "inputSchema": {
                 "type": "object",
@@ -94,15 +97,17 @@ pub fn tools(catalog: &Catalog) -> Vec<Value> {
     ]
 }
 
-/// The server's `instructions` in sparse mode: every server with its tool count and a hint.
-pub fn instructions(catalog: &Catalog) -> String {
+/// The server's `instructions` in sparse mode: every server `reach` reaches with its tool
+/// count and a hint.
+pub fn instructions(catalog: &Catalog, reach: &Reach) -> String {
+    let servers = reach.servers(catalog);
     let mut text = format!(
         "mcp-launch fronts {} tools on {} servers. Find a tool with search_tools (or discover), \
          read it with describe_tool, run it with call_tool.\n",
-        catalog.tools().len(),
-        catalog.servers().len()
+        tool_count(&servers),
+        servers.len()
     );
-    for server in catalog.servers() {
+    for server in servers.iter() {
         text.push_str(&format!(
             "- {} ({} tools): {}\n",
             server.name, server.tools, server.summary
@@ -111,18 +116,22 @@ pub fn instructions(catalog: &Catalog) -> String {
     text
 }
 
+/// The tools of `servers` (a client's [`Reach::servers`]).
+pub fn tool_count(servers: &[ServerSummary]) -> usize {
+    servers.iter().map(|s| s.tools).sum()
+}
+
 /// `git (12), github (40), …`: every server with tools, most first are not reordered.
-fn server_line(catalog: &Catalog) -> String {
-    let servers: Vec<String> = catalog
-        .servers()
+fn server_line(servers: &[ServerSummary]) -> String {
+    let named_servers: Vec<String> = servers
         .iter()
         .filter(|s| s.tools > 0)
         .take(SERVERS_NAMED)
         .map(|s| format!("{} ({})", s.name, s.tools))
         .collect();
-    let named = servers.len();
-    let with_tools = catalog.servers().iter().filter(|s| s.tools > 0).count();
-    let mut line = servers.join(", ");
+    let named = named_servers.len();
+    let with_tools = servers.iter().filter(|s| s.tools > 0).count();
+    let mut line = named_servers.join(", ");
     if with_tools > named {
         line.push_str(&format!(" and {} more", with_tools - named));
     }
@@ -146,12 +155,7 @@ pub fn run(
     match name {
         SEARCH => search(catalog, model, arguments, reach),
         DESCRIBE => describe(catalog, arguments, reach),
-        // A JSONPath over every tool would tell of the tools out of reach.
-        _ if !reach.is_everything(catalog) => Err(GatewayError::OutOfScope {
-            name: name.to_string(),
-            needs: Reach::needed(),
-        }),
-        _ => discover(catalog, arguments),
+        _ => discover(catalog, arguments, reach),
     }
 }
 
@@ -167,12 +171,13 @@ fn search(
         .and_then(Value::as_u64)
         .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
     let server = arguments.get("server").and_then(Value::as_str);
-    if let Some(server) = server.filter(|s| !catalog.servers().iter().any(|k| k.name == *s)) {
-        let names = catalog.servers().iter().map(|s| s.name.as_str());
+    let servers = reach.servers(catalog);
+    if let Some(server) = server.filter(|s| !servers.iter().any(|k| k.name == *s)) {
+        let names = servers.iter().map(|s| s.name.as_str());
         let help = match catalog::similar_names(server, names, 3).as_slice() {
             [] => format!(
                 "leave `server` out, or pick one of: {}",
-                server_line(catalog)
+                server_line(&servers)
             ),
             near => format!("did you mean `{}`?", near.join("`, `")),
         };
@@ -191,7 +196,12 @@ fn search(
         } else {
             Method::Bm25
         },
-        limit,
+        // Hits out of reach are dropped below: a narrowed client's search ranks every tool,
+        // so that its `limit` is filled with tools it reaches.
+        limit: match reach.is_everything(catalog) {
+            true => limit,
+            false => catalog.tools().len().max(limit),
+        },
         server,
     };
     let meaning = embedded
@@ -218,6 +228,7 @@ fn search(
                 "score": (score * 100.0).round() / 100.0,
             }))
         })
+        .take(limit)
         .collect();
     let hint = if results.is_empty() {
         "no tool fits; try other words, or discover to browse"
@@ -271,7 +282,8 @@ fn named_in(meta: &str, error: GatewayError) -> GatewayError {
     }
 }
 
-fn discover(catalog: &Catalog, arguments: &Value) -> Result<Value, GatewayError> {
+/// A JSONPath over the servers and tools `reach` reaches.
+fn discover(catalog: &Catalog, arguments: &Value, reach: &Reach) -> Result<Value, GatewayError> {
     let path = string_arg(arguments, "jsonpath", DISCOVER)?;
     let parsed = serde_json_path::JsonPath::parse(path).map_err(|e| {
         bad_input(
@@ -279,7 +291,7 @@ fn discover(catalog: &Catalog, arguments: &Value) -> Result<Value, GatewayError>
             "e.g. $.servers[*].name or $.tools[?@.server=='git'].name",
         )
     })?;
-    let document = catalog.document();
+    let document = catalog.document(&reach.servers(catalog), |t| reach.allows(catalog, t));
     let found: Vec<&Value> = parsed.query(&document).all();
     Ok(text_result(&json!(found)))
 }

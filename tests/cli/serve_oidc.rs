@@ -22,7 +22,7 @@ pub(crate) struct Provider {
 }
 
 impl Provider {
-    fn start() -> Provider {
+    pub(crate) fn start() -> Provider {
         Provider::start_with(&[])
     }
 
@@ -66,7 +66,7 @@ impl Provider {
     }
 
     /// A token from the provider's token endpoint (client_credentials) for `resource`.
-    fn token(&self, client: (&str, &str), scope: &str, resource: &str) -> String {
+    pub(crate) fn token(&self, client: (&str, &str), scope: &str, resource: &str) -> String {
         let body = format!(
             "grant_type=client_credentials&client_id={}&client_secret={}&scope={}&resource={}",
             client.0,
@@ -164,7 +164,7 @@ pub(crate) fn gateway(cmd: &Cmd, provider: &Provider, extra: &[&str]) -> (Runnin
 }
 
 /// What the Python SDK saw calling through `base` with a token of `client` for `scope`.
-fn sdk_sees(
+pub(crate) fn sdk_sees(
     cmd: &Cmd,
     provider: &Provider,
     base: &str,
@@ -180,7 +180,7 @@ fn sdk_sees(
     client_json(sdk, cmd.dir(), "the Python SDK with a provider's token")
 }
 
-const TEAM: (&str, &str) = ("team-app", "team-secret");
+pub(crate) const TEAM: (&str, &str) = ("team-app", "team-secret");
 
 fn stop(running: Running) -> Output {
     kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
@@ -335,19 +335,38 @@ fn an_issuer_that_does_not_match_its_discovery_is_refused_at_start() {
 /// What the Python SDK saw through a gateway in `mode` over the scoped tools (`lookup`, read
 /// only; `erase`) whose overrides hold `clients`, with a token of `client`.
 fn seen_with_clients(mode: &str, clients: Value, client: (&str, &str), probes: Value) -> Value {
+    let mut seen = seen_by(&["fault"], mode, clients, vec![(client, probes)]);
+    seen.remove(0)
+}
+
+/// What the Python SDK saw, once per `(client, probes)` of `visits`, through one gateway in
+/// `mode` over `servers` (each the scoped tools) whose overrides hold `clients`.
+fn seen_by(
+    servers: &[&str],
+    mode: &str,
+    clients: Value,
+    visits: Vec<((&str, &str), Value)>,
+) -> Vec<Value> {
     let provider = Provider::start();
     let cmd = Cmd::new();
     let entry = crate::serve_oauth::scoped_tools(&cmd);
+    let servers: serde_json::Map<String, Value> = (servers.iter())
+        .map(|name| (name.to_string(), entry.clone()))
+        .collect();
     let overrides = json!({"version": 1, "clients": clients}).to_string();
     let cmd = cmd
-        .config_json(json!({"mcpServers": {"fault": entry}}))
+        .config_json(json!({"mcpServers": servers}))
         .trusted_overrides(&overrides);
     let (running, base) = gateway(&cmd, &provider, &["--mode", mode]);
-    let scope = match client {
-        TEAM => "tools:all",
-        _ => "tools:read",
-    };
-    let seen = sdk_sees(&cmd, &provider, &base, client, scope, probes);
+    let seen = (visits.into_iter())
+        .map(|(client, probes)| {
+            let scope = match client {
+                TEAM => "tools:all",
+                _ => "tools:read",
+            };
+            sdk_sees(&cmd, &provider, &base, client, scope, probes)
+        })
+        .collect();
     stop(running);
     seen
 }
@@ -418,4 +437,66 @@ fn sparse_search_describe_and_calls_follow_the_allow_list() {
         "search misses lookup: {seen}"
     );
     assert_eq!(probes[4]["is_error"], false, "{seen}");
+}
+
+/// Probes a client makes with names one letter short of `hidden`'s: an answer that suggests
+/// `hidden` or lists its tools tells of it.
+fn near_misses(hidden: &str) -> Value {
+    let near = &hidden[..hidden.len() - 1];
+    json!([
+        ["search_tools", {"query": "look a record up", "limit": 25}],
+        ["search_tools", {"query": "records", "server": near}],
+        ["call_tool", {"name": format!("{near}__lookup"), "arguments": {}}],
+        ["describe_tool", {"name": format!("{near}__lookup")}],
+        ["discover", {"jsonpath": "$..name"}],
+        [format!("{near}__lookup"), {}],
+    ])
+}
+
+#[test]
+fn each_client_is_told_only_of_the_servers_its_allow_list_reaches() {
+    let clients = json!({"team-app": {"tools": ["ledger__*"]},
+        "reader-app": {"tools": ["vault__*"]}});
+    for mode in ["sparse", "full"] {
+        let visits = vec![
+            (TEAM, near_misses("vault")),
+            (READER, near_misses("ledger")),
+        ];
+        let seen = seen_by(&["ledger", "vault"], mode, clients.clone(), visits);
+        // The team's token reaches both ledger tools; the reader's (tools:read) vault's lookup.
+        for (seen, own, hidden, count) in [
+            (&seen[0], "ledger", "vault", 2),
+            (&seen[1], "vault", "ledger", 1),
+        ] {
+            let told = json!([seen["initialize"], seen["listed"], seen["probes"]]).to_string();
+            assert!(
+                !told.contains(hidden),
+                "{mode}: {own}'s client was told of {hidden}: {told}"
+            );
+            assert!(
+                told.contains(own),
+                "{mode}: {own}'s client was not told of {own}: {told}"
+            );
+            let instructions = seen["initialize"]["instructions"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                instructions.contains(&format!("fronts {count} tools on 1 servers")),
+                "{mode}: {instructions}"
+            );
+            if mode == "sparse" {
+                let search = &seen["listed"]["tools"][0]["description"];
+                let said = format!("Search {count} tools by what you want done; then call_tool. Servers: {own} ({count}).");
+                assert_eq!(search, &json!(said), "{seen}");
+                let lookup = format!("{own}__lookup");
+                assert!(
+                    seen["probes"][0]["text"]
+                        .as_str()
+                        .unwrap()
+                        .contains(&lookup),
+                    "{seen}"
+                );
+            }
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! `/mcp` on `up`'s stack fronts (issue 27): with a tunnel, the official Python SDK's OAuth
 //! client logs in through the fake cloudflared's stand-in for Cloudflare's edge (discovery,
 //! registration, the operator's `auth approve`, token, call, refresh); without one, the stack's
-//! key as a bearer; a token issued for one stack is refused by another.
+//! key as a bearer; a token issued for one stack is refused by another; with `--auth
+//! oidc:ISSUER` a real OpenID provider's tokens (`serve_oidc`'s), the REST side keeping its key.
 
 use std::process::Command;
 
@@ -91,6 +92,16 @@ fn wait_mcp(up: &Running, dir: &std::path::Path, count: usize) -> Value {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+/// The Python SDK's client calls `fault__echo` at `url` with `key` as its bearer.
+fn sdk_calls_with_key(cmd: &Cmd, url: &str, key: &str) {
+    let mut client = Command::new(sdk_python());
+    client
+        .arg(manifest_dir().join("tests/fixtures/gateway_client.py"))
+        .args(["call", "--http", url, "--key", key]);
+    let seen = client_json(client, cmd.dir(), "the Python SDK's client");
+    assert!(seen["echo"].to_string().contains("once"), "{seen}");
 }
 
 /// `initialize` POSTed to `url` with `headers`.
@@ -196,12 +207,7 @@ fn a_local_stack_serves_mcp_with_its_key_as_a_bearer() {
     );
     let key = a["api_key"].as_str().unwrap();
     let url = format!("http://127.0.0.1:{}/mcp", a["port"]);
-    let mut client = Command::new(sdk_python());
-    client
-        .arg(manifest_dir().join("tests/fixtures/gateway_client.py"))
-        .args(["call", "--http", &url, "--key", key]);
-    let seen = client_json(client, cmd.dir(), "the Python SDK's client");
-    assert!(seen["echo"].to_string().contains("once"), "{seen}");
+    sdk_calls_with_key(&cmd, &url, key);
     let bearer = format!("Bearer {key}");
     assert_eq!(initialize(&url, &[("authorization", &bearer)]).status, 200);
     for headers in [vec![], vec![("authorization", "Bearer not-the-key")]] {
@@ -243,4 +249,97 @@ fn a_token_issued_for_one_stack_is_refused_by_another() {
         refused.body
     );
     terminate(up, &state);
+}
+
+#[test]
+fn a_stacks_mcp_takes_an_openid_providers_tokens_and_rest_keeps_the_key() {
+    let provider = crate::serve_oidc::Provider::start();
+    let cmd = project(&["a", "b"]);
+    let auth = format!("oidc:{}", provider.issuer);
+    let up = up(&cmd, &["a", "b"], &["--tunnel", "none", "--auth", &auth]);
+    let state = wait_mcp(&up, cmd.dir(), 2);
+    let a = stack(&state, "a");
+    assert_eq!(a["mcp_auth"], "oidc", "{state}");
+    let base = |name: &str| format!("http://127.0.0.1:{}", stack(&state, name)["port"]);
+    let metadata = request(
+        "GET",
+        &format!("{}/.well-known/oauth-protected-resource/mcp", base("a")),
+        &[],
+        None,
+    );
+    assert_eq!(metadata.status, 200, "{}", metadata.body);
+    assert_eq!(
+        metadata.body["authorization_servers"],
+        json!([provider.issuer]),
+        "{}",
+        metadata.body
+    );
+    let probes = json!([["fault__echo", {"message": "delegated"}]]);
+    let team = crate::serve_oidc::TEAM;
+    let seen = crate::serve_oidc::sdk_sees(&cmd, &provider, &base("a"), team, "tools:all", probes);
+    assert_eq!(seen["probes"][0]["is_error"], false, "{seen}");
+    assert!(
+        seen["probes"][0]["text"].to_string().contains("delegated"),
+        "{seen}"
+    );
+
+    // A token for stack a's /mcp is refused by b's (its audience is a's URL).
+    let token = provider.token(team, "tools:all", &format!("{}/mcp", base("a")));
+    let bearer = format!("Bearer {token}");
+    let good = initialize(&format!("{}/mcp", base("a")), &[("authorization", &bearer)]);
+    assert_eq!(good.status, 200, "{}", good.body);
+    let refused = initialize(&format!("{}/mcp", base("b")), &[("authorization", &bearer)]);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(
+        challenge(&refused).contains("`aud`"),
+        "{}",
+        challenge(&refused)
+    );
+
+    // The REST side takes the stack's key, never the provider's token.
+    let echo = format!("{}/fault/echo", base("a"));
+    let body = Some(json!({"message": "rest"}).to_string().into_bytes());
+    let key = a["api_key"].as_str().unwrap();
+    let keyed = request("POST", &echo, &[("x-api-key", key)], body.clone());
+    assert_eq!(keyed.status, 200, "{}", keyed.body);
+    let tokened = request("POST", &echo, &[("authorization", &bearer)], body);
+    assert_eq!(tokened.status, 401, "{}", tokened.body);
+    terminate(up, &state);
+}
+
+#[test]
+fn an_mcpo_stack_starts_its_mcp_copy_of_a_server_only_on_the_first_call_and_says_so() {
+    let cmd = project(&["a"]).env("MCP_LAUNCH_MCPO", &crate::launch_util::mcpo_bin());
+    let ports = free_ports(2);
+    let up = cmd
+        .cmd()
+        .args([
+            "up",
+            "--config",
+            "a.json",
+            "--controller",
+            "mcpo",
+            "--mode",
+            "full",
+        ])
+        .args(["--tunnel", "none", "--port", &ports.to_string()])
+        .args(["--mcpo-port", &(ports + 1).to_string()])
+        .stderr_any()
+        .spawn();
+    let state = wait_mcp(&up, cmd.dir(), 1);
+    let a = stack(&state, "a");
+    let ready = starts(&cmd, "a");
+    let url = format!("http://127.0.0.1:{}/mcp", a["port"]);
+    let key = a["api_key"].as_str().unwrap();
+    let bearer = format!("Bearer {key}");
+    assert_eq!(initialize(&url, &[("authorization", &bearer)]).status, 200);
+    assert_eq!(
+        starts(&cmd, "a"),
+        ready,
+        "/mcp's handshake started a server"
+    );
+    sdk_calls_with_key(&cmd, &url, key);
+    assert_eq!(starts(&cmd, "a"), ready + 1, "/mcp's copy: one start");
+    let out = terminate(up, &state);
+    assert!(out.stdout.contains("second copy of a server"), "{out}");
 }

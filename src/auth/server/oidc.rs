@@ -99,16 +99,18 @@ struct Keys {
     fetched: Instant,
 }
 
-/// The verifier of one provider's access tokens for one audience.
+/// The verifier of one provider's access tokens for one audience. A clone (`up`'s stacks,
+/// each its own audience) shares the keys and their fetches: one rotation followed by all.
+#[derive(Clone)]
 pub struct Delegate {
     issuer: String,
     audience: String,
     jwks_uri: Url,
     http: reqwest::Client,
-    keys: RwLock<Arc<Keys>>,
+    keys: Arc<RwLock<Arc<Keys>>>,
     /// When an unknown `kid` last fetched the keys (one fetch at a time: the lock is held
     /// across it).
-    refetched: tokio::sync::Mutex<Option<Instant>>,
+    refetched: Arc<tokio::sync::Mutex<Option<Instant>>>,
 }
 
 impl std::fmt::Debug for Delegate {
@@ -200,8 +202,8 @@ impl Delegate {
             audience: String::new(),
             jwks_uri,
             http,
-            keys: RwLock::new(Arc::new(keys)),
-            refetched: tokio::sync::Mutex::new(None),
+            keys: Arc::new(RwLock::new(Arc::new(keys))),
+            refetched: Arc::new(tokio::sync::Mutex::new(None)),
         })
     }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::metadata::{AUTHORIZATION_SERVER_SUFFIX, PROTECTED_RESOURCE_SUFFIX};
+use crate::auth::server::oidc::Delegate;
 use crate::auth::server::OAuthServer;
 use crate::cli::serve::AuthMode;
 use crate::cli::CliError;
@@ -45,10 +46,6 @@ const LIST_WAIT: Duration = Duration::from_secs(5);
 pub(super) fn choose_auth(args: &UpArgs, shared: bool) -> Result<AuthMode, CliError> {
     let reachable = shared || !args.host.is_loopback() || !args.public_urls.is_empty();
     match args.auth.clone() {
-        Some(AuthMode::Oidc(_)) => Err(CliError::Usage {
-            message: "--auth oidc:ISSUER is served by `serve --http` only for now; a stack's /mcp takes oauth, key or none".into(),
-            help: "use --auth oauth (the built-in authorization server) on `up`, or run `mcp-launch serve --http ADDR --auth oidc:ISSUER` over the same config".into(),
-        }),
         Some(AuthMode::None) if reachable => Err(CliError::Usage {
             message: "--auth none would let anyone who reaches the front call every tool over /mcp".into(),
             help: "use --auth oauth (you consent to each client) or --auth key; --auth none only with --tunnel none on 127.0.0.1".into(),
@@ -70,11 +67,12 @@ pub(super) fn auth_name(auth: &AuthMode) -> &'static str {
 }
 
 /// Starts a gateway for each running stack and mounts it at `/mcp` on the stack's front.
-/// Returns the gateways, to shut down once the stacks stop.
+/// `auth` is `--auth` resolved, with its provider for `oidc:ISSUER` (discovered before the
+/// stacks started). Returns the gateways, to shut down once the stacks stop.
 pub(super) async fn serve_mcp(
     running: &[RunningStack],
     args: &UpArgs,
-    auth: &AuthMode,
+    (auth, delegate): &(AuthMode, Option<Delegate>),
     project_dir: &Path,
     stop: &CancellationToken,
 ) -> Result<Vec<Gateway>, CliError> {
@@ -99,6 +97,8 @@ pub(super) async fn serve_mcp(
             stack: record.name.clone(),
             api_key: record.api_key.clone(),
             auth: auth.clone(),
+            delegate: delegate.clone(),
+            audience: args.oidc_audience.clone(),
             front: SocketAddr::new(args.host, record.port),
             stop: stop.clone(),
             previous: Mutex::new(None),
@@ -136,6 +136,10 @@ struct Side {
     /// The stack's key: the bearer key of `--auth key`.
     api_key: String,
     auth: AuthMode,
+    /// With `--auth oidc:ISSUER`: the provider's verifier (its audience set per public URL).
+    delegate: Option<Delegate>,
+    /// `--oidc-audience`.
+    audience: Option<String>,
     /// The front's address (its host is a name clients may send in `Host` off loopback).
     front: SocketAddr,
     /// `up`'s stop: every side's sessions end with it.
@@ -157,11 +161,23 @@ impl Side {
             old.cancel();
         }
         drop(previous);
-        let oauth = (self.auth == AuthMode::Oauth).then(|| self.oauth_server(base));
-        let paths = side_paths(oauth.is_some());
+        let oauth = match (&self.auth, &self.delegate) {
+            (_, Some(delegate)) => Some(crate::cli::serve_oauth::delegated(
+                base,
+                delegate.clone(),
+                self.audience.as_deref(),
+                &format!("stack {}", self.stack),
+            )),
+            (AuthMode::Oauth, _) => Some(self.oauth_server(base)),
+            _ => None,
+        };
+        // Without OAuth, the key — unless `--auth none` said so: never open by omission.
+        let api_key =
+            (oauth.is_none() && self.auth != AuthMode::None).then(|| self.api_key.clone());
+        let paths = side_paths(&self.auth);
         let options = HttpOptions {
             addr: self.front,
-            api_key: (self.auth == AuthMode::Key).then(|| self.api_key.clone()),
+            api_key,
             oauth,
             public_url: Some(base.to_string()),
             allowed_hosts: Vec::new(),
@@ -185,14 +201,17 @@ impl Side {
     }
 }
 
-/// The paths the MCP side answers: `/mcp`, and with OAuth the metadata (RFC 8414 at the root,
-/// RFC 9728 at the root and path-suffixed) and the authorization server's endpoints.
-fn side_paths(oauth: bool) -> Vec<String> {
+/// The paths the MCP side answers: `/mcp`; with OAuth (built in or delegated) the protected
+/// resource's metadata (RFC 9728, at the root and path-suffixed); with the built-in server
+/// also its metadata (RFC 8414) and endpoints (a provider serves its own).
+fn side_paths(auth: &AuthMode) -> Vec<String> {
     let mut paths = vec![MCP_PATH.to_string()];
-    if oauth {
-        paths.push(AUTHORIZATION_SERVER_SUFFIX.to_string());
+    if auth.is_oauth() {
         paths.push(PROTECTED_RESOURCE_SUFFIX.to_string());
         paths.push(format!("{PROTECTED_RESOURCE_SUFFIX}{MCP_PATH}"));
+    }
+    if *auth == AuthMode::Oauth {
+        paths.push(AUTHORIZATION_SERVER_SUFFIX.to_string());
         paths.extend(OAUTH_PATHS.iter().map(|p| p.to_string()));
     }
     paths
@@ -245,7 +264,7 @@ mod tests {
             .await
             .unwrap();
         let metadata: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        let paths = side_paths(true);
+        let paths = side_paths(&AuthMode::Oauth);
         let named = metadata.as_object().unwrap().iter();
         let endpoints = named.filter(|(k, _)| k.ends_with("_endpoint"));
         for (field, url) in endpoints {
@@ -287,6 +306,14 @@ mod tests {
         assert!(choose_auth(&open, false).is_err(), "none off loopback");
         let public = up_args(&["--auth", "none", "--public-url", "https://x.example"]);
         assert!(choose_auth(&public, false).is_err(), "none at a public URL");
+        let oidc = up_args(&["--auth", "oidc:https://idp.example.com"]);
+        let issuer = AuthMode::Oidc("https://idp.example.com".into());
+        assert_eq!(
+            choose_auth(&oidc, true).unwrap(),
+            issuer,
+            "oidc behind a tunnel"
+        );
+        assert_eq!(side_paths(&issuer).len(), 3, "{:?}", side_paths(&issuer));
     }
 
     #[test]

@@ -107,10 +107,16 @@ pub struct UpArgs {
     /// How MCP clients of /mcp prove who they are. oauth: OAuth 2.1 with the built-in
     /// authorization server (claude.ai and ChatGPT connectors; you consent with a one-time
     /// code shown here or `mcp-launch auth approve`), the default with a tunnel; key: the
-    /// stack's key as `Authorization: Bearer`, the default without; none: loopback only. The
-    /// REST side keeps its X-API-Key.
+    /// stack's key as `Authorization: Bearer`, the default without; oidc:ISSUER: JWT access
+    /// tokens of your OpenID provider (teams); none: loopback only. The REST side keeps its
+    /// X-API-Key.
     #[arg(long, value_parser = super::serve::AuthMode::parse, value_name = "MODE")]
     pub auth: Option<super::serve::AuthMode>,
+    /// With --auth oidc:ISSUER: the `aud` tokens must name, when the provider cannot name a
+    /// stack's URL (<its URL>/mcp, the default) and puts a client id there instead. One value
+    /// for every stack: a token then reaches each of them.
+    #[arg(long, requires = "auth", value_name = "AUDIENCE")]
+    pub oidc_audience: Option<String>,
     /// Full-screen terminal UI: watch the preflight, allow/deny tools, enable/disable servers
     /// (saved to ./.mcp-launch/overrides.json). In progress: launching from it comes next.
     #[arg(long)]
@@ -212,6 +218,9 @@ pub async fn run(
     let public_urls = align_public_urls(&args.public_urls, stack_count)?;
     let tunnel = choose_tunnel(&args, &public_urls)?;
     let auth = mcp::choose_auth(&args, tunnel.is_some())?;
+    // The provider is asked before anything starts: a wrong issuer stops `up` at once.
+    let delegate =
+        super::serve_oauth::delegate(args.auth.as_ref(), args.oidc_audience.as_deref()).await?;
     let mut errors: Vec<(String, Value)> = failed
         .iter()
         .map(|f| (f.name.clone(), output::error_object(&f.error)))
@@ -244,6 +253,7 @@ pub async fn run(
     let failed = launched.errors.iter();
     errors.extend(failed.map(|(stack, e)| (stack.clone(), output::error_object(e))));
     let running = launched.running;
+    let auth = (auth, delegate);
     let gateways = match mcp::serve_mcp(&running, &args, &auth, &opts.cwd, &shutdown).await {
         Ok(gateways) => gateways,
         Err(e) => {

@@ -97,8 +97,18 @@ pub(super) fn print_summary(
                 "  mcp      {}/mcp  (Authorization: Bearer <the key>)",
                 r.public_url
             ),
+            Some("oidc") => anstream::println!(
+                "  mcp      {}/mcp  (OAuth: access tokens of your OpenID provider)",
+                r.public_url
+            ),
             Some(_) => anstream::println!("  mcp      {}/mcp  (no authentication)", r.public_url),
             None => {}
+        }
+        if r.mcp_auth.is_some() && r.controller == "mcpo" {
+            // mcpo speaks OpenAPI only: /mcp cannot reach the servers inside it.
+            anstream::println!(
+                "  {dim}/mcp starts a second copy of a server on its first MCP call (mcpo's copies serve REST); idle 10 min, it stops{dim:#}"
+            );
         }
         let servers: Vec<String> = r
             .servers

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
-    GetTaskParams, GetTaskResult, Implementation, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::ErrorData;
@@ -60,10 +60,34 @@ impl ServerHandler for Handler {
             "experimental": {raw::TASKS: {}},
         }))
         .unwrap_or_default();
-        let mut info =
-            InitializeResult::new(capabilities).with_instructions(self.gateway.instructions());
+        // The instructions depend on the client (its reach): `initialize` and `discover` add
+        // them.
+        let mut info = InitializeResult::new(capabilities);
         info.server_info = Implementation::new("mcp-launch", env!("CARGO_PKG_VERSION"));
         info
+    }
+
+    /// The handshake's answer, its instructions telling only of what the client reaches.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let info = self.negotiate_initialize(&request)?;
+        Ok(info.with_instructions(self.gateway.instructions(&reach_of(&context))))
+    }
+
+    /// A 2026-07-28 client's `server/discover`, its instructions as `initialize`'s.
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let info = self
+            .get_info()
+            .with_instructions(self.gateway.instructions(&reach_of(&context)));
+        let versions = self.supported_protocol_versions().into_owned();
+        Ok(DiscoverResult::from_server_info(versions, info))
     }
 
     /// The advertised tool `name` when it binds arguments to headers: rmcp's HTTP service then
