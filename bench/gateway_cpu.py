@@ -6,7 +6,7 @@ the gateway executes per call do not. This bench runs `mcp-launch serve` under
 `valgrind --tool=callgrind` and counts them:
 
   python3 bench/gateway_cpu.py [--bin target/profiling/mcp-launch] [--calls N] [--json]
-                               [--only stdio|http] [--top K] [--keep]
+                               [--only stdio|http] [--top K] [--keep] [--clock]
 
 (`cargo build --profile profiling` builds the release code with line tables, so the top
 functions have names; any build works.) For each transport:
@@ -21,6 +21,17 @@ the dump's total over N (an idle interval of the same wall time is measured too,
 what the gateway does with no calls: timers, polling). Counting starts once the gateway is
 quiet (the catalog rebuild its first connect sets off is not a call's cost). The top functions
 by exclusive Ir are read from the dump.
+
+With `--clock` the gateway runs as it is (no valgrind) and the figure is its CPU time per call
+(user + system, every thread, in ns: the process's CPU clock, `clock_gettime` of
+`MAKE_PROCESS_CPUCLOCK(pid)`), read before and after each batch: what a release build spends on
+this machine, load included (run it on a quiet machine; more calls, less noise).
+
+Over HTTP every worker has its own connection but all share one session, so request ids are
+unique across the workers: the first version of this bench numbered each connection from 1,
+two in-flight requests of the session could hold the same id, and rmcp routes an answer by
+(session, id): one call's stream then never got its answer and ended with the session (after
+`--session-idle`, 120 s; it showed under valgrind, where calls overlap for longer).
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import glob
+import itertools
 import json
 import os
 import platform
@@ -90,13 +102,14 @@ class Stdio:
 
 
 class HttpConnection:
-    """One kept-alive HTTP/1.1 connection to `/mcp` (Streamable HTTP: a JSON or SSE answer)."""
+    """One kept-alive HTTP/1.1 connection to `/mcp` (Streamable HTTP: a JSON or SSE answer).
+    `ids` numbers the requests of the whole session (shared by its connections: an id must be
+    unique in a session, not only on a connection)."""
 
-    def __init__(self, port: int, session: str | None) -> None:
-        self.port, self.session = port, session
+    def __init__(self, port: int, session: str | None, ids: itertools.count) -> None:
+        self.port, self.session, self.ids = port, session, ids
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
-        self.next_id = 1
 
     async def post(self, body: dict) -> tuple[dict, dict | None]:
         if self.writer is None:
@@ -135,8 +148,7 @@ class HttpConnection:
             out += chunk[:-2]
 
     async def request(self, method: str, params: dict) -> dict:
-        rid = self.next_id
-        self.next_id += 1
+        rid = next(self.ids)
         headers, reply = await self.post({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
         if reply is None or "error" in reply:
             raise RuntimeError(f"{method}: {reply} ({headers})")
@@ -163,16 +175,17 @@ class Http:
     def __init__(self, port: int) -> None:
         self.port = port
         self.session: str | None = None
+        self.ids = itertools.count(1)
 
     async def open(self) -> "Http":
-        first = HttpConnection(self.port, None)
+        first = HttpConnection(self.port, None, self.ids)
         headers, _ = await first.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
         self.session = first.session = headers.get("mcp-session-id")
         await first.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return self
 
     def worker(self) -> HttpConnection:
-        return HttpConnection(self.port, self.session)
+        return HttpConnection(self.port, self.session, self.ids)
 
 
 async def calls(client, n: int, concurrency: int) -> None:
@@ -216,6 +229,14 @@ class Counted:
         if done.returncode != 0:
             raise RuntimeError(f"callgrind_control {flag}: {done.stdout}{done.stderr}")
 
+    def zero(self) -> None:
+        self.control("-z")
+
+    def count(self, top: int = 0) -> tuple[int, list[dict]]:
+        """Instructions since the last zero, and the `top` functions by exclusive Ir."""
+        dump = self.dump()
+        return total_ir(dump), top_functions(dump, top) if top else []
+
     def dump(self) -> str:
         """Dumps the counters since the last zero; the dump's file."""
         before = set(glob.glob(self.out + ".*"))
@@ -238,6 +259,33 @@ class Counted:
                 await asyncio.wait_for(self.proc.wait(), 60)
             except asyncio.TimeoutError:
                 os.killpg(self.proc.pid, 9)
+
+
+class Clocked(Counted):
+    """`argv` running as it is; its CPU time (ns, user + system, all threads) read from the
+    process's CPU clock."""
+
+    unit = "ns"
+    quiet_per_s = 20_000_000  # 2% of a core: timers and polling only
+
+    def __init__(self, argv: list[str], out_dir: str, env: dict, cwd: str, pipes: bool) -> None:
+        super().__init__(argv, out_dir, env, cwd, pipes)
+        self.argv = argv
+        self.zeroed = 0
+
+    def clock(self) -> int:
+        # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED): the whole process's CPU time.
+        return time.clock_gettime_ns(((~self.proc.pid) << 3) | 2)
+
+    def zero(self) -> None:
+        self.zeroed = self.clock()
+
+    def count(self, top: int = 0) -> tuple[int, list[dict]]:
+        return self.clock() - self.zeroed, []
+
+
+Counted.unit = "Ir"
+Counted.quiet_per_s = 2_000_000
 
 
 def _complete(path: str) -> bool:
@@ -296,7 +344,8 @@ def _short(name: str) -> str:
 # ---------------------------------------------------------------- runs
 
 
-async def measure(transport: str, bin_path: str, n: int, warmup: int, top: int, tmp: str, env: dict) -> dict:
+async def measure(transport: str, bin_path: str, n: int, warmup: int, top: int, tmp: str, env: dict,
+                  counter: type = Counted) -> dict:
     out_dir = os.path.join(tmp, transport)
     os.makedirs(out_dir)
     upstream = None
@@ -315,7 +364,7 @@ async def measure(transport: str, bin_path: str, n: int, warmup: int, top: int, 
         extra = ["--http", f"127.0.0.1:{gateway_port}", "--no-auth"]
     with open(config, "w") as f:
         json.dump({"mcpServers": servers}, f)
-    gateway = Counted([bin_path, "serve", "--config", config, "--mode", "full"] + extra,
+    gateway = counter([bin_path, "serve", "--config", config, "--mode", "full"] + extra,
                       out_dir, env, out_dir, pipes=transport == "stdio")
     proc = await gateway.start()
     try:
@@ -328,18 +377,19 @@ async def measure(transport: str, bin_path: str, n: int, warmup: int, top: int, 
         await calls(client, warmup, 16)
         await settle(gateway)
         result: dict = {}
+        unit = gateway.unit.lower()
         for conc in (1, 16):
-            gateway.control("-z")
+            gateway.zero()
             t0 = time.monotonic()
             await calls(client, n, conc)
             wall = time.monotonic() - t0
-            dump = gateway.dump()
-            result[f"c{conc}"] = {"ir_per_call": total_ir(dump) // n, "wall_s": round(wall, 2),
-                                  "top": top_functions(dump, top)}
-            log(f"{transport} c={conc}: {result[f'c{conc}']['ir_per_call']:,} Ir/call")
-        gateway.control("-z")
-        await asyncio.sleep(min(result["c1"]["wall_s"], 10))
-        result["idle_ir_per_s"] = total_ir(gateway.dump()) // max(1, int(min(result["c1"]["wall_s"], 10)))
+            total, ranked = gateway.count(top)
+            result[f"c{conc}"] = {f"{unit}_per_call": total // n, "wall_s": round(wall, 2), "top": ranked}
+            log(f"{transport} c={conc}: {total // n:,} {gateway.unit}/call")
+        gateway.zero()
+        idle = max(1, int(min(result["c1"]["wall_s"], 10)))
+        await asyncio.sleep(idle)
+        result[f"idle_{unit}_per_s"] = gateway.count()[0] // idle
         return result
     finally:
         if transport == "stdio":
@@ -353,15 +403,15 @@ async def measure(transport: str, bin_path: str, n: int, warmup: int, top: int, 
             await upstream.wait()
 
 
-async def settle(gateway: Counted, quiet_ir_per_s: int = 2_000_000, timeout: float = 300) -> None:
+async def settle(gateway: Counted, timeout: float = 300) -> None:
     """Waits until the gateway is quiet: the work its first connect set off (the catalog
     rebuilt, the tool index written, the search index built) would otherwise be counted
     against the calls."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        gateway.control("-z")
+        gateway.zero()
         await asyncio.sleep(2)
-        if total_ir(gateway.dump()) // 2 < quiet_ir_per_s:
+        if gateway.count()[0] // 2 < gateway.quiet_per_s:
             return
     log("the gateway never went quiet; counting anyway")
 
@@ -381,14 +431,19 @@ async def wait_port(port: int, timeout: float) -> None:
 def report(r: dict) -> str:
     if "before" in r:  # a saved comparison
         return report(r["before"]) + "\n\n" + report(r["after"])
+    unit = r.get("unit", "ir")
+    how = ("CPU time (ns, user + system) read from the process's CPU clock" if unit == "ns"
+           else "instructions (Ir) counted by callgrind")
     lines = [f"# gateway CPU per call, {r['machine']}, {r['date']}, {r['commit']} ({r['bin']})",
-             f"{r['calls']} echo calls per batch; instructions (Ir) counted by callgrind", "",
-             "| path | c | Ir/call | idle Ir/s |", "|---|---:|---:|---:|"]
+             f"{r['calls']} echo calls per batch; {how}" + (f"; load {r['load']}" if "load" in r else ""), "",
+             f"| path | c | {'Ir' if unit == 'ir' else 'ns'}/call | idle {'Ir' if unit == 'ir' else 'ns'}/s |", "|---|---:|---:|---:|"]
     for transport, v in r["results"].items():
         for conc in ("c1", "c16"):
-            lines.append(f"| {transport} | {conc[1:]} | {v[conc]['ir_per_call']:,} | {v['idle_ir_per_s']:,} |")
+            lines.append(f"| {transport} | {conc[1:]} | {v[conc][f'{unit}_per_call']:,} | {v[f'idle_{unit}_per_s']:,} |")
     for transport, v in r["results"].items():
         for conc in ("c1", "c16"):
+            if not v[conc]["top"]:
+                continue
             lines += ["", f"top functions, {transport} c={conc[1:]} (exclusive Ir per call):"]
             for row in v[conc]["top"]:
                 lines.append(f"  {row['ir'] // r['calls']:>9,}  {row['function']}")
@@ -404,6 +459,8 @@ def main() -> None:
     ap.add_argument("--only", choices=("stdio", "http"))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the callgrind dumps")
+    ap.add_argument("--clock", action="store_true",
+                    help="no valgrind: CPU time per call from the gateway's CPU clock (release build)")
     ap.add_argument("--render", metavar="FILE", help="print the report of a saved --json result")
     a = ap.parse_args()
     if a.render:
@@ -418,14 +475,16 @@ def main() -> None:
     results = {}
     try:
         for transport in ([a.only] if a.only else ["stdio", "http"]):
-            results[transport] = asyncio.run(measure(transport, a.bin, a.calls, a.warmup, a.top, tmp, env))
+            counter = Clocked if a.clock else Counted
+            results[transport] = asyncio.run(measure(transport, a.bin, a.calls, a.warmup, a.top, tmp, env, counter))
     finally:
         if a.keep:
             log(f"kept {tmp}")
         else:
             subprocess.run(["rm", "-rf", tmp])
     r = {"machine": f"{os.cpu_count()} cores, {platform.machine()}", "date": time.strftime("%Y-%m-%d"),
-         "commit": commit, "bin": os.path.relpath(a.bin, ROOT), "calls": a.calls, "results": results}
+         "commit": commit, "bin": os.path.relpath(a.bin, ROOT), "calls": a.calls, "results": results,
+         "unit": "ns" if a.clock else "ir", "load": " ".join(f"{x:.1f}" for x in os.getloadavg())}
     print(json.dumps(r, indent=1) if a.json else report(r))
 
 

@@ -3,7 +3,8 @@
 //! that are not JSON, -32600 for JSON that is no message or a batch a session cannot send, 415
 //! for a wrong type, 404 for an unknown session; 2025-03-26 batches answered as arrays. Over
 //! stdio: -32700 with `id: null` for a line that is not JSON, and a line over the message cap
-//! answered with the cap and its variable.
+//! answered with the cap and its variable. A call longer than the session idle time still gets
+//! its answer.
 
 use std::time::Duration;
 
@@ -97,6 +98,30 @@ fn session(url: &str) -> String {
     let answer = post(url, &[("mcp-session-id", &id)], initialized.to_string());
     assert_eq!(answer.status, 202, "{}", answer.body);
     id
+}
+
+/// A call in flight keeps its session: rmcp's idle timer counted only messages, so a call
+/// longer than `--session-idle` (120 s by default) lost its session under it and its stream
+/// ended with no answer. An idle session still ends.
+#[test]
+fn a_call_longer_than_the_session_idle_time_gets_its_answer() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let extra = ["--mode", "full", "--session-idle", "1s"];
+    let (_gateway, url) = crate::serve::http_gateway(&cmd, &extra);
+    let id = session(&url);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "fault__slow", "arguments": {"ms": 3000}}});
+    let answer = post(&url, &[("mcp-session-id", &id)], call.to_string());
+    let text = &message(&answer)["result"]["content"][0]["text"];
+    assert_eq!(text, "done", "{}", answer.body);
+    std::thread::sleep(Duration::from_millis(2500));
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let answer = post(&url, &[("mcp-session-id", &id)], ping.to_string());
+    assert_eq!(
+        answer.status, 404,
+        "the idle session ended: {}",
+        answer.body
+    );
 }
 
 #[test]

@@ -124,6 +124,7 @@ pub fn routes(
     let guarded = gateway.clone();
     let sessions = Arc::new(Sessions::new(options.sessions));
     Sessions::spawn_listener(&sessions);
+    sessions.spawn_reaper(stop.child_token());
     config.session_store = sessions.records();
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(gateway.clone(), false)),

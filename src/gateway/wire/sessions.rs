@@ -5,7 +5,9 @@
 //!   (the key a client presented; keyless clients count as one key). Past a cap, a session
 //!   goes to make room: first one that has asked nothing since its handshake (a flood's), then
 //!   the one idle longest; one with a request or stream open only when every other is busy;
-//! - a session ends after [`SessionLimits::idle`] without a message (rmcp's keep-alive);
+//! - a session ends after [`SessionLimits::idle`] without a message and without a call in
+//!   flight ([`Sessions::spawn_reaper`]; rmcp's own keep-alive counted only messages, so a call
+//!   longer than the idle time lost its answer: the session ended under it);
 //! - the maps shrink after a wave, so the memory goes back to the allocator.
 //!
 //! Every end of a session (DELETE, idle, evicted) passes through [`Sessions::close_session`],
@@ -41,6 +43,7 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use rmcp::transport::streamable_http_server::SessionManager;
 use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
 
 use super::resume::{lost, Resume, StreamTags};
 use crate::state::{Redis, StateError};
@@ -98,6 +101,8 @@ struct Entry {
     asked: bool,
     /// Its request and GET streams open now.
     open: Arc<AtomicUsize>,
+    /// Its request streams open now (calls waiting for their answer).
+    calls: Arc<AtomicUsize>,
     /// When its shared record's expiry was last pushed back.
     kept: Instant,
 }
@@ -113,7 +118,8 @@ impl Sessions {
     /// Sessions under `limits`.
     pub fn new(limits: SessionLimits) -> Sessions {
         let mut inner = LocalSessionManager::default();
-        inner.session_config.keep_alive = Some(limits.idle);
+        // Idle sessions are ended by the reaper, which knows of calls in flight.
+        inner.session_config.keep_alive = None;
         let records = crate::state::shared().map(|shared| {
             Arc::new(SessionRecords {
                 shared,
@@ -194,6 +200,7 @@ impl Sessions {
             used: Instant::now(),
             asked: false,
             open: Arc::default(),
+            calls: Arc::default(),
             kept: Instant::now(),
         };
         book.insert(id.clone(), entry);
@@ -206,9 +213,9 @@ impl Sessions {
         evicted
     }
 
-    /// Notes a message from session `id`'s client (`asked`: a request); the counter of its
-    /// open streams.
-    fn touch(&self, id: &SessionId, asked: bool) -> Option<Arc<AtomicUsize>> {
+    /// Notes a message from session `id`'s client (`asked`: a request); the counters of its
+    /// open streams and calls.
+    fn touch(&self, id: &SessionId, asked: bool) -> Option<(Arc<AtomicUsize>, Arc<AtomicUsize>)> {
         let mut book = self.book();
         let entry = book.get_mut(id)?;
         entry.used = Instant::now();
@@ -219,7 +226,46 @@ impl Sessions {
                 records.spawn_keep(id);
             }
         }
-        Some(Arc::clone(&entry.open))
+        Some((Arc::clone(&entry.open), Arc::clone(&entry.calls)))
+    }
+
+    /// Ends, every quarter of the idle time, the sessions idle for longer than it: no message
+    /// from their client and no call in flight (a call in flight keeps its session in use).
+    /// Stops with `stop`, or when the sessions are gone.
+    pub fn spawn_reaper(self: &Arc<Self>, stop: CancellationToken) {
+        let sessions = Arc::downgrade(self);
+        let every = (self.limits.idle / 4).max(Duration::from_millis(100));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {}
+                    () = stop.cancelled() => return,
+                }
+                let Some(sessions) = sessions.upgrade() else {
+                    return;
+                };
+                for id in sessions.idle() {
+                    tracing::info!(session = %id, "HTTP session ended: idle");
+                    let _ = SessionManager::close_session(&*sessions, &id).await;
+                }
+            }
+        });
+    }
+
+    /// The sessions idle for longer than the idle time; one with a call in flight counts as
+    /// used now.
+    fn idle(&self) -> Vec<SessionId> {
+        let mut book = self.book();
+        let now = Instant::now();
+        let mut idle = Vec::new();
+        for (id, entry) in book.iter_mut() {
+            if entry.calls.load(Ordering::Relaxed) > 0 {
+                entry.used = now;
+            } else if now.duration_since(entry.used) >= self.limits.idle {
+                idle.push(id.clone());
+            }
+        }
+        idle
     }
 
     /// Forgets `id`, and gives the maps' room back once they are mostly empty.
@@ -281,12 +327,12 @@ fn owner_of(message: &ClientJsonRpcMessage) -> Arc<str> {
     Arc::from(key.unwrap_or_default())
 }
 
-/// `stream`, counted in `open` while it lives.
+/// `stream`, counted in each of `counters` while it lives.
 fn counted<S: Stream<Item = ServerSseMessage> + Send + Sync + 'static>(
     stream: S,
-    open: Option<Arc<AtomicUsize>>,
+    counters: Vec<Arc<AtomicUsize>>,
 ) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
-    let guard = open.map(OpenStream::new);
+    let guard: Vec<OpenStream> = counters.into_iter().map(OpenStream::new).collect();
     stream.map(move |message| {
         let _alive = &guard;
         message
@@ -344,13 +390,16 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let open = self.touch(id, true);
+        let counters = self.touch(id, true).map(|(open, calls)| vec![open, calls]);
         let request = match &message {
             ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
         };
         let stream = self.inner.create_stream(id, message).await?;
-        Ok(counted(self.tags.mark(stream, request), open))
+        Ok(counted(
+            self.tags.mark(stream, request),
+            counters.unwrap_or_default(),
+        ))
     }
 
     async fn accept_message(
@@ -366,9 +415,12 @@ impl SessionManager for Sessions {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let open = self.touch(id, false);
+        let open = self.touch(id, false).map(|(open, _)| vec![open]);
         let stream = self.inner.create_standalone_stream(id).await?;
-        Ok(counted(self.tags.mark(stream, None), open))
+        Ok(counted(
+            self.tags.mark(stream, None),
+            open.unwrap_or_default(),
+        ))
     }
 
     async fn restore_session(
@@ -384,7 +436,10 @@ impl SessionManager for Sessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let open = self.touch(id, false);
+        let open = self
+            .touch(id, false)
+            .map(|(open, _)| vec![open])
+            .unwrap_or_default();
         let (found, request) = match self.tags.read(&last_event_id) {
             Resume::Untagged(inner) => (self.inner.resume(id, inner).await.map(Either::Left), None),
             Resume::Here { inner, request } => {
@@ -478,6 +533,7 @@ mod tests {
                     used: start - Duration::from_secs(*age),
                     asked: *asked,
                     open: Arc::default(),
+                    calls: Arc::default(),
                     kept: start,
                 };
                 (SessionId::from(*id), entry)

@@ -5,9 +5,11 @@
 //! bytes on their way out are spliced ([`splice`]):
 //! - a `tools/list` answer is marked ([`list_placeholder`]) and gets the catalog's serialised
 //!   tools put in (the catalog keeps one serialised copy);
-//! - a call result over HTTP carries the raw result under a private `_meta` key
-//!   ([`carry_result`]) and gets it back whole; so does an `InputRequiredResult` on either
+//! - a call result over HTTP carries the raw result, as its JSON text, under a private `_meta`
+//!   key ([`carry_result`]) and gets it back whole; so does an `InputRequiredResult` on either
 //!   transport ([`carry_input_required`]: rmcp's type would re-serialise its input requests).
+//!   As text, the result is serialised once: rmcp and the splice copy a string through, where a
+//!   carried value was rebuilt by rmcp's types, serialised, parsed and serialised again.
 //!
 //! - an `initialize` answer is marked by a private experimental capability ([`TASKS`]) and
 //!   gets the 2025-11-25 `tasks` capability when that is the revision agreed (rmcp's
@@ -17,6 +19,7 @@
 //! HTTP in the [`restore`] layer (a JSON body, or each SSE `data:` line). The private keys never
 //! reach a client.
 
+use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
 use std::sync::LazyLock;
@@ -29,6 +32,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use futures_util::StreamExt;
 use memchr::memmem;
+use serde::de::IgnoredAny;
 use serde_json::{json, Map, Value};
 use tokio::io::AsyncWrite;
 
@@ -57,9 +61,13 @@ pub fn list_placeholder() -> Value {
     json!({"tools": [], "_meta": {LIST: true}})
 }
 
-/// A call result's placeholder, carrying the raw result.
+/// A call result's placeholder, carrying the raw result's JSON text (a result that is not an
+/// object has no fields to put back: the placeholder alone is sent).
 pub fn carry_result(result: Value) -> Value {
-    json!({"content": [], "_meta": {CARRIED: result}})
+    if !result.is_object() {
+        return json!({"content": []});
+    }
+    json!({"content": [], "_meta": {CARRIED: result.to_string()}})
 }
 
 /// An `InputRequiredResult`'s placeholder (SEP-2322), carrying the server's whole.
@@ -73,7 +81,7 @@ pub fn carry_input_required(result: Value) -> Value {
     if let Some(state) = result.get("requestState") {
         placeholder["requestState"] = state.clone();
     }
-    placeholder["_meta"] = json!({CARRIED: result});
+    placeholder["_meta"] = json!({CARRIED: result.to_string()});
     placeholder
 }
 
@@ -82,34 +90,42 @@ pub(crate) type Tools<'a> = &'a dyn Fn() -> std::sync::Arc<str>;
 
 /// One outgoing message, spliced: `None` when there is nothing to do.
 pub(crate) fn splice(message: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
+    let found = marks(message);
+    if !found.any() {
+        return None;
+    }
     let Marks {
         listed,
         carried,
         tasked,
-    } = marks(message);
-    if !listed && !carried && !tasked {
-        return None;
-    }
+    } = found;
     let mut value: Value = serde_json::from_slice(message).ok()?;
     let result = value.get_mut("result")?;
-    if carried {
-        put_back_carried(result);
-    }
+    let carried = carried.then(|| take_carried(result)).flatten();
     if tasked {
         declare_tasks(result);
+    }
+    if let Some(whole) = carried {
+        return Some(place(value, &["result"], &whole));
     }
     if !listed || take_mark(result, LIST).is_none() {
         return Some(value.to_string().into_bytes());
     }
+    Some(place(value, &["result", "tools"], &tools()))
+}
+
+/// `value` serialised with `text` (JSON already) at `path`.
+fn place(mut value: Value, path: &[&str], text: &str) -> Vec<u8> {
     // The slot must be found only where we put it: a client's id or an upstream's text may
     // hold the same characters, so a slot seen twice is made longer until it is unique.
     let mut slot = String::from(SLOT);
     loop {
-        value["result"]["tools"] = Value::String(slot.clone());
-        let text = value.to_string();
+        let target = path.iter().fold(&mut value, |at, key| &mut at[*key]);
+        *target = Value::String(slot.clone());
+        let serialised = value.to_string();
         let placed = Value::String(slot.clone()).to_string();
-        if memmem::find_iter(text.as_bytes(), placed.as_bytes()).count() == 1 {
-            return Some(text.replacen(&placed, &tools(), 1).into_bytes());
+        if memmem::find_iter(serialised.as_bytes(), placed.as_bytes()).count() == 1 {
+            return serialised.replacen(&placed, text, 1).into_bytes();
         }
         slot.push('\0');
     }
@@ -121,6 +137,13 @@ struct Marks {
     listed: bool,
     carried: bool,
     tasked: bool,
+}
+
+impl Marks {
+    /// Whether there is any.
+    fn any(&self) -> bool {
+        self.listed || self.carried || self.tasked
+    }
 }
 
 /// The private keys in `message`, in one pass (every message on its way out goes through
@@ -155,16 +178,33 @@ fn take_mark(value: &mut Value, key: &str) -> Option<Value> {
     taken
 }
 
-/// The placeholder's fields (what rmcp added: `resultType` for clients of the 2026 era) with
-/// the carried answer's put over them.
-fn put_back_carried(result: &mut Value) {
-    if let Some(Value::Object(raw)) = take_mark(result, CARRIED) {
-        if let Some(fields) = result.as_object_mut() {
-            for (key, field) in raw {
-                fields.insert(key, field);
-            }
+/// The carried answer's JSON text with the placeholder's fields it lacks (what rmcp added:
+/// `resultType` for clients of the 2026 era) after its own; the mark taken either way. `None`
+/// when nothing is carried, or the carried text is not a JSON object (only ours is).
+fn take_carried(result: &mut Value) -> Option<String> {
+    let Value::String(text) = take_mark(result, CARRIED)? else {
+        return None;
+    };
+    // Its keys only: the values are skipped, not built.
+    let own: HashMap<String, IgnoredAny> = serde_json::from_str(&text).ok()?;
+    let text = text.trim_ascii();
+    let mut whole = String::with_capacity(text.len() + 32);
+    whole.push_str(text.strip_suffix('}')?);
+    let mut first = own.is_empty();
+    for (key, field) in result.as_object()?.iter() {
+        if own.contains_key(key) {
+            continue;
         }
+        if !first {
+            whole.push(',');
+        }
+        first = false;
+        whole.push_str(&Value::String(key.clone()).to_string());
+        whole.push(':');
+        whole.push_str(&field.to_string());
     }
+    whole.push('}');
+    Some(whole)
 }
 
 /// An `initialize` answer without the mark, with the `tasks` capability (`tasks/list`,
@@ -230,6 +270,10 @@ fn splice_events(body: Body, gateway: Gateway, reach: crate::gateway::Reach) -> 
     let mut lines = Lines::default();
     let stream = body.into_data_stream().map(move |chunk| {
         let chunk = chunk?;
+        if lines.partial.is_empty() && chunk.ends_with(b"\n") && !marks(&chunk).any() {
+            // Whole lines and nothing to splice (keep-alives, notices): passed on as they are.
+            return Ok(chunk);
+        }
         let mut out = Vec::with_capacity(chunk.len());
         let tools = || gateway.tools_json_for(&reach);
         lines.push(&chunk, &mut out, |line| {
@@ -259,22 +303,34 @@ impl Lines {
         out: &mut Vec<u8>,
         mut edit: impl FnMut(&[u8]) -> Option<Vec<u8>>,
     ) {
+        if self.partial.is_empty() {
+            // The usual case, whole lines and nothing held back: read in place, not copied.
+            let whole = memchr::memrchr(b'\n', bytes).map_or(0, |end| end + 1);
+            each_line(&bytes[..whole], out, &mut edit);
+            self.partial.extend_from_slice(&bytes[whole..]);
+            return;
+        }
         self.partial.extend_from_slice(bytes);
         let Some(end) = memchr::memrchr(b'\n', &self.partial) else {
             return;
         };
         let complete: Vec<u8> = self.partial.drain(..=end).collect();
-        for line in complete.split_inclusive(|b| *b == b'\n') {
-            match edit(line) {
-                Some(spliced) => out.extend_from_slice(&spliced),
-                None => out.extend_from_slice(line),
-            }
-        }
+        each_line(&complete, out, &mut edit);
     }
 
     /// What is left (a line without its `\n`), taken.
     fn rest(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.partial)
+    }
+}
+
+/// Each line of `complete` (whole lines) to `out`, spliced when `edit` returns a replacement.
+fn each_line(complete: &[u8], out: &mut Vec<u8>, edit: &mut impl FnMut(&[u8]) -> Option<Vec<u8>>) {
+    for line in complete.split_inclusive(|b| *b == b'\n') {
+        match edit(line) {
+            Some(spliced) => out.extend_from_slice(&spliced),
+            None => out.extend_from_slice(line),
+        }
     }
 }
 

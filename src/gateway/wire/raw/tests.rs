@@ -114,3 +114,43 @@ fn an_initialize_answer_declares_tasks_to_2025_11_25_clients_only() {
         );
     }
 }
+
+#[test]
+fn a_carried_result_keeps_what_rmcp_added_and_its_own_fields_win() {
+    let result = json!({"content": [{"type": "text", "text": "hi"}], "isError": false});
+    let mut placeholder = carry_result(result.clone());
+    placeholder["resultType"] = json!("complete");
+    let message = json!({"jsonrpc": "2.0", "id": "a", "result": placeholder});
+    let text = splice(message.to_string().as_bytes(), &catalog).expect("spliced");
+    let back: Value = serde_json::from_slice(&text).unwrap();
+    let mut expected = result;
+    expected["resultType"] = json!("complete");
+    assert_eq!(back["result"], expected, "{back}");
+    assert_eq!(back["id"], "a");
+}
+
+#[test]
+fn an_empty_carried_result_gets_the_placeholder_fields() {
+    let message = json!({"jsonrpc": "2.0", "id": 5, "result": carry_result(json!({}))});
+    let text = splice(message.to_string().as_bytes(), &catalog).expect("spliced");
+    let back: Value = serde_json::from_slice(&text).unwrap();
+    assert_eq!(back["result"], json!({"content": []}), "{back}");
+}
+
+/// Only the gateway carries results; the same key in another answer (an upstream's own
+/// `_meta`) holding no JSON object is dropped, and the answer stays JSON.
+#[test]
+fn a_carried_text_that_is_no_object_is_dropped() {
+    for carried in [
+        json!("[1, 2]"),
+        json!("{\"a\": "),
+        json!({"a": 1}),
+        json!(3),
+    ] {
+        let message = json!({"jsonrpc": "2.0", "id": 6,
+            "result": {"contents": [], "_meta": {CARRIED: carried}}});
+        let text = splice(message.to_string().as_bytes(), &catalog).expect("spliced");
+        let back: Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(back["result"], json!({"contents": []}), "{back}");
+    }
+}
