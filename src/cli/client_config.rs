@@ -62,7 +62,7 @@ pub(super) fn run(
         message: "no home directory is known (HOME is unset)".into(),
         help: "set HOME, or use --scope project".into(),
     })?;
-    let paths = ClientPaths { home, cwd };
+    let paths = ClientPaths::with_env(home, cwd, |v| std::env::var_os(v));
     let program = std::env::current_exe()?;
     let mut serve = ServeCommand::new(program, &global.configs, flags, &paths.cwd);
     if let Some((url, key)) = http {

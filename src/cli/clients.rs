@@ -56,10 +56,7 @@ pub async fn run(args: ClientsArgs, global: &GlobalArgs) -> Result<Outcome, CliE
         message: "no home directory is known (HOME is unset)".into(),
         help: "set HOME: client configs live under it".into(),
     })?;
-    let paths = ClientPaths {
-        cwd: std::env::current_dir()?,
-        home,
-    };
+    let paths = ClientPaths::with_env(home, std::env::current_dir()?, |v| std::env::var_os(v));
     let target = target(&paths, global)?;
     match args.action {
         None => list(&paths, global),

@@ -88,3 +88,46 @@ fn the_moved_server_runs_behind_the_gateway_and_restore_puts_cursor_back() {
         ""
     );
 }
+
+/// `CODEX_HOME` and `XDG_CONFIG_HOME` move Codex's and OpenCode's files: `clients` reads them
+/// there and `serve --print-config … --write` writes there, never into the default place.
+#[test]
+fn clients_follow_the_variables_that_move_their_directories() {
+    let home = Cmd::new()
+        .file(
+            "codex-alt/config.toml",
+            &format!("[mcp_servers.time]\ncommand = \"{}\"\n", time_bin()),
+        )
+        .file(
+            ".codex/config.toml",
+            "[mcp_servers.decoy]\ncommand = \"x\"\n",
+        );
+    let codex_home = home.path("codex-alt").display().to_string();
+    let xdg = home.path("xdg").display().to_string();
+    let moved = || {
+        home.cmd()
+            .env("CODEX_HOME", &codex_home)
+            .env("XDG_CONFIG_HOME", &xdg)
+    };
+
+    let listed = moved().args(["clients", "--json"]).run().json();
+    let codex = &listed["clients"][4];
+    assert_eq!(codex["client"], "codex", "{listed:#}");
+    assert_eq!(codex["file"], format!("{codex_home}/config.toml"));
+    assert_eq!(codex["servers"][0]["name"], "time", "{listed:#}");
+    assert_eq!(
+        listed["clients"][5]["file"],
+        format!("{xdg}/opencode/opencode.json")
+    );
+
+    moved()
+        .args(["serve", "--print-config", "opencode", "--write"])
+        .stderr_any()
+        .run();
+    let written = std::fs::read_to_string(home.path("xdg/opencode/opencode.json")).unwrap();
+    assert!(written.contains("\"mcp-launch\""), "{written}");
+    assert!(
+        !home.path(".config/opencode").exists(),
+        "the default place stays untouched"
+    );
+}

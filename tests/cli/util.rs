@@ -80,6 +80,10 @@ const SCRUBBED_ENV: &[&str] = &[
     "XDG_DATA_HOME",
     "MCP_LAUNCH_MODEL_DIR",
     "MCP_LAUNCH_PYPI_INDEX",
+    // Clients' own directories (`clients`, `serve --print-config`): in HOME unless a test moves them.
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "COPILOT_HOME",
 ];
 
 /// The crate root (fixtures and `.deps/` live there).

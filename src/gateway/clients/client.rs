@@ -38,7 +38,7 @@ pub enum Client {
     /// GitHub Copilot CLI: `mcpServers` in `~/.copilot/mcp-config.json`, `"type": "local" |
     /// "stdio" | "http" | "sse"`, `tools` (`["*"]` for all) required, `${VAR}` in values
     /// (<https://docs.github.com/en/copilot/how-tos/copilot-cli/customize-copilot/add-mcp-servers>;
-    /// `COPILOT_HOME` moves the directory, which we do not follow).
+    /// `COPILOT_HOME` moves the directory).
     CopilotCli,
 }
 
@@ -94,23 +94,25 @@ impl Client {
         let home = &paths.home;
         let cwd = &paths.cwd;
         Ok(match (self, scope) {
-            (Client::ClaudeCode, Scope::User) => home.join(".claude.json"),
+            (Client::ClaudeCode, Scope::User) => paths.claude_code_dir().join(".claude.json"),
             (Client::ClaudeCode, Scope::Project) => cwd.join(".mcp.json"),
-            (Client::ClaudeDesktop, Scope::User) => {
-                app_config_dir(home).join("Claude/claude_desktop_config.json")
-            }
+            (Client::ClaudeDesktop, Scope::User) => paths
+                .app_config_dir()
+                .join("Claude/claude_desktop_config.json"),
             (Client::Cursor, Scope::User) => home.join(".cursor/mcp.json"),
             (Client::Cursor, Scope::Project) => cwd.join(".cursor/mcp.json"),
-            (Client::VsCode, Scope::User) => app_config_dir(home).join("Code/User/mcp.json"),
+            (Client::VsCode, Scope::User) => paths.app_config_dir().join("Code/User/mcp.json"),
             (Client::VsCode, Scope::Project) => cwd.join(".vscode/mcp.json"),
-            (Client::Codex, Scope::User) => home.join(".codex/config.toml"),
+            (Client::Codex, Scope::User) => paths.codex_dir().join("config.toml"),
             (Client::Codex, Scope::Project) => cwd.join(".codex/config.toml"),
-            (Client::OpenCode, Scope::User) => opencode_file(&home.join(".config/opencode")),
+            (Client::OpenCode, Scope::User) => {
+                opencode_file(&paths.xdg_config_dir().join("opencode"))
+            }
             (Client::OpenCode, Scope::Project) => opencode_file(cwd),
             (Client::GeminiCli, Scope::User) => home.join(".gemini/settings.json"),
             (Client::GeminiCli, Scope::Project) => cwd.join(".gemini/settings.json"),
             (Client::Windsurf, Scope::User) => home.join(".codeium/windsurf/mcp_config.json"),
-            (Client::CopilotCli, Scope::User) => home.join(".copilot/mcp-config.json"),
+            (Client::CopilotCli, Scope::User) => paths.copilot_dir().join("mcp-config.json"),
             (Client::ClaudeDesktop | Client::Windsurf | Client::CopilotCli, Scope::Project) => {
                 return Err(ClientError::UnsupportedScope {
                     client: self.name(),
@@ -225,16 +227,6 @@ impl FromStr for Client {
 impl fmt::Display for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Where desktop apps keep their settings: `~/Library/Application Support` on macOS, else
-/// `~/.config` (the XDG default; `$XDG_CONFIG_HOME` is not read here).
-fn app_config_dir(home: &Path) -> PathBuf {
-    if cfg!(target_os = "macos") {
-        home.join("Library/Application Support")
-    } else {
-        home.join(".config")
     }
 }
 

@@ -33,13 +33,14 @@
 //! own, and moving it behind the gateway (found.rs, moving.rs; client.rs cites each client's
 //! documentation).
 //!
-//! Only [`ClientPaths`] says where home and the working directory are: nothing here reads the
-//! environment, so tests write into a temporary home.
+//! Only [`ClientPaths`] says where home, the working directory and the clients' own directory
+//! variables (`$XDG_CONFIG_HOME`, `$CLAUDE_CONFIG_DIR`, `$CODEX_HOME`, `$COPILOT_HOME`) are:
+//! nothing here reads the environment, so tests write into a temporary home.
 //!
 //! ```no_run
 //! use mcp_launch::gateway::clients::{self, Client, ClientPaths, ServeCommand};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let paths = ClientPaths { home: "/home/me".into(), cwd: std::env::current_dir()? };
+//! let paths = ClientPaths::with_env("/home/me".into(), std::env::current_dir()?, |v| std::env::var_os(v));
 //! let serve = ServeCommand::new(
 //!     std::env::current_exe()?,
 //!     &["stack.json".into()],                 // --config files (made absolute)
@@ -61,6 +62,7 @@ mod file;
 mod found;
 mod json_file;
 mod moving;
+mod paths;
 mod toml_file;
 
 #[cfg(test)]
@@ -75,6 +77,7 @@ pub use client::Client;
 pub use error::ClientError;
 pub use found::{find, Found, OwnServer, Secret};
 pub use moving::{move_clients, restore, Moved, Restored, Target, NOT_MOVED};
+pub use paths::{ClientPaths, CLIENT_DIR_VARS};
 
 use client::Format;
 
@@ -91,15 +94,6 @@ pub enum Scope {
     User,
     /// The file in the working directory (`.mcp.json`, `.vscode/mcp.json`, …).
     Project,
-}
-
-/// Where the client files live: passed in, never read from the environment here.
-#[derive(Debug, Clone)]
-pub struct ClientPaths {
-    /// The user's home directory.
-    pub home: PathBuf,
-    /// The working directory (project scope, relative `--config` paths).
-    pub cwd: PathBuf,
 }
 
 /// The command a client runs: `mcp-launch serve` over stdio, with absolute paths.

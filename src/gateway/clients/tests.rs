@@ -25,10 +25,7 @@ pub(super) struct Home {
 
 pub(super) fn temp_home() -> Home {
     let dir = tempfile::tempdir().unwrap();
-    let paths = ClientPaths {
-        home: dir.path().join("home"),
-        cwd: dir.path().join("project"),
-    };
+    let paths = ClientPaths::new(dir.path().join("home"), dir.path().join("project"));
     std::fs::create_dir_all(&paths.home).unwrap();
     std::fs::create_dir_all(&paths.cwd).unwrap();
     Home { _dir: dir, paths }
@@ -89,10 +86,7 @@ fn read(path: &Path) -> String {
 
 #[test]
 fn each_clients_snippet_runs_serve_with_absolute_paths() {
-    let paths = ClientPaths {
-        home: "/home/me".into(),
-        cwd: "/work/project".into(),
-    };
+    let paths = ClientPaths::new("/home/me".into(), "/work/project".into());
     let serve = serve(&paths.cwd);
     for client in Client::ALL {
         let snippet = print(client, client.default_scope(), &paths, &serve).unwrap();
@@ -486,10 +480,7 @@ fn unknown_clients_and_scopes_say_what_exists() {
         "use one of: claude-code, claude-desktop, cursor, vscode, codex, opencode, gemini-cli, \
          windsurf, copilot-cli"
     );
-    let paths = ClientPaths {
-        home: "/h".into(),
-        cwd: "/p".into(),
-    };
+    let paths = ClientPaths::new("/h".into(), "/p".into());
     let err = Client::ClaudeDesktop
         .config_file(Scope::Project, &paths)
         .unwrap_err();
