@@ -6,7 +6,9 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::gateway::clients::{self, Client, ClientPaths, Found, Moved, Restored, Target};
+use crate::gateway::clients::{
+    self, Client, ClientPaths, Found, FoundScope, Moved, Restored, Target,
+};
 use crate::output;
 
 use super::{CliError, GlobalArgs, Outcome};
@@ -121,38 +123,66 @@ fn list(paths: &ClientPaths, global: &GlobalArgs) -> Result<Outcome, CliError> {
         .iter()
         .map(|&c| clients::find(c, paths))
         .collect();
+    let in_project: Vec<Found> = Client::ALL
+        .iter()
+        .flat_map(|&c| clients::find_in_project(c, paths))
+        .collect();
     if global.json {
         let items: Vec<Value> = found.iter().map(found_json).collect();
-        output::print_answer(true, json!({ "clients": items }))?;
+        let project: Vec<Value> = in_project.iter().map(found_json).collect();
+        let answer = json!({ "clients": items,
+                             "project": {"dir": paths.cwd, "files": project} });
+        output::print_answer(true, answer)?;
         return Ok(Outcome::Success);
     }
     let mut out = output::stdout();
     for f in &found {
-        let state = match (&f.error, f.exists, f.gateway) {
-            (Some(e), _, _) => format!("unreadable: {e}"),
-            (None, false, _) => "no config file".into(),
-            (None, true, true) => "points at the gateway".into(),
-            (None, true, false) => "does not use the gateway".into(),
-        };
+        print_found(&mut out, f)?;
+    }
+    if !in_project.is_empty() {
         writeln!(
             out,
-            "{:<15} {state}\n  {}",
-            f.client.name(),
-            f.file.display()
+            "\nfor this directory only ({}): listed, not moved by `clients move` \
+             (a project file is shared with everyone who checks it out; there, run \
+             `mcp-launch serve --print-config CLIENT --scope project --write`)",
+            paths.cwd.display()
         )?;
-        for s in &f.servers {
-            let off = if s.disabled { " (disabled)" } else { "" };
-            writeln!(
-                out,
-                "  runs itself: {} [{}] {}{off}",
-                s.name, s.transport, s.target
-            )?;
-        }
-        if !f.set_aside.is_empty() {
-            writeln!(out, "  set aside: {}", f.set_aside.join(", "))?;
+        for f in &in_project {
+            print_found(&mut out, f)?;
         }
     }
     Ok(Outcome::Success)
+}
+
+fn print_found(out: &mut impl Write, f: &Found) -> std::io::Result<()> {
+    let state = match (&f.error, f.exists, f.gateway) {
+        (Some(e), _, _) => format!("unreadable: {e}"),
+        (None, false, _) => "no config file".into(),
+        (None, true, true) => "points at the gateway".into(),
+        (None, true, false) => "does not use the gateway".into(),
+    };
+    let scope = match f.scope {
+        FoundScope::User => String::new(),
+        scope => format!(" ({})", scope.name()),
+    };
+    writeln!(
+        out,
+        "{:<15} {state}{scope}\n  {}",
+        f.client.name(),
+        f.file.display()
+    )?;
+    for s in &f.servers {
+        let off = if s.disabled { " (disabled)" } else { "" };
+        writeln!(
+            out,
+            "  runs itself: {} [{}] {}{off}",
+            s.name, s.transport, s.target
+        )?;
+    }
+    if !f.set_aside.is_empty() {
+        writeln!(out, "  set aside: {}", f.set_aside.join(", "))?;
+    }
+    Ok(())
 }
 
 fn found_json(f: &Found) -> Value {
@@ -167,6 +197,7 @@ fn found_json(f: &Found) -> Value {
         .collect();
     json!({
         "client": f.client.name(),
+        "scope": f.scope.name(),
         "file": f.file,
         "found": f.exists,
         "pointsAtGateway": f.gateway,

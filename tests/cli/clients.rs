@@ -33,6 +33,8 @@ fn the_moved_server_runs_behind_the_gateway_and_restore_puts_cursor_back() {
         "{windsurf:#}"
     );
     assert_eq!(clients[0]["found"], false);
+    // In the home directory `.cursor/mcp.json` is Cursor's user file, not also a project one.
+    assert_eq!(listed["project"]["files"], json!([]), "{listed:#}");
 
     let dry = home
         .cmd()
@@ -130,4 +132,59 @@ fn clients_follow_the_variables_that_move_their_directories() {
         !home.path(".config/opencode").exists(),
         "the default place stays untouched"
     );
+}
+
+/// A project's own files (`.mcp.json`, `.cursor/mcp.json`, `opencode.json`) and Claude Code's
+/// servers for this directory in `~/.claude.json` are listed apart from the user files, and
+/// `clients move --all` leaves them alone.
+#[test]
+fn clients_lists_the_servers_of_this_directory_and_does_not_move_them() {
+    let server = json!({"mcpServers": {"proj-time": {"command": time_bin()}}});
+    let home = Cmd::new()
+        .file("proj/.mcp.json", &server.to_string())
+        .file("proj/.cursor/mcp.json", &server.to_string())
+        .file(
+            "proj/opencode.json",
+            &json!({"mcp": {"oc": {"type": "local", "command": [time_bin()]}}}).to_string(),
+        );
+    let proj = std::fs::canonicalize(home.path("proj")).unwrap();
+    let claude = json!({"mcpServers": {},
+        "projects": {proj.display().to_string(): {"mcpServers": {"local-time": {"command": time_bin()}}},
+                     "/elsewhere": {"mcpServers": {"other": {"command": "x"}}}}});
+    let home = home.file(".claude.json", &claude.to_string());
+    let in_proj = || home.cmd().current_dir("proj");
+
+    let listed = in_proj().args(["clients", "--json"]).run().json();
+    let files = listed["project"]["files"].as_array().unwrap();
+    let seen: Vec<(String, String, String)> = files
+        .iter()
+        .map(|f| {
+            (
+                f["client"].as_str().unwrap().to_string(),
+                f["scope"].as_str().unwrap().to_string(),
+                f["servers"][0]["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("claude-code", "project", "proj-time"),
+        ("claude-code", "local", "local-time"),
+        ("cursor", "project", "proj-time"),
+        ("opencode", "project", "oc"),
+    ]
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()));
+    assert_eq!(seen, want, "{listed:#}");
+    assert_eq!(
+        listed["clients"][0]["servers"],
+        json!([]),
+        "the user scope has none"
+    );
+
+    let human = in_proj().args(["clients"]).run();
+    assert!(human.stdout.contains("for this directory only"), "{human}");
+    assert!(human.stdout.contains("runs itself: local-time"), "{human}");
+
+    let before = std::fs::read(home.path("proj/.mcp.json")).unwrap();
+    in_proj().args(["clients", "move", "--all", "--json"]).run();
+    assert_eq!(std::fs::read(home.path("proj/.mcp.json")).unwrap(), before);
 }

@@ -10,12 +10,14 @@ use serde_json::{Map, Value};
 use super::client::Format;
 use super::{file, json_file, toml_file, Client, ClientError, ClientPaths, Scope, ENTRY};
 
-/// One client's user file, as found.
+/// One of a client's files, as found.
 #[derive(Debug)]
 pub struct Found {
     /// The client.
     pub client: Client,
-    /// Its user file (symlinks resolved).
+    /// Which of its files this is.
+    pub scope: FoundScope,
+    /// The file (symlinks resolved).
     pub file: PathBuf,
     /// Whether the file exists.
     pub exists: bool,
@@ -27,6 +29,30 @@ pub struct Found {
     pub servers: Vec<OwnServer>,
     /// Servers an earlier `--write`/`clients move` set aside in the file.
     pub set_aside: Vec<String>,
+}
+
+/// Which of a client's files a [`Found`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FoundScope {
+    /// The user's file: every project sees its servers.
+    User,
+    /// The working directory's file (`.mcp.json`, `.cursor/mcp.json`, `opencode.json`, …):
+    /// shared with everyone who checks the project out.
+    Project,
+    /// Claude Code's servers for the working directory only, kept in the user's
+    /// `.claude.json` under `projects.<dir>.mcpServers` (its "local" scope).
+    Local,
+}
+
+impl FoundScope {
+    /// The name `clients` prints and `--json` carries.
+    pub fn name(self) -> &'static str {
+        match self {
+            FoundScope::User => "user",
+            FoundScope::Project => "project",
+            FoundScope::Local => "local",
+        }
+    }
 }
 
 /// A server a client runs on its own.
@@ -63,31 +89,85 @@ pub fn find(client: Client, paths: &ClientPaths) -> Found {
         .config_file(Scope::User, paths)
         .map(|f| file::resolve(&f))
         .unwrap_or_default();
+    read_found(client, FoundScope::User, path, |text, path| {
+        read_servers(client, text, path)
+    })
+}
+
+/// Reads the files of `client` that hold servers for the working directory only: its
+/// project file when it has one there (and it is not its user file: in the home directory
+/// `.cursor/mcp.json` is both), and for Claude Code this directory's entry in `.claude.json`.
+/// Files that do not exist, and a local entry with no servers, are left out.
+pub fn find_in_project(client: Client, paths: &ClientPaths) -> Vec<Found> {
+    let user = client
+        .config_file(Scope::User, paths)
+        .ok()
+        .map(|f| file::resolve(&f));
+    let mut found = Vec::new();
+    if let Ok(project) = client.config_file(Scope::Project, paths) {
+        let project = file::resolve(&project);
+        if project.exists() && Some(&project) != user.as_ref() {
+            found.push(read_found(
+                client,
+                FoundScope::Project,
+                project,
+                |text, path| read_servers(client, text, path),
+            ));
+        }
+    }
+    if let (Client::ClaudeCode, Some(user)) = (client, user) {
+        let dir = paths.cwd.display().to_string();
+        let local = read_found(client, FoundScope::Local, user, |text, path| {
+            Ok((json_file::local_servers(text, path, &dir)?, Vec::new()))
+        });
+        if local.error.is_none() && (local.gateway || !local.servers.is_empty()) {
+            found.push(local);
+        }
+    }
+    found
+}
+
+/// The servers of `client`'s file in its format, and the names set aside in it.
+fn read_servers(
+    client: Client,
+    text: &str,
+    path: &Path,
+) -> Result<(Map<String, Value>, Vec<String>), ClientError> {
+    match client.format() {
+        Format::Json { servers_key, jsonc } => json_file::servers(text, path, servers_key, jsonc)
+            .map(|(servers, aside)| (servers, aside.keys().cloned().collect())),
+        Format::Toml => toml_file::servers(text, path),
+    }
+}
+
+/// Reads `path` and sorts the servers `read` finds in it into ours and the client's own.
+fn read_found(
+    client: Client,
+    scope: FoundScope,
+    path: PathBuf,
+    read: impl FnOnce(&str, &Path) -> Result<(Map<String, Value>, Vec<String>), ClientError>,
+) -> Found {
     let mut found = Found {
         client,
-        file: path.clone(),
+        scope,
+        file: path,
         exists: false,
         error: None,
         gateway: false,
         servers: Vec::new(),
         set_aside: Vec::new(),
     };
-    let text = match file::read(&path) {
+    let text = match file::read(&found.file) {
         Ok(Some(text)) => text,
         Ok(None) => return found,
         Err(e) => {
-            found.exists = path.exists();
+            found.exists = found.file.exists();
             found.error = Some(e);
             return found;
         }
     };
     found.exists = true;
-    let read = match client.format() {
-        Format::Json { servers_key, jsonc } => json_file::servers(&text, &path, servers_key, jsonc)
-            .map(|(servers, aside)| (servers, aside.keys().cloned().collect())),
-        Format::Toml => toml_file::servers(&text, &path),
-    };
-    let (servers, set_aside) = match read {
+    let (servers, set_aside) = match read(&text, &found.file) {
         Ok(read) => read,
         Err(e) => {
             found.error = Some(e);

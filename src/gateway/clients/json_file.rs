@@ -305,6 +305,23 @@ pub(super) fn servers(
     Ok((read(servers_key)?, read(FRONTED_KEY)?))
 }
 
+/// Claude Code's servers for one directory (its "local" scope): the object at
+/// `projects.<dir>.mcpServers` of `.claude.json`; empty when there is none.
+pub(super) fn local_servers(text: &str, path: &Path, dir: &str) -> Result<Servers, ClientError> {
+    let root = parse(if text.trim().is_empty() { "" } else { text }, path, false)?;
+    let top = top_object(&root, path)?;
+    let servers = top
+        .get("projects")
+        .and_then(|p| p.value())
+        .and_then(|v| v.to_serde_value());
+    Ok(
+        match servers.as_ref().and_then(|p| p.get(dir)?.get("mcpServers")) {
+            Some(Value::Object(map)) => map.clone(),
+            _ => Map::new(),
+        },
+    )
+}
+
 /// Adds `entries` under `servers_key` of our own config (made when blank), keeping the rest of
 /// the file as it was; names already there are the caller's to sort out first.
 pub(super) fn add_servers(
