@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::remote::RemoteServer;
 use crate::util::{time_bin, Cmd};
 
 /// Cursor runs the time server with a secret in its env; Windsurf's file is broken.
@@ -187,4 +188,54 @@ fn clients_lists_the_servers_of_this_directory_and_does_not_move_them() {
     let before = std::fs::read(home.path("proj/.mcp.json")).unwrap();
     in_proj().args(["clients", "move", "--all", "--json"]).run();
     assert_eq!(std::fs::read(home.path("proj/.mcp.json")).unwrap(), before);
+}
+
+/// A secret in a server's arguments (`env API_TOKEN=…`, the usual way to hand a stdio server
+/// one) or in its URL (`?api_key=…`) moves to `~/.claude/.env` like `env` values do: the
+/// moved config holds `${VAR}` only, `clients` never prints the value, and both servers run
+/// from our config with the value filled back in.
+#[test]
+fn secrets_in_arguments_and_urls_move_to_the_env_file_and_the_servers_still_run() {
+    let remote = RemoteServer::start(
+        "streamableHttp",
+        "MCP Streamable HTTP Server listening on port",
+    );
+    let token = "ghp_0123456789abcdefghij";
+    let key = "k3y%2Bv4lue";
+    let cursor = json!({"mcpServers": {
+        "wrapped": {"command": "env", "args": [format!("API_TOKEN={token}"), time_bin()]},
+        "remote": {"url": format!("http://127.0.0.1:{}/mcp?api_key={key}", remote.port)},
+    }});
+    let home = Cmd::new().file(".cursor/mcp.json", &format!("{cursor:#}\n"));
+
+    let human = home.cmd().args(["clients"]).run();
+    assert!(human.stdout.contains("API_TOKEN=****"), "{human}");
+    assert!(human.stdout.contains("api_key=****"), "{human}");
+    assert!(
+        !human.stdout.contains(token) && !human.stdout.contains(key),
+        "{human}"
+    );
+
+    home.cmd()
+        .args(["clients", "move", "cursor", "--json"])
+        .run();
+    let config = std::fs::read_to_string(home.path(".claude/mcp.json")).unwrap();
+    assert!(!config.contains(token) && !config.contains(key), "{config}");
+    assert!(
+        config.contains("API_TOKEN=${WRAPPED_API_TOKEN}"),
+        "{config}"
+    );
+    assert!(config.contains("api_key=${REMOTE_API_KEY}"), "{config}");
+    let env = std::fs::read_to_string(home.path(".claude/.env")).unwrap();
+    assert!(
+        env.contains(&format!("WRAPPED_API_TOKEN='{token}'")),
+        "{env}"
+    );
+    assert!(env.contains(&format!("REMOTE_API_KEY='{key}'")), "{env}");
+
+    let path = home.path(".claude/mcp.json").display().to_string();
+    let list = home.cmd().args(["list", "--config", &path, "--json"]).run();
+    for name in ["wrapped", "remote"] {
+        assert_eq!(list.server(name)["status"], "connected", "{list}");
+    }
 }

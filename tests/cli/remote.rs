@@ -13,14 +13,14 @@ use serde_json::json;
 use crate::util::*;
 
 /// server-everything listening on a local port, in its own process group; killed on drop.
-struct RemoteServer {
+pub(crate) struct RemoteServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl RemoteServer {
     /// Starts `mcp-server-everything MODE` and waits for its ready line on stderr.
-    fn start(mode: &str, ready: &str) -> Self {
+    pub(crate) fn start(mode: &str, ready: &str) -> Self {
         let port = free_port();
         let mut child = Command::new(everything_bin())
             .arg(mode)

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::client::Format;
+use super::literal;
 use super::{file, json_file, toml_file, Client, ClientError, ClientPaths, Scope, ENTRY};
 
 /// One of a client's files, as found.
@@ -235,13 +236,13 @@ fn entry(
     let url = remote_url(client, raw_map);
     if let Some((url, transport)) = url {
         server.transport = transport;
-        server.target = url.to_string();
+        server.target = literal::url(&server.name, url, &mut Vec::new()).shown;
         if transport == "sse" {
             out.insert("type".into(), "sse".into());
         }
-        out.insert("url".into(), reference(client, url)?.into());
+        let url = literal::url(&server.name, &reference(client, url)?, &mut server.secrets);
+        out.insert("url".into(), url.config.into());
         let headers = headers(client, raw_map);
-        server.target = url.to_string();
         if !headers.is_empty() {
             let headers = secrets_of(client, &server.name, headers, &mut server.secrets)?;
             out.insert("headers".into(), Value::Object(headers));
@@ -250,15 +251,13 @@ fn entry(
         let (command, args) = command_line(client, raw_map)
             .ok_or_else(|| "it has neither a command nor a URL".to_string())?;
         server.target = std::iter::once(command.clone())
-            .chain(args.iter().cloned())
+            .chain(literal::args(&server.name, &args, &mut Vec::new()).shown)
             .collect::<Vec<_>>()
             .join(" ");
         out.insert("command".into(), reference(client, &command)?.into());
-        let args: Result<Vec<Value>, String> = args
-            .iter()
-            .map(|a| reference(client, a).map(Value::from))
-            .collect();
-        out.insert("args".into(), Value::Array(args?));
+        let args: Result<Vec<String>, String> = args.iter().map(|a| reference(client, a)).collect();
+        let args = literal::args(&server.name, &args?, &mut server.secrets);
+        out.insert("args".into(), args.config.into());
         let env = environment(client, raw_map);
         if !env.is_empty() {
             let env = secrets_of(client, &server.name, env, &mut server.secrets)?;
@@ -419,7 +418,7 @@ pub(super) fn secret_prefix(server: &str) -> String {
     format!("{lead}{name}_")
 }
 
-fn upper(text: &str) -> String {
+pub(super) fn upper(text: &str) -> String {
     let keep = |c: char| c.is_ascii_alphanumeric();
     text.chars()
         .map(|c| if keep(c) { c.to_ascii_uppercase() } else { '_' })

@@ -61,6 +61,7 @@ mod error;
 mod file;
 mod found;
 mod json_file;
+mod literal;
 mod moving;
 mod paths;
 mod toml_file;
