@@ -123,6 +123,7 @@ fn list(paths: &ClientPaths, global: &GlobalArgs) -> Result<Outcome, CliError> {
         .iter()
         .map(|&c| clients::find(c, paths))
         .collect();
+    let profiles = clients::find_vscode_profiles(paths);
     let in_project: Vec<Found> = Client::ALL
         .iter()
         .flat_map(|&c| clients::find_in_project(c, paths))
@@ -130,7 +131,8 @@ fn list(paths: &ClientPaths, global: &GlobalArgs) -> Result<Outcome, CliError> {
     if global.json {
         let items: Vec<Value> = found.iter().map(found_json).collect();
         let project: Vec<Value> = in_project.iter().map(found_json).collect();
-        let answer = json!({ "clients": items,
+        let profiles: Vec<Value> = profiles.iter().map(found_json).collect();
+        let answer = json!({ "clients": items, "vscodeProfiles": profiles,
                              "project": {"dir": paths.cwd, "files": project} });
         output::print_answer(true, answer)?;
         return Ok(Outcome::Success);
@@ -138,6 +140,16 @@ fn list(paths: &ClientPaths, global: &GlobalArgs) -> Result<Outcome, CliError> {
     let mut out = output::stdout();
     for f in &found {
         print_found(&mut out, f)?;
+    }
+    if !profiles.is_empty() {
+        writeln!(
+            out,
+            "\nVS Code profiles: listed, not moved (`clients move vscode` edits the default \
+             profile; paste `mcp-launch serve --print-config vscode --scope user` into a profile's file)"
+        )?;
+        for f in &profiles {
+            print_found(&mut out, f)?;
+        }
     }
     if !in_project.is_empty() {
         writeln!(
@@ -161,9 +173,10 @@ fn print_found(out: &mut impl Write, f: &Found) -> std::io::Result<()> {
         (None, true, true) => "points at the gateway".into(),
         (None, true, false) => "does not use the gateway".into(),
     };
-    let scope = match f.scope {
-        FoundScope::User => String::new(),
-        scope => format!(" ({})", scope.name()),
+    let scope = match (f.scope, &f.profile) {
+        (FoundScope::User, _) => String::new(),
+        (FoundScope::Profile, Some(name)) => format!(" (profile {name})"),
+        (scope, _) => format!(" ({})", scope.name()),
     };
     writeln!(
         out,
@@ -198,6 +211,7 @@ fn found_json(f: &Found) -> Value {
     json!({
         "client": f.client.name(),
         "scope": f.scope.name(),
+        "profile": f.profile,
         "file": f.file,
         "found": f.exists,
         "pointsAtGateway": f.gateway,

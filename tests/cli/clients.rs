@@ -239,3 +239,41 @@ fn secrets_in_arguments_and_urls_move_to_the_env_file_and_the_servers_still_run(
         assert_eq!(list.server(name)["status"], "connected", "{list}");
     }
 }
+
+/// VS Code keeps a profile's servers in `User/profiles/<id>/mcp.json`: `clients` lists each
+/// profile that has servers under the name VS Code shows (from `storage.json`).
+#[test]
+fn clients_lists_vscode_profiles_by_name() {
+    let server = json!({"servers": {"t": {"type": "stdio", "command": time_bin()}}});
+    let storage = json!({"userDataProfiles": [{"location": "-5a1b", "name": "Work"}]});
+    let home = Cmd::new()
+        .file(".config/Code/User/mcp.json", "{\"servers\": {}}")
+        .file(
+            ".config/Code/User/profiles/-5a1b/mcp.json",
+            &server.to_string(),
+        )
+        .file(
+            ".config/Code/User/profiles/7c2d/mcp.json",
+            &server.to_string(),
+        )
+        .file(".config/Code/User/profiles/empty/settings.json", "{}")
+        .file(
+            ".config/Code/User/globalStorage/storage.json",
+            &storage.to_string(),
+        );
+
+    let listed = home.cmd().args(["clients", "--json"]).run().json();
+    let profiles = listed["vscodeProfiles"].as_array().unwrap();
+    let names: Vec<(&str, &str)> = profiles
+        .iter()
+        .map(|p| {
+            (
+                p["profile"].as_str().unwrap(),
+                p["servers"][0]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(names, [("Work", "t"), ("7c2d", "t")], "{listed:#}");
+    let human = home.cmd().args(["clients"]).run();
+    assert!(human.stdout.contains("(profile Work)"), "{human}");
+}

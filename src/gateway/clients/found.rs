@@ -18,6 +18,8 @@ pub struct Found {
     pub client: Client,
     /// Which of its files this is.
     pub scope: FoundScope,
+    /// The VS Code profile's name, for [`FoundScope::Profile`].
+    pub profile: Option<String>,
     /// The file (symlinks resolved).
     pub file: PathBuf,
     /// Whether the file exists.
@@ -43,6 +45,8 @@ pub enum FoundScope {
     /// Claude Code's servers for the working directory only, kept in the user's
     /// `.claude.json` under `projects.<dir>.mcpServers` (its "local" scope).
     Local,
+    /// A VS Code profile other than the default one (`User/profiles/<id>/mcp.json`).
+    Profile,
 }
 
 impl FoundScope {
@@ -52,6 +56,7 @@ impl FoundScope {
             FoundScope::User => "user",
             FoundScope::Project => "project",
             FoundScope::Local => "local",
+            FoundScope::Profile => "profile",
         }
     }
 }
@@ -128,6 +133,56 @@ pub fn find_in_project(client: Client, paths: &ClientPaths) -> Vec<Found> {
     found
 }
 
+/// The `mcp.json` of each VS Code profile other than the default one that has one, named as
+/// VS Code names the profile (`userDataProfiles` in `User/globalStorage/storage.json`; the
+/// profile's directory name when that file does not say).
+pub fn find_vscode_profiles(paths: &ClientPaths) -> Vec<Found> {
+    let Ok(default) = Client::VsCode.config_file(Scope::User, paths) else {
+        return Vec::new();
+    };
+    let Some(user_dir) = default.parent() else {
+        return Vec::new();
+    };
+    let names = profile_names(&user_dir.join("globalStorage/storage.json"));
+    let Ok(dirs) = std::fs::read_dir(user_dir.join("profiles")) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = dirs
+        .filter_map(|d| d.ok()?.file_name().into_string().ok())
+        .collect();
+    ids.sort();
+    ids.into_iter()
+        .filter_map(|id| {
+            let path = file::resolve(&user_dir.join("profiles").join(&id).join("mcp.json"));
+            if !path.exists() {
+                return None;
+            }
+            let mut found = read_found(Client::VsCode, FoundScope::Profile, path, |text, path| {
+                read_servers(Client::VsCode, text, path)
+            });
+            found.profile = Some(names.get(&id).cloned().unwrap_or(id));
+            Some(found)
+        })
+        .collect()
+}
+
+/// Profile names by directory, from VS Code's `storage.json` (empty when unreadable).
+fn profile_names(storage: &Path) -> std::collections::HashMap<String, String> {
+    let text = file::read(storage).ok().flatten().unwrap_or_default();
+    let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    value["userDataProfiles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some((
+                p["location"].as_str()?.to_string(),
+                p["name"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
 /// The servers of `client`'s file in its format, and the names set aside in it.
 fn read_servers(
     client: Client,
@@ -151,6 +206,7 @@ fn read_found(
     let mut found = Found {
         client,
         scope,
+        profile: None,
         file: path,
         exists: false,
         error: None,
