@@ -16,6 +16,7 @@ mod group;
 mod listener;
 mod mask;
 mod ring;
+mod secret_args;
 mod service;
 mod users;
 mod vouch;
@@ -41,6 +42,7 @@ pub use group::{
 pub use listener::{verify_listener, Squatted};
 pub use mask::{is_secret_name, own_secrets, Masker, MASK};
 pub use ring::StderrRing;
+pub use secret_args::{secret_args, secret_values, ArgSecret};
 pub use service::{spawn_service, LineSink};
 pub use users::shared_host;
 pub use vouch::{own_program, parent_marker, vouch, Expect, Untrusted, PARENT_ENV};
@@ -71,16 +73,18 @@ pub struct SpawnSpec {
     /// Working directory; the current one when `None`.
     pub cwd: Option<PathBuf>,
     /// Masks the child's output before the ring stores it or a log shows it. The values of
-    /// [`SpawnSpec::env`] are added to it at spawn.
+    /// [`SpawnSpec::env`] and the literal secrets of [`SpawnSpec::args`] are added to it at
+    /// spawn.
     pub masker: Masker,
 }
 
 impl SpawnSpec {
-    /// The masker for this child's output: the caller's, taught this child's `env` values
-    /// and this process's own secrets.
+    /// The masker for this child's output: the caller's, taught this child's `env` values,
+    /// the secrets in its arguments and this process's own secrets.
     fn output_masker(&self) -> Masker {
         let masker = self.masker.clone();
         masker.add_all(self.env.iter().map(|(_, v)| v.as_str()));
+        masker.add_all(secret_values(&self.args));
         masker.add_known(own_secrets());
         masker
     }
@@ -414,6 +418,18 @@ mod tests {
         let spawned = spawn(&sh("echo \"key stack-key-4f9a2c\" >&2")).unwrap();
         spawned.guard.settle(Duration::from_secs(5)).await;
         assert_eq!(spawned.guard.stderr_tail(1), "key ****");
+    }
+
+    /// A server handed its key on the command line (`--api-key K`) that prints it: the tail
+    /// (what errors and `up` show) has it masked.
+    #[tokio::test]
+    async fn secrets_in_a_childs_arguments_are_masked_in_its_stderr() {
+        let mut spec = sh("echo \"started with $2\" >&2");
+        spec.args
+            .extend(["sh", "--api-key", "s3cr3t-v4lue"].map(String::from));
+        let spawned = spawn(&spec).unwrap();
+        spawned.guard.settle(Duration::from_secs(5)).await;
+        assert_eq!(spawned.guard.stderr_tail(1), "started with ****");
     }
 
     #[tokio::test]

@@ -7,29 +7,9 @@
 //! escapes included, so the interpolated URL is the same text — and the config refers to it by
 //! `${SERVER_NAME}`. What is shown for people masks the same values.
 
-use crate::process::is_secret_name;
+use crate::process::{is_secret_name, secret_args, MASK};
 
 use super::found::{secret_prefix, upper, Secret};
-
-/// What people are shown in place of a secret.
-const MASK: &str = "****";
-
-/// Prefixes of tokens that are secrets wherever they appear (GitHub, GitLab, Slack, OpenAI,
-/// Anthropic, Stripe, AWS access keys).
-const TOKEN_PREFIXES: [&str; 12] = [
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "github_pat_",
-    "glpat-",
-    "xoxb-",
-    "xoxp-",
-    "sk-",
-    "sk_live_",
-    "rk_live_",
-    "AKIA",
-];
 
 /// A command line or URL with its literal secrets taken out.
 #[derive(Debug, PartialEq, Eq)]
@@ -40,84 +20,23 @@ pub(super) struct Scrubbed<T> {
     pub(super) shown: T,
 }
 
-/// `args` of `server` with their literal secrets moved into `secrets`.
+/// `args` of `server` with their literal secrets ([`crate::process::secret_args`]) moved into
+/// `secrets`.
 pub(super) fn args(
     server: &str,
     args: &[String],
     secrets: &mut Vec<Secret>,
 ) -> Scrubbed<Vec<String>> {
-    let mut config = Vec::with_capacity(args.len());
-    let mut shown = Vec::with_capacity(args.len());
-    let mut after_flag: Option<String> = None;
-    for arg in args {
-        let flag = after_flag.take();
-        let (kept, key, value) = match split_secret(arg, flag.as_deref()) {
-            Some(parts) => parts,
-            None => {
-                after_flag = secret_flag(arg).map(String::from);
-                config.push(arg.clone());
-                shown.push(arg.clone());
-                continue;
-            }
-        };
-        let var = add(server, &key, value, secrets);
-        config.push(format!("{kept}${{{var}}}"));
-        shown.push(format!("{kept}{MASK}"));
+    let mut config = args.to_vec();
+    let mut shown = args.to_vec();
+    for found in secret_args(args) {
+        let arg = &args[found.index];
+        let (kept, value) = arg.split_at(found.start);
+        let var = add(server, &found.key, value, secrets);
+        config[found.index] = format!("{kept}${{{var}}}");
+        shown[found.index] = format!("{kept}{MASK}");
     }
     Scrubbed { config, shown }
-}
-
-/// The part of `arg` kept, the name its secret is known by and the secret, when `arg` holds
-/// one (`flag` is the secret-named flag just before it, if any).
-fn split_secret<'a>(arg: &'a str, flag: Option<&str>) -> Option<(&'a str, String, &'a str)> {
-    if arg.is_empty() || arg.contains("${") {
-        return None;
-    }
-    if let Some(flag) = flag.filter(|_| !arg.starts_with('-')) {
-        return Some(("", flag.to_string(), arg));
-    }
-    if let Some((name, value)) = arg.split_once('=') {
-        let bare = name.trim_start_matches('-');
-        let named = if name.starts_with('-') {
-            names_secret(bare)
-        } else {
-            is_variable(bare) && is_secret_name(bare)
-        };
-        if named && !value.is_empty() {
-            return Some((&arg[..name.len() + 1], bare.to_string(), value));
-        }
-        return None;
-    }
-    TOKEN_PREFIXES
-        .iter()
-        .any(|p| arg.starts_with(p) && arg.len() >= p.len() + 16)
-        .then(|| ("", "token".to_string(), arg))
-}
-
-/// The flag's name when `arg` is a flag named like a secret that takes its value next.
-fn secret_flag(arg: &str) -> Option<&str> {
-    let name = arg.strip_prefix('-')?.trim_start_matches('-');
-    (!name.contains('=') && names_secret(name)).then_some(name)
-}
-
-/// Whether a flag's name says its value is a secret (`api-key`, `token`, `password`), not
-/// where one is (`key-file`, `token-env`) or something else (`tokenizer`, `keyboard`).
-fn names_secret(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    let words: Vec<&str> = lower.split(['-', '_']).collect();
-    let last = words.last().copied().unwrap_or_default();
-    const SECRET_WORDS: [&str; 7] = [
-        "key", "token", "secret", "password", "passwd", "pat", "apikey",
-    ];
-    SECRET_WORDS.contains(&last)
-        || (words.len() == 1 && is_secret_name(&lower) && lower.ends_with("key"))
-}
-
-fn is_variable(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// `url` of `server` with its user, password and secret-named query values moved into
