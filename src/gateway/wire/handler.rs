@@ -148,7 +148,7 @@ impl ServerHandler for Handler {
                     stateless,
                     reach: reach_of(&context),
                 };
-                return self.call_as_task(&request.name, arguments, caller);
+                return self.call_as_task(&request.name, arguments, caller).await;
             }
             let link = link::PeerLink::new(
                 context.peer.clone(),
@@ -195,7 +195,7 @@ impl ServerHandler for Handler {
     ) -> Result<GetTaskResult, ErrorData> {
         let span = traced::span(&context, "tasks/get", None);
         timed("tasks/get", span, async move {
-            self.detailed_task(&request.task_id, &context)
+            self.detailed_task(&request.task_id, &context).await
         })
         .await
     }
@@ -207,7 +207,7 @@ impl ServerHandler for Handler {
     ) -> Result<(), ErrorData> {
         let span = traced::span(&context, "tasks/cancel", None);
         timed("tasks/cancel", span, async move {
-            self.cancel_own_task(&request.task_id, &context)
+            self.cancel_own_task(&request.task_id, &context).await
         })
         .await
     }
