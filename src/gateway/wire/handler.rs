@@ -138,6 +138,7 @@ impl ServerHandler for Handler {
                 request.request_state.as_deref(),
             );
             let arguments = object(request.arguments);
+            let span = traced::span(&context, "tools/call", Some(&request.name));
             if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name).await {
                 let caller = Caller {
                     progress: None,
@@ -147,8 +148,11 @@ impl ServerHandler for Handler {
                     logs: None,
                     stateless,
                     reach: reach_of(&context),
+                    trace: traced::relayed(&context),
                 };
-                return self.call_as_task(&request.name, arguments, caller).await;
+                // The task's call is spawned in this span: its upstream call is its child.
+                let made = self.call_as_task(&request.name, arguments, caller);
+                return made.instrument(span).await;
             }
             let link = link::PeerLink::new(
                 context.peer.clone(),
@@ -163,8 +167,8 @@ impl ServerHandler for Handler {
                 logs: Some(log_sink(&context)),
                 stateless,
                 reach: reach_of(&context),
+                trace: traced::relayed(&context),
             };
-            let span = traced::span(&context, "tools/call", Some(&request.name));
             // Boxed, as `Wire` boxes the whole answer: over HTTP rmcp takes this handler
             // itself, and moves its future through its wrappers.
             let call = self.gateway.call_tool(&request.name, arguments, caller);

@@ -194,6 +194,7 @@ async fn start(
         logs: None,
         stateless: None,
         reach,
+        trace: None,
     };
     gateway
         .start_task(name, arguments, caller, ttl)

@@ -40,6 +40,54 @@ impl Carrier<'_> {
     }
 }
 
+impl Carrier<'_> {
+    /// The client's trace context as it came (`_meta` first, else the headers), to pass on
+    /// unchanged while traces are off: the upstream then joins the client's trace even though
+    /// the gateway exports no span of its own. `None` when traces are on (the upstream's
+    /// parent is then our span, [`inject`]) or the request names no valid context.
+    pub fn relayed(&self) -> Option<Relayed> {
+        if super::is_on() {
+            return None;
+        }
+        let pair = |get: &dyn Fn(&str) -> Option<String>| {
+            Some((get("traceparent")?, get("tracestate")))
+        };
+        let from_meta = self.meta.and_then(|meta| {
+            pair(&|name| meta.get(name).and_then(Value::as_str).map(str::to_string))
+        });
+        let (parent, state) = from_meta.or_else(|| {
+            let headers = self.headers?;
+            pair(&|name| headers.get(name)?.to_str().ok().map(str::to_string))
+        })?;
+        let relayed = Relayed { parent, state };
+        let mut meta = Map::new();
+        relayed.write_into(&mut meta);
+        let context = TraceContextPropagator::new().extract(&MetaCarrier(&meta));
+        context
+            .span()
+            .span_context()
+            .is_valid()
+            .then_some(relayed)
+    }
+}
+
+/// A client's W3C trace context, kept as it came (see [`Carrier::relayed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Relayed {
+    parent: String,
+    state: Option<String>,
+}
+
+impl Relayed {
+    /// Writes it into `meta` as `traceparent` (and `tracestate`).
+    pub fn write_into(&self, meta: &mut Map<String, Value>) {
+        meta.insert("traceparent".into(), Value::String(self.parent.clone()));
+        if let Some(state) = &self.state {
+            meta.insert("tracestate".into(), Value::String(state.clone()));
+        }
+    }
+}
+
 /// Writes `span`'s context as `traceparent` (and `tracestate` when there is one) into
 /// `meta`, replacing any the client sent: the upstream's parent is our span.
 pub fn inject(span: &tracing::Span, meta: &mut Map<String, Value>) {
