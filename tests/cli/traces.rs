@@ -318,7 +318,11 @@ fn with_traces_off_the_clients_traceparent_reaches_the_upstream_unchanged() {
         assert_eq!(out["echo"], json!(["traced"]), "{out}");
         let meta = upstream_meta(&cmd);
         assert_eq!(meta["traceparent"], tp, "header {header}: {meta}");
-        let state = if header { Value::Null } else { json!("client=1") };
+        let state = if header {
+            Value::Null
+        } else {
+            json!("client=1")
+        };
         assert_eq!(meta["tracestate"], state, "header {header}: {meta}");
     }
 }
@@ -346,7 +350,11 @@ fn a_2026_task_call_is_a_child_of_its_requests_span() {
     let upstream = receiver.span_named("tools/call slow_compute").span;
     assert_eq!(hex(&request.trace_id), TRACE);
     assert_eq!(hex(&request.parent_span_id), CLIENT_SPAN);
-    assert_eq!(hex(&upstream.trace_id), TRACE, "the task's call joins the trace");
+    assert_eq!(
+        hex(&upstream.trace_id),
+        TRACE,
+        "the task's call joins the trace"
+    );
     assert_eq!(
         hex(&upstream.parent_span_id),
         hex(&request.span_id),

@@ -73,9 +73,19 @@ impl ServerHandler for Handler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        context.peer.set_peer_info(request.clone());
-        let info = self.negotiate_initialize(&request)?;
-        Ok(info.with_instructions(self.gateway.instructions(&reach_of(&context))))
+        let span = traced::span(&context, "initialize", None);
+        timed("initialize", span, async move {
+            context.peer.set_peer_info(request.clone());
+            let info = self.negotiate_initialize(&request)?;
+            Ok(info.with_instructions(self.gateway.instructions(&reach_of(&context))))
+        })
+        .await
+    }
+
+    /// A handshake-era `ping`: answered at once, counted as any request.
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let span = traced::span(&context, "ping", None);
+        timed("ping", span, std::future::ready(Ok(()))).await
     }
 
     /// A 2026-07-28 client's `server/discover`, its instructions as `initialize`'s.

@@ -49,9 +49,8 @@ impl Carrier<'_> {
         if super::is_on() {
             return None;
         }
-        let pair = |get: &dyn Fn(&str) -> Option<String>| {
-            Some((get("traceparent")?, get("tracestate")))
-        };
+        let pair =
+            |get: &dyn Fn(&str) -> Option<String>| Some((get("traceparent")?, get("tracestate")));
         let from_meta = self.meta.and_then(|meta| {
             pair(&|name| meta.get(name).and_then(Value::as_str).map(str::to_string))
         });
@@ -63,11 +62,7 @@ impl Carrier<'_> {
         let mut meta = Map::new();
         relayed.write_into(&mut meta);
         let context = TraceContextPropagator::new().extract(&MetaCarrier(&meta));
-        context
-            .span()
-            .span_context()
-            .is_valid()
-            .then_some(relayed)
+        context.span().span_context().is_valid().then_some(relayed)
     }
 }
 
