@@ -153,6 +153,7 @@ impl Gateway {
             logs: None,
             stateless: None,
             reach: super::Reach::ALL,
+            trace: None,
         };
         self.forward(&name, arguments, caller, timeout).await
     }
@@ -230,6 +231,17 @@ impl Gateway {
         {
             call.stamp(&mut params);
         }
+        if let Some(trace) = &caller.trace {
+            let meta = params["_meta"].as_object_mut();
+            match meta {
+                Some(meta) => trace.write_into(meta),
+                None => {
+                    let mut meta = serde_json::Map::new();
+                    trace.write_into(&mut meta);
+                    params["_meta"] = Value::Object(meta);
+                }
+            }
+        }
         // Subscribed before the request is sent, so nothing the server says about it is missed.
         let relay = (progress.is_some() || caller.logs.is_some()).then(|| {
             let relay = Relay {
@@ -297,6 +309,8 @@ pub struct Caller {
     pub stateless: Option<Stateless>,
     /// The tools the client may call (its OAuth token's scope).
     pub reach: super::Reach,
+    /// The client's trace context, passed on as it came while traces are off.
+    pub trace: Option<crate::observe::trace::Relayed>,
 }
 
 /// Sends one notification's params to a client.

@@ -155,8 +155,10 @@ struct Inner {
     callers: Arc<Callers>,
     /// Calls of 2026-07-28 clients waiting for their input (handshake-era servers).
     parked: input::Parked,
-    /// Clients' tasks (both eras).
-    task_store: tasks::Store,
+    /// Clients' tasks (both eras): the calls this process runs.
+    task_store: Arc<tasks::Store>,
+    /// With `--state`, every replica's tasks, as the shared store keeps them.
+    shared_tasks: Option<tasks::Shared>,
     /// The log level a client asked for, passed to every server that starts.
     log_level: std::sync::Mutex<Option<Value>>,
     /// A release of freed memory is scheduled.
@@ -219,6 +221,7 @@ impl Gateway {
         catalog.warn_repairs(None);
         catalog.warn_changes(None);
         let callers = Arc::new(Callers::default());
+        let task_store = Arc::new(tasks::Store::default());
         let pool = match shared {
             Some(pool) => pool,
             None => own_pool(&entries, &options, &callers),
@@ -242,7 +245,9 @@ impl Gateway {
                 known,
                 callers,
                 parked: input::Parked::default(),
-                task_store: tasks::Store::default(),
+                shared_tasks: crate::state::shared()
+                    .map(|redis| tasks::Shared::new(redis, Arc::downgrade(&task_store))),
+                task_store,
                 model: std::sync::OnceLock::new(),
                 model_uses: AtomicU64::new(0),
                 embedded: tokio::sync::Notify::new(),

@@ -79,6 +79,9 @@ pub enum Stop {
     Lost,
     /// The pool shut down.
     Shutdown,
+    /// Stopped on purpose while idle: an operator's stop or restart (`top`'s `s`/`r`), or
+    /// after the first check of a server that is not always on — not an idle stop.
+    Asked,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

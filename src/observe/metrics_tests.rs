@@ -172,13 +172,16 @@ fn restarts_and_idle_stops_are_counted_apart() {
     upstream_stopped("life-srv", Stop::Lost);
     upstream_started("life-srv", Duration::from_millis(10), true);
     upstream_stopped("life-srv", Stop::Idle);
+    upstream_started("life-srv", Duration::from_millis(10), false);
+    // An operator's stop (`top`'s `s`) is not an idle stop.
+    upstream_stopped("life-srv", Stop::Asked);
     let samples = parse(&render());
     let value = |name: &str| {
         find(&samples, name, &[("server", "life-srv")])
             .map(|s| s.value)
             .unwrap_or(-1.0)
     };
-    assert_eq!(value("mcp_launch_upstream_starts_total"), 2.0);
+    assert_eq!(value("mcp_launch_upstream_starts_total"), 3.0);
     assert_eq!(value("mcp_launch_upstream_restarts_total"), 1.0);
     assert_eq!(value("mcp_launch_upstream_idle_stops_total"), 1.0);
     assert_eq!(value("mcp_launch_upstream_up"), 0.0);

@@ -39,6 +39,11 @@ const SWAP_SCRIPT: &str = "if (redis.call('GET', KEYS[2]) or '') == ARGV[1] then
      redis.call('SET', KEYS[1], ARGV[2]) \
      return redis.call('INCR', KEYS[2]) else return -1 end";
 
+/// The compare-and-swap of [`Redis::swap`]: the record replaced only while it is still the one
+/// read, its expiry kept.
+const SWAP_KEEPING_TTL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+     redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL') return 1 else return 0 end";
+
 /// A Redis state store.
 pub struct Redis {
     /// The URL with its password taken out: what errors and logs name.
@@ -190,6 +195,69 @@ impl Redis {
             .del(key)
             .await
             .map_err(self.failed("did not answer a DEL"))?;
+        Ok(())
+    }
+
+    /// The records at `keys`, in their order (`None` where there is none).
+    pub async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, StateError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut connection = self.manager.clone();
+        ::redis::cmd("MGET")
+            .arg(keys)
+            .query_async(&mut connection)
+            .await
+            .map_err(self.failed("did not answer an MGET"))
+    }
+
+    /// Replaces the record at `key` with `new` if it is still `old` (another replica's change
+    /// in between: false), keeping its expiry.
+    pub async fn swap(&self, key: &str, old: &[u8], new: &[u8]) -> Result<bool, StateError> {
+        let mut connection = self.manager.clone();
+        let swapped: i64 = ::redis::Script::new(SWAP_KEEPING_TTL)
+            .key(key)
+            .arg(old)
+            .arg(new)
+            .invoke_async(&mut connection)
+            .await
+            .map_err(self.failed("did not answer a swap"))?;
+        Ok(swapped == 1)
+    }
+
+    /// Adds `member` to the set at `key`, the set expiring `ttl` from now.
+    pub async fn set_add(&self, key: &str, member: &str, ttl: Duration) -> Result<(), StateError> {
+        let mut connection = self.manager.clone();
+        let _: () = ::redis::pipe()
+            .sadd(key, member)
+            .ignore()
+            .pexpire(key, ttl.as_millis().max(1) as i64)
+            .ignore()
+            .query_async(&mut connection)
+            .await
+            .map_err(self.failed("did not answer an SADD"))?;
+        Ok(())
+    }
+
+    /// The members of the set at `key`.
+    pub async fn set_members(&self, key: &str) -> Result<Vec<String>, StateError> {
+        let mut connection = self.manager.clone();
+        connection
+            .smembers(key)
+            .await
+            .map_err(self.failed("did not answer an SMEMBERS"))
+    }
+
+    /// Takes `members` out of the set at `key`.
+    pub async fn set_remove(&self, key: &str, members: &[String]) -> Result<(), StateError> {
+        if members.is_empty() {
+            return Ok(());
+        }
+        let mut connection = self.manager.clone();
+        let _: usize = connection
+            .srem(key, members)
+            .await
+            .map_err(self.failed("did not answer an SREM"))?;
         Ok(())
     }
 

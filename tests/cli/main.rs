@@ -38,6 +38,7 @@ mod remote;
 mod remote_2026;
 mod replicas;
 mod replicas_more;
+mod replicas_tasks;
 mod rugpull;
 mod schemathesis;
 mod search;

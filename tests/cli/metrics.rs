@@ -283,3 +283,52 @@ fn metrics_refuses_an_address_other_machines_reach() {
     let text = out.error().to_string();
     assert!(text.contains("reachable from other machines"), "{text}");
 }
+
+/// `initialize` and `ping` are counted as any request (rmcp answered them before our
+/// handler: neither appeared in `mcp_launch_requests_total`).
+#[test]
+fn initialize_and_ping_are_counted_in_the_request_metrics() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let (_running, base, side) = keyed_gateway(&cmd);
+    let url = format!("{base}/mcp");
+    let bearer = format!("Bearer {KEY}");
+    let mut headers = vec![
+        ("authorization", bearer.as_str()),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "counted", "version": "1"}}});
+    let opened = request("POST", &url, &headers, Some(init.to_string().into_bytes()));
+    assert_eq!(opened.status, 200, "{:?}", opened.body);
+    let session = opened.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    headers.push(("mcp-session-id", &session));
+    headers.push(("mcp-protocol-version", "2025-11-25"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    request(
+        "POST",
+        &url,
+        &headers,
+        Some(initialized.to_string().into_bytes()),
+    );
+    for id in 2..4 {
+        let ping = json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+        let pinged = request("POST", &url, &headers, Some(ping.to_string().into_bytes()));
+        assert_eq!(pinged.status, 200, "{:?}", pinged.body);
+    }
+    let page = request("GET", &format!("{side}/metrics"), &[], None);
+    let page = page.body.as_str().unwrap_or_default().to_string();
+    let count = |method: &str| -> f64 {
+        let prefix = format!("mcp_launch_requests_total{{method=\"{method}\"");
+        let line = page
+            .lines()
+            .find(|l| l.starts_with(&prefix) && l.contains("ok"));
+        line.and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0.0)
+    };
+    assert_eq!(count("initialize"), 1.0, "{page}");
+    assert_eq!(count("ping"), 2.0, "{page}");
+}

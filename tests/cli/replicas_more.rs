@@ -38,11 +38,11 @@ fn replica_with(cmd: &Cmd, n: usize, port: u16, redis: &str, extra: &[&str]) -> 
 }
 
 /// Redis and replicas of it, each with its flags: what lives as long as the test.
-struct Fleet {
+pub(crate) struct Fleet {
     /// The Redis URL.
     url: String,
     /// The replicas' ports.
-    ports: Vec<u16>,
+    pub(crate) ports: Vec<u16>,
     /// A free port after them (for a balancer).
     spare: u16,
     _running: Vec<Running>,
@@ -50,7 +50,7 @@ struct Fleet {
 }
 
 /// Redis and one replica per entry of `flags`.
-fn fleet(cmd: &Cmd, flags: &[&[&str]]) -> Fleet {
+pub(crate) fn fleet(cmd: &Cmd, flags: &[&[&str]]) -> Fleet {
     let count = flags.len() as u16;
     let first = free_ports(count + 2);
     let _redis = start_redis(cmd.dir(), first);

@@ -162,6 +162,17 @@ fn top_in_a_terminal_shows_the_calls_and_s_stops_the_server_through_the_daemon()
         everything["state"], "down",
         "the daemon stopped it: {status}"
     );
+    // A stop asked for (like the stop after a first check) is not an idle stop.
+    let metrics = cmd
+        .cmd()
+        .args(["--config", "config.json", "daemon", "metrics", "--json"]);
+    let metrics = metrics.run().json();
+    let text = metrics["metrics"].as_str().unwrap_or_default();
+    let idle_stops: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("mcp_launch_upstream_idle_stops_total{") && !l.ends_with(" 0"))
+        .collect();
+    assert_eq!(idle_stops, Vec::<&str>::new(), "{text}");
     tmux.keys(&["r"]);
     tmux.wait_for(&["everything restarted"]);
     wait_row(&tmux, "everything", " up ");

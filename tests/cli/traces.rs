@@ -300,3 +300,64 @@ fn a_bad_otlp_url_is_a_usage_error_naming_what_to_give() {
         .stderr_has("OTEL_EXPORTER_OTLP_ENDPOINT")
         .run();
 }
+
+/// Traces off (no `--otlp`, no variables): the client's trace context reaches the upstream
+/// as it came, from `_meta` or from the HTTP header (before, the gateway's new request carried
+/// none: the upstream's spans began a trace of their own).
+#[test]
+fn with_traces_off_the_clients_traceparent_reaches_the_upstream_unchanged() {
+    let tp = traceparent();
+    for header in [false, true] {
+        let cmd = project();
+        let (_gateway, url) = http_gateway(&cmd, &[]);
+        let mut args = vec!["traced", "--http", &url, "--traceparent", &tp];
+        if header {
+            args.push("--trace-header");
+        }
+        let out = drive(cmd.dir(), &args);
+        assert_eq!(out["echo"], json!(["traced"]), "{out}");
+        let meta = upstream_meta(&cmd);
+        assert_eq!(meta["traceparent"], tp, "header {header}: {meta}");
+        let state = if header {
+            Value::Null
+        } else {
+            json!("client=1")
+        };
+        assert_eq!(meta["tracestate"], state, "header {header}: {meta}");
+    }
+}
+
+/// A 2026-07-28 client's task: the call the gateway spawns for it runs in the `tools/call`
+/// request's span, so the upstream call is that span's child in the client's trace (before,
+/// the request had no span and the upstream call began a trace of its own).
+#[test]
+fn a_2026_task_call_is_a_child_of_its_requests_span() {
+    let receiver = Receiver::start();
+    let fixture = manifest_dir().join("tests/fixtures/conformance_server.py");
+    let cmd = Cmd::new()
+        .config_json(json!({"mcpServers": {
+            "conf": {"command": sdk_python(), "args": [fixture.display().to_string()]},
+        }}))
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    let (_gateway, url) = http_gateway(&cmd, &["--otlp", &receiver.url()]);
+    let holds_tasks = r#"{"extensions": {"io.modelcontextprotocol/tasks": {}}}"#;
+    let call = json!({"method": "tools/call", "params": {"name": "conf__slow_compute",
+        "arguments": {"seconds": 0}, "_meta": {"traceparent": traceparent()}}});
+    let transport = ["--url", url.as_str(), "--capabilities", holds_tasks];
+    let answers = crate::serve::stateless(cmd.dir(), &transport, json!([call]));
+    assert_eq!(answers[0]["result"]["resultType"], "task", "{answers:?}");
+    let request = receiver.span_named("tools/call conf__slow_compute").span;
+    let upstream = receiver.span_named("tools/call slow_compute").span;
+    assert_eq!(hex(&request.trace_id), TRACE);
+    assert_eq!(hex(&request.parent_span_id), CLIENT_SPAN);
+    assert_eq!(
+        hex(&upstream.trace_id),
+        TRACE,
+        "the task's call joins the trace"
+    );
+    assert_eq!(
+        hex(&upstream.parent_span_id),
+        hex(&request.span_id),
+        "the task's upstream call is the request span's child"
+    );
+}

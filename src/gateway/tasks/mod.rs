@@ -5,8 +5,13 @@
 //! store, whatever the era: only the wire shapes differ), `shapes` writes the messages, and
 //! `wire::tasks` / `wire::tasks25` name the methods. Served: the 2026-07-28 tasks extension
 //! (SEP-2663) and the 2025-11-25 tasks utility of session clients.
+//!
+//! With `--state redis://…` the records live in the shared store (`shared`), so any replica
+//! answers for a task; the local store still holds the calls this replica runs (their
+//! cancellation, their expiry).
 
 mod shapes;
+mod shared;
 mod store;
 
 use std::time::Duration;
@@ -19,6 +24,7 @@ use crate::outputs::ClientScope;
 
 pub use shapes::task_2025;
 pub use shapes::{created, created_2025, detailed, listed_2025, payload_2025, status_2025};
+pub use shared::Shared;
 pub use store::{Snapshot, State, Store, TaskError};
 
 /// Tasks a `tasks/list` page holds at most.
@@ -48,6 +54,9 @@ impl Gateway {
 
     /// The task `id` of `scope` once it has ended (at most until it expires: then unknown).
     pub async fn ended_task(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
+        if let Some(shared) = &self.inner.shared_tasks {
+            return shared.ended(scope, id).await;
+        }
         let (task, ended) = self.inner.task_store.watch(scope, id)?;
         if task.state.is_terminal() {
             return Ok(task);
@@ -56,16 +65,19 @@ impl Gateway {
             .duration_since(std::time::SystemTime::now())
             .unwrap_or_default();
         let _ = tokio::time::timeout(left, ended.cancelled()).await;
-        self.task(scope, id)
+        self.task(scope, id).await
     }
 
     /// A page of `scope`'s tasks after the task `cursor` names, and the next page's cursor.
-    pub fn task_page(
+    pub async fn task_page(
         &self,
         scope: &ClientScope,
         cursor: Option<&str>,
     ) -> Result<(Vec<Snapshot>, Option<String>), TaskError> {
-        let mut page = self.inner.task_store.page(scope, cursor, PAGE + 1)?;
+        let mut page = match &self.inner.shared_tasks {
+            Some(shared) => shared.page(scope, cursor, PAGE + 1).await?,
+            None => self.inner.task_store.page(scope, cursor, PAGE + 1)?,
+        };
         let more = page.len() > PAGE;
         page.truncate(PAGE);
         let next = more.then(|| page.last().map(|t| t.id.clone())).flatten();
@@ -73,32 +85,58 @@ impl Gateway {
     }
 
     /// Starts the call of `name` as a task of `caller`'s scope, living `ttl` (else the
-    /// default): answered at once, the call runs on (ended by `tasks/cancel` or expiry).
-    pub fn start_task(
+    /// default): answered at once, the call runs on (ended by `tasks/cancel` or expiry), in
+    /// the span of the request that made it.
+    pub async fn start_task(
         &self,
         name: &str,
         arguments: Value,
         mut caller: Caller,
         ttl: Option<Duration>,
     ) -> Result<Snapshot, TaskError> {
+        use tracing::Instrument;
         let made = self.inner.task_store.create(&caller.scope, ttl)?;
+        let id = made.snapshot.id.clone();
+        if let Some(shared) = &self.inner.shared_tasks {
+            if let Err(refused) = shared.create(&caller.scope, &made.snapshot).await {
+                self.inner.task_store.forget(&id);
+                return Err(refused);
+            }
+        }
         caller.cancel = made.cancel;
-        let (gateway, name, id) = (self.clone(), name.to_string(), made.snapshot.id.clone());
-        self.spawn(async move {
-            let outcome = gateway.call_tool(&name, arguments, caller).await;
-            gateway.inner.task_store.finish(&id, ended(outcome));
-        });
+        let (gateway, name) = (self.clone(), name.to_string());
+        let call = async move {
+            let outcome = ended(gateway.call_tool(&name, arguments, caller).await);
+            if let Some(shared) = &gateway.inner.shared_tasks {
+                if let Err(e) = shared.finish(&id, outcome.clone()).await {
+                    tracing::warn!(error = %e, "a task's end was not recorded in the state store");
+                }
+            }
+            gateway.inner.task_store.finish(&id, outcome);
+        };
+        self.spawn(call.instrument(tracing::Span::current()));
         Ok(made.snapshot)
     }
 
     /// The task `id` of `scope`.
-    pub fn task(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
-        self.inner.task_store.get(scope, id)
+    pub async fn task(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
+        match &self.inner.shared_tasks {
+            Some(shared) => shared.get(scope, id).await,
+            None => self.inner.task_store.get(scope, id),
+        }
     }
 
-    /// Cancels the task `id` of `scope` (its server's call too); an ended task stays ended.
-    pub fn cancel_task(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
-        self.inner.task_store.cancel(scope, id)
+    /// Cancels the task `id` of `scope` (its server's call too, on whatever replica runs it);
+    /// an ended task stays ended.
+    pub async fn cancel_task(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
+        match &self.inner.shared_tasks {
+            Some(shared) => {
+                let cancelled = shared.cancel(scope, id).await?;
+                self.inner.task_store.cancel_relayed(id);
+                Ok(cancelled)
+            }
+            None => self.inner.task_store.cancel(scope, id),
+        }
     }
 }
 
@@ -108,7 +146,7 @@ pub fn refusal(error: &TaskError) -> Value {
     use crate::error::Actionable;
     let code = match error {
         TaskError::Unknown(_) => super::error::INVALID_PARAMS,
-        TaskError::TooMany => INTERNAL_ERROR,
+        TaskError::TooMany | TaskError::Unreachable(_) => INTERNAL_ERROR,
     };
     json!({
         "code": code,

@@ -91,6 +91,9 @@ pub enum TaskError {
     /// The client holds [`MAX_PER_SCOPE`] live tasks already.
     #[error("too many tasks under way for this client ({MAX_PER_SCOPE})")]
     TooMany,
+    /// The shared state store (`--state`) that keeps the tasks did not answer.
+    #[error("{0}")]
+    Unreachable(String),
 }
 
 impl crate::error::Actionable for TaskError {
@@ -98,6 +101,7 @@ impl crate::error::Actionable for TaskError {
         match self {
             TaskError::Unknown(_) => "unknown_task",
             TaskError::TooMany => "too_many_tasks",
+            TaskError::Unreachable(_) => "state_unreachable",
         }
     }
 
@@ -112,6 +116,11 @@ impl crate::error::Actionable for TaskError {
                 "wait for a task to end or cancel one (tasks/cancel); each client may hold \
                  {MAX_PER_SCOPE} at once"
             ),
+            TaskError::Unreachable(_) => {
+                "the gateway's replicas keep tasks in Redis (--state), which did not answer: \
+                 ask again once its /readyz says 200"
+                    .into()
+            }
         }
     }
 }
@@ -200,20 +209,8 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<Snapshot>, TaskError> {
         self.with(|entries| {
-            let mut own: Vec<&Snapshot> = entries
-                .values()
-                .filter(|e| &e.scope == scope)
-                .map(|e| &e.snapshot)
-                .collect();
-            own.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
-            let start = match after {
-                None => 0,
-                Some(after) => {
-                    let at = own.iter().position(|t| t.id == after);
-                    at.ok_or_else(|| TaskError::Unknown(after.to_string()))? + 1
-                }
-            };
-            Ok(own.into_iter().skip(start).take(limit).cloned().collect())
+            let own = entries.values().filter(|e| &e.scope == scope);
+            page_of(own.map(|e| e.snapshot.clone()).collect(), after, limit)
         })
     }
 
@@ -229,6 +226,29 @@ impl Store {
         })
     }
 
+    /// Ends the call of the task `id` whatever its scope: its client cancelled it through
+    /// another replica, which checked the scope (the news names only the id).
+    pub fn cancel_relayed(&self, id: &str) {
+        self.with(|entries| {
+            if let Some(entry) = entries.get_mut(id) {
+                if !entry.snapshot.state.is_terminal() {
+                    entry.cancel.cancel();
+                    end(entry, State::Cancelled);
+                }
+            }
+        });
+    }
+
+    /// Forgets the task `id` (its shared record could not be made), ending its call.
+    pub fn forget(&self, id: &str) {
+        self.with(|entries| {
+            if let Some(entry) = entries.remove(id) {
+                entry.cancel.cancel();
+                entry.ended.cancel();
+            }
+        });
+    }
+
     /// Records how the task `id` ended, unless it already has (a cancel came first).
     pub fn finish(&self, id: &str, state: State) {
         self.with(|entries| {
@@ -239,6 +259,24 @@ impl Store {
             }
         });
     }
+}
+
+/// A page of `own` (one scope's live tasks), oldest first (ties by id): at most `limit` after
+/// the task `after` names (from the start when `None`); an `after` not among them is unknown.
+pub fn page_of(
+    mut own: Vec<Snapshot>,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Snapshot>, TaskError> {
+    own.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+    let start = match after {
+        None => 0,
+        Some(after) => {
+            let at = own.iter().position(|t| t.id == after);
+            at.ok_or_else(|| TaskError::Unknown(after.to_string()))? + 1
+        }
+    };
+    Ok(own.into_iter().skip(start).take(limit).collect())
 }
 
 /// Room for one more task of `scope`: at [`MAX_PER_SCOPE`] its oldest ended task goes (its

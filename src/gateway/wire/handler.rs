@@ -73,9 +73,19 @@ impl ServerHandler for Handler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        context.peer.set_peer_info(request.clone());
-        let info = self.negotiate_initialize(&request)?;
-        Ok(info.with_instructions(self.gateway.instructions(&reach_of(&context))))
+        let span = traced::span(&context, "initialize", None);
+        timed("initialize", span, async move {
+            context.peer.set_peer_info(request.clone());
+            let info = self.negotiate_initialize(&request)?;
+            Ok(info.with_instructions(self.gateway.instructions(&reach_of(&context))))
+        })
+        .await
+    }
+
+    /// A handshake-era `ping`: answered at once, counted as any request.
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let span = traced::span(&context, "ping", None);
+        timed("ping", span, std::future::ready(Ok(()))).await
     }
 
     /// A 2026-07-28 client's `server/discover`, its instructions as `initialize`'s.
@@ -138,6 +148,7 @@ impl ServerHandler for Handler {
                 request.request_state.as_deref(),
             );
             let arguments = object(request.arguments);
+            let span = traced::span(&context, "tools/call", Some(&request.name));
             if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name).await {
                 let caller = Caller {
                     progress: None,
@@ -147,8 +158,11 @@ impl ServerHandler for Handler {
                     logs: None,
                     stateless,
                     reach: reach_of(&context),
+                    trace: traced::relayed(&context),
                 };
-                return self.call_as_task(&request.name, arguments, caller);
+                // The task's call is spawned in this span: its upstream call is its child.
+                let made = self.call_as_task(&request.name, arguments, caller);
+                return made.instrument(span).await;
             }
             let link = link::PeerLink::new(
                 context.peer.clone(),
@@ -163,8 +177,8 @@ impl ServerHandler for Handler {
                 logs: Some(log_sink(&context)),
                 stateless,
                 reach: reach_of(&context),
+                trace: traced::relayed(&context),
             };
-            let span = traced::span(&context, "tools/call", Some(&request.name));
             // Boxed, as `Wire` boxes the whole answer: over HTTP rmcp takes this handler
             // itself, and moves its future through its wrappers.
             let call = self.gateway.call_tool(&request.name, arguments, caller);
@@ -195,7 +209,7 @@ impl ServerHandler for Handler {
     ) -> Result<GetTaskResult, ErrorData> {
         let span = traced::span(&context, "tasks/get", None);
         timed("tasks/get", span, async move {
-            self.detailed_task(&request.task_id, &context)
+            self.detailed_task(&request.task_id, &context).await
         })
         .await
     }
@@ -207,7 +221,7 @@ impl ServerHandler for Handler {
     ) -> Result<(), ErrorData> {
         let span = traced::span(&context, "tasks/cancel", None);
         timed("tasks/cancel", span, async move {
-            self.cancel_own_task(&request.task_id, &context)
+            self.cancel_own_task(&request.task_id, &context).await
         })
         .await
     }

@@ -29,7 +29,7 @@ fn refused(error: &TaskError) -> ErrorData {
 
 impl Handler {
     /// A call made a task: answered with its `CreateTaskResult`, the call run on.
-    pub(super) fn call_as_task(
+    pub(super) async fn call_as_task(
         &self,
         name: &str,
         arguments: Value,
@@ -38,12 +38,13 @@ impl Handler {
         let task = self
             .gateway
             .start_task(name, arguments, caller, None)
+            .await
             .map_err(|e| refused(&e))?;
         typed(tasks::created(&task)).map(CallToolResponse::Task)
     }
 
     /// `tasks/get`: the client's own task, its result or error inlined once ended.
-    pub(super) fn detailed_task(
+    pub(super) async fn detailed_task(
         &self,
         id: &str,
         context: &RequestContext<RoleServer>,
@@ -51,18 +52,20 @@ impl Handler {
         let task = self
             .gateway
             .task(&scope_of(context), id)
+            .await
             .map_err(|e| refused(&e))?;
         typed(tasks::detailed(&task))
     }
 
     /// `tasks/cancel`: the client's own task ended (an ended one stays as it is).
-    pub(super) fn cancel_own_task(
+    pub(super) async fn cancel_own_task(
         &self,
         id: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.gateway
             .cancel_task(&scope_of(context), id)
+            .await
             .map(|_| ())
             .map_err(|e| refused(&e))
     }

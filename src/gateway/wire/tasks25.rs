@@ -146,10 +146,12 @@ impl Taken {
             }
             Asked::Get(id) => gateway
                 .task(&scope, &id)
+                .await
                 .map(|t| tasks::task_2025(&t))
                 .map_err(|e| refused(&e)),
             Asked::Cancel(id) => gateway
                 .cancel_task(&scope, &id)
+                .await
                 .map(|t| tasks::task_2025(&t))
                 .map_err(|e| refused(&e)),
             Asked::Result(id) => match gateway.ended_task(&scope, &id).await {
@@ -158,6 +160,7 @@ impl Taken {
             },
             Asked::List(cursor) => gateway
                 .task_page(&scope, cursor.as_deref())
+                .await
                 .map(|(page, next)| tasks::listed_2025(&page, next.as_deref()))
                 .map_err(|e| refused(&e)),
             Asked::Invalid(why) => Err(json!({"code": INVALID_PARAMS, "message": why})),
@@ -191,9 +194,11 @@ async fn start(
         logs: None,
         stateless: None,
         reach,
+        trace: None,
     };
     gateway
         .start_task(name, arguments, caller, ttl)
+        .await
         .map_err(|e| refused(&e))
 }
 

@@ -39,6 +39,19 @@ pub(super) fn span(context: &RequestContext<RoleServer>, method: &str, tool: Opt
     })
 }
 
+/// The client's trace context, to pass on as it came while traces are off (else `None`).
+pub(super) fn relayed(context: &RequestContext<RoleServer>) -> Option<trace::Relayed> {
+    if trace::is_on() {
+        return None;
+    }
+    let parts = context.extensions.get::<axum::http::request::Parts>();
+    let carrier = Carrier {
+        meta: Some(&context.meta.0 .0),
+        headers: parts.map(|parts| &parts.headers),
+    };
+    carrier.relayed()
+}
+
 /// Marks a call's span failed when its answer is an error: a JSON-RPC error's code, a tool
 /// error (`isError`), or the gateway's own refusal by its kind.
 pub(super) fn record(span: &Span, outcome: &Result<Value, GatewayError>) {

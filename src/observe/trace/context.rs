@@ -40,6 +40,54 @@ impl Carrier<'_> {
     }
 }
 
+impl Carrier<'_> {
+    /// The client's trace context as it came (`_meta` first, else the headers), to pass on
+    /// unchanged while traces are off: the upstream then joins the client's trace even though
+    /// the gateway exports no span of its own. `None` when traces are on (the upstream's
+    /// parent is then our span, [`inject`]) or the request names no valid context.
+    pub fn relayed(&self) -> Option<Relayed> {
+        if super::is_on() {
+            return None;
+        }
+        self.as_given()
+    }
+
+    /// The client's valid trace context as it came, whether traces are on or off.
+    fn as_given(&self) -> Option<Relayed> {
+        let pair =
+            |get: &dyn Fn(&str) -> Option<String>| Some((get("traceparent")?, get("tracestate")));
+        let from_meta = self.meta.and_then(|meta| {
+            pair(&|name| meta.get(name).and_then(Value::as_str).map(str::to_string))
+        });
+        let (parent, state) = from_meta.or_else(|| {
+            let headers = self.headers?;
+            pair(&|name| headers.get(name)?.to_str().ok().map(str::to_string))
+        })?;
+        let relayed = Relayed { parent, state };
+        let mut meta = Map::new();
+        relayed.write_into(&mut meta);
+        let context = TraceContextPropagator::new().extract(&MetaCarrier(&meta));
+        context.span().span_context().is_valid().then_some(relayed)
+    }
+}
+
+/// A client's W3C trace context, kept as it came (see [`Carrier::relayed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Relayed {
+    parent: String,
+    state: Option<String>,
+}
+
+impl Relayed {
+    /// Writes it into `meta` as `traceparent` (and `tracestate`).
+    pub fn write_into(&self, meta: &mut Map<String, Value>) {
+        meta.insert("traceparent".into(), Value::String(self.parent.clone()));
+        if let Some(state) = &self.state {
+            meta.insert("tracestate".into(), Value::String(state.clone()));
+        }
+    }
+}
+
 /// Writes `span`'s context as `traceparent` (and `tracestate` when there is one) into
 /// `meta`, replacing any the client sent: the upstream's parent is our span.
 pub fn inject(span: &tracing::Span, meta: &mut Map<String, Value>) {
@@ -81,5 +129,47 @@ impl Extractor for HeaderCarrier<'_> {
 
     fn keys(&self) -> Vec<&str> {
         self.0.keys().map(|name| name.as_str()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    fn given(meta: Value, headers: &[(&'static str, &'static str)]) -> Option<Map<String, Value>> {
+        let meta = meta.as_object().cloned().unwrap_or_default();
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(*name, value.parse().unwrap());
+        }
+        let carrier = Carrier {
+            meta: Some(&meta),
+            headers: Some(&map),
+        };
+        let relayed = carrier.as_given()?;
+        let mut out = Map::new();
+        relayed.write_into(&mut out);
+        Some(out)
+    }
+
+    #[test]
+    fn a_clients_context_is_kept_as_it_came_meta_first_and_a_malformed_one_dropped() {
+        let meta = json!({"traceparent": PARENT, "tracestate": "client=1"});
+        let header = [(
+            "traceparent",
+            "00-11111111111111111111111111111111-2222222222222222-01",
+        )];
+        assert_eq!(given(meta.clone(), &header), meta.as_object().cloned());
+        let from_header = given(json!({}), &[("traceparent", PARENT)]).unwrap();
+        assert_eq!(
+            from_header,
+            *json!({"traceparent": PARENT}).as_object().unwrap()
+        );
+        assert_eq!(given(json!({"traceparent": "00-zz-01"}), &[]), None);
+        assert_eq!(given(json!({}), &[]), None);
     }
 }

@@ -18,7 +18,7 @@ mod spans;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-pub use context::{inject, Carrier};
+pub use context::{inject, Carrier, Relayed};
 pub use export::{Exporter, Settings, TraceError};
 pub use spans::{fail, record_result, span, Call, Kind, Transport};
 

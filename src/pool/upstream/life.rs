@@ -205,12 +205,19 @@ impl Upstream {
 
     /// Stops the server now unless it is always on or a request holds it (after a check).
     pub async fn stop_unless_used(&self) -> bool {
-        self.stop_if_idle(Duration::ZERO).await
+        self.stop_unheld(Duration::ZERO, crate::observe::Stop::Asked)
+            .await
     }
 
     /// Ends the session when nothing used it for `idle` and no request holds it; true when it
     /// did. Always-on servers are never stopped for idleness.
     pub(in crate::pool) async fn stop_if_idle(&self, idle: Duration) -> bool {
+        self.stop_unheld(idle, crate::observe::Stop::Idle).await
+    }
+
+    /// Ends the session, counted as `why`, when nothing used it for `idle` and no request
+    /// holds it (never an always-on server's); true when it did.
+    async fn stop_unheld(&self, idle: Duration, why: crate::observe::Stop) -> bool {
         if self.always_on {
             return false;
         }
@@ -234,7 +241,7 @@ impl Upstream {
         } else {
             tracing::info!(server = %self.name, idle_s = idle.as_secs(), "stopping the idle server");
         }
-        self.observe_stop(crate::observe::Stop::Idle);
+        self.observe_stop(why);
         self.changes.send_replace(());
         match Arc::try_unwrap(session) {
             Ok(session) => session.close().await,
