@@ -15,6 +15,7 @@ pub mod catalog;
 pub mod clients;
 pub mod daemon;
 mod era;
+mod follow;
 pub mod error;
 mod input;
 mod items;
