@@ -61,7 +61,11 @@ impl Kind {
     }
 
     /// An item of this kind of `server`, exposed as `exposed`, as an allow-list names it.
-    pub(super) fn names<'a>(self, server: &'a str, exposed: &'a str) -> crate::catalog::ItemNames<'a> {
+    pub(super) fn names<'a>(
+        self,
+        server: &'a str,
+        exposed: &'a str,
+    ) -> crate::catalog::ItemNames<'a> {
         let kind = match self {
             Kind::Resources | Kind::Templates => crate::catalog::ItemKind::Resource,
             Kind::Prompts => crate::catalog::ItemKind::Prompt,

@@ -151,12 +151,9 @@ impl ItemReach {
         };
         let reaches_server = reached.contains(item.server);
         match &self.holder {
-            Some(holder) => (self.catalog.clients()).shows(
-                &holder.0,
-                holder.1.as_deref(),
-                item,
-                reaches_server,
-            ),
+            Some(holder) => {
+                (self.catalog.clients()).shows(&holder.0, holder.1.as_deref(), item, reaches_server)
+            }
             None => reaches_server,
         }
     }

@@ -49,6 +49,7 @@ mod serve_key;
 mod serve_oauth;
 mod serve_oauth_ts;
 mod serve_oidc;
+mod serve_oidc_items;
 mod session;
 mod strict_clients;
 mod tasks;

@@ -288,18 +288,27 @@ mod tests {
         }));
         let greet = prompt("fault", "fault__greet");
         assert!(lists.shows("app", None, greet, true));
-        assert!(!lists.shows("app", None, greet, false), "no tool of its server");
+        assert!(
+            !lists.shows("app", None, greet, false),
+            "no tool of its server"
+        );
         assert!(lists.shows("picky", None, greet, true));
         assert!(!lists.shows("picky", None, prompt("fault", "fault__other"), true));
         let doc = resource("fault", "fault+demo://doc");
         assert!(!lists.shows("picky", None, doc, true), "[] hides them all");
         let made = resource("fault", "fault+demo://r/7");
-        assert!(lists.shows("stranger", None, made, false), "the template's URIs");
+        assert!(
+            lists.shows("stranger", None, made, false),
+            "the template's URIs"
+        );
         assert!(!lists.shows("stranger", None, doc, false));
         assert!(Clients::default().shows("any", None, doc, true));
         assert!(!Clients::default().shows("any", None, doc, false));
         let strict = clients(json!({"app": {"tools": ["*"], "resources": ["*"]}}));
-        assert!(!strict.shows("stranger", None, doc, true), "no entry, no star");
+        assert!(
+            !strict.shows("stranger", None, doc, true),
+            "no entry, no star"
+        );
     }
 
     #[test]

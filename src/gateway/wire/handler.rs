@@ -462,6 +462,9 @@ impl ServerHandler for Handler {
 
 /// Whether a client of `reach` may hear of the resource an update names.
 fn shown(gateway: &crate::gateway::Gateway, reach: &crate::gateway::Reach, params: &Value) -> bool {
-    let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default();
+    let uri = params
+        .get("uri")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     gateway.shows_resource(&reach.items(&gateway.catalog()), uri)
 }
