@@ -47,6 +47,7 @@ mod serve;
 mod serve_errors;
 mod serve_key;
 mod serve_oauth;
+mod serve_oauth_cimd;
 mod serve_oauth_ts;
 mod serve_oidc;
 mod serve_oidc_items;
