@@ -162,7 +162,12 @@ fn documents_that_lie_overflow_or_point_inside_are_refused() {
     );
     refused(&gateway_base, "/liar.json", REDIRECT, "not its own URL");
     refused(&gateway_base, "/huge.json", REDIRECT, "larger than");
-    refused(&gateway_base, "/secret.json", REDIRECT, "public");
+    refused(
+        &gateway_base,
+        "/secret.json",
+        REDIRECT,
+        "is public: token_endpoint_auth_method none",
+    );
     refused(&gateway_base, "/missing.json", REDIRECT, "404");
     stop(running);
 

@@ -62,6 +62,31 @@ pub enum CimdError {
     },
 }
 
+impl crate::error::Actionable for CimdError {
+    fn kind(&self) -> &'static str {
+        match self {
+            CimdError::BadUrl(_) => "cimd_bad_url",
+            CimdError::Private(_) => "cimd_private_address",
+            CimdError::Fetch { .. } => "cimd_fetch_failed",
+            CimdError::Invalid { .. } => "cimd_invalid_document",
+        }
+    }
+
+    fn help(&self) -> String {
+        match self {
+            CimdError::BadUrl(_) | CimdError::Private(_) => "serve the client's metadata document \
+                at a public https URL with a path (or register the client: POST /register)"
+                .into(),
+            CimdError::Fetch { .. } => "the document must answer 200 within 5 s, at most \
+                16 KiB, without redirects: fix its server and try the login again"
+                .into(),
+            CimdError::Invalid { .. } => "fix the document: `client_id` its own URL, \
+                `redirect_uris` listed, a public client (no secret)"
+                .into(),
+        }
+    }
+}
+
 /// The members of a document we read (others are ignored).
 #[derive(Debug, Deserialize)]
 struct Document {

@@ -112,11 +112,10 @@ impl OAuthServer {
         match self.documents.client(url).await {
             Ok(client) => Ok(Some(client)),
             Err(e) => {
-                tracing::info!(error = %e, "a client metadata document was refused");
-                Err(Box::new(error_page(
-                    StatusCode::BAD_REQUEST,
-                    &e.to_string(),
-                )))
+                use crate::error::Actionable;
+                tracing::info!(kind = e.kind(), error = %e, "a client metadata document was refused");
+                let told = format!("{e} ({})", e.help());
+                Err(Box::new(error_page(StatusCode::BAD_REQUEST, &told)))
             }
         }
     }
