@@ -41,8 +41,22 @@ fn seen_by(mode: &str, clients: Value, visits: &[((&str, &str), Value, Value)]) 
                 items.clone(),
             )
         })
-        .collect();
+        .collect::<Vec<Value>>();
+    // Then the team as a 2026-07-28 (stateless) client: the same rule.
+    let token = provider.token(TEAM, "tools:all", &format!("{base}/mcp"));
+    let headers = json!({"Authorization": format!("Bearer {token}")});
+    let steps = json!([
+        {"method": "resources/list", "params": {}, "headers": headers},
+        {"method": "prompts/list", "params": {}, "headers": headers},
+        {"method": "resources/read", "params": {"uri": doc("other")}, "headers": headers},
+        {"method": "prompts/get", "params": {"name": "other__simple-prompt"}, "headers": headers},
+        {"method": "resources/read", "params": {"uri": doc("docs")}, "headers": headers},
+    ]);
+    let url = format!("{base}/mcp");
+    let answers = crate::serve::stateless(cmd.dir(), &["--url", &url], steps);
     crate::serve_oidc::stop(running);
+    let mut seen = seen;
+    seen.push(json!(answers));
     seen
 }
 
@@ -78,7 +92,7 @@ fn resources_and_prompts_follow_the_servers_a_client_reaches_and_its_lists() {
         // The reader's echo calls start both servers (nothing is started to list).
         let visits = [(READER, starts, asked.clone()), (TEAM, json!([]), asked)];
         let seen = seen_by(mode, clients.clone(), &visits);
-        let (reader, team) = (&seen[0], &seen[1]);
+        let (reader, team, stateless) = (&seen[0], &seen[1], &seen[2]);
         assert_eq!(reader["probes"][1]["is_error"], false, "{mode}: {reader}");
 
         // The team reaches docs' tools: docs' items, none of other's.
@@ -111,6 +125,25 @@ fn resources_and_prompts_follow_the_servers_a_client_reaches_and_its_lists() {
             items["subscribe"][0]["error"],
             Value::Null,
             "{mode}: {team}"
+        );
+
+        // The same for the team's 2026-07-28 requests.
+        let told = json!([stateless[0], stateless[1]]).to_string();
+        assert!(
+            told.contains("docs+demo://") && told.contains("docs__simple-prompt"),
+            "{told}"
+        );
+        assert!(
+            !told.contains("other"),
+            "{mode}: a 2026 client was told of other: {told}"
+        );
+        for refused in [&stateless[2], &stateless[3]] {
+            let error = refused["error"]["message"].as_str().unwrap_or_default();
+            assert!(error.starts_with("unknown "), "{mode}: {stateless}");
+        }
+        assert!(
+            stateless[4]["result"]["contents"].is_array(),
+            "{mode}: {stateless}"
         );
 
         // The reader reaches both servers' echo, but its lists name one prompt, no resource.
