@@ -34,6 +34,9 @@ const MIN_TTL: Duration = Duration::from_secs(60);
 const MAX_TTL: Duration = Duration::from_secs(3600);
 /// Documents cached at most (the oldest leaves first).
 const MAX_CACHED: usize = 256;
+/// Fetches under way at most: `/authorize` is open to anyone, and each made-up URL would
+/// otherwise be one more outgoing request (past it, the request is refused, not queued).
+const MAX_FETCHING: usize = 8;
 
 /// Why a `client_id` URL gave no client.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -102,9 +105,19 @@ struct Document {
 }
 
 /// Fetched documents, as clients, until they expire.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Documents {
     cache: Mutex<HashMap<String, (Client, Instant)>>,
+    fetching: tokio::sync::Semaphore,
+}
+
+impl Default for Documents {
+    fn default() -> Self {
+        Documents {
+            cache: Mutex::default(),
+            fetching: tokio::sync::Semaphore::new(MAX_FETCHING),
+        }
+    }
 }
 
 /// Whether `client_id` names a metadata document (an URL) rather than a registered client.
@@ -120,6 +133,12 @@ impl Documents {
         }
         let loopback = std::env::var(LOOPBACK_ENV).is_ok_and(|v| v == "1");
         let parsed = checked_url(url, loopback)?;
+        let Ok(_turn) = self.fetching.try_acquire() else {
+            return Err(CimdError::Fetch {
+                url: url.to_string(),
+                why: format!("{MAX_FETCHING} documents are being fetched already: try again"),
+            });
+        };
         let (body, ttl) = fetch(&parsed, loopback).await?;
         let client = validate(url, &body)?;
         self.keep(url, client.clone(), ttl);
@@ -366,6 +385,20 @@ mod tests {
         script["redirect_uris"] = serde_json::json!(["javascript:alert(1)"]);
         assert!(validate(URL, &document(script)).is_err());
         assert!(validate(URL, b"[1]").is_err());
+    }
+
+    #[tokio::test]
+    async fn fetches_past_the_bound_are_refused_not_queued() {
+        let documents = Documents::default();
+        let _all = documents
+            .fetching
+            .try_acquire_many(MAX_FETCHING as u32)
+            .unwrap();
+        let refused = documents.client(URL).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("being fetched already"),
+            "{refused}"
+        );
     }
 
     #[test]
