@@ -41,7 +41,7 @@ pub use overrides::{
     Action, Change, Edit, LaunchChoices, Overrides, OverridesError, Pin, ServerOverrides, ToolView,
     Updated, ALL_TOOLS, OVERRIDES_FILE, OVERRIDES_VERSION,
 };
-pub use overrides::{ClientTools, Clients, ToolNames};
+pub use overrides::{ClientTools, Clients, ItemKind, ItemNames, ToolNames};
 pub use preflight::{
     connect, endpoint, preflight, preflight_keeping, ItemLists, OpenSessions, PreflightOptions,
     RelayedProblem, ServerProblem, ServerReport, Status, ITEM_LISTS,

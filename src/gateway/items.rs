@@ -7,7 +7,6 @@
 //! running is listed as last seen; clients are told (`list_changed`) when a server that offers
 //! them comes up. In passthrough mode the one server is started to list them.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
@@ -17,7 +16,8 @@ use crate::pool::Upstream;
 
 use super::error::GatewayError;
 use super::names::SEPARATOR;
-use super::{Event, Gateway, Stateless};
+use super::reach::ItemReach;
+use super::{Gateway, Stateless};
 
 /// Pages of one list followed per server at most.
 const MAX_PAGES: usize = 20;
@@ -51,6 +51,32 @@ impl Kind {
         }
     }
 
+    /// The member naming an item as a client's allow-list may (`Clients::shows`).
+    fn exposed_key(self) -> &'static str {
+        match self {
+            Kind::Resources => "uri",
+            Kind::Templates => "uriTemplate",
+            Kind::Prompts => "name",
+        }
+    }
+
+    /// An item of this kind of `server`, exposed as `exposed`, as an allow-list names it.
+    pub(super) fn names<'a>(
+        self,
+        server: &'a str,
+        exposed: &'a str,
+    ) -> crate::catalog::ItemNames<'a> {
+        let kind = match self {
+            Kind::Resources | Kind::Templates => crate::catalog::ItemKind::Resource,
+            Kind::Prompts => crate::catalog::ItemKind::Prompt,
+        };
+        crate::catalog::ItemNames {
+            kind,
+            server,
+            exposed,
+        }
+    }
+
     fn capability(self) -> &'static str {
         match self {
             Kind::Resources | Kind::Templates => "resources",
@@ -60,14 +86,18 @@ impl Kind {
 }
 
 impl Gateway {
-    /// Every server's items of `kind`, renamed with their server: listed from the running
-    /// ones (and remembered), as last seen for the others (nothing is started to list).
-    pub async fn list_items(&self, kind: Kind) -> Vec<Value> {
+    /// Every server's items of `kind` that `reach` shows, renamed with their server: listed
+    /// from the running ones (and remembered), as last seen for the others (nothing is
+    /// started to list).
+    pub async fn list_items(&self, kind: Kind, reach: &ItemReach) -> Vec<Value> {
         let mut all = Vec::new();
         for upstream in self.inner.pool.servers() {
             for mut item in self.items_of(upstream, kind).await {
                 self.rename(upstream.name(), kind, &mut item);
-                all.push(item);
+                let exposed = item.get(kind.exposed_key()).and_then(Value::as_str);
+                if reach.shows(kind.names(upstream.name(), exposed.unwrap_or_default())) {
+                    all.push(item);
+                }
             }
         }
         all
@@ -131,7 +161,7 @@ impl Gateway {
         items
     }
 
-    fn rename(&self, server: &str, kind: Kind, item: &mut Value) {
+    pub(super) fn rename(&self, server: &str, kind: Kind, item: &mut Value) {
         if self.inner.options.passthrough {
             return;
         }
@@ -153,6 +183,7 @@ impl Gateway {
         &self,
         uri: &str,
         stateless: Option<&Stateless>,
+        reach: &ItemReach,
     ) -> Result<Value, GatewayError> {
         let (upstream, own) = match self.route_uri(uri) {
             Ok(routed) => routed,
@@ -161,6 +192,7 @@ impl Gateway {
                 uri.to_string(),
             ),
         };
+        self.within(reach, Kind::Resources, upstream, &own, uri)?;
         let mut params = json!({"uri": own});
         let upstream = self.stamped(upstream, stateless, &mut params).await?;
         let mut result = upstream
@@ -181,8 +213,10 @@ impl Gateway {
         name: &str,
         arguments: Option<Value>,
         stateless: Option<&Stateless>,
+        reach: &ItemReach,
     ) -> Result<Value, GatewayError> {
         let (upstream, own) = self.route_name(name, "prompt")?;
+        self.within(reach, Kind::Prompts, upstream, &own, name)?;
         let mut params = json!({"name": own});
         if let Some(arguments) = arguments {
             params["arguments"] = arguments;
@@ -243,17 +277,23 @@ impl Gateway {
     }
 
     /// `completion/complete`, routed by its `ref` (a prompt name or a resource URI).
-    pub async fn complete(&self, mut params: Value) -> Result<Value, GatewayError> {
+    pub async fn complete(
+        &self,
+        mut params: Value,
+        reach: &ItemReach,
+    ) -> Result<Value, GatewayError> {
         let reference = params.get("ref").cloned().unwrap_or(Value::Null);
         let (upstream, key, own) = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = reference.get("name").and_then(Value::as_str).unwrap_or("");
                 let (upstream, own) = self.route_name(name, "prompt")?;
+                self.within(reach, Kind::Prompts, upstream, &own, name)?;
                 (upstream, "name", own)
             }
             _ => {
                 let uri = reference.get("uri").and_then(Value::as_str).unwrap_or("");
                 let (upstream, own) = self.route_uri(uri)?;
+                self.within(reach, Kind::Resources, upstream, &own, uri)?;
                 (upstream, "uri", own)
             }
         };
@@ -294,7 +334,7 @@ impl Gateway {
         }
     }
 
-    fn log_level(&self) -> Option<Value> {
+    pub(super) fn log_level(&self) -> Option<Value> {
         self.inner
             .log_level
             .lock()
@@ -303,13 +343,52 @@ impl Gateway {
     }
 
     /// `resources/subscribe` or `resources/unsubscribe` of an exposed URI, on its server.
-    pub async fn subscription(&self, method: &str, uri: &str) -> Result<(), GatewayError> {
+    pub async fn subscription(
+        &self,
+        method: &str,
+        uri: &str,
+        reach: &ItemReach,
+    ) -> Result<(), GatewayError> {
         let (upstream, own) = self.route_uri(uri)?;
+        self.within(reach, Kind::Resources, upstream, &own, uri)?;
         upstream
             .request(method, json!({"uri": own}), self.inner.options.call_timeout)
             .await
             .map(drop)
             .map_err(GatewayError::from_pool)
+    }
+
+    /// Whether a client of `reach` may hear of the resource `uri` (exposed form): its
+    /// `notifications/resources/updated`.
+    pub fn shows_resource(&self, reach: &ItemReach, uri: &str) -> bool {
+        self.route_uri(uri).is_ok_and(|(upstream, own)| {
+            (self.within(reach, Kind::Resources, upstream, &own, uri)).is_ok()
+        })
+    }
+
+    /// Refuses, as unknown, `upstream`'s item `own` (asked for as `asked`) when `reach` does
+    /// not show it.
+    fn within(
+        &self,
+        reach: &ItemReach,
+        kind: Kind,
+        upstream: &Upstream,
+        own: &str,
+        asked: &str,
+    ) -> Result<(), GatewayError> {
+        let mut exposed = json!({kind.exposed_key(): own});
+        self.rename(upstream.name(), kind, &mut exposed);
+        let exposed = exposed[kind.exposed_key()].as_str().unwrap_or_default();
+        match reach.shows(kind.names(upstream.name(), exposed)) {
+            true => Ok(()),
+            false => Err(GatewayError::UnknownItem {
+                what: match kind {
+                    Kind::Prompts => "prompt",
+                    Kind::Resources | Kind::Templates => "resource",
+                },
+                name: asked.to_string(),
+            }),
+        }
     }
 
     /// The server and own name behind an exposed prompt name.
@@ -419,121 +498,6 @@ fn scheme_prefix(server: &str) -> String {
 fn prefix_field(item: &mut Value, key: &str, prefix: &str) {
     if let Some(Value::String(value)) = item.get_mut(key) {
         *value = format!("{prefix}{value}");
-    }
-}
-
-/// Follows every session as it comes up: its `tools/list_changed` re-lists its tools; its
-/// resources and prompts changes (and its arrival, when it offers them) are passed on.
-pub(super) async fn watch_upstreams(gateway: Gateway) {
-    let mut changes = gateway.inner.pool.changes();
-    let mut watched: HashSet<usize> = HashSet::new();
-    loop {
-        let pool = &gateway.inner.pool;
-        for upstream in pool.servers().iter().chain(pool.stateless_servers()) {
-            let Some(session) = upstream.current_session() else {
-                continue;
-            };
-            let key = Arc::as_ptr(&session) as usize;
-            if !watched.insert(key) {
-                continue;
-            }
-            if upstream.is_stateless() {
-                listen(&gateway, &session);
-            } else {
-                announce(&gateway, &session);
-                let (gateway, server) = (gateway.clone(), upstream.name().to_string());
-                gateway
-                    .clone()
-                    .spawn(async move { gateway.relist_if_from_index(&server).await });
-            }
-            let server = upstream.name().to_string();
-            let stateless = upstream.is_stateless();
-            gateway.spawn(follow(gateway.clone(), server, session, stateless));
-        }
-        tokio::select! {
-            changed = changes.changed() => if changed.is_err() { return },
-            () = gateway.inner.shutdown.cancelled() => return,
-        }
-    }
-}
-
-/// Tells clients that a new session's resources and prompts are now listed, and passes it
-/// the log level a client chose.
-fn announce(gateway: &Gateway, session: &Arc<Session>) {
-    let capabilities = &session.info().capabilities;
-    let level = gateway.log_level();
-    if let (Some(level), Some(_)) = (level, capabilities.get("logging")) {
-        let session = Arc::clone(session);
-        let timeout = gateway.inner.options.connect.list_timeout;
-        gateway.spawn(async move {
-            let _ = session
-                .request("logging/setLevel", Some(json!({"level": level})), timeout)
-                .await;
-        });
-    }
-    if capabilities.get("resources").is_some() {
-        let _ = gateway.inner.changed.send(Event::Resources);
-    }
-    if capabilities.get("prompts").is_some() {
-        let _ = gateway.inner.changed.send(Event::Prompts);
-    }
-}
-
-/// Asks a stateless-revision session for its list changes (`subscriptions/listen`): that
-/// server process has its own state, and the clients calling it should hear of them.
-fn listen(gateway: &Gateway, session: &Arc<Session>) {
-    let params = json!({
-        "notifications": {"toolsListChanged": true, "promptsListChanged": true,
-            "resourcesListChanged": true},
-        "_meta": crate::mcp::own_meta(),
-    });
-    gateway.spawn(session.open_stream("subscriptions/listen", params));
-}
-
-/// Passes on what `server`'s `session` announces. A stateless-revision session's tool changes
-/// are told to clients as they are (the catalog lists the handshake process's tools, which
-/// did not change).
-async fn follow(gateway: Gateway, server: String, session: Arc<Session>, stateless: bool) {
-    let mut notices = session.notifications();
-    let closed = session.closed();
-    drop(session);
-    tokio::pin!(closed);
-    loop {
-        let notice = tokio::select! {
-            notice = notices.recv() => notice,
-            () = &mut closed => return,
-        };
-        let notice = match notice {
-            Ok(notice) => notice,
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(_) => return,
-        };
-        match notice.method.as_str() {
-            "notifications/tools/list_changed" if stateless => {
-                let _ = gateway.inner.changed.send(Event::Tools);
-            }
-            "notifications/tools/list_changed" => gateway.refresh_server(&server).await,
-            "notifications/resources/list_changed" => {
-                let _ = gateway.inner.changed.send(Event::Resources);
-            }
-            "notifications/prompts/list_changed" => {
-                let _ = gateway.inner.changed.send(Event::Prompts);
-            }
-            // During a call, its own relay passes the server's messages to the caller.
-            "notifications/message" if gateway.inner.callers.is_calling(&server) => {}
-            "notifications/message" => {
-                let _ = gateway
-                    .inner
-                    .changed
-                    .send(Event::Log(notice.params.unwrap_or_default()));
-            }
-            "notifications/resources/updated" => {
-                let mut params = notice.params.unwrap_or_default();
-                gateway.rename(&server, Kind::Resources, &mut params);
-                let _ = gateway.inner.changed.send(Event::ResourceUpdated(params));
-            }
-            _ => {}
-        }
     }
 }
 

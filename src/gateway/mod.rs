@@ -16,6 +16,7 @@ pub mod clients;
 pub mod daemon;
 mod era;
 pub mod error;
+mod follow;
 mod input;
 mod items;
 mod known;

@@ -6,8 +6,14 @@
 //! the same rule: a client never learns of a tool it may not call — nor of a server it reaches
 //! no tool of: the sparse meta-tools' descriptions, the `instructions`, `discover` and the
 //! "did you mean" of errors speak only of [`Reach::servers`] and the tools it allows.
+//!
+//! Resources, templates and prompts follow ([`Reach::items`]): a client sees (and reads, gets,
+//! subscribes to, completes) those of the servers it reaches a tool of, unless its allow-list
+//! names them (`resources`, `prompts`: then those alone); one it may not see is answered as
+//! unknown.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -16,7 +22,7 @@ use super::catalog::{Catalog, GatewayTool, ServerSummary};
 use super::error::GatewayError;
 use crate::auth::server::store::Grant;
 use crate::auth::server::{allows_all_tools, SCOPE_ALL};
-use crate::catalog::ToolNames;
+use crate::catalog::{ItemNames, ToolNames};
 
 /// The tools a client reaches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -109,9 +115,47 @@ impl Reach {
         }
     }
 
+    /// What this client sees of the servers' resources, templates and prompts.
+    pub fn items(&self, catalog: &Arc<Catalog>) -> ItemReach {
+        let reached = (!self.is_everything(catalog)).then(|| {
+            let servers = self.servers(catalog);
+            servers.iter().map(|s| s.name.clone()).collect()
+        });
+        ItemReach {
+            holder: self.holder.clone(),
+            catalog: Arc::clone(catalog),
+            reached,
+        }
+    }
+
     /// The scope a tool outside this reach needs.
     pub fn needed() -> &'static str {
         SCOPE_ALL
+    }
+}
+
+/// The resources, templates and prompts a client sees ([`Reach::items`]).
+#[derive(Clone)]
+pub struct ItemReach {
+    holder: Option<Arc<(String, Option<String>)>>,
+    catalog: Arc<Catalog>,
+    /// The servers the client reaches a tool of; `None` when it reaches everything.
+    reached: Option<HashSet<String>>,
+}
+
+impl ItemReach {
+    /// Whether the client sees `item` (and may read, get or subscribe to it).
+    pub fn shows(&self, item: ItemNames<'_>) -> bool {
+        let Some(reached) = &self.reached else {
+            return true;
+        };
+        let reaches_server = reached.contains(item.server);
+        match &self.holder {
+            Some(holder) => {
+                (self.catalog.clients()).shows(&holder.0, holder.1.as_deref(), item, reaches_server)
+            }
+            None => reaches_server,
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{build_catalog, items, load_overrides, modified, views, Event, Gateway};
+use super::{build_catalog, load_overrides, modified, views, Event, Gateway};
 use crate::catalog as tool_catalog;
 
 impl Gateway {
@@ -118,7 +118,7 @@ impl Gateway {
     /// Follows upstream list changes: a server's own `list_changed` re-lists its tools (and
     /// records them in the tool index); resources and prompts changes are passed on.
     pub(super) async fn watch_upstreams(self) {
-        items::watch_upstreams(self).await;
+        super::follow::watch_upstreams(self).await;
     }
 
     /// Re-lists `server`'s tools once its session is up when its report came from the tool

@@ -172,17 +172,33 @@ pub(crate) fn sdk_sees(
     scope: &str,
     probes: Value,
 ) -> Value {
+    sdk_sees_items(cmd, provider, base, (client, scope), probes, Value::Null)
+}
+
+/// What the Python SDK saw as [`sdk_sees`], then asking the resources, templates and prompts
+/// `items` names (`oidc_client.py`'s ITEMS; null: none).
+pub(crate) fn sdk_sees_items(
+    cmd: &Cmd,
+    provider: &Provider,
+    base: &str,
+    (client, scope): ((&str, &str), &str),
+    probes: Value,
+    items: Value,
+) -> Value {
     let mut sdk = Command::new(sdk_python());
     sdk.arg(manifest_dir().join("tests/fixtures/oidc_client.py"))
         .arg(format!("{base}/mcp"))
         .arg(format!("{}/token", provider.issuer))
         .args([client.0, client.1, scope, &probes.to_string()]);
+    if !items.is_null() {
+        sdk.arg(items.to_string());
+    }
     client_json(sdk, cmd.dir(), "the Python SDK with a provider's token")
 }
 
 pub(crate) const TEAM: (&str, &str) = ("team-app", "team-secret");
 
-fn stop(running: Running) -> Output {
+pub(crate) fn stop(running: Running) -> Output {
     kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
     running.wait()
 }

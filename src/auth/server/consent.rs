@@ -16,8 +16,8 @@ use reqwest::Url;
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
-use super::store::{hash, Pending};
-use super::{now, ConsentNotice, OAuthServer, CODE_TTL, CONSENT_TTL, SCOPES, SCOPE_ALL};
+use super::store::{hash, Client, Pending};
+use super::{cimd, now, ConsentNotice, OAuthServer, CODE_TTL, CONSENT_TTL, SCOPES, SCOPE_ALL};
 
 /// Wrong codes a consent page takes before the request is dropped.
 pub const MAX_TRIES: u32 = 5;
@@ -45,6 +45,9 @@ pub struct Session {
     csrf: String,
     tries: u32,
     expires_at: u64,
+    /// The client as its metadata document describes it (a URL `client_id`): recorded when
+    /// consent is given.
+    document: Option<Client>,
 }
 
 /// The query of `GET /authorize`.
@@ -76,7 +79,11 @@ pub async fn authorize(
     State(server): State<Arc<OAuthServer>>,
     Query(request): Query<AuthorizeRequest>,
 ) -> Response {
-    match server.open_consent(request) {
+    let document = match server.document_client(&request).await {
+        Ok(document) => document,
+        Err(refused) => return *refused,
+    };
+    match server.open_consent(request, document) {
         Ok((id, session)) => page(&id, &session, None),
         Err(refused) => *refused,
     }
@@ -92,8 +99,34 @@ pub async fn consent(
 }
 
 impl OAuthServer {
-    /// Checks an authorization request and opens its consent page.
-    fn open_consent(&self, request: AuthorizeRequest) -> Result<(String, Session), Box<Response>> {
+    /// The client a URL `client_id` names, from its metadata document (`None` for any other
+    /// id); an error page when it cannot be had.
+    async fn document_client(
+        &self,
+        request: &AuthorizeRequest,
+    ) -> Result<Option<Client>, Box<Response>> {
+        let Some(url) = (request.client_id.as_deref()).filter(|id| cimd::is_document_url(id))
+        else {
+            return Ok(None);
+        };
+        match self.documents.client(url).await {
+            Ok(client) => Ok(Some(client)),
+            Err(e) => {
+                use crate::error::Actionable;
+                tracing::info!(kind = e.kind(), error = %e, "a client metadata document was refused");
+                let told = format!("{e} ({})", e.help());
+                Err(Box::new(error_page(StatusCode::BAD_REQUEST, &told)))
+            }
+        }
+    }
+
+    /// Checks an authorization request and opens its consent page (`document`: the client
+    /// its URL `client_id` describes).
+    fn open_consent(
+        &self,
+        request: AuthorizeRequest,
+        document: Option<Client>,
+    ) -> Result<(String, Session), Box<Response>> {
         let client_id = request.client_id.clone().unwrap_or_default();
         let state = self.current().map_err(|_| {
             error_page(
@@ -101,7 +134,7 @@ impl OAuthServer {
                 "the authorization state could not be read",
             )
         })?;
-        let Some(client) = state.clients.get(&client_id) else {
+        let Some(client) = document.as_ref().or_else(|| state.clients.get(&client_id)) else {
             return Err(Box::new(error_page(
                 StatusCode::BAD_REQUEST,
                 "unknown client_id: register the client first",
@@ -145,6 +178,7 @@ impl OAuthServer {
             csrf: crate::auth::random_string(32),
             tries: 0,
             expires_at: now() + CONSENT_TTL.as_secs(),
+            document: document.clone(),
         };
         let id = crate::auth::random_string(24);
         {
@@ -253,6 +287,16 @@ impl OAuthServer {
         let redirect = request.redirect_uri.clone().unwrap_or_default();
         let written = self.update(|s| {
             s.pending.remove(request_id);
+            if let Some(document) = &session.document {
+                // The client as its document says now (name, redirect URIs), kept for `/token`
+                // and `auth clients`.
+                let client = s
+                    .clients
+                    .entry(client_id.clone())
+                    .or_insert(document.clone());
+                client.name.clone_from(&document.name);
+                client.redirect_uris.clone_from(&document.redirect_uris);
+            }
             if let Some(client) = s.clients.get_mut(&client_id) {
                 client.granted_scope = Some(session.scope.clone());
             }

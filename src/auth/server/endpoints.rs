@@ -60,7 +60,7 @@ async fn authorization_metadata(State(server): State<Arc<OAuthServer>>) -> Respo
         grant_types_supported: strings(&["authorization_code", "refresh_token"]),
         code_challenge_methods_supported: strings(&[crate::auth::pkce::METHOD]),
         token_endpoint_auth_methods_supported: strings(AUTH_METHODS),
-        client_id_metadata_document_supported: false,
+        client_id_metadata_document_supported: true,
         authorization_response_iss_parameter_supported: true,
         extra: Default::default(),
     };
@@ -82,7 +82,7 @@ fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
 }
 
 /// A redirect URI we register: https, or http on a loopback host; no fragment.
-fn acceptable_redirect(uri: &str) -> bool {
+pub(super) fn acceptable_redirect(uri: &str) -> bool {
     let Ok(url) = reqwest::Url::parse(uri) else {
         return false;
     };

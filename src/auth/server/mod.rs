@@ -7,12 +7,14 @@
 //! - `resource`: the check every request to the endpoint passes, and its refusals.
 //! - `endpoints`: metadata, `/register`, `/token`, `/revoke`.
 //! - `consent`: `/authorize` — the page, its one-time code, its CSRF token.
+//! - `cimd`: clients named by an https URL (Client ID Metadata Documents), fetched with bounds.
 //!
 //! Access tokens are opaque random strings kept only as their SHA-256 hash (not signed JWTs):
 //! one operator's server is the only reader of its tokens, so there is no key to manage, and
 //! `auth revoke` ends a token at once (a JWT lives until it expires). Verifying one is a hash
 //! and a map lookup (see docs/PERFORMANCE.md).
 
+pub mod cimd;
 mod consent;
 mod endpoints;
 pub mod oidc;
@@ -94,6 +96,8 @@ pub struct OAuthServer {
     codes: Mutex<HashMap<String, consent::Code>>,
     /// Consent pages open now, by request id.
     consents: Mutex<HashMap<String, consent::Session>>,
+    /// Client ID Metadata Documents fetched, until they expire.
+    documents: cimd::Documents,
 }
 
 impl std::fmt::Debug for OAuthServer {
@@ -121,6 +125,7 @@ impl OAuthServer {
             cache: Mutex::new((None, Arc::new(State::default()))),
             codes: Mutex::new(HashMap::new()),
             consents: Mutex::new(HashMap::new()),
+            documents: cimd::Documents::default(),
         }
     }
 

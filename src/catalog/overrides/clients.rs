@@ -14,18 +14,54 @@
 //! one, a token is held to every entry naming its client id or its subject (both, when both are
 //! named); one named by neither falls to `"*"`, and without `"*"` it reaches no tool. The scope
 //! still applies on top: `tools:read` stays read-only whatever the list says.
+//!
+//! Resources, resource templates and prompts follow the same entries. An entry without
+//! `resources` (or `prompts`) shows a server's resources and templates (or prompts) when the
+//! client reaches one of that server's tools at all, and hides them otherwise. An entry that
+//! names them decides alone: `"resources": ["docs__*", "files+file:///srv/readme.md"]`,
+//! `"prompts": ["github__review"]` — a pattern is `*`, `server__*`, an exposed prompt name, or
+//! an exposed resource URI or template (`server+demo://r/{id}`, whose fixed start covers the
+//! URIs it makes); `[]` hides them all.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-/// The tools one client (or subject) may call.
+/// The tools one client (or subject) may call, and the resources and prompts it may see.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientTools {
     /// Patterns: `server__tool`, `server__*` or `*`.
     #[serde(default)]
     pub tools: BTreeSet<String>,
+    /// Patterns of resources and templates (`*`, `server__*`, an exposed URI or template);
+    /// none: those of the servers whose tools the client reaches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<BTreeSet<String>>,
+    /// Patterns of prompts (`*`, `server__*`, `server__prompt`); none: those of the servers
+    /// whose tools the client reaches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<BTreeSet<String>>,
+}
+
+/// What a server offers besides tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemKind {
+    /// A resource or resource template, named by its exposed URI (or template).
+    Resource,
+    /// A prompt, named by its exposed name.
+    Prompt,
+}
+
+/// One resource, template or prompt, as a pattern may name it.
+#[derive(Debug, Clone, Copy)]
+pub struct ItemNames<'a> {
+    /// What it is.
+    pub kind: ItemKind,
+    /// The server's name (the gateway's, qualified).
+    pub server: &'a str,
+    /// The name (prompt) or URI / template (resource) clients see.
+    pub exposed: &'a str,
 }
 
 /// The entry that holds clients no other entry names.
@@ -60,6 +96,42 @@ impl ClientTools {
     }
 }
 
+impl ClientTools {
+    /// Whether this entry shows the item: its own patterns when it has them for the item's
+    /// kind, else `reaches_server` (whether the client reaches a tool of the item's server).
+    fn shows(&self, item: ItemNames<'_>, reaches_server: bool) -> bool {
+        let patterns = match item.kind {
+            ItemKind::Resource => &self.resources,
+            ItemKind::Prompt => &self.prompts,
+        };
+        let Some(patterns) = patterns else {
+            return reaches_server;
+        };
+        patterns.iter().any(|pattern| {
+            pattern == ANY_CLIENT
+                || names_server(pattern, item.server)
+                || match item.kind {
+                    ItemKind::Prompt => pattern == item.exposed,
+                    ItemKind::Resource => names_uri(pattern, item.exposed),
+                }
+        })
+    }
+}
+
+/// Whether `pattern` is `server__*`.
+fn names_server(pattern: &str, server: &str) -> bool {
+    pattern.strip_prefix(server) == Some("__*")
+}
+
+/// Whether a resource pattern names `uri`: equal, or a template (`x+demo://r/{id}`) whose
+/// fixed start (up to the first `{`) starts it — a template pattern also names itself.
+fn names_uri(pattern: &str, uri: &str) -> bool {
+    match pattern.split_once('{') {
+        Some((fixed, _)) => !fixed.is_empty() && (uri.starts_with(fixed) || pattern == uri),
+        None => pattern == uri,
+    }
+}
+
 impl Clients {
     /// Whether nothing is listed (every token reaches what its scope allows).
     pub fn is_empty(&self) -> bool {
@@ -71,6 +143,30 @@ impl Clients {
         if self.0.is_empty() {
             return true;
         }
+        let held = self.entries(client_id, subject);
+        !held.is_empty() && held.iter().all(|entry| entry.allows(names))
+    }
+
+    /// Whether the holder of a token issued to `client_id` (for `subject`) may see (and
+    /// read, get, subscribe to) `item`; `reaches_server`: whether it reaches a tool of the
+    /// item's server (which decides for every entry that does not name such items).
+    pub fn shows(
+        &self,
+        client_id: &str,
+        subject: Option<&str>,
+        item: ItemNames<'_>,
+        reaches_server: bool,
+    ) -> bool {
+        if self.0.is_empty() {
+            return reaches_server;
+        }
+        let held = self.entries(client_id, subject);
+        !held.is_empty() && held.iter().all(|entry| entry.shows(item, reaches_server))
+    }
+
+    /// The entries a token is held to: those naming its client id or subject, else `"*"`'s
+    /// (none: it reaches nothing).
+    fn entries(&self, client_id: &str, subject: Option<&str>) -> Vec<&ClientTools> {
         let mut named = self.0.get(client_id).into_iter().collect::<Vec<_>>();
         if let Some(entry) = subject
             .filter(|s| *s != client_id)
@@ -78,10 +174,10 @@ impl Clients {
         {
             named.push(entry);
         }
-        match named.is_empty() {
-            true => self.0.get(ANY_CLIENT).is_some_and(|any| any.allows(names)),
-            false => named.iter().all(|entry| entry.allows(names)),
+        if named.is_empty() {
+            named.extend(self.0.get(ANY_CLIENT));
         }
+        named
     }
 }
 
@@ -165,6 +261,54 @@ mod tests {
         let typo = r#"{"clients": {"app": {"tool": ["time__*"]}}}"#;
         let refused = super::super::Overrides::parse(path, typo).unwrap_err();
         assert!(refused.to_string().contains("tool"), "{refused}");
+    }
+
+    fn prompt<'a>(server: &'a str, exposed: &'a str) -> ItemNames<'a> {
+        ItemNames {
+            kind: ItemKind::Prompt,
+            server,
+            exposed,
+        }
+    }
+
+    fn resource<'a>(server: &'a str, exposed: &'a str) -> ItemNames<'a> {
+        ItemNames {
+            kind: ItemKind::Resource,
+            server,
+            exposed,
+        }
+    }
+
+    #[test]
+    fn items_follow_the_servers_a_client_reaches_unless_named() {
+        let lists = clients(json!({
+            "app": {"tools": ["fault__echo"]},
+            "picky": {"tools": ["fault__*"], "prompts": ["fault__greet"], "resources": []},
+            "*": {"tools": [], "resources": ["fault+demo://r/{id}"]}
+        }));
+        let greet = prompt("fault", "fault__greet");
+        assert!(lists.shows("app", None, greet, true));
+        assert!(
+            !lists.shows("app", None, greet, false),
+            "no tool of its server"
+        );
+        assert!(lists.shows("picky", None, greet, true));
+        assert!(!lists.shows("picky", None, prompt("fault", "fault__other"), true));
+        let doc = resource("fault", "fault+demo://doc");
+        assert!(!lists.shows("picky", None, doc, true), "[] hides them all");
+        let made = resource("fault", "fault+demo://r/7");
+        assert!(
+            lists.shows("stranger", None, made, false),
+            "the template's URIs"
+        );
+        assert!(!lists.shows("stranger", None, doc, false));
+        assert!(Clients::default().shows("any", None, doc, true));
+        assert!(!Clients::default().shows("any", None, doc, false));
+        let strict = clients(json!({"app": {"tools": ["*"], "resources": ["*"]}}));
+        assert!(
+            !strict.shows("stranger", None, doc, true),
+            "no entry, no star"
+        );
     }
 
     #[test]

@@ -671,7 +671,7 @@ mod pin;
 #[cfg(test)]
 mod tests;
 
-pub use clients::{ClientTools, Clients, ToolNames};
+pub use clients::{ClientTools, Clients, ItemKind, ItemNames, ToolNames};
 pub use edit::{Edit, Updated};
 pub use error::OverridesError;
 pub use pin::Pin;

@@ -44,6 +44,18 @@ pub(super) fn reach_of(context: &RequestContext<RoleServer>) -> crate::gateway::
         })
 }
 
+/// The reach of the client of a notification (its `notifications/initialized`: the session's).
+pub(super) fn reach_of_notice(
+    context: &rmcp::service::NotificationContext<RoleServer>,
+) -> crate::gateway::Reach {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .map_or(crate::gateway::Reach::ALL, |parts| {
+            crate::gateway::Reach::of(&parts.extensions)
+        })
+}
+
 /// The scope of an HTTP request. A stateless-revision request has no session: the
 /// `Mcp-Session-Id` it may carry proves nothing (a DELETEd session's handles were read by
 /// presenting its id this way), so only a handshake-era request's counts.

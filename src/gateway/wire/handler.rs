@@ -24,7 +24,7 @@ use crate::gateway::items::{object, Kind};
 use crate::gateway::{asks_for_input, Caller, Event, Progress};
 use crate::serving::typed;
 
-use super::context::{log_sink, reach_of, scope_of, stateless_of};
+use super::context::{log_sink, reach_of, reach_of_notice, scope_of, stateless_of};
 use super::{link, raw, rpc_error, tasks, tool_error, traced, Handler};
 
 /// `answer` to a client's `method`, timed and counted in the metrics (`tools/call` is counted
@@ -233,7 +233,8 @@ impl ServerHandler for Handler {
     ) -> Result<ListResourcesResult, ErrorData> {
         let span = traced::span(&context, "resources/list", None);
         timed("resources/list", span, async move {
-            let items = self.gateway.list_items(Kind::Resources).await;
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            let items = self.gateway.list_items(Kind::Resources, &reach).await;
             typed(json!({"resources": items}))
         })
         .await
@@ -246,7 +247,8 @@ impl ServerHandler for Handler {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let span = traced::span(&context, "resources/templates/list", None);
         timed("resources/templates/list", span, async move {
-            let items = self.gateway.list_items(Kind::Templates).await;
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            let items = self.gateway.list_items(Kind::Templates, &reach).await;
             typed(json!({"resourceTemplates": items}))
         })
         .await
@@ -264,9 +266,10 @@ impl ServerHandler for Handler {
                 request.input_responses.as_ref(),
                 request.request_state.as_deref(),
             );
+            let reach = reach_of(&context).items(&self.gateway.catalog());
             match self
                 .gateway
-                .read_resource(&request.uri, stateless.as_ref())
+                .read_resource(&request.uri, stateless.as_ref(), &reach)
                 .await
             {
                 Ok(result) if asks_for_input(&result) => typed(raw::carry_input_required(result))
@@ -285,7 +288,8 @@ impl ServerHandler for Handler {
     ) -> Result<ListPromptsResult, ErrorData> {
         let span = traced::span(&context, "prompts/list", None);
         timed("prompts/list", span, async move {
-            let items = self.gateway.list_items(Kind::Prompts).await;
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            let items = self.gateway.list_items(Kind::Prompts, &reach).await;
             typed(json!({"prompts": items}))
         })
         .await
@@ -306,9 +310,10 @@ impl ServerHandler for Handler {
             let arguments = request
                 .arguments
                 .map(|a| serde_json::to_value(a).unwrap_or_default());
+            let reach = reach_of(&context).items(&self.gateway.catalog());
             let outcome = self
                 .gateway
-                .get_prompt(&request.name, arguments, stateless.as_ref())
+                .get_prompt(&request.name, arguments, stateless.as_ref(), &reach)
                 .await;
             match outcome {
                 Ok(result) if asks_for_input(&result) => {
@@ -329,7 +334,8 @@ impl ServerHandler for Handler {
         let span = traced::span(&context, "completion/complete", None);
         timed("completion/complete", span, async move {
             let params = serde_json::to_value(&request).unwrap_or_default();
-            match self.gateway.complete(params).await {
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            match self.gateway.complete(params, &reach).await {
                 Ok(result) => typed(result),
                 Err(error) => Err(rpc_error(&error)),
             }
@@ -359,9 +365,10 @@ impl ServerHandler for Handler {
     ) -> Result<(), ErrorData> {
         let span = traced::span(&context, "resources/subscribe", None);
         timed("resources/subscribe", span, async move {
+            let reach = reach_of(&context).items(&self.gateway.catalog());
             let outcome = self
                 .gateway
-                .subscription("resources/subscribe", &request.uri)
+                .subscription("resources/subscribe", &request.uri, &reach)
                 .await;
             outcome.map_err(|e| rpc_error(&e))
         })
@@ -376,9 +383,10 @@ impl ServerHandler for Handler {
     ) -> Result<(), ErrorData> {
         let span = traced::span(&context, "resources/unsubscribe", None);
         timed("resources/unsubscribe", span, async move {
+            let reach = reach_of(&context).items(&self.gateway.catalog());
             let outcome = self
                 .gateway
-                .subscription("resources/unsubscribe", &request.uri)
+                .subscription("resources/unsubscribe", &request.uri, &reach)
                 .await;
             outcome.map_err(|e| rpc_error(&e))
         })
@@ -388,6 +396,7 @@ impl ServerHandler for Handler {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // A session client (2025 era) hears of list changes on its session.
         let mut events = self.gateway.subscribe();
+        let reach = reach_of_notice(&context);
         let peer = context.peer;
         let gateway = self.gateway.clone();
         self.gateway.spawn(async move {
@@ -404,10 +413,13 @@ impl ServerHandler for Handler {
                         Ok(params) => peer.notify_logging_message(params).await,
                         Err(_) => continue,
                     },
-                    Ok(Event::ResourceUpdated(params)) => match serde_json::from_value(params) {
-                        Ok(params) => peer.notify_resource_updated(params).await,
-                        Err(_) => continue,
-                    },
+                    Ok(Event::ResourceUpdated(params)) if shown(&gateway, &reach, &params) => {
+                        match serde_json::from_value(params) {
+                            Ok(params) => peer.notify_resource_updated(params).await,
+                            Err(_) => continue,
+                        }
+                    }
+                    Ok(Event::ResourceUpdated(_)) => continue,
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
@@ -430,7 +442,8 @@ impl ServerHandler for Handler {
         // the resources it named there (subscribed on their servers, as `resources/subscribe`
         // does for a session client).
         let mut changes = self.gateway.subscribe();
-        let watched = self.watch_resources(context.accepted());
+        let reach = reach_of(context.request_context()).items(&self.gateway.catalog());
+        let watched = self.watch_resources(context.accepted(), &reach);
         loop {
             let change = tokio::select! {
                 change = changes.recv() => change,
@@ -459,4 +472,13 @@ impl ServerHandler for Handler {
             }
         }
     }
+}
+
+/// Whether a client of `reach` may hear of the resource an update names.
+fn shown(gateway: &crate::gateway::Gateway, reach: &crate::gateway::Reach, params: &Value) -> bool {
+    let uri = params
+        .get("uri")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    gateway.shows_resource(&reach.items(&gateway.catalog()), uri)
 }

@@ -111,17 +111,26 @@ impl Handler {
     /// The resources a `subscriptions/listen` names, whose updates it is to hear: subscribed
     /// on their servers in the background (a server may have to start first, and the stream
     /// must not wait for it; one no server serves, or whose server refuses, is logged).
-    fn watch_resources(&self, filter: &SubscriptionFilter) -> HashSet<String> {
-        let watched: HashSet<String> = filter
-            .resource_subscriptions
-            .iter()
+    fn watch_resources(
+        &self,
+        filter: &SubscriptionFilter,
+        reach: &crate::gateway::reach::ItemReach,
+    ) -> HashSet<String> {
+        // A resource the client may not see is not watched (nor subscribed): it hears
+        // nothing of it.
+        let watched: HashSet<String> = (filter.resource_subscriptions.iter())
             .flatten()
+            .filter(|uri| self.gateway.shows_resource(reach, uri))
             .cloned()
             .collect();
         for uri in &watched {
             let (gateway, uri) = (self.gateway.clone(), uri.clone());
+            let reach = reach.clone();
             self.gateway.spawn(async move {
-                if let Err(e) = gateway.subscription("resources/subscribe", &uri).await {
+                if let Err(e) = gateway
+                    .subscription("resources/subscribe", &uri, &reach)
+                    .await
+                {
                     tracing::info!(uri, error = %e, "subscriptions/listen: not subscribed");
                 }
             });
