@@ -6,7 +6,7 @@ the gateway executes per call do not. This bench runs `mcp-launch serve` under
 `valgrind --tool=callgrind` and counts them:
 
   python3 bench/gateway_cpu.py [--bin target/profiling/mcp-launch] [--calls N] [--json]
-                               [--only stdio|http] [--top K] [--keep] [--clock]
+                               [--only stdio|http] [--top K] [--keep] [--clock | --syscalls]
 
 (`cargo build --profile profiling` builds the release code with line tables, so the top
 functions have names; any build works.) For each transport:
@@ -26,6 +26,11 @@ With `--clock` the gateway runs as it is (no valgrind) and the figure is its CPU
 (user + system, every thread, in ns: the process's CPU clock, `clock_gettime` of
 `MAKE_PROCESS_CPUCLOCK(pid)`), read before and after each batch: what a release build spends on
 this machine, load included (run it on a quiet machine; more calls, less noise).
+
+With `--syscalls` the gateway runs as it is and `strace -c -f` is attached to all its threads
+for each batch: the figure is its system calls per call (each a trip into the kernel — socket
+and pipe reads and writes, epoll, futex wake-ups of worker threads), which `--clock` counts as
+system time and callgrind does not see at all; the top rows are the calls by name.
 
 Over HTTP every worker has its own connection but all share one session, so request ids are
 unique across the workers: the first version of this bench numbered each connection from 1,
@@ -284,6 +289,45 @@ class Clocked(Counted):
         return self.clock() - self.zeroed, []
 
 
+class Straced(Clocked):
+    """`argv` running as it is; the system calls of all its threads counted by `strace -c -f`
+    attached for each batch (each one a trip into the kernel: reads, writes, wake-ups)."""
+
+    unit = "syscalls"
+    quiet_per_s = 200  # timers only
+
+    def __init__(self, argv: list[str], out_dir: str, env: dict, cwd: str, pipes: bool) -> None:
+        super().__init__(argv, out_dir, env, cwd, pipes)
+        self.tracer: subprocess.Popen | None = None
+        self.summary = os.path.join(out_dir, "strace.txt")
+
+    def zero(self) -> None:
+        self._detach()
+        self.tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(self.proc.pid), "-o", self.summary],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)  # attached to every thread before the batch starts
+
+    def _detach(self) -> None:
+        if self.tracer:
+            self.tracer.send_signal(2)
+            self.tracer.wait(60)
+            self.tracer = None
+
+    def count(self, top: int = 0) -> tuple[int, list[dict]]:
+        self._detach()
+        rows = []
+        with open(self.summary) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 5 and parts[0][0].isdigit() and parts[-1] != "total":
+                    calls = int(parts[3])
+                    rows.append({"ir": calls, "function": parts[-1]})
+                elif parts and parts[-1] == "total":
+                    total = int(parts[3])
+        rows.sort(key=lambda r: -r["ir"])
+        return total, rows[:top]
+
+
 Counted.unit = "Ir"
 Counted.quiet_per_s = 2_000_000
 
@@ -432,21 +476,23 @@ def report(r: dict) -> str:
     if "before" in r:  # a saved comparison
         return report(r["before"]) + "\n\n" + report(r["after"])
     unit = r.get("unit", "ir")
-    how = ("CPU time (ns, user + system) read from the process's CPU clock" if unit == "ns"
-           else "instructions (Ir) counted by callgrind")
+    how, short = {"ns": ("CPU time (ns, user + system) read from the process's CPU clock", "ns"),
+                  "syscalls": ("system calls of every thread counted by strace -c -f", "syscalls")}.get(
+        unit, ("instructions (Ir) counted by callgrind", "Ir"))
     lines = [f"# gateway CPU per call, {r['machine']}, {r['date']}, {r['commit']} ({r['bin']})",
              f"{r['calls']} echo calls per batch; {how}" + (f"; load {r['load']}" if "load" in r else ""), "",
-             f"| path | c | {'Ir' if unit == 'ir' else 'ns'}/call | idle {'Ir' if unit == 'ir' else 'ns'}/s |", "|---|---:|---:|---:|"]
+             f"| path | c | {short}/call | idle {short}/s |", "|---|---:|---:|---:|"]
     for transport, v in r["results"].items():
         for conc in ("c1", "c16"):
             lines.append(f"| {transport} | {conc[1:]} | {v[conc][f'{unit}_per_call']:,} | {v[f'idle_{unit}_per_s']:,} |")
+    what = "system calls per call, by name" if unit == "syscalls" else "exclusive Ir per call"
     for transport, v in r["results"].items():
         for conc in ("c1", "c16"):
             if not v[conc]["top"]:
                 continue
-            lines += ["", f"top functions, {transport} c={conc[1:]} (exclusive Ir per call):"]
+            lines += ["", f"top functions, {transport} c={conc[1:]} ({what}):"]
             for row in v[conc]["top"]:
-                lines.append(f"  {row['ir'] // r['calls']:>9,}  {row['function']}")
+                lines.append(f"  {row['ir'] / r['calls']:>11,.1f}  {row['function']}")
     return "\n".join(lines)
 
 
@@ -461,6 +507,8 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the callgrind dumps")
     ap.add_argument("--clock", action="store_true",
                     help="no valgrind: CPU time per call from the gateway's CPU clock (release build)")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="no valgrind: system calls per call, counted by strace -c -f attached per batch")
     ap.add_argument("--render", metavar="FILE", help="print the report of a saved --json result")
     a = ap.parse_args()
     if a.render:
@@ -475,7 +523,7 @@ def main() -> None:
     results = {}
     try:
         for transport in ([a.only] if a.only else ["stdio", "http"]):
-            counter = Clocked if a.clock else Counted
+            counter = Straced if a.syscalls else Clocked if a.clock else Counted
             results[transport] = asyncio.run(measure(transport, a.bin, a.calls, a.warmup, a.top, tmp, env, counter))
     finally:
         if a.keep:
@@ -484,7 +532,7 @@ def main() -> None:
             subprocess.run(["rm", "-rf", tmp])
     r = {"machine": f"{os.cpu_count()} cores, {platform.machine()}", "date": time.strftime("%Y-%m-%d"),
          "commit": commit, "bin": os.path.relpath(a.bin, ROOT), "calls": a.calls, "results": results,
-         "unit": "ns" if a.clock else "ir", "load": " ".join(f"{x:.1f}" for x in os.getloadavg())}
+         "unit": "syscalls" if a.syscalls else "ns" if a.clock else "ir", "load": " ".join(f"{x:.1f}" for x in os.getloadavg())}
     print(json.dumps(r, indent=1) if a.json else report(r))
 
 

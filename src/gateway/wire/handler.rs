@@ -48,6 +48,11 @@ async fn timed<T>(
     result
 }
 
+// Each request's answer is boxed (`Box::pin(async move { … }).await`): over HTTP rmcp takes
+// this handler itself, and its `handle_request` future — one state machine holding every
+// method's future inline, as large as the largest — is moved into each request's task by
+// value (spawn, task cell, stage): copying it was ~20 % of the gateway's instructions per
+// HTTP `tools/call`. Boxed, each method's part of it is a pointer.
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         let capabilities: ServerCapabilities = serde_json::from_value(json!({
@@ -73,19 +78,25 @@ impl ServerHandler for Handler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        let span = traced::span(&context, "initialize", None);
-        timed("initialize", span, async move {
-            context.peer.set_peer_info(request.clone());
-            let info = self.negotiate_initialize(&request)?;
-            Ok(info.with_instructions(self.gateway.instructions(&reach_of(&context))))
+        Box::pin(async move {
+            let span = traced::span(&context, "initialize", None);
+            timed("initialize", span, async move {
+                context.peer.set_peer_info(request.clone());
+                let info = self.negotiate_initialize(&request)?;
+                Ok(info.with_instructions(self.gateway.instructions(&reach_of(&context))))
+            })
+            .await
         })
         .await
     }
 
     /// A handshake-era `ping`: answered at once, counted as any request.
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        let span = traced::span(&context, "ping", None);
-        timed("ping", span, std::future::ready(Ok(()))).await
+        Box::pin(async move {
+            let span = traced::span(&context, "ping", None);
+            timed("ping", span, std::future::ready(Ok(()))).await
+        })
+        .await
     }
 
     /// A 2026-07-28 client's `server/discover`, its instructions as `initialize`'s.
@@ -93,11 +104,14 @@ impl ServerHandler for Handler {
         &self,
         context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        let info = self
-            .get_info()
-            .with_instructions(self.gateway.instructions(&reach_of(&context)));
-        let versions = self.supported_protocol_versions().into_owned();
-        Ok(DiscoverResult::from_server_info(versions, info))
+        Box::pin(async move {
+            let info = self
+                .get_info()
+                .with_instructions(self.gateway.instructions(&reach_of(&context)));
+            let versions = self.supported_protocol_versions().into_owned();
+            Ok(DiscoverResult::from_server_info(versions, info))
+        })
+        .await
     }
 
     /// The advertised tool `name` when it binds arguments to headers: rmcp's HTTP service then
@@ -113,11 +127,14 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let span = traced::span(&context, "tools/list", None);
-        timed("tools/list", span, async move {
-            // The tools are spliced in on the way out (`raw`): no copy of the catalog per request.
-            self.gateway.prepare_list().await;
-            typed(raw::list_placeholder())
+        Box::pin(async move {
+            let span = traced::span(&context, "tools/list", None);
+            timed("tools/list", span, async move {
+                // The tools are spliced in on the way out (`raw`): no copy of the catalog per request.
+                self.gateway.prepare_list().await;
+                typed(raw::list_placeholder())
+            })
+            .await
         })
         .await
     }
@@ -127,77 +144,81 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        timed("tools/call", Span::none(), async move {
-            let progress = context.meta.get_progress_token().map(|token| {
-                let peer = context.peer.clone();
-                Progress {
-                    token: serde_json::to_value(&token).unwrap_or(Value::Null),
-                    send: Box::new(move |params: Value| {
-                        let peer = peer.clone();
-                        Box::pin(async move {
-                            if let Ok(params) = serde_json::from_value(params) {
-                                let _ = peer.notify_progress(params).await;
-                            }
-                        })
-                    }),
+        Box::pin(async move {
+            timed("tools/call", Span::none(), async move {
+                let progress = context.meta.get_progress_token().map(|token| {
+                    let peer = context.peer.clone();
+                    Progress {
+                        token: serde_json::to_value(&token).unwrap_or(Value::Null),
+                        send: Box::new(move |params: Value| {
+                            let peer = peer.clone();
+                            Box::pin(async move {
+                                if let Ok(params) = serde_json::from_value(params) {
+                                    let _ = peer.notify_progress(params).await;
+                                }
+                            })
+                        }),
+                    }
+                });
+                let stateless = stateless_of(
+                    &context,
+                    request.input_responses.as_ref(),
+                    request.request_state.as_deref(),
+                );
+                let arguments = object(request.arguments);
+                let span = traced::span(&context, "tools/call", Some(&request.name));
+                if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name).await {
+                    let caller = Caller {
+                        progress: None,
+                        link: None,
+                        cancel: context.ct.clone(),
+                        scope: scope_of(&context),
+                        logs: None,
+                        stateless,
+                        reach: reach_of(&context),
+                        trace: traced::relayed(&context),
+                    };
+                    // The task's call is spawned in this span: its upstream call is its child.
+                    let made = self.call_as_task(&request.name, arguments, caller);
+                    return made.instrument(span).await;
                 }
-            });
-            let stateless = stateless_of(
-                &context,
-                request.input_responses.as_ref(),
-                request.request_state.as_deref(),
-            );
-            let arguments = object(request.arguments);
-            let span = traced::span(&context, "tools/call", Some(&request.name));
-            if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name).await {
+                let link = link::PeerLink::new(
+                    context.peer.clone(),
+                    &context.extensions,
+                    stateless.is_some(),
+                );
                 let caller = Caller {
-                    progress: None,
-                    link: None,
+                    progress,
+                    link: Some(Arc::new(link)),
                     cancel: context.ct.clone(),
                     scope: scope_of(&context),
-                    logs: None,
+                    logs: Some(log_sink(&context)),
                     stateless,
                     reach: reach_of(&context),
                     trace: traced::relayed(&context),
                 };
-                // The task's call is spawned in this span: its upstream call is its child.
-                let made = self.call_as_task(&request.name, arguments, caller);
-                return made.instrument(span).await;
-            }
-            let link = link::PeerLink::new(
-                context.peer.clone(),
-                &context.extensions,
-                stateless.is_some(),
-            );
-            let caller = Caller {
-                progress,
-                link: Some(Arc::new(link)),
-                cancel: context.ct.clone(),
-                scope: scope_of(&context),
-                logs: Some(log_sink(&context)),
-                stateless,
-                reach: reach_of(&context),
-                trace: traced::relayed(&context),
-            };
-            // Boxed, as `Wire` boxes the whole answer: over HTTP rmcp takes this handler
-            // itself, and moves its future through its wrappers.
-            let call = self.gateway.call_tool(&request.name, arguments, caller);
-            let outcome = Box::pin(call.instrument(span.clone())).await;
-            traced::record(&span, &outcome);
-            let raw = match outcome {
-                Ok(raw) => raw,
-                Err(error) => tool_error(&error)?,
-            };
-            if asks_for_input(&raw) {
-                return typed(raw::carry_input_required(raw)).map(CallToolResponse::InputRequired);
-            }
-            if !self.keep_raw {
-                return typed(raw::carry_result(raw)).map(CallToolResponse::Complete);
-            }
-            self.keep(&context.id, raw);
-            Ok(CallToolResponse::Complete(CallToolResult::success(
-                Vec::new(),
-            )))
+                // Boxed, as `Wire` boxes the whole answer: over HTTP rmcp takes this handler
+                // itself, and moves its future through its wrappers.
+                let call = self.gateway.call_tool(&request.name, arguments, caller);
+                let outcome = Box::pin(call.instrument(span.clone())).await;
+                traced::record(&span, &outcome);
+                let raw = match outcome {
+                    Ok(raw) => raw,
+                    Err(error) => tool_error(&error)?,
+                };
+                if asks_for_input(&raw) {
+                    return typed(raw::carry_input_required(raw))
+                        .map(CallToolResponse::InputRequired);
+                }
+                if !self.keep_raw {
+                    return typed(raw::carry_result(raw)).map(CallToolResponse::Complete);
+                }
+                self.keep(&context.id, raw);
+                Ok(CallToolResponse::Complete(CallToolResult::success(
+                    Vec::new(),
+                )))
+            })
+            .await
         })
         .await
     }
@@ -207,9 +228,12 @@ impl ServerHandler for Handler {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let span = traced::span(&context, "tasks/get", None);
-        timed("tasks/get", span, async move {
-            self.detailed_task(&request.task_id, &context).await
+        Box::pin(async move {
+            let span = traced::span(&context, "tasks/get", None);
+            timed("tasks/get", span, async move {
+                self.detailed_task(&request.task_id, &context).await
+            })
+            .await
         })
         .await
     }
@@ -219,9 +243,12 @@ impl ServerHandler for Handler {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let span = traced::span(&context, "tasks/cancel", None);
-        timed("tasks/cancel", span, async move {
-            self.cancel_own_task(&request.task_id, &context).await
+        Box::pin(async move {
+            let span = traced::span(&context, "tasks/cancel", None);
+            timed("tasks/cancel", span, async move {
+                self.cancel_own_task(&request.task_id, &context).await
+            })
+            .await
         })
         .await
     }
@@ -231,11 +258,14 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let span = traced::span(&context, "resources/list", None);
-        timed("resources/list", span, async move {
-            let reach = reach_of(&context).items(&self.gateway.catalog());
-            let items = self.gateway.list_items(Kind::Resources, &reach).await;
-            typed(json!({"resources": items}))
+        Box::pin(async move {
+            let span = traced::span(&context, "resources/list", None);
+            timed("resources/list", span, async move {
+                let reach = reach_of(&context).items(&self.gateway.catalog());
+                let items = self.gateway.list_items(Kind::Resources, &reach).await;
+                typed(json!({"resources": items}))
+            })
+            .await
         })
         .await
     }
@@ -245,11 +275,14 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let span = traced::span(&context, "resources/templates/list", None);
-        timed("resources/templates/list", span, async move {
-            let reach = reach_of(&context).items(&self.gateway.catalog());
-            let items = self.gateway.list_items(Kind::Templates, &reach).await;
-            typed(json!({"resourceTemplates": items}))
+        Box::pin(async move {
+            let span = traced::span(&context, "resources/templates/list", None);
+            timed("resources/templates/list", span, async move {
+                let reach = reach_of(&context).items(&self.gateway.catalog());
+                let items = self.gateway.list_items(Kind::Templates, &reach).await;
+                typed(json!({"resourceTemplates": items}))
+            })
+            .await
         })
         .await
     }
@@ -259,24 +292,29 @@ impl ServerHandler for Handler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let span = traced::span(&context, "resources/read", None);
-        timed("resources/read", span, async move {
-            let stateless = stateless_of(
-                &context,
-                request.input_responses.as_ref(),
-                request.request_state.as_deref(),
-            );
-            let reach = reach_of(&context).items(&self.gateway.catalog());
-            match self
-                .gateway
-                .read_resource(&request.uri, stateless.as_ref(), &reach)
-                .await
-            {
-                Ok(result) if asks_for_input(&result) => typed(raw::carry_input_required(result))
-                    .map(ReadResourceResponse::InputRequired),
-                Ok(result) => typed(result).map(ReadResourceResponse::Complete),
-                Err(error) => Err(rpc_error(&error)),
-            }
+        Box::pin(async move {
+            let span = traced::span(&context, "resources/read", None);
+            timed("resources/read", span, async move {
+                let stateless = stateless_of(
+                    &context,
+                    request.input_responses.as_ref(),
+                    request.request_state.as_deref(),
+                );
+                let reach = reach_of(&context).items(&self.gateway.catalog());
+                match self
+                    .gateway
+                    .read_resource(&request.uri, stateless.as_ref(), &reach)
+                    .await
+                {
+                    Ok(result) if asks_for_input(&result) => {
+                        typed(raw::carry_input_required(result))
+                            .map(ReadResourceResponse::InputRequired)
+                    }
+                    Ok(result) => typed(result).map(ReadResourceResponse::Complete),
+                    Err(error) => Err(rpc_error(&error)),
+                }
+            })
+            .await
         })
         .await
     }
@@ -286,11 +324,14 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let span = traced::span(&context, "prompts/list", None);
-        timed("prompts/list", span, async move {
-            let reach = reach_of(&context).items(&self.gateway.catalog());
-            let items = self.gateway.list_items(Kind::Prompts, &reach).await;
-            typed(json!({"prompts": items}))
+        Box::pin(async move {
+            let span = traced::span(&context, "prompts/list", None);
+            timed("prompts/list", span, async move {
+                let reach = reach_of(&context).items(&self.gateway.catalog());
+                let items = self.gateway.list_items(Kind::Prompts, &reach).await;
+                typed(json!({"prompts": items}))
+            })
+            .await
         })
         .await
     }
@@ -300,28 +341,32 @@ impl ServerHandler for Handler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let span = traced::span(&context, "prompts/get", None);
-        timed("prompts/get", span, async move {
-            let stateless = stateless_of(
-                &context,
-                request.input_responses.as_ref(),
-                request.request_state.as_deref(),
-            );
-            let arguments = request
-                .arguments
-                .map(|a| serde_json::to_value(a).unwrap_or_default());
-            let reach = reach_of(&context).items(&self.gateway.catalog());
-            let outcome = self
-                .gateway
-                .get_prompt(&request.name, arguments, stateless.as_ref(), &reach)
-                .await;
-            match outcome {
-                Ok(result) if asks_for_input(&result) => {
-                    typed(raw::carry_input_required(result)).map(GetPromptResponse::InputRequired)
+        Box::pin(async move {
+            let span = traced::span(&context, "prompts/get", None);
+            timed("prompts/get", span, async move {
+                let stateless = stateless_of(
+                    &context,
+                    request.input_responses.as_ref(),
+                    request.request_state.as_deref(),
+                );
+                let arguments = request
+                    .arguments
+                    .map(|a| serde_json::to_value(a).unwrap_or_default());
+                let reach = reach_of(&context).items(&self.gateway.catalog());
+                let outcome = self
+                    .gateway
+                    .get_prompt(&request.name, arguments, stateless.as_ref(), &reach)
+                    .await;
+                match outcome {
+                    Ok(result) if asks_for_input(&result) => {
+                        typed(raw::carry_input_required(result))
+                            .map(GetPromptResponse::InputRequired)
+                    }
+                    Ok(result) => typed(result).map(GetPromptResponse::Complete),
+                    Err(error) => Err(rpc_error(&error)),
                 }
-                Ok(result) => typed(result).map(GetPromptResponse::Complete),
-                Err(error) => Err(rpc_error(&error)),
-            }
+            })
+            .await
         })
         .await
     }
@@ -331,14 +376,17 @@ impl ServerHandler for Handler {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let span = traced::span(&context, "completion/complete", None);
-        timed("completion/complete", span, async move {
-            let params = serde_json::to_value(&request).unwrap_or_default();
-            let reach = reach_of(&context).items(&self.gateway.catalog());
-            match self.gateway.complete(params, &reach).await {
-                Ok(result) => typed(result),
-                Err(error) => Err(rpc_error(&error)),
-            }
+        Box::pin(async move {
+            let span = traced::span(&context, "completion/complete", None);
+            timed("completion/complete", span, async move {
+                let params = serde_json::to_value(&request).unwrap_or_default();
+                let reach = reach_of(&context).items(&self.gateway.catalog());
+                match self.gateway.complete(params, &reach).await {
+                    Ok(result) => typed(result),
+                    Err(error) => Err(rpc_error(&error)),
+                }
+            })
+            .await
         })
         .await
     }
@@ -348,11 +396,14 @@ impl ServerHandler for Handler {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let span = traced::span(&context, "logging/setLevel", None);
-        timed("logging/setLevel", span, async move {
-            let level = serde_json::to_value(request.level).unwrap_or(Value::Null);
-            self.gateway.set_log_level(level).await;
-            Ok(())
+        Box::pin(async move {
+            let span = traced::span(&context, "logging/setLevel", None);
+            timed("logging/setLevel", span, async move {
+                let level = serde_json::to_value(request.level).unwrap_or(Value::Null);
+                self.gateway.set_log_level(level).await;
+                Ok(())
+            })
+            .await
         })
         .await
     }
@@ -363,14 +414,17 @@ impl ServerHandler for Handler {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let span = traced::span(&context, "resources/subscribe", None);
-        timed("resources/subscribe", span, async move {
-            let reach = reach_of(&context).items(&self.gateway.catalog());
-            let outcome = self
-                .gateway
-                .subscription("resources/subscribe", &request.uri, &reach)
-                .await;
-            outcome.map_err(|e| rpc_error(&e))
+        Box::pin(async move {
+            let span = traced::span(&context, "resources/subscribe", None);
+            timed("resources/subscribe", span, async move {
+                let reach = reach_of(&context).items(&self.gateway.catalog());
+                let outcome = self
+                    .gateway
+                    .subscription("resources/subscribe", &request.uri, &reach)
+                    .await;
+                outcome.map_err(|e| rpc_error(&e))
+            })
+            .await
         })
         .await
     }
@@ -381,14 +435,17 @@ impl ServerHandler for Handler {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let span = traced::span(&context, "resources/unsubscribe", None);
-        timed("resources/unsubscribe", span, async move {
-            let reach = reach_of(&context).items(&self.gateway.catalog());
-            let outcome = self
-                .gateway
-                .subscription("resources/unsubscribe", &request.uri, &reach)
-                .await;
-            outcome.map_err(|e| rpc_error(&e))
+        Box::pin(async move {
+            let span = traced::span(&context, "resources/unsubscribe", None);
+            timed("resources/unsubscribe", span, async move {
+                let reach = reach_of(&context).items(&self.gateway.catalog());
+                let outcome = self
+                    .gateway
+                    .subscription("resources/unsubscribe", &request.uri, &reach)
+                    .await;
+                outcome.map_err(|e| rpc_error(&e))
+            })
+            .await
         })
         .await
     }
@@ -438,39 +495,42 @@ impl ServerHandler for Handler {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        // A 2026-era client hears of list changes on its `subscriptions/listen` stream, and of
-        // the resources it named there (subscribed on their servers, as `resources/subscribe`
-        // does for a session client).
-        let mut changes = self.gateway.subscribe();
-        let reach = reach_of(context.request_context()).items(&self.gateway.catalog());
-        let watched = self.watch_resources(context.accepted(), &reach);
-        loop {
-            let change = tokio::select! {
-                change = changes.recv() => change,
-                () = context.cancelled() => return Ok(()),
-            };
-            let sink = context.sink();
-            let sent = match change {
-                Ok(Event::Tools) => sink.notify_tool_list_changed().await,
-                Ok(Event::Resources) => sink.notify_resource_list_changed().await,
-                Ok(Event::Prompts) => sink.notify_prompt_list_changed().await,
-                Ok(Event::ResourceUpdated(params)) => {
-                    match params.get("uri").and_then(Value::as_str) {
-                        Some(uri) if watched.contains(uri) => {
-                            sink.notify_resource_updated(uri).await
+        Box::pin(async move {
+            // A 2026-era client hears of list changes on its `subscriptions/listen` stream, and of
+            // the resources it named there (subscribed on their servers, as `resources/subscribe`
+            // does for a session client).
+            let mut changes = self.gateway.subscribe();
+            let reach = reach_of(context.request_context()).items(&self.gateway.catalog());
+            let watched = self.watch_resources(context.accepted(), &reach);
+            loop {
+                let change = tokio::select! {
+                    change = changes.recv() => change,
+                    () = context.cancelled() => return Ok(()),
+                };
+                let sink = context.sink();
+                let sent = match change {
+                    Ok(Event::Tools) => sink.notify_tool_list_changed().await,
+                    Ok(Event::Resources) => sink.notify_resource_list_changed().await,
+                    Ok(Event::Prompts) => sink.notify_prompt_list_changed().await,
+                    Ok(Event::ResourceUpdated(params)) => {
+                        match params.get("uri").and_then(Value::as_str) {
+                            Some(uri) if watched.contains(uri) => {
+                                sink.notify_resource_updated(uri).await
+                            }
+                            _ => continue,
                         }
-                        _ => continue,
                     }
+                    // Log messages reach a 2026-era client on its request's stream only.
+                    Ok(Event::Log(_)) => continue,
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                };
+                if sent.is_err() {
+                    return Ok(());
                 }
-                // Log messages reach a 2026-era client on its request's stream only.
-                Ok(Event::Log(_)) => continue,
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return Ok(()),
-            };
-            if sent.is_err() {
-                return Ok(());
             }
-        }
+        })
+        .await
     }
 }
 
