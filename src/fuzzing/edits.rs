@@ -281,7 +281,11 @@ fn jsonc_value(text: &str) -> Option<Value> {
         return Some(Value::Object(Map::new()));
     }
     let root = jsonc_parser::cst::CstRootNode::parse(text, &ParseOptions::default()).ok()?;
-    root.value()?.to_serde_value()
+    match root.value() {
+        // Only comments: an empty file to its client, as to `with_entry`.
+        None => Some(Value::Object(Map::new())),
+        Some(value) => value.to_serde_value(),
+    }
 }
 
 /// True when an object in the text names a key twice.

@@ -285,7 +285,7 @@ fn named_in(meta: &str, error: GatewayError) -> GatewayError {
 /// A JSONPath over the servers and tools `reach` reaches.
 fn discover(catalog: &Catalog, arguments: &Value, reach: &Reach) -> Result<Value, GatewayError> {
     let path = string_arg(arguments, "jsonpath", DISCOVER)?;
-    let parsed = serde_json_path::JsonPath::parse(path).map_err(|e| {
+    let parsed = crate::outputs::read::parse_jsonpath(path).map_err(|e| {
         bad_input(
             format!("not a JSONPath: {e}"),
             "e.g. $.servers[*].name or $.tools[?@.server=='git'].name",

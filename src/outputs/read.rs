@@ -322,6 +322,18 @@ fn read_grep(
 /// selects every subtree once per ancestor: a 7.5 MB nested handle selected over 1 GB.
 pub(crate) const JSONPATH_MAX_BYTES: usize = 16 << 20;
 
+/// A JSONPath a model sent (`read_output`, the sparse gateway's discover), parsed; the error
+/// says why not. A path ending with `\u` and fewer than four hex digits is refused first:
+/// `serde_json_path` 0.7 panics on it (a streaming parser meets the end of the input). Such a
+/// path is never valid: it ends inside a string.
+pub(crate) fn parse_jsonpath(path: &str) -> Result<serde_json_path::JsonPath, String> {
+    let hex = path.len() - path.trim_end_matches(|c: char| c.is_ascii_hexdigit()).len();
+    if hex < 4 && path[..path.len() - hex].ends_with("\\u") {
+        return Err("the path ends inside a \\u escape (four hex digits follow \\u)".into());
+    }
+    serde_json_path::JsonPath::parse(path).map_err(|e| e.to_string())
+}
+
 pub(crate) fn read_jsonpath(
     body: &str,
     path: &str,
@@ -330,8 +342,8 @@ pub(crate) fn read_jsonpath(
     if path.len() > PATTERN_MAX_BYTES {
         return Err(OutputsError::invalid("the JSONPath is too long"));
     }
-    let query = serde_json_path::JsonPath::parse(path)
-        .map_err(|e| OutputsError::invalid(format!("jsonpath: {e}")))?;
+    let query =
+        parse_jsonpath(path).map_err(|e| OutputsError::invalid(format!("jsonpath: {e}")))?;
     let value = parse_json_text(body).ok_or_else(|| {
         OutputsError::invalid("this output is not JSON: read it by lines or grep")
     })?;
@@ -417,5 +429,25 @@ fn jsonpath_output(text: String, note: String) -> ReadOutput {
         note,
         next_offset: None,
         block: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Found by the `jsonpath` fuzz target: a path ending inside a `\u` escape panicked in
+    /// `serde_json_path` (a streaming parser met the end of the input) instead of failing.
+    #[test]
+    fn a_path_ending_inside_a_unicode_escape_is_refused_not_a_panic() {
+        for path in [r"$['\u", r#"$["a\u00"#, r"$['\uD800\uDC", r"$[?@.a=='\uD"] {
+            let refused = super::read_jsonpath("{}", path, 100).err();
+            let refused = refused.unwrap_or_else(|| panic!("{path} was read"));
+            assert!(
+                refused.to_string().contains("jsonpath"),
+                "{path}: {refused}"
+            );
+        }
+        assert!(super::read_jsonpath(r#"{"é": 1}"#, r"$['\u00e9']", 100).is_ok());
+        // The sparse gateway's discover parses through it too.
+        assert!(super::parse_jsonpath(r"$.tools[?@.name=='\u").is_err());
     }
 }

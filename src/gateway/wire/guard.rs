@@ -182,15 +182,61 @@ pub fn check_json(bytes: &[u8]) -> Result<(), String> {
             e.valid_up_to()
         ));
     }
-    // Syntax without building anything (serde_json skips ignored values without recursing).
-    serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
-        .map_err(|e| format!("Parse error: {e}"))?;
+    // The depth first: the syntax check below recurses (bounded by it).
     if depth(bytes) > MAX_DEPTH {
         return Err(format!(
             "Parse error: nested deeper than {MAX_DEPTH} levels of arrays and objects"
         ));
     }
+    serde_json::from_slice::<Readable>(bytes).map_err(|e| format!("Parse error: {e}"))?;
     Ok(())
+}
+
+/// A JSON value read as a JSON value would be, without building it: unlike `IgnoredAny`,
+/// whose numbers are checked for syntax only, a number out of range (`6e111111`) is refused.
+struct Readable;
+
+impl<'de> serde::Deserialize<'de> for Readable {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Readable)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Readable {
+    type Value = Readable;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+    fn visit_unit<E>(self) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Readable, A::Error> {
+        while seq.next_element::<Readable>()?.is_some() {}
+        Ok(Readable)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Readable, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, Readable>()?
+            .is_some()
+        {}
+        Ok(Readable)
+    }
 }
 
 /// The deepest nesting of arrays and objects in valid JSON `bytes`, counted in one pass.
@@ -308,5 +354,18 @@ mod tests {
             .contains("UTF-8"));
         assert!(check_json(b"{nope").is_err());
         assert!(check_json(b"").is_err());
+    }
+
+    /// Found by the `gateway_wire` fuzz target: a number JSON cannot hold passed the guard.
+    #[test]
+    fn a_number_out_of_range_is_a_parse_error() {
+        for body in [&b"6e111111"[..], br#"{"id": 1, "params": {"x": [-1e400]}}"#] {
+            let refused = check_json(body).unwrap_err();
+            assert!(refused.contains("out of range"), "{refused}");
+        }
+        assert_eq!(
+            check_json(br#"{"n": 1e308, "m": -0.5, "i": 18446744073709551615}"#),
+            Ok(())
+        );
     }
 }
