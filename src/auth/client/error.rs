@@ -11,6 +11,8 @@ pub enum Step {
     Registration,
     /// The authorization response (the redirect back to us).
     Authorization,
+    /// The device authorization request (RFC 8628 §3.1).
+    DeviceAuthorization,
     /// The authorization code exchange.
     Token,
     /// The refresh token exchange.
@@ -26,6 +28,7 @@ impl std::fmt::Display for Step {
             Step::ServerMetadata => "authorization-server metadata",
             Step::Registration => "client registration",
             Step::Authorization => "authorization response",
+            Step::DeviceAuthorization => "device authorization",
             Step::Token => "token request",
             Step::Refresh => "token refresh",
             Step::Store => "token store",

@@ -4,6 +4,8 @@
 //!   server's (RFC 8414 / OpenID), each checked against where it was found.
 //! - `login`: registration, PKCE S256, resource indicators (RFC 8707), the redirect's checks
 //!   (state, RFC 9207 `iss`), the code exchange.
+//! - `device`: device authorization (RFC 8628): a code the person enters on any device,
+//!   the token endpoint polled as the authorization server says.
 //! - `challenged`: a 403 `insufficient_scope` (step-up, SEP-2350) and a 401 from a server
 //!   that moved to another authorization server (SEP-2352), read before anything is sent.
 //! - `preregistered`: a client registered by hand (the config's `oauth`): its auth method, its
@@ -17,6 +19,7 @@
 //! resource they were issued for.
 
 pub mod challenged;
+pub mod device;
 mod discover;
 mod error;
 pub(crate) mod fetch;
@@ -81,6 +84,11 @@ pub struct Grant {
     /// (SEP-2350), whatever the server granted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_scope: Option<String>,
+    /// The authorization server's metadata document the config names
+    /// (`oauth.authServerMetadataUrl`): the server is pinned by the config, so a resource
+    /// metadata naming another one is no move (SEP-2352) to log in anew for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_url: Option<String>,
     /// When the login happened.
     pub obtained_at: u64,
 }
