@@ -515,3 +515,56 @@ fn call_on_a_terminal_logs_in_with_more_scopes_and_retries_once() {
     assert!(seen.contains("needs a login with more scopes"), "{seen}");
     assert_eq!(server.stats()["token_requests"], 2, "{seen}");
 }
+
+/// `oauth.authServerMetadataUrl` (Claude Code's name) for a server with no protected-resource
+/// metadata, which discovery cannot log in to: that document is read instead of discovering,
+/// the login and a call go through, and a document whose `issuer` is not the one its URL
+/// names (RFC 8414 §3.3) is refused.
+#[test]
+fn a_metadata_url_in_the_config_replaces_discovery_and_its_issuer_is_checked() {
+    let server = OAuthServer::start_with(&["--no-resource-metadata"]);
+    let entry = |oauth: Value| json!({"mcpServers": {"prot": {"type": "http", "url": server.url(), "oauth": oauth}}});
+    let login_fails = |setup: &Cmd| {
+        setup
+            .cmd()
+            .args(["--config", "config.json", "auth", "login", "prot"])
+            .args(["--no-browser", "--json"])
+            .status(1)
+            .run()
+    };
+
+    let bare = Cmd::new()
+        .config_json(json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}}));
+    let undiscovered = login_fails(&bare);
+    assert_eq!(
+        undiscovered.error()["type"],
+        "auth_failed",
+        "{undiscovered}"
+    );
+    assert!(
+        undiscovered.stdout.contains("protected-resource metadata"),
+        "{undiscovered}"
+    );
+
+    let at = |host: &str| {
+        format!(
+            "http://{host}:{}/.well-known/oauth-authorization-server",
+            server.port
+        )
+    };
+    let pinned = Cmd::new().config_json(entry(json!({"authServerMetadataUrl": at("127.0.0.1")})));
+    let logged = login(pinned.dir(), "prot");
+    assert_eq!(logged["scopes"], "mcp", "{logged}");
+    let out = call_prot(&pinned, "echo").run();
+    assert_eq!(out.json()["success"], true, "{out}");
+
+    let snake = entry(json!({"auth_server_metadata_url": at("localhost")}));
+    let elsewhere = login_fails(&Cmd::new().config_json(snake));
+    assert_eq!(elsewhere.error()["type"], "auth_refused", "{elsewhere}");
+    let message = elsewhere.error()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("authorization-server metadata") && message.contains("issuer"),
+        "{message}"
+    );
+    assert!(message.contains(&server.url()), "{message}");
+}

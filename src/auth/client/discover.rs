@@ -390,4 +390,42 @@ mod tests {
             );
         }
     }
+
+    /// RFC 8414 §3.3: a document at a well-known URL must name the issuer that URL was made
+    /// from; any other URL names none (its issuer must be on its origin).
+    #[test]
+    fn a_configured_metadata_url_names_its_issuer_where_it_is_well_known() {
+        let issuer = |text: &str| issuer_at(&Url::parse(text).unwrap());
+        for (at, expected) in [
+            (
+                "https://as.example/.well-known/oauth-authorization-server",
+                "https://as.example",
+            ),
+            (
+                "https://as.example/.well-known/oauth-authorization-server/tenant",
+                "https://as.example/tenant",
+            ),
+            (
+                "https://as.example/.well-known/openid-configuration/tenant",
+                "https://as.example/tenant",
+            ),
+            (
+                "https://as.example/tenant/.well-known/openid-configuration",
+                "https://as.example/tenant",
+            ),
+            (
+                "http://127.0.0.1:9/.well-known/openid-configuration",
+                "http://127.0.0.1:9",
+            ),
+        ] {
+            assert_eq!(issuer(at).as_deref(), Some(expected), "{at}");
+        }
+        for elsewhere in [
+            "https://as.example/metadata.json",
+            "https://as.example/.well-known/oauth-authorization-server-x",
+            "https://as.example/.well-known/openid-configuration?x=1",
+        ] {
+            assert_eq!(issuer(elsewhere), None, "{elsewhere}");
+        }
+    }
 }
