@@ -31,6 +31,7 @@ mod native_startup;
 mod newcomer;
 mod oauth;
 mod oauth_device;
+mod oauth_gateway;
 mod oauth_preregistered;
 mod output;
 mod overrides;

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::util::*;
 
 /// The fixture on a free port, in its own process group; killed on drop.
-struct OAuthServer {
+pub(crate) struct OAuthServer {
     child: Child,
     port: u16,
 }
@@ -23,7 +23,7 @@ impl OAuthServer {
     }
 
     /// The fixture with its flags (`--step-up SCOPE`).
-    fn start_with(flags: &[&str]) -> Self {
+    pub(crate) fn start_with(flags: &[&str]) -> Self {
         let port = free_port();
         let script = manifest_dir().join("tests/fixtures/oauth_server.py");
         let child = Command::new(sdk_python())
@@ -45,7 +45,7 @@ impl OAuthServer {
         server
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
@@ -94,7 +94,7 @@ fn authorize(url: &str) -> String {
 
 /// `auth login SERVER --no-browser` in `dir`: read the URL it prints, play the browser,
 /// paste the redirect back.
-fn login(dir: &std::path::Path, server: &str) -> Value {
+pub(crate) fn login(dir: &std::path::Path, server: &str) -> Value {
     login_with(dir, server, &[]).0
 }
 

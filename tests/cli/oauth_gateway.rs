@@ -1,0 +1,37 @@
+//! A step-up through the gateway (issue 26): a server that answers a tool's call with 403
+//! `insufficient_scope` gives the agent a tool error naming the exact command a person runs —
+//! the scopes to ask for, and the gateway's config and env files as absolute paths, so it works
+//! when pasted anywhere. The Python SDK's protected server (tests/fixtures/oauth_server.py
+//! `--step-up admin`), the Python SDK's client driving `serve` over stdio.
+
+use serde_json::json;
+
+use crate::oauth::{login, OAuthServer};
+use crate::serve::{drive, stdio_gateway, text_of};
+use crate::util::*;
+
+#[test]
+fn a_step_up_through_the_gateway_names_the_exact_login_command() {
+    let server = OAuthServer::start_with(&["--step-up", "admin"]);
+    let setup = Cmd::new()
+        .config_json(json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}}))
+        .file("vars.env", "UNUSED=1\n");
+    let dir = setup.dir().to_path_buf();
+    login(&dir, "prot");
+
+    let mut args = vec!["strict", "--call", "prot__admin_echo"];
+    args.extend(["--arguments", r#"{"message": "hi"}"#]);
+    let env_file = dir.join("vars.env").display().to_string();
+    let gateway = stdio_gateway(&dir, &["--mode", "full", "--env-file", &env_file]);
+    args.extend(gateway.iter().map(String::as_str));
+    let seen = drive(&dir, &args);
+    let result = &seen["result"];
+    assert_eq!(result["isError"], true, "{seen}");
+    let text = text_of(&seen);
+    let config = dir.join("config.json").display().to_string();
+    let command = format!(
+        "mcp-launch auth login prot --scope 'mcp admin' --config {config} --env-file {env_file}"
+    );
+    assert!(text.contains(&command), "{text}");
+    assert!(text.contains("needs a login"), "{text}");
+}
