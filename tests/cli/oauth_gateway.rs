@@ -34,4 +34,19 @@ fn a_step_up_through_the_gateway_names_the_exact_login_command() {
     );
     assert!(text.contains(&command), "{text}");
     assert!(text.contains("needs a login"), "{text}");
+
+    // Logged out (revoked): the tools are still listed from the index, and a call names the
+    // first login's command.
+    setup
+        .cmd()
+        .args(["--config", "config.json", "auth", "logout", "prot"])
+        .run();
+    let mut args = vec!["strict", "--call", "prot__echo"];
+    args.extend(["--arguments", r#"{"message": "hi"}"#]);
+    args.extend(gateway.iter().map(String::as_str));
+    let seen = drive(&dir, &args);
+    assert_eq!(seen["result"]["isError"], true, "{seen}");
+    let text = text_of(&seen);
+    let command = format!("mcp-launch auth login prot --config {config} --env-file {env_file}");
+    assert!(text.contains(&command), "{text}");
 }
