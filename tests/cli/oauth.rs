@@ -426,22 +426,12 @@ fn a_server_that_moves_to_another_authorization_server_is_logged_in_to_anew() {
 /// the event names the exact command (the stack's config given, so it finds the same server).
 #[test]
 fn up_starts_the_rest_of_the_stack_and_names_the_login_command() {
-    use crate::launch_util::{http as front_http, stack, wait_ready};
     let server = OAuthServer::start();
     let config =
         json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}, "time": time()}});
     let setup = Cmd::new().config_json(config);
-    let up = setup
-        .cmd()
-        .args(["up", "--config", "config.json", "--tunnel", "none"])
-        .args(["--controller", "native"])
-        .stderr_any()
-        .spawn();
-    let state = wait_ready(&up, setup.dir(), 1);
-    let running = stack(&state, "config");
-    let key = running["api_key"].as_str().unwrap().to_string();
-    let front = format!("http://127.0.0.1:{}", running["port"]);
-    let (status, body) = front_http(
+    let (up, front, key) = crate::oauth_gateway::native_stack(&setup);
+    let (status, body) = crate::launch_util::http(
         "POST",
         &format!("{front}/time/get_current_time"),
         &[("X-API-Key", &key)],

@@ -50,3 +50,44 @@ fn a_step_up_through_the_gateway_names_the_exact_login_command() {
     let command = format!("mcp-launch auth login prot --config {config} --env-file {env_file}");
     assert!(text.contains(&command), "{text}");
 }
+
+/// `up --controller native` of `setup`'s config, once ready: the process, its front's URL
+/// and key.
+pub(crate) fn native_stack(setup: &Cmd) -> (Running, String, String) {
+    use crate::launch_util::{stack, wait_ready};
+    let up = setup
+        .cmd()
+        .args(["up", "--config", "config.json", "--tunnel", "none"])
+        .args(["--controller", "native"])
+        .stderr_any()
+        .spawn();
+    let state = wait_ready(&up, setup.dir(), 1);
+    let running = stack(&state, "config");
+    let key = running["api_key"].as_str().unwrap().to_string();
+    let front = format!("http://127.0.0.1:{}", running["port"]);
+    (up, front, key)
+}
+
+/// The same through a native stack's REST front: a step-up's 403 is a 502 `needs_login` whose
+/// help names the exact command, with the stack's config as an absolute path.
+#[test]
+fn a_step_up_through_a_native_stack_names_the_exact_login_command() {
+    let server = OAuthServer::start_with(&["--step-up", "admin"]);
+    let setup = Cmd::new()
+        .config_json(json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}}));
+    login(setup.dir(), "prot");
+    let (up, front, key) = native_stack(&setup);
+    let (status, body) = crate::launch_util::http(
+        "POST",
+        &format!("{front}/prot/admin_echo"),
+        &[("X-API-Key", &key)],
+        Some(json!({"message": "hi"})),
+    );
+    setup.cmd().args(["down", "--json"]).run();
+    up.wait();
+    assert_eq!(status, 502, "{body}");
+    let config = setup.dir().join("config.json").display().to_string();
+    let command = format!("mcp-launch auth login prot --scope 'mcp admin' --config {config}");
+    assert!(body.to_string().contains("needs_login"), "{body}");
+    assert!(body.to_string().contains(&command), "{body}");
+}
