@@ -8,6 +8,7 @@
 //!   the token endpoint polled as the authorization server says.
 //! - `challenged`: a 403 `insufficient_scope` (step-up, SEP-2350) and a 401 from a server
 //!   that moved to another authorization server (SEP-2352), read before anything is sent.
+//! - `register`: the client to authorize as (by hand, metadata document, RFC 7591).
 //! - `preregistered`: a client registered by hand (the config's `oauth`): its auth method, its
 //!   authorization request tried before the browser opens, its refusals named.
 //! - `scope`: scope sets and their union.
@@ -25,6 +26,7 @@ mod error;
 pub(crate) mod fetch;
 pub mod login;
 mod preregistered;
+mod register;
 pub mod scope;
 pub mod secrets;
 pub mod store;
