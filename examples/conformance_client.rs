@@ -207,6 +207,8 @@ async fn authorizer(url: &str, context: &Value, scope: Option<String>) -> Result
         registered,
         metadata_document: Some(METADATA_DOCUMENT.into()),
         scope,
+        flow: login::Flow::Redirect,
+        metadata_url: None,
     };
     let http = http_client();
     let pending = login::begin(&http, request)

@@ -282,8 +282,8 @@ pub fn endpoint(spec: &ServerSpec) -> Endpoint {
             oauth,
         } => {
             if let Some(client) = oauth {
-                if let Some(secret) = &client.client_secret {
-                    crate::auth::client::secrets::remember(url, &client.client_id, secret);
+                if let (Some(id), Some(secret)) = (&client.client_id, &client.client_secret) {
+                    crate::auth::client::secrets::remember(url, id, secret);
                 }
             }
             Endpoint::StreamableHttp {

@@ -152,6 +152,7 @@ async fn in_process(
         project_dir: ".".into(),
         // The command line budgets what it prints itself.
         max_output: crate::outputs::Budget::new(0),
+        login: Default::default(),
     };
     let gateway = Gateway::start(loaded.servers().cloned().collect(), options).await?;
     let mut answers = futures_util::stream::iter(calls(ready).into_iter().enumerate())

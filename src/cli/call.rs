@@ -96,7 +96,8 @@ pub(super) async fn run(args: CallArgs, global: &GlobalArgs) -> Result<Outcome, 
             match step_up_scope(&first) {
                 Some(scope) if can_ask_a_person(global) => {
                     anstream::eprintln!("{server} needs a login with more scopes ({scope}); logging in again, then calling once more");
-                    super::auth::log_in(&loaded, entry, Some(scope), false).await?;
+                    super::auth::log_in(&loaded, entry, Some(scope), super::auth::How::Browser)
+                        .await?;
                     call_directly(entry, &tool, arguments, args.timeout, strict).await?
                 }
                 _ => first.map_err(|e| naming_the_login(e, global))?,

@@ -293,7 +293,11 @@ pub(super) async fn run(
     if let (Some(url), Some(_)) = (&args.state, args.http) {
         share_state(url).await?;
     }
-    let gateway = Gateway::start(entries, options(&args)).await?;
+    let login = crate::auth::client::LoginContext::new(
+        loaded.stacks.iter().map(|s| s.path.clone()).collect(),
+        loaded.env_files.clone(),
+    );
+    let gateway = Gateway::start(entries, options(&args, login)).await?;
     if args.daemon {
         // The command line's searches rank by meaning with the daemon's model, whatever the mode.
         gateway.open_model();
@@ -457,7 +461,7 @@ fn passed_on(args: &ServeArgs) -> Vec<String> {
     flags
 }
 
-fn options(args: &ServeArgs) -> GatewayOptions {
+fn options(args: &ServeArgs, login: crate::auth::client::LoginContext) -> GatewayOptions {
     GatewayOptions {
         mode: args.mode,
         idle: (!args.idle.is_zero()).then_some(args.idle),
@@ -470,6 +474,7 @@ fn options(args: &ServeArgs) -> GatewayOptions {
         budget: Budget::default(),
         project_dir: PathBuf::from("."),
         max_output: args.max_output_tokens,
+        login,
     }
 }
 

@@ -1,10 +1,12 @@
 //! A remote server's `oauth` block: a client registered by hand at its authorization server
 //! (GitHub, Google, Slack-style servers take neither Client ID Metadata Documents nor dynamic
-//! registration).
+//! registration), and the authorization server's metadata document where discovery cannot
+//! find it (`authServerMetadataUrl`).
 //!
-//! The field names are Claude Code's (`clientId`, `callbackPort`, `scopes`), so one entry of a
-//! `.mcp.json` serves both; the spellings `client_id`, `client_secret` and `redirect_port` are
-//! taken too. `clientSecret` must come from a variable (`${VAR}`): a secret written out in a
+//! The field names are Claude Code's (`clientId`, `callbackPort`, `scopes`,
+//! `authServerMetadataUrl`), so one entry of a `.mcp.json` serves both; the spellings
+//! `client_id`, `client_secret`, `redirect_port` and `auth_server_metadata_url` are taken too.
+//! The block needs `clientId` or `authServerMetadataUrl` (or both). `clientSecret` must come from a variable (`${VAR}`): a secret written out in a
 //! config file ends up shared or committed, and is refused.
 
 use std::path::Path;
@@ -16,8 +18,9 @@ use super::error::ServerFault;
 /// A client registered beforehand at the server's authorization server, `${…}` expanded.
 #[derive(Clone, PartialEq, Eq)]
 pub struct OAuthClient {
-    /// `clientId`: the client at the authorization server.
-    pub client_id: String,
+    /// `clientId`: the client at the authorization server; `None` when the block only names
+    /// the metadata (the client then registers as without a block).
+    pub client_id: Option<String>,
     /// `clientSecret` (confidential clients), from a variable; never stored, never shown.
     pub client_secret: Option<String>,
     /// `scopes` (space-separated): asked for instead of the discovered ones.
@@ -25,6 +28,9 @@ pub struct OAuthClient {
     /// `callbackPort`: the redirect URI is `http://localhost:PORT/callback` (the one registered
     /// with the app, as Claude Code registers it); else the server's own loopback port.
     pub callback_port: Option<u16>,
+    /// `authServerMetadataUrl`: the authorization server's metadata document, read instead of
+    /// discovering it (its `issuer` still checked, RFC 8414 §3.3).
+    pub metadata_url: Option<String>,
 }
 
 impl std::fmt::Debug for OAuthClient {
@@ -34,6 +40,7 @@ impl std::fmt::Debug for OAuthClient {
             .field("has_secret", &self.client_secret.is_some())
             .field("scopes", &self.scopes)
             .field("callback_port", &self.callback_port)
+            .field("metadata_url", &self.metadata_url)
             .finish()
     }
 }
@@ -41,10 +48,11 @@ impl std::fmt::Debug for OAuthClient {
 /// The `oauth` block as written: strings not yet expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct OAuthShape<'e> {
-    pub(crate) client_id: &'e str,
+    pub(crate) client_id: Option<&'e str>,
     pub(crate) client_secret: Option<&'e str>,
     pub(crate) scopes: Option<String>,
     pub(crate) callback_port: Option<u16>,
+    pub(crate) metadata_url: Option<&'e str>,
 }
 
 /// The entry's `oauth` block, checked; `None` when absent or `null`.
@@ -59,13 +67,20 @@ pub(crate) fn shape(entry: &Map<String, Value>) -> Result<Option<OAuthShape<'_>>
             })
         }
     };
-    let client_id = text(block, "oauth.clientId", "clientId", "client_id")?.ok_or(
-        ServerFault::MissingField {
-            transport: "http",
-            field: "oauth.clientId",
-        },
+    let client_id = text(block, "oauth.clientId", "clientId", "client_id")?;
+    let metadata_url = text(
+        block,
+        "oauth.authServerMetadataUrl",
+        "authServerMetadataUrl",
+        "auth_server_metadata_url",
     )?;
     let client_secret = text(block, "oauth.clientSecret", "clientSecret", "client_secret")?;
+    if client_id.is_none() && (metadata_url.is_none() || client_secret.is_some()) {
+        return Err(ServerFault::MissingField {
+            transport: "http",
+            field: "oauth.clientId",
+        });
+    }
     if client_secret.is_some_and(|secret| !secret.contains("${")) {
         return Err(ServerFault::LiteralSecret {
             field: "oauth.clientSecret",
@@ -77,6 +92,7 @@ pub(crate) fn shape(entry: &Map<String, Value>) -> Result<Option<OAuthShape<'_>>
         client_secret,
         scopes: scopes(block)?,
         callback_port: port(block)?,
+        metadata_url,
     }))
 }
 
@@ -170,21 +186,27 @@ mod tests {
 
     #[test]
     fn claude_codes_spelling_and_the_snake_case_one_are_read() {
+        let metadata = "https://as.example/.well-known/openid-configuration";
         let expected = Some(OAuthShape {
-            client_id: "app",
+            client_id: Some("app"),
             client_secret: Some("${S}"),
             scopes: Some("repo read:org".into()),
             callback_port: Some(8080),
+            metadata_url: Some(metadata),
         });
         let camel = of(json!({"oauth": {"clientId": "app", "clientSecret": "${S}",
-            "scopes": "repo  read:org", "callbackPort": 8080}}));
+            "scopes": "repo  read:org", "callbackPort": 8080,
+            "authServerMetadataUrl": metadata}}));
         assert_eq!(camel.unwrap(), expected);
         let snake = of(
             json!({"oauth": {"client_id": "app", "client_secret": "${S}",
-            "scopes": ["repo", "read:org"], "redirect_port": 8080}}),
+            "scopes": ["repo", "read:org"], "redirect_port": 8080,
+            "auth_server_metadata_url": metadata}}),
         );
         assert_eq!(snake.unwrap(), expected);
         assert_eq!(of(json!({"url": "u"})).unwrap(), None);
+        let only_metadata = of(json!({"oauth": {"authServerMetadataUrl": metadata}}));
+        assert_eq!(only_metadata.unwrap().unwrap().client_id, None);
     }
 
     #[test]
@@ -192,6 +214,11 @@ mod tests {
         let fault = |value: Value| of(value).unwrap_err().to_string();
         assert!(fault(json!({"oauth": "app"})).contains("\"oauth\""));
         assert!(fault(json!({"oauth": {}})).contains("oauth.clientId"));
+        let secret_alone =
+            json!({"oauth": {"authServerMetadataUrl": "https://a/", "clientSecret": "${S}"}});
+        assert!(fault(secret_alone).contains("oauth.clientId"));
+        assert!(fault(json!({"oauth": {"authServerMetadataUrl": 3}}))
+            .contains("oauth.authServerMetadataUrl"));
         assert!(fault(json!({"oauth": {"clientId": 7}})).contains("oauth.clientId"));
         assert!(fault(json!({"oauth": {"clientId": "a", "client_id": "b"}})).contains("once"));
         assert!(

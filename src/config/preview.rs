@@ -167,7 +167,12 @@ fn server_preview(path: &Path, name: &str, value: &Value, vars: &Variables<'_>) 
             oauth,
         }) => {
             if let Some(oauth) = &oauth {
-                seen.scan(oauth.client_id, "oauth.clientId");
+                if let Some(id) = oauth.client_id {
+                    seen.scan(id, "oauth.clientId");
+                }
+                if let Some(url) = oauth.metadata_url {
+                    seen.scan(url, "oauth.authServerMetadataUrl");
+                }
                 if let Some(secret) = oauth.client_secret {
                     seen.scan(secret, "oauth.clientSecret");
                 }

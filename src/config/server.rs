@@ -231,10 +231,17 @@ impl Context<'_> {
             .map(|secret| self.expand_remote(secret, "oauth.clientSecret", entry))
             .transpose()?;
         Ok(OAuthClient {
-            client_id: self.expand_remote(oauth.client_id, "oauth.clientId", entry)?,
+            client_id: oauth
+                .client_id
+                .map(|id| self.expand_remote(id, "oauth.clientId", entry))
+                .transpose()?,
             client_secret: secret.filter(|s| !s.is_empty()),
             scopes: oauth.scopes,
             callback_port: oauth.callback_port,
+            metadata_url: oauth
+                .metadata_url
+                .map(|url| self.expand_remote(url, "oauth.authServerMetadataUrl", entry))
+                .transpose()?,
         })
     }
 

@@ -52,7 +52,7 @@ impl Gateway {
         let served = self.served_by(name, &arguments);
         let routed = self.route(name, arguments, caller).await;
         count_call(&served, name, &routed);
-        let mut result = routed?;
+        let mut result = routed.map_err(|e| e.naming_login(&self.inner.options.login))?;
         if served.server != "mcp-launch" {
             self.link_result(&served.server, &mut result);
         }

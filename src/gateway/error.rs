@@ -85,6 +85,17 @@ pub enum GatewayError {
     /// The server could not be reached, timed out, or the gateway is stopping.
     #[error(transparent)]
     Pool(Box<PoolError>),
+    /// The server wants an OAuth login (none held, or one with more scopes: a step-up): a
+    /// person must run `command`; calls fail until then.
+    #[error("server `{server}` needs a login: {reason}")]
+    NeedsLogin {
+        /// The server's name.
+        server: String,
+        /// Why (the scopes the tool needs, for a step-up).
+        reason: String,
+        /// The exact command, with the scopes and the gateway's config and env files.
+        command: String,
+    },
     /// The gateway cannot answer this the way the command line would yet (a search by
     /// meaning before the tools' embeddings are in): the command line answers itself.
     #[error("the gateway cannot answer yet: {what}")]
@@ -132,6 +143,32 @@ impl GatewayError {
         serde_json::json!({"content": [{"type": "text", "text": text}], "isError": true})
     }
 
+    /// `self`, or for a server that needs an OAuth login, the error naming the exact command
+    /// that logs in to it (`login` gives the gateway's files; the scopes come from a step-up's
+    /// challenge).
+    pub fn naming_login(self, login: &crate::auth::client::LoginContext) -> GatewayError {
+        let (server, reason, scope) = match &self {
+            Self::Pool(pool) => match pool.as_ref() {
+                PoolError::Upstream {
+                    server,
+                    error: crate::mcp::McpError::Auth(auth),
+                } if auth.kind() == "needs_login" => {
+                    (server, auth.to_string(), auth.step_up_scope())
+                }
+                PoolError::Unavailable {
+                    server, failure, ..
+                } if failure.cause == "needs_login" => (server, failure.message.clone(), None),
+                _ => return self,
+            },
+            _ => return self,
+        };
+        GatewayError::NeedsLogin {
+            server: server.clone(),
+            command: login.command(server, scope),
+            reason,
+        }
+    }
+
     /// The pool's error, with an upstream JSON-RPC error pulled out so it passes on as is.
     pub fn from_pool(error: PoolError) -> GatewayError {
         match error {
@@ -163,6 +200,7 @@ impl Actionable for GatewayError {
             Self::Rpc { .. } => "server_error",
             Self::Pool(error) => error.kind(),
             Self::NotReady { .. } => "not_ready",
+            Self::NeedsLogin { .. } => "needs_login",
         }
     }
 
@@ -200,6 +238,10 @@ impl Actionable for GatewayError {
             Self::Rpc { .. } => "the server refused the request; check its arguments".into(),
             Self::Pool(error) => error.help(),
             Self::NotReady { .. } => "ask again in a moment (--daemon off answers directly)".into(),
+            Self::NeedsLogin { command, .. } => format!(
+                "a person must run `{command}` (a browser step, or a code to enter on another \
+                 device with --device); do not retry the call before"
+            ),
         }
     }
 }

@@ -112,6 +112,9 @@ pub struct GatewayOptions {
     pub project_dir: PathBuf,
     /// The most tokens a tool result may cost before it is cut (0: never cut).
     pub max_output: crate::outputs::Budget,
+    /// The files a login command must name (a server that needs a login is answered with the
+    /// exact command a person runs).
+    pub login: crate::auth::client::LoginContext,
 }
 
 /// What clients hear of: list changes, and what upstreams send every client.

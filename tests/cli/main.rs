@@ -30,6 +30,8 @@ mod native;
 mod native_startup;
 mod newcomer;
 mod oauth;
+mod oauth_device;
+mod oauth_gateway;
 mod oauth_preregistered;
 mod output;
 mod overrides;

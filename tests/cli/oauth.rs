@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::util::*;
 
 /// The fixture on a free port, in its own process group; killed on drop.
-struct OAuthServer {
+pub(crate) struct OAuthServer {
     child: Child,
     port: u16,
 }
@@ -23,7 +23,7 @@ impl OAuthServer {
     }
 
     /// The fixture with its flags (`--step-up SCOPE`).
-    fn start_with(flags: &[&str]) -> Self {
+    pub(crate) fn start_with(flags: &[&str]) -> Self {
         let port = free_port();
         let script = manifest_dir().join("tests/fixtures/oauth_server.py");
         let child = Command::new(sdk_python())
@@ -45,7 +45,7 @@ impl OAuthServer {
         server
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
@@ -94,7 +94,7 @@ fn authorize(url: &str) -> String {
 
 /// `auth login SERVER --no-browser` in `dir`: read the URL it prints, play the browser,
 /// paste the redirect back.
-fn login(dir: &std::path::Path, server: &str) -> Value {
+pub(crate) fn login(dir: &std::path::Path, server: &str) -> Value {
     login_with(dir, server, &[]).0
 }
 
@@ -426,22 +426,12 @@ fn a_server_that_moves_to_another_authorization_server_is_logged_in_to_anew() {
 /// the event names the exact command (the stack's config given, so it finds the same server).
 #[test]
 fn up_starts_the_rest_of_the_stack_and_names_the_login_command() {
-    use crate::launch_util::{http as front_http, stack, wait_ready};
     let server = OAuthServer::start();
     let config =
         json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}, "time": time()}});
     let setup = Cmd::new().config_json(config);
-    let up = setup
-        .cmd()
-        .args(["up", "--config", "config.json", "--tunnel", "none"])
-        .args(["--controller", "native"])
-        .stderr_any()
-        .spawn();
-    let state = wait_ready(&up, setup.dir(), 1);
-    let running = stack(&state, "config");
-    let key = running["api_key"].as_str().unwrap().to_string();
-    let front = format!("http://127.0.0.1:{}", running["port"]);
-    let (status, body) = front_http(
+    let (up, front, key) = crate::oauth_gateway::native_stack(&setup);
+    let (status, body) = crate::launch_util::http(
         "POST",
         &format!("{front}/time/get_current_time"),
         &[("X-API-Key", &key)],
@@ -514,4 +504,57 @@ fn call_on_a_terminal_logs_in_with_more_scopes_and_retries_once() {
     assert!(seen.contains("stepped up"), "{seen}");
     assert!(seen.contains("needs a login with more scopes"), "{seen}");
     assert_eq!(server.stats()["token_requests"], 2, "{seen}");
+}
+
+/// `oauth.authServerMetadataUrl` (Claude Code's name) for a server with no protected-resource
+/// metadata, which discovery cannot log in to: that document is read instead of discovering,
+/// the login and a call go through, and a document whose `issuer` is not the one its URL
+/// names (RFC 8414 §3.3) is refused.
+#[test]
+fn a_metadata_url_in_the_config_replaces_discovery_and_its_issuer_is_checked() {
+    let server = OAuthServer::start_with(&["--no-resource-metadata"]);
+    let entry = |oauth: Value| json!({"mcpServers": {"prot": {"type": "http", "url": server.url(), "oauth": oauth}}});
+    let login_fails = |setup: &Cmd| {
+        setup
+            .cmd()
+            .args(["--config", "config.json", "auth", "login", "prot"])
+            .args(["--no-browser", "--json"])
+            .status(1)
+            .run()
+    };
+
+    let bare = Cmd::new()
+        .config_json(json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}}));
+    let undiscovered = login_fails(&bare);
+    assert_eq!(
+        undiscovered.error()["type"],
+        "auth_failed",
+        "{undiscovered}"
+    );
+    assert!(
+        undiscovered.stdout.contains("protected-resource metadata"),
+        "{undiscovered}"
+    );
+
+    let at = |host: &str| {
+        format!(
+            "http://{host}:{}/.well-known/oauth-authorization-server",
+            server.port
+        )
+    };
+    let pinned = Cmd::new().config_json(entry(json!({"authServerMetadataUrl": at("127.0.0.1")})));
+    let logged = login(pinned.dir(), "prot");
+    assert_eq!(logged["scopes"], "mcp", "{logged}");
+    let out = call_prot(&pinned, "echo").run();
+    assert_eq!(out.json()["success"], true, "{out}");
+
+    let snake = entry(json!({"auth_server_metadata_url": at("localhost")}));
+    let elsewhere = login_fails(&Cmd::new().config_json(snake));
+    assert_eq!(elsewhere.error()["type"], "auth_refused", "{elsewhere}");
+    let message = elsewhere.error()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("authorization-server metadata") && message.contains("issuer"),
+        "{message}"
+    );
+    assert!(message.contains(&server.url()), "{message}");
 }

@@ -4,60 +4,29 @@
 //! delegating to it (`serve --http --auth oidc:ISSUER`). The test plays the browser.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
+use crate::oauth_device::exchange;
 use crate::serve_oidc::{gateway, Provider};
 use crate::util::*;
 
 /// The browser: follows the redirects from `url` with the cookies they set, until one goes to
 /// `until` (the loopback redirect URI), which is returned; the last answer when none does.
 fn browse(url: &str, until: &str) -> Result<String, String> {
-    let mut cookies: BTreeMap<String, String> = BTreeMap::new();
+    let mut cookies = BTreeMap::new();
     let mut url = url.to_string();
     for _ in 0..10 {
-        let rest = url.strip_prefix("http://").expect("a loopback URL");
-        let (authority, target) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let cookie: Vec<String> = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let mut socket =
-            TcpStream::connect(authority).map_err(|e| format!("connect {url}: {e}"))?;
-        let request = format!(
-            "GET {target} HTTP/1.1\r\nhost: {authority}\r\ncookie: {}\r\nconnection: close\r\n\r\n",
-            cookie.join("; ")
-        );
-        socket.write_all(request.as_bytes()).expect("send");
-        let mut bytes = Vec::new();
-        if let Err(e) = socket.read_to_end(&mut bytes) {
-            return Err(format!("GET {url}: {e}"));
-        }
-        let answer = String::from_utf8_lossy(&bytes).to_string();
-        let head = answer.split("\r\n\r\n").next().unwrap_or_default();
-        let mut location = None;
-        for line in head.lines() {
-            let Some((name, value)) = line.split_once(": ") else {
-                continue;
-            };
-            if name.eq_ignore_ascii_case("set-cookie") {
-                if let Some((k, v)) = value.split(';').next().and_then(|c| c.split_once('=')) {
-                    cookies.insert(k.to_string(), v.to_string());
-                }
-            } else if name.eq_ignore_ascii_case("location") {
-                location = Some(value.to_string());
-            }
-        }
+        let (status, location, body) = exchange(&mut cookies, "GET", &url, None);
         let Some(location) = location else {
-            return Err(answer);
+            return Err(format!("HTTP {status}: {body}"));
         };
         if location.starts_with(until) {
             return Ok(location);
         }
-        url = match location.strip_prefix('/') {
-            Some(path) => format!("http://{authority}/{path}"),
-            None => location,
-        };
+        url = location;
     }
     Err(format!("more than 10 redirects from {url}"))
 }
@@ -65,13 +34,36 @@ fn browse(url: &str, until: &str) -> Result<String, String> {
 /// `auth login SERVER --no-browser --json` in `cmd`'s directory with `env`: what it printed
 /// (stdout, stderr) and whether it succeeded; the browser is played when it prints a URL.
 fn login(cmd: &Cmd, server: &str, env: &[(&str, &str)], until: &str) -> (bool, String, String) {
+    let flags = ["--no-browser"];
+    watch_login(cmd, server, &flags, env, |line, said, child| {
+        if line.starts_with("http") {
+            let redirect = browse(line.trim(), until)
+                .unwrap_or_else(|page| panic!("{page}\nlogin said: {said}"));
+            writeln!(child.stdin.take().unwrap(), "{redirect}").unwrap();
+        }
+    })
+}
+
+/// `auth login SERVER --json` with `flags` in `cmd`'s directory (its own home, the config
+/// `config.json`) with `env`, and no display: each line it writes on stderr goes to `on_line`
+/// with what it said before and the child (to answer on its stdin). Whether it succeeded,
+/// its stdout and its stderr.
+pub(crate) fn watch_login(
+    cmd: &Cmd,
+    server: &str,
+    flags: &[&str],
+    env: &[(&str, &str)],
+    mut on_line: impl FnMut(&str, &str, &mut Child),
+) -> (bool, String, String) {
     let mut child = Command::new(BIN)
-        .args(["--config", "config.json", "auth", "login", server])
-        .args(["--no-browser", "--json"])
+        .args(["--config", "config.json", "auth", "login", server, "--json"])
+        .args(flags)
         .current_dir(cmd.dir())
         .env("HOME", cmd.dir())
         .env_remove("XDG_STATE_HOME")
         .env("XDG_CACHE_HOME", cmd.dir().join(".cache"))
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -82,11 +74,7 @@ fn login(cmd: &Cmd, server: &str, env: &[(&str, &str)], until: &str) -> (bool, S
     let mut said = String::new();
     let mut line = String::new();
     while stderr.read_line(&mut line).unwrap_or(0) > 0 {
-        if line.starts_with("http") {
-            let redirect = browse(line.trim(), until)
-                .unwrap_or_else(|page| panic!("{page}\nlogin said: {said}"));
-            writeln!(child.stdin.take().unwrap(), "{redirect}").unwrap();
-        }
+        on_line(&line, &said, &mut child);
         said.push_str(&line);
         line.clear();
     }

@@ -41,10 +41,13 @@ pub async fn insufficient_scope(
 
 /// The error for a 401 from a server whose metadata names another authorization server than
 /// the one the stored grant of `url` came from; `None` when it is the same one, when nothing
-/// is stored, or when the metadata cannot be read now (the grant's own authorization server
+/// is stored, when the config pins the authorization server (`authServerMetadataUrl`), or when
+/// the metadata cannot be read now (the grant's own authorization server
 /// is then asked for a refresh, as before: the tokens go nowhere new).
 pub async fn moved(url: &str, shown: &str, challenge: &BearerChallenge) -> Option<AuthError> {
-    let grant = store::load(url)?;
+    // A config that names the authorization server's metadata pins the server: the
+    // resource's metadata may name another one and it is no move.
+    let grant = store::load(url).filter(|grant| grant.metadata_url.is_none())?;
     let named = authorization_server(&super::http_client(), url, Some(challenge))
         .await
         .ok()?;

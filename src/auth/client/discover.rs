@@ -11,6 +11,7 @@ use super::fetch::Fetch;
 use crate::auth::challenge::BearerChallenge;
 use crate::auth::metadata::{
     authorization_server_urls, protected_resource_urls, AuthorizationServer, ProtectedResource,
+    AUTHORIZATION_SERVER_SUFFIX, OPENID_SUFFIX,
 };
 
 /// What discovery found for one MCP server.
@@ -25,29 +26,99 @@ pub struct Discovery {
 }
 
 /// Discovers the authorization server of the MCP endpoint `url`. `challenge` is the Bearer
-/// challenge of a 401 already seen; without one, the endpoint is asked once.
+/// challenge of a 401 already seen; without one, the endpoint is asked once. `metadata_url`
+/// (the config's `oauth.authServerMetadataUrl`) names the authorization server's metadata
+/// document instead of discovering it: see [`pinned`].
 pub async fn discover(
     client: &Client,
     url: &str,
     challenge: Option<BearerChallenge>,
+    metadata_url: Option<&str>,
 ) -> Result<Discovery, AuthError> {
     let endpoint = parse_url(url, url, Step::ResourceMetadata)?;
     let challenge = match challenge {
         Some(c) => Some(c),
         None => probe(client, &endpoint).await,
     };
-    let (metadata, resource, issuer) = guarded_by(client, url, challenge.as_ref()).await?;
-    let server = server_metadata(client, url, &issuer).await?;
+    let (scopes_supported, resource, server) = match metadata_url {
+        Some(at) => pinned(client, &endpoint, challenge.as_ref(), at).await?,
+        None => {
+            let (metadata, resource, issuer) = guarded_by(client, url, challenge.as_ref()).await?;
+            let server = server_metadata(client, url, &issuer).await?;
+            (metadata.scopes_supported, resource, server)
+        }
+    };
     let scope = challenge
         .as_ref()
         .and_then(|c| c.scope.clone())
-        .or_else(|| metadata.scopes_supported.as_ref().map(|s| s.join(" ")))
+        .or_else(|| scopes_supported.map(|s| s.join(" ")))
         .filter(|s| !s.is_empty());
     Ok(Discovery {
         resource,
         server,
         scope,
     })
+}
+
+/// Discovery with the authorization server's metadata document named by the config: that
+/// document, its `issuer` checked as RFC 8414 §3.3 says (see [`issuer_at`]). The resource's
+/// own metadata, where it has one, still gives the resource indicator (checked as always) and
+/// its scopes; without one the resource is the endpoint itself.
+async fn pinned(
+    client: &Client,
+    endpoint: &Url,
+    challenge: Option<&BearerChallenge>,
+    metadata_url: &str,
+) -> Result<(Option<Vec<String>>, String, AuthorizationServer), AuthError> {
+    let url = endpoint.as_str();
+    let (scopes, resource) = match resource_metadata(client, endpoint, challenge).await {
+        Ok(metadata) => (
+            metadata.scopes_supported.clone(),
+            check_resource(url, endpoint, &metadata)?,
+        ),
+        Err(AuthError::Failed { .. }) => (None, url.to_string()),
+        Err(refused) => return Err(refused),
+    };
+    let fetch = Fetch {
+        client,
+        resource: url,
+        step: Step::ServerMetadata,
+    };
+    let at = parse_url(url, metadata_url, Step::ServerMetadata)?;
+    let server: AuthorizationServer = fetch.json(&fetch.get(&at).await?)?;
+    let issuer = match issuer_at(&at) {
+        Some(issuer) => issuer,
+        None if Url::parse(&server.issuer).is_ok_and(|i| i.origin() == at.origin()) => {
+            server.issuer.clone()
+        }
+        None => {
+            return Err(fetch.refused(format!(
+                "its issuer {:?} is not on the origin of {at}, where the config's authServerMetadataUrl found it",
+                server.issuer
+            )))
+        }
+    };
+    Ok((scopes, resource, check_server(&fetch, server, &issuer)?))
+}
+
+/// The issuer a metadata document at `at` must name (RFC 8414 §3.3), when `at` is one of the
+/// well-known forms (`/.well-known/oauth-authorization-server/PATH`,
+/// `/.well-known/openid-configuration/PATH`, `/PATH/.well-known/openid-configuration`); `None`
+/// for any other URL (its issuer must then be on its origin).
+fn issuer_at(at: &Url) -> Option<String> {
+    if at.query().is_some() || at.fragment().is_some() {
+        return None;
+    }
+    let path = at.path();
+    let path = [AUTHORIZATION_SERVER_SUFFIX, OPENID_SUFFIX]
+        .iter()
+        .find_map(|suffix| {
+            let rest = path.strip_prefix(suffix)?;
+            (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+        })
+        .or_else(|| path.strip_suffix(OPENID_SUFFIX))?;
+    let origin = at.origin().ascii_serialization();
+    Some(format!("{origin}{path}"))
 }
 
 /// The resource's checked metadata, its resource indicator and the authorization server it
@@ -193,6 +264,17 @@ async fn server_metadata(
     }
     let server = found
         .ok_or_else(|| fetch.failed(format!("no metadata at the well-known URLs of {issuer}")))?;
+    check_server(&fetch, server, issuer)
+}
+
+/// An authorization server's metadata, checked: its `issuer` is the one expected, PKCE S256
+/// offered, endpoints on HTTPS (or loopback).
+fn check_server(
+    fetch: &Fetch<'_>,
+    server: AuthorizationServer,
+    issuer: &str,
+) -> Result<AuthorizationServer, AuthError> {
+    let url = fetch.resource;
     if trimmed(&server.issuer) != trimmed(issuer) {
         return Err(fetch.refused(format!(
             "its issuer {:?} is not {issuer:?}, where it was found",
@@ -306,6 +388,44 @@ mod tests {
                 "auth_refused",
                 "{bad}"
             );
+        }
+    }
+
+    /// RFC 8414 §3.3: a document at a well-known URL must name the issuer that URL was made
+    /// from; any other URL names none (its issuer must be on its origin).
+    #[test]
+    fn a_configured_metadata_url_names_its_issuer_where_it_is_well_known() {
+        let issuer = |text: &str| issuer_at(&Url::parse(text).unwrap());
+        for (at, expected) in [
+            (
+                "https://as.example/.well-known/oauth-authorization-server",
+                "https://as.example",
+            ),
+            (
+                "https://as.example/.well-known/oauth-authorization-server/tenant",
+                "https://as.example/tenant",
+            ),
+            (
+                "https://as.example/.well-known/openid-configuration/tenant",
+                "https://as.example/tenant",
+            ),
+            (
+                "https://as.example/tenant/.well-known/openid-configuration",
+                "https://as.example/tenant",
+            ),
+            (
+                "http://127.0.0.1:9/.well-known/openid-configuration",
+                "http://127.0.0.1:9",
+            ),
+        ] {
+            assert_eq!(issuer(at).as_deref(), Some(expected), "{at}");
+        }
+        for elsewhere in [
+            "https://as.example/metadata.json",
+            "https://as.example/.well-known/oauth-authorization-server-x",
+            "https://as.example/.well-known/openid-configuration?x=1",
+        ] {
+            assert_eq!(issuer(elsewhere), None, "{elsewhere}");
         }
     }
 }

@@ -11,6 +11,8 @@ pub enum Step {
     Registration,
     /// The authorization response (the redirect back to us).
     Authorization,
+    /// The device authorization request (RFC 8628 §3.1).
+    DeviceAuthorization,
     /// The authorization code exchange.
     Token,
     /// The refresh token exchange.
@@ -26,6 +28,7 @@ impl std::fmt::Display for Step {
             Step::ServerMetadata => "authorization-server metadata",
             Step::Registration => "client registration",
             Step::Authorization => "authorization response",
+            Step::DeviceAuthorization => "device authorization",
             Step::Token => "token request",
             Step::Refresh => "token refresh",
             Step::Store => "token store",
@@ -172,6 +175,42 @@ pub fn login_command<P: AsRef<std::path::Path>>(
     command
 }
 
+/// What a login command must repeat of the process that found the server, so that it finds
+/// the same server when pasted anywhere: the config files and env files read (absolute).
+#[derive(Debug, Clone, Default)]
+pub struct LoginContext {
+    /// `--config` for each.
+    pub configs: Vec<std::path::PathBuf>,
+    /// `--env-file` for each (a pasted `--config` reads no `./.env`).
+    pub env_files: Vec<std::path::PathBuf>,
+}
+
+impl LoginContext {
+    /// The files, made absolute against the working directory.
+    pub fn new(configs: Vec<std::path::PathBuf>, env_files: Vec<std::path::PathBuf>) -> Self {
+        let absolute = |paths: Vec<std::path::PathBuf>| {
+            paths
+                .into_iter()
+                .map(|p| std::path::absolute(&p).unwrap_or(p))
+                .collect()
+        };
+        LoginContext {
+            configs: absolute(configs),
+            env_files: absolute(env_files),
+        }
+    }
+
+    /// [`login_command`] for `server`, with `--env-file` for each env file.
+    pub fn command(&self, server: &str, scope: Option<&str>) -> String {
+        let mut command = login_command(server, scope, &self.configs);
+        for file in &self.env_files {
+            let file = file.to_string_lossy();
+            command.push_str(&format!(" --env-file {}", shell_word(&file)));
+        }
+        command
+    }
+}
+
 /// `word` as a shell reads it: as is when plain, else in single quotes.
 fn shell_word(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "._/-:@+=,".contains(c);
@@ -200,5 +239,12 @@ mod tests {
             login_command("s", None, &["it's.json", "b.json"]),
             r"mcp-launch auth login s --config 'it'\''s.json' --config b.json"
         );
+        let context = LoginContext::new(vec!["/p/a.json".into()], vec!["/p/my .env".into()]);
+        assert_eq!(
+            context.command("s", Some("mcp admin")),
+            "mcp-launch auth login s --scope 'mcp admin' --config /p/a.json --env-file '/p/my .env'"
+        );
+        let relative = LoginContext::new(vec!["a.json".into()], vec![]);
+        assert!(relative.configs[0].is_absolute());
     }
 }

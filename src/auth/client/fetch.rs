@@ -163,26 +163,41 @@ fn clip(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
 
-    /// An authorization server whose metadata never ends: the read stops at the cap.
-    #[tokio::test]
-    async fn an_oversized_answer_is_refused_naming_the_step() {
+    /// A hostile authorization server on loopback that answers one request with `body` as
+    /// JSON, or with a body that never ends (`None`); its address.
+    pub(crate) async fn serve_once(body: Option<String>) -> std::net::SocketAddr {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
             let (mut socket, _) = listener.accept().await.unwrap();
             let mut request = [0u8; 4096];
             let _ = socket.read(&mut request).await;
-            let head =
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+            let length = body
+                .as_ref()
+                .map(|b| format!("content-length: {}\r\n", b.len()))
+                .unwrap_or_default();
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{length}connection: close\r\n\r\n");
             socket.write_all(head.as_bytes()).await.unwrap();
-            let chunk = vec![b' '; 64 * 1024];
-            while socket.write_all(&chunk).await.is_ok() {}
+            match body {
+                Some(body) => socket.write_all(body.as_bytes()).await.unwrap(),
+                None => {
+                    let chunk = vec![b' '; 64 * 1024];
+                    while socket.write_all(&chunk).await.is_ok() {}
+                }
+            }
         });
+        addr
+    }
+
+    /// An authorization server whose metadata never ends: the read stops at the cap.
+    #[tokio::test]
+    async fn an_oversized_answer_is_refused_naming_the_step() {
+        let addr = serve_once(None).await;
         let client = http_client();
         let fetch = Fetch {
             client: &client,

@@ -6,11 +6,10 @@ use reqwest::{Client, Url};
 
 use super::discover::{discover, is_loopback, parse_url, same_server, Discovery};
 use super::error::{AuthError, Step};
-use super::fetch::Fetch;
 use super::preregistered::{at_token_endpoint, Probe};
-use super::token::BASIC;
+use super::register::register;
 use super::Grant;
-use crate::auth::metadata::{ClientInformation, ClientMetadata};
+use crate::auth::metadata::ClientInformation;
 use crate::auth::pkce::{self, Pkce};
 
 pub use super::preregistered::PreRegistered;
@@ -29,26 +28,55 @@ pub struct LoginRequest {
     pub metadata_document: Option<String>,
     /// Scopes to ask for beyond the discovered ones (a step-up's, or `auth login --scope`).
     pub scope: Option<String>,
+    /// How the person authorizes (see [`Flow`]).
+    pub flow: Flow,
+    /// The authorization server's metadata document to use instead of discovering it (the
+    /// config's `oauth.authServerMetadataUrl`).
+    pub metadata_url: Option<String>,
 }
 
-/// A login waiting for its redirect.
-pub struct Pending {
-    request: LoginRequest,
-    discovery: Discovery,
-    client: ClientInformation,
-    pkce: Pkce,
-    state: String,
+/// How the person authorizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// The authorization code flow: a browser, whose redirect comes back to us (or is pasted).
+    Redirect,
+    /// Device authorization (RFC 8628): a code the person enters on any device.
+    Device,
+    /// Device authorization where the authorization server offers it, else `Redirect` (a
+    /// machine with no browser).
+    DeviceWhereOffered,
+}
+
+/// A login whose authorization server is discovered and whose client is registered: what
+/// both flows start from.
+pub struct Started {
+    pub(crate) request: LoginRequest,
+    pub(crate) discovery: Discovery,
+    pub(crate) client: ClientInformation,
     /// The scopes asked for (kept in the grant: the next step-up asks for them again).
-    scope: Option<String>,
-    /// Where to send the person.
-    pub authorize_url: Url,
+    pub(crate) scope: Option<String>,
     /// The authorization server of the grant stored before, when it was another one (the
     /// server moved, SEP-2352): nothing of that grant was sent to the new one.
     pub replaces_issuer: Option<String>,
 }
 
+/// A login waiting for its redirect.
+pub struct Pending {
+    started: Started,
+    pkce: Pkce,
+    state: String,
+    /// Where to send the person.
+    pub authorize_url: Url,
+}
+
 /// Discovers, registers and builds the authorization URL.
 pub async fn begin(http: &Client, request: LoginRequest) -> Result<Pending, AuthError> {
+    start(http, request).await?.authorize()
+}
+
+/// Discovers the authorization server and registers with it, for the request's flow (a
+/// `DeviceWhereOffered` is settled here, by the metadata).
+pub async fn start(http: &Client, mut request: LoginRequest) -> Result<Started, AuthError> {
     let redirect = Url::parse(&request.redirect_uri).ok().filter(is_loopback);
     if redirect.is_none() {
         return Err(AuthError::Refused {
@@ -57,7 +85,15 @@ pub async fn begin(http: &Client, request: LoginRequest) -> Result<Pending, Auth
             reason: format!("{} is not a loopback redirect URI", request.redirect_uri),
         });
     }
-    let discovery = discover(http, &request.url, None).await?;
+    let discovery = discover(http, &request.url, None, request.metadata_url.as_deref()).await?;
+    if request.flow == Flow::DeviceWhereOffered {
+        let offered = discovery.server.device_authorization_endpoint.is_some();
+        request.flow = if offered {
+            Flow::Device
+        } else {
+            Flow::Redirect
+        };
+    }
     let held = super::store::load(&request.url);
     let replaces_issuer = held
         .as_ref()
@@ -65,42 +101,100 @@ pub async fn begin(http: &Client, request: LoginRequest) -> Result<Pending, Auth
         .filter(|issuer| !same_server(&discovery.server.issuer, issuer));
     let scope = scope_to_ask(&request, &discovery, held.as_ref());
     let client = register(http, &request, &discovery, scope.as_deref()).await?;
-    let pkce = Pkce::new();
-    let state = crate::auth::random_string(32);
-    let endpoint = discovery
-        .server
-        .authorization_endpoint
-        .as_deref()
-        .ok_or_else(|| AuthError::Refused {
-            resource: request.url.clone(),
-            step: Step::ServerMetadata,
-            reason: "it names no authorization_endpoint".into(),
-        })?;
-    let mut authorize_url = parse_url(&request.url, endpoint, Step::ServerMetadata)?;
-    {
-        let mut query = authorize_url.query_pairs_mut();
-        query
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &client.client_id)
-            .append_pair("redirect_uri", &request.redirect_uri)
-            .append_pair("code_challenge", &pkce.challenge)
-            .append_pair("code_challenge_method", pkce::METHOD)
-            .append_pair("state", &state)
-            .append_pair("resource", &discovery.resource);
-        if let Some(scope) = &scope {
-            query.append_pair("scope", scope);
-        }
-    }
-    Ok(Pending {
+    Ok(Started {
         request,
         discovery,
         client,
-        pkce,
-        state,
         scope,
-        authorize_url,
         replaces_issuer,
     })
+}
+
+impl Started {
+    /// The flow the login takes (never `DeviceWhereOffered`).
+    pub fn flow(&self) -> Flow {
+        self.request.flow
+    }
+
+    /// The authorization URL of the code flow, with PKCE S256, `state` and the resource.
+    pub fn authorize(self) -> Result<Pending, AuthError> {
+        let pkce = Pkce::new();
+        let state = crate::auth::random_string(32);
+        let endpoint = self
+            .discovery
+            .server
+            .authorization_endpoint
+            .as_deref()
+            .ok_or_else(|| AuthError::Refused {
+                resource: self.request.url.clone(),
+                step: Step::ServerMetadata,
+                reason: "it names no authorization_endpoint".into(),
+            })?;
+        let mut authorize_url = parse_url(&self.request.url, endpoint, Step::ServerMetadata)?;
+        {
+            let mut query = authorize_url.query_pairs_mut();
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &self.client.client_id)
+                .append_pair("redirect_uri", &self.request.redirect_uri)
+                .append_pair("code_challenge", &pkce.challenge)
+                .append_pair("code_challenge_method", pkce::METHOD)
+                .append_pair("state", &state)
+                .append_pair("resource", &self.discovery.resource);
+            if let Some(scope) = &self.scope {
+                query.append_pair("scope", scope);
+            }
+        }
+        Ok(Pending {
+            started: self,
+            pkce,
+            state,
+            authorize_url,
+        })
+    }
+
+    /// The grant this login makes, before its tokens come.
+    pub(crate) fn grant(&self) -> Grant {
+        let pre = self.request.registered.as_ref();
+        Grant {
+            server: self.request.server.clone(),
+            url: self.request.url.clone(),
+            resource: self.discovery.resource.clone(),
+            issuer: self.discovery.server.issuer.clone(),
+            token_endpoint: self
+                .discovery
+                .server
+                .token_endpoint
+                .clone()
+                .unwrap_or_default(),
+            revocation_endpoint: self.discovery.server.revocation_endpoint.clone(),
+            client_id: self.client.client_id.clone(),
+            // A pre-registered client's secret stays in the config.
+            client_secret: self.client.client_secret.clone().filter(|_| pre.is_none()),
+            secret_from_config: pre.is_some_and(|pre| pre.client_secret.is_some()),
+            token_endpoint_auth_method: self.client.metadata.token_endpoint_auth_method.clone(),
+            access_token: String::new(),
+            refresh_token: None,
+            expires_at: None,
+            scope: None,
+            requested_scope: self.scope.clone(),
+            metadata_url: self.request.metadata_url.clone(),
+            obtained_at: super::now(),
+        }
+    }
+
+    /// A token endpoint's refusal of a client registered by hand, named as such.
+    pub(crate) fn at_token_endpoint(&self, error: AuthError) -> AuthError {
+        match &self.request.registered {
+            Some(pre) => at_token_endpoint(
+                error,
+                pre,
+                &self.discovery.server.issuer,
+                &self.request.redirect_uri,
+            ),
+            None => error,
+        }
+    }
 }
 
 /// The scopes to ask for: the discovered ones (the 401's challenge, else the resource's
@@ -127,115 +221,25 @@ fn scope_to_ask(
     ])
 }
 
-/// The client to authorize as: pre-registered, a metadata document, or registered now.
-async fn register(
-    http: &Client,
-    request: &LoginRequest,
-    discovery: &Discovery,
-    scope: Option<&str>,
-) -> Result<ClientInformation, AuthError> {
-    let metadata = client_metadata(request, discovery, scope);
-    let as_client = |client_id: String, client_secret| ClientInformation {
-        client_id,
-        client_secret,
-        client_id_issued_at: None,
-        client_secret_expires_at: None,
-        metadata: metadata.clone(),
-    };
-    if let Some(pre) = &request.registered {
-        let mut client = as_client(pre.client_id.clone(), pre.client_secret.clone());
-        client.metadata.token_endpoint_auth_method =
-            Some(pre.auth_method(&discovery.server).into());
-        if let Some(secret) = &pre.client_secret {
-            super::secrets::remember(&request.url, &pre.client_id, secret);
-        }
-        return Ok(client);
-    }
-    let server = &discovery.server;
-    if let (true, Some(url)) = (
-        server.client_id_metadata_document_supported,
-        &request.metadata_document,
-    ) {
-        return Ok(as_client(url.clone(), None));
-    }
-    let fetch = Fetch {
-        client: http,
-        resource: &request.url,
-        step: Step::Registration,
-    };
-    let endpoint = server.registration_endpoint.as_deref().ok_or_else(|| {
-        fetch.failed("the authorization server takes no dynamic registration; put a pre-registered `oauth: {client_id}` in the server's config entry".into())
-    })?;
-    let endpoint = parse_url(&request.url, endpoint, Step::Registration)?;
-    let answer = fetch.post_json(&endpoint, &metadata).await?;
-    let mut info: ClientInformation = fetch.json(&answer)?;
-    // The method it registered, else the one we asked for (RFC 7591 §3.2.1 echoes it).
-    info.metadata.token_endpoint_auth_method = info
-        .metadata
-        .token_endpoint_auth_method
-        .or(metadata.token_endpoint_auth_method);
-    let ours = &request.redirect_uri;
-    if !info.metadata.redirect_uris.is_empty() && !info.metadata.redirect_uris.contains(ours) {
-        return Err(fetch.refused(format!("it registered other redirect URIs than {ours}")));
-    }
-    Ok(info)
-}
-
-/// What we register as: a native application (SEP-837: a CLI on the person's machine, its
-/// redirect on loopback) using the authorization code flow.
-fn client_metadata(
-    request: &LoginRequest,
-    discovery: &Discovery,
-    scope: Option<&str>,
-) -> ClientMetadata {
-    let mut extra = serde_json::Map::new();
-    extra.insert("application_type".into(), "native".into());
-    ClientMetadata {
-        client_name: Some("mcp-launch".into()),
-        redirect_uris: vec![request.redirect_uri.clone()],
-        grant_types: vec!["authorization_code".into(), "refresh_token".into()],
-        response_types: vec!["code".into()],
-        token_endpoint_auth_method: Some(auth_method(&discovery.server).into()),
-        scope: scope.map(String::from),
-        extra,
-        ..ClientMetadata::default()
-    }
-}
-
-/// A public client (`none`, PKCE only) where the server takes one, else `client_secret_post`
-/// where it takes that, else `client_secret_basic` where only that is offered.
-fn auth_method(server: &crate::auth::metadata::AuthorizationServer) -> &'static str {
-    let offered = |method: &str| {
-        server
-            .token_endpoint_auth_methods_supported
-            .as_ref()
-            .is_none_or(|methods| methods.iter().any(|m| m == method))
-    };
-    match (
-        offered("none"),
-        offered("client_secret_post"),
-        offered(BASIC),
-    ) {
-        (true, _, _) => "none",
-        (false, false, true) => BASIC,
-        _ => "client_secret_post",
-    }
-}
-
 impl Pending {
+    /// The authorization server of the grant stored before, when it was another one.
+    pub fn replaces_issuer(&self) -> Option<&str> {
+        self.started.replaces_issuer.as_deref()
+    }
+
     /// For a client registered by hand, tries the authorization request once before a person
     /// is sent there: an authorization server that refuses the client (an unknown id, a
     /// redirect URI the app does not list) is then said here, naming the config, instead of
     /// on an error page in the browser. Nothing to do for other clients.
     pub async fn check_client(&self, http: &Client) -> Result<(), AuthError> {
-        let Some(pre) = &self.request.registered else {
+        let Some(pre) = &self.started.request.registered else {
             return Ok(());
         };
         let probe = Probe {
             client: http,
-            resource: &self.request.url,
-            issuer: &self.discovery.server.issuer,
-            redirect_uri: &self.request.redirect_uri,
+            resource: &self.started.request.url,
+            issuer: &self.started.discovery.server.issuer,
+            redirect_uri: &self.started.request.redirect_uri,
         };
         probe.authorization(pre, &self.authorize_url).await
     }
@@ -244,57 +248,19 @@ impl Pending {
     /// its code for tokens; the grant, ready to store.
     pub async fn finish(self, http: &Client, redirected: &str) -> Result<Grant, AuthError> {
         let code = self.check_redirect(redirected)?;
-        let mut grant = Grant {
-            server: self.request.server.clone(),
-            url: self.request.url.clone(),
-            resource: self.discovery.resource.clone(),
-            issuer: self.discovery.server.issuer.clone(),
-            token_endpoint: self
-                .discovery
-                .server
-                .token_endpoint
-                .clone()
-                .unwrap_or_default(),
-            revocation_endpoint: self.discovery.server.revocation_endpoint.clone(),
-            client_id: self.client.client_id.clone(),
-            // A pre-registered client's secret stays in the config.
-            client_secret: self
-                .client
-                .client_secret
-                .clone()
-                .filter(|_| self.request.registered.is_none()),
-            secret_from_config: self
-                .request
-                .registered
-                .as_ref()
-                .is_some_and(|pre| pre.client_secret.is_some()),
-            token_endpoint_auth_method: self.client.metadata.token_endpoint_auth_method.clone(),
-            access_token: String::new(),
-            refresh_token: None,
-            expires_at: None,
-            scope: None,
-            requested_scope: self.scope.clone(),
-            obtained_at: super::now(),
-        };
+        let started = &self.started;
+        let mut grant = started.grant();
         let pairs = [
             ("grant_type", "authorization_code"),
             ("code", code.as_str()),
-            ("redirect_uri", self.request.redirect_uri.as_str()),
+            ("redirect_uri", started.request.redirect_uri.as_str()),
             ("code_verifier", self.pkce.verifier.as_str()),
         ];
         let token = grant
             .token_client(http)
             .request(Step::Token, &pairs)
             .await
-            .map_err(|error| match &self.request.registered {
-                Some(pre) => at_token_endpoint(
-                    error,
-                    pre,
-                    &self.discovery.server.issuer,
-                    &self.request.redirect_uri,
-                ),
-                None => error,
-            })?;
+            .map_err(|error| started.at_token_endpoint(error))?;
         grant.take(token);
         Ok(grant)
     }
@@ -303,7 +269,7 @@ impl Pending {
     /// and from the issuer we asked.
     fn check_redirect(&self, redirected: &str) -> Result<String, AuthError> {
         let refuse = |reason: String| AuthError::Refused {
-            resource: self.request.url.clone(),
+            resource: self.started.request.url.clone(),
             step: Step::Authorization,
             reason,
         };
@@ -312,10 +278,10 @@ impl Pending {
         let mut base = url.clone();
         base.set_query(None);
         base.set_fragment(None);
-        if base.as_str() != self.request.redirect_uri {
+        if base.as_str() != self.started.request.redirect_uri {
             return Err(refuse(format!(
                 "the redirect went to {base}, not to {}",
-                self.request.redirect_uri
+                self.started.request.redirect_uri
             )));
         }
         let param = |name: &str| {
@@ -332,7 +298,7 @@ impl Pending {
         if let Some(error) = param("error") {
             let detail = param("error_description").unwrap_or_default();
             return Err(AuthError::Failed {
-                resource: self.request.url.clone(),
+                resource: self.started.request.url.clone(),
                 step: Step::Authorization,
                 reason: format!("the authorization server said {error} {detail}")
                     .trim()
@@ -345,12 +311,13 @@ impl Pending {
     /// RFC 9207: an `iss` must be our issuer, compared as strings with no normalization
     /// (§2.4; SEP-2468); one the server promised must be there.
     fn check_iss(&self, iss: Option<&str>) -> Result<(), String> {
-        let issuer = &self.discovery.server.issuer;
+        let issuer = &self.started.discovery.server.issuer;
         match iss {
             Some(iss) if iss != issuer => {
                 Err(format!("it comes from issuer {iss:?}, not {issuer:?}"))
             }
             None if self
+                .started
                 .discovery
                 .server
                 .authorization_response_iss_parameter_supported =>
@@ -363,31 +330,27 @@ impl Pending {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::auth::metadata::ClientMetadata;
     use serde_json::{json, Value};
 
-    fn pending(iss_promised: bool) -> Pending {
-        let server = serde_json::from_value(json!({
-            "issuer": "https://as.example",
-            "authorization_endpoint": "https://as.example/authorize",
-            "token_endpoint": "https://as.example/token",
-            "code_challenge_methods_supported": ["S256"],
-            "authorization_response_iss_parameter_supported": iss_promised,
-        }))
-        .unwrap();
-        Pending {
+    /// A login to `url` whose authorization server's metadata is `server`, its client `c`.
+    pub(crate) fn started(url: &str, server: Value, flow: Flow) -> Started {
+        Started {
             request: LoginRequest {
                 server: "s".into(),
-                url: "https://mcp.example/mcp".into(),
+                url: url.into(),
                 redirect_uri: "http://127.0.0.1:33001/callback".into(),
                 registered: None,
                 metadata_document: None,
                 scope: None,
+                flow,
+                metadata_url: None,
             },
             discovery: Discovery {
-                resource: "https://mcp.example/mcp".into(),
-                server,
+                resource: url.into(),
+                server: serde_json::from_value(server).unwrap(),
                 scope: None,
             },
             client: ClientInformation {
@@ -397,11 +360,25 @@ mod tests {
                 client_secret_expires_at: None,
                 metadata: ClientMetadata::default(),
             },
+            scope: None,
+            replaces_issuer: None,
+        }
+    }
+
+    fn pending(iss_promised: bool) -> Pending {
+        let server = json!({
+            "issuer": "https://as.example",
+            "authorization_endpoint": "https://as.example/authorize",
+            "token_endpoint": "https://as.example/token",
+            "code_challenge_methods_supported": ["S256"],
+            "authorization_response_iss_parameter_supported": iss_promised,
+        });
+        let started = started("https://mcp.example/mcp", server, Flow::Redirect);
+        Pending {
+            started,
             pkce: Pkce::new(),
             state: "st8".into(),
-            scope: None,
             authorize_url: Url::parse("https://as.example/authorize").unwrap(),
-            replaces_issuer: None,
         }
     }
 
@@ -450,8 +427,8 @@ mod tests {
     #[test]
     fn a_login_asks_for_the_union_of_held_discovered_and_wanted_scopes() {
         let mut p = pending(false);
-        p.discovery.scope = Some("mcp:basic".into());
-        p.request.scope = Some("mcp:basic mcp:write".into());
+        p.started.discovery.scope = Some("mcp:basic".into());
+        p.started.request.scope = Some("mcp:basic mcp:write".into());
         let held: Grant = serde_json::from_value(json!({
             "server": "s", "url": "u", "resource": "r", "issuer": "i", "token_endpoint": "t",
             "client_id": "c", "access_token": "a", "obtained_at": 0,
@@ -459,61 +436,34 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            scope_to_ask(&p.request, &p.discovery, Some(&held)).as_deref(),
+            scope_to_ask(&p.started.request, &p.started.discovery, Some(&held)).as_deref(),
             Some("files:read mcp:basic mcp:write")
         );
         assert_eq!(
-            scope_to_ask(&p.request, &p.discovery, None).as_deref(),
+            scope_to_ask(&p.started.request, &p.started.discovery, None).as_deref(),
             Some("mcp:basic mcp:write")
         );
-        p.request.scope = None;
-        p.discovery.scope = None;
-        assert_eq!(scope_to_ask(&p.request, &p.discovery, None), None);
-        p.request.registered = Some(PreRegistered {
+        p.started.request.scope = None;
+        p.started.discovery.scope = None;
+        assert_eq!(
+            scope_to_ask(&p.started.request, &p.started.discovery, None),
+            None
+        );
+        p.started.request.registered = Some(PreRegistered {
             client_id: "pre".into(),
             scopes: Some("only".into()),
             ..PreRegistered::default()
         });
         assert_eq!(
-            scope_to_ask(&p.request, &p.discovery, Some(&held)).as_deref(),
+            scope_to_ask(&p.started.request, &p.started.discovery, Some(&held)).as_deref(),
             Some("only")
         );
-        p.request.scope = Some("more".into());
+        p.started.request.scope = Some("more".into());
         assert_eq!(
-            scope_to_ask(&p.request, &p.discovery, Some(&held)).as_deref(),
+            scope_to_ask(&p.started.request, &p.started.discovery, Some(&held)).as_deref(),
             Some("only more"),
             "a step-up's scopes still go with a pre-registered client's own"
         );
-    }
-
-    #[test]
-    fn we_register_as_a_native_application() {
-        let p = pending(false);
-        let sent = serde_json::to_value(client_metadata(&p.request, &p.discovery, None)).unwrap();
-        assert_eq!(sent["application_type"], "native", "{sent}");
-        assert_eq!(
-            sent["redirect_uris"],
-            json!([p.request.redirect_uri]),
-            "{sent}"
-        );
-    }
-
-    #[test]
-    fn the_token_endpoint_auth_method_is_one_the_server_offers() {
-        let offering = |methods: Value| {
-            let server = serde_json::from_value(json!({
-                "issuer": "https://as.example",
-                "token_endpoint_auth_methods_supported": methods,
-            }))
-            .unwrap();
-            auth_method(&server)
-        };
-        assert_eq!(offering(json!(["client_secret_basic"])), BASIC);
-        assert_eq!(
-            offering(json!(["client_secret_basic", "client_secret_post"])),
-            "client_secret_post"
-        );
-        assert_eq!(offering(json!(["none", "client_secret_basic"])), "none");
     }
 
     #[tokio::test]
@@ -525,6 +475,8 @@ mod tests {
             registered: None,
             metadata_document: None,
             scope: None,
+            flow: Flow::Redirect,
+            metadata_url: None,
         };
         let refused = begin(&crate::auth::client::http_client(), request)
             .await

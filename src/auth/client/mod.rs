@@ -4,8 +4,11 @@
 //!   server's (RFC 8414 / OpenID), each checked against where it was found.
 //! - `login`: registration, PKCE S256, resource indicators (RFC 8707), the redirect's checks
 //!   (state, RFC 9207 `iss`), the code exchange.
+//! - `device`: device authorization (RFC 8628): a code the person enters on any device,
+//!   the token endpoint polled as the authorization server says.
 //! - `challenged`: a 403 `insufficient_scope` (step-up, SEP-2350) and a 401 from a server
 //!   that moved to another authorization server (SEP-2352), read before anything is sent.
+//! - `register`: the client to authorize as (by hand, metadata document, RFC 7591).
 //! - `preregistered`: a client registered by hand (the config's `oauth`): its auth method, its
 //!   authorization request tried before the browser opens, its refusals named.
 //! - `scope`: scope sets and their union.
@@ -17,11 +20,13 @@
 //! resource they were issued for.
 
 pub mod challenged;
+pub mod device;
 mod discover;
 mod error;
 pub(crate) mod fetch;
 pub mod login;
 mod preregistered;
+mod register;
 pub mod scope;
 pub mod secrets;
 pub mod store;
@@ -29,7 +34,7 @@ mod token;
 
 pub(crate) use discover::parse_url;
 pub use discover::{authorization_server, discover, same_server, Discovery};
-pub use error::{login_command, AuthError, Rejection, Step};
+pub use error::{login_command, AuthError, LoginContext, Rejection, Step};
 pub use fetch::http_client;
 pub use preregistered::PreRegistered;
 pub use token::revoke;
@@ -81,6 +86,11 @@ pub struct Grant {
     /// (SEP-2350), whatever the server granted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_scope: Option<String>,
+    /// The authorization server's metadata document the config names
+    /// (`oauth.authServerMetadataUrl`): the server is pinned by the config, so a resource
+    /// metadata naming another one is no move (SEP-2352) to log in anew for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_url: Option<String>,
     /// When the login happened.
     pub obtained_at: u64,
 }

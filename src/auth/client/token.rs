@@ -5,7 +5,7 @@ use reqwest::Client;
 
 use super::discover::parse_url;
 use super::error::{AuthError, Step};
-use super::fetch::Fetch;
+use super::fetch::{Answer, Fetch};
 use super::Grant;
 use crate::auth::metadata::TokenResponse;
 
@@ -33,29 +33,53 @@ impl TokenClient<'_> {
         step: Step,
         grant: &[(&str, &str)],
     ) -> Result<TokenResponse, AuthError> {
-        let fetch = Fetch {
+        let fetch = self.fetch(step);
+        let answer = self.post(&fetch, self.token_endpoint, grant).await?;
+        self.accept(&fetch, &answer)
+    }
+
+    /// The exchange of `step` with this client's server.
+    pub(crate) fn fetch(&self, step: Step) -> Fetch<'_> {
+        Fetch {
             client: self.client,
             resource: self.url,
             step,
-        };
-        let endpoint = parse_url(self.url, self.token_endpoint, step)?;
+        }
+    }
+
+    /// POSTs `pairs` to `endpoint` (the token endpoint, or the device authorization endpoint,
+    /// which takes the same client authentication: RFC 8628 §3.1) with the client's
+    /// credentials and the resource indicator; the answer as it came.
+    pub(crate) async fn post(
+        &self,
+        fetch: &Fetch<'_>,
+        endpoint: &str,
+        grant: &[(&str, &str)],
+    ) -> Result<Answer, AuthError> {
+        let endpoint = parse_url(self.url, endpoint, fetch.step)?;
         let mut pairs = grant.to_vec();
         pairs.push(("resource", self.resource));
-        let answer = match (self.client_secret.as_deref(), self.auth_method) {
+        match (self.client_secret.as_deref(), self.auth_method) {
             (Some(secret), Some(BASIC)) => {
                 let credentials = (self.client_id, secret);
-                fetch
-                    .post_form_basic(&endpoint, &pairs, credentials)
-                    .await?
+                fetch.post_form_basic(&endpoint, &pairs, credentials).await
             }
             (secret, _) => {
                 pairs.push(("client_id", self.client_id));
                 pairs.extend(secret.map(|s| ("client_secret", s)));
-                fetch.post_form(&endpoint, &pairs).await?
+                fetch.post_form(&endpoint, &pairs).await
             }
-        };
-        let token: TokenResponse = fetch.json(&answer)?;
-        self.check(&fetch, &token)?;
+        }
+    }
+
+    /// The token of a token endpoint's answer, checked; else the OAuth error it carries.
+    pub(crate) fn accept(
+        &self,
+        fetch: &Fetch<'_>,
+        answer: &Answer,
+    ) -> Result<TokenResponse, AuthError> {
+        let token: TokenResponse = fetch.json(answer)?;
+        self.check(fetch, &token)?;
         Ok(token)
     }
 

@@ -2,7 +2,8 @@
 //! derived from the server's name (so a redirect URI stays valid), another when that one is
 //! taken — or, for a client registered by hand with `oauth.callbackPort`, exactly
 //! `http://localhost:PORT/callback` as the app lists it (on 127.0.0.1 and ::1); `--no-browser`
-//! prints the URL and reads the pasted redirect.
+//! prints the URL and reads the pasted redirect; `--device` (and a machine with no browser
+//! whose authorization server offers it) shows a code to enter on any device (RFC 8628).
 
 use std::time::Duration;
 
@@ -11,7 +12,8 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
-use crate::auth::client::login::{begin, LoginRequest};
+use crate::auth::client::device;
+use crate::auth::client::login::{start, Flow, LoginRequest, Started};
 use crate::auth::client::{http_client, store, Grant, PreRegistered};
 use crate::config::{Loaded, OAuthClient, ServerEntry, ServerSpec};
 use crate::output;
@@ -32,8 +34,13 @@ pub struct LoginArgs {
     /// The server's name in the config.
     pub server: String,
     /// Print the URL to open and read the URL the browser was sent back to from stdin.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "device")]
     pub no_browser: bool,
+    /// Device authorization (RFC 8628): show a code to enter at the authorization server's
+    /// page, on any device; chosen by itself on a machine with no browser (no DISPLAY, or
+    /// over SSH) when the authorization server offers it.
+    #[arg(long)]
+    pub device: bool,
     /// Ask for these scopes too (space-separated), with the ones asked for before: what a
     /// server's "needs a login with more scopes" error names.
     #[arg(long, value_name = "SCOPES")]
@@ -47,9 +54,45 @@ pub async fn run(args: LoginArgs, global: &GlobalArgs) -> Result<Outcome, CliErr
         message: format!("no server named {:?}", args.server),
         help: format!("servers: {}", loaded.server_names().join(", ")),
     })?;
-    let grant = log_in(&loaded, entry, args.scope, args.no_browser).await?;
+    let how = match (args.device, args.no_browser) {
+        (true, _) => How::Device,
+        (_, true) => How::Paste,
+        _ => How::Browser,
+    };
+    let grant = log_in(&loaded, entry, args.scope, how).await?;
     report(&grant, global)?;
     Ok(Outcome::Success)
+}
+
+/// How the person authorizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum How {
+    /// A browser opened here, coming back to our loopback listener; on a machine with no
+    /// browser, the device flow where the authorization server offers it.
+    Browser,
+    /// The URL printed, the redirect pasted (`--no-browser`).
+    Paste,
+    /// Device authorization (`--device`).
+    Device,
+}
+
+impl How {
+    /// The library's flow for this choice on this machine.
+    fn flow(self, headless: bool) -> Flow {
+        match self {
+            How::Device => Flow::Device,
+            How::Browser if headless => Flow::DeviceWhereOffered,
+            How::Browser | How::Paste => Flow::Redirect,
+        }
+    }
+}
+
+/// Whether no browser can open here: an SSH session, or (off macOS) no graphical display.
+fn is_headless() -> bool {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    let over_ssh = set("SSH_CONNECTION") || set("SSH_TTY");
+    let no_display = !cfg!(target_os = "macos") && !set("DISPLAY") && !set("WAYLAND_DISPLAY");
+    over_ssh || no_display
 }
 
 /// Logs in to `entry`'s server and stores the grant: `auth login`, and `call` on a terminal
@@ -59,7 +102,7 @@ pub(crate) async fn log_in(
     loaded: &Loaded,
     entry: &ServerEntry,
     scope: Option<String>,
-    no_browser: bool,
+    how: How,
 ) -> Result<Grant, CliError> {
     let server = entry.qualified.as_str();
     let (url, oauth) = match &entry.spec {
@@ -82,28 +125,62 @@ pub(crate) async fn log_in(
         server: server.to_string(),
         url,
         redirect_uri: redirect_uri.clone(),
-        registered: oauth.map(|o| pre_registered(o, origin)),
+        registered: oauth.and_then(|o| pre_registered(o, origin)),
         metadata_document: None,
         scope,
+        flow: how.flow(is_headless()),
+        metadata_url: oauth.and_then(|o| o.metadata_url.clone()),
     };
-    let pending = begin(&http, request).await?;
-    pending.check_client(&http).await?;
-    if let Some(old) = &pending.replaces_issuer {
+    let started = start(&http, request).await?;
+    if let Some(old) = &started.replaces_issuer {
         anstream::eprintln!("{server}: its authorization server changed from {old}; registering anew with the new one (nothing from {old} is sent to it)");
     }
+    let grant = match started.flow() {
+        Flow::Device => {
+            drop(listeners);
+            by_device(&http, started).await?
+        }
+        _ => by_redirect(&http, started, how, &listeners, &redirect_uri).await?,
+    };
+    store::save(grant.clone()).await?;
+    Ok(grant)
+}
+
+/// The device flow: the code and where to enter it on stderr, then the polls.
+async fn by_device(http: &reqwest::Client, started: Started) -> Result<Grant, CliError> {
+    use std::io::Write;
+    let login = device::begin(http, started).await?;
+    let mut said = format!(
+        "On any device, open {} and enter the code {}",
+        login.verification_uri, login.user_code
+    );
+    if let Some(complete) = &login.verification_uri_complete {
+        said.push_str(&format!("\n(or open {complete}, which carries the code)"));
+    }
+    let _ = writeln!(output::stderr(), "{said}\nWaiting for the approval…");
+    Ok(login.finish(http).await?)
+}
+
+/// The authorization code flow: the browser (or the pasted redirect), then the exchange.
+async fn by_redirect(
+    http: &reqwest::Client,
+    started: Started,
+    how: How,
+    listeners: &[TcpListener],
+    redirect_uri: &str,
+) -> Result<Grant, CliError> {
+    let pending = started.authorize()?;
+    pending.check_client(http).await?;
     let shown = pending.authorize_url.to_string();
-    let redirected = if no_browser {
-        drop(listeners);
+    let redirected = if how == How::Paste {
         anstream::eprintln!("Open this URL in a browser, log in, then paste the address the browser was sent to:\n\n{shown}\n");
         read_pasted().await?
     } else {
         open_browser(&shown);
         anstream::eprintln!("Waiting for the browser to come back (open this URL if it did not start):\n\n{shown}\n");
-        wait_for_callback(&listeners, &redirect_uri).await?
+        wait_for_callback(listeners, redirect_uri).await?
     };
-    let grant = pending.finish(&http, &redirected).await?;
-    store::save(grant.clone()).await?;
-    Ok(grant)
+    Ok(pending.finish(http, &redirected).await?)
 }
 
 fn report(grant: &Grant, global: &GlobalArgs) -> Result<(), CliError> {
@@ -137,14 +214,14 @@ fn origin(loaded: &Loaded, entry: &ServerEntry) -> String {
     format!("\"oauth\" of server {:?} in {file}", entry.name)
 }
 
-/// The flow's view of a client registered by hand.
-fn pre_registered(oauth: &OAuthClient, origin: String) -> PreRegistered {
-    PreRegistered {
-        client_id: oauth.client_id.clone(),
+/// The flow's view of a client registered by hand (`None` for a block naming no client).
+fn pre_registered(oauth: &OAuthClient, origin: String) -> Option<PreRegistered> {
+    Some(PreRegistered {
+        client_id: oauth.client_id.clone()?,
         client_secret: oauth.client_secret.clone(),
         scopes: oauth.scopes.clone(),
         origin,
-    }
+    })
 }
 
 /// The loopback listener: the server's own port, else any free one; and its redirect URI.

@@ -5,7 +5,7 @@
 mod login;
 mod operator;
 
-pub(super) use login::log_in;
+pub(super) use login::{log_in, How};
 mod remote;
 
 use clap::{Args, Subcommand};

@@ -86,7 +86,9 @@ pub(super) async fn serve_mcp(
                 ..e.clone()
             })
             .collect();
-        let options = gateway_options(args, project_dir);
+        let mut options = gateway_options(args, project_dir);
+        // A server needing a login is answered with a command naming this stack's config.
+        options.login = crate::auth::client::LoginContext::new(vec![stack.record().config], vec![]);
         let gateway = match stack.bridge() {
             Some(bridge) => Gateway::start_sharing(entries, options, bridge.pool().clone()).await?,
             None => Gateway::start(entries, options).await?,
@@ -126,6 +128,7 @@ fn gateway_options(args: &UpArgs, project_dir: &Path) -> GatewayOptions {
         budget: Budget::default(),
         project_dir: project_dir.to_path_buf(),
         max_output: args.max_output_tokens.unwrap_or_default(),
+        login: Default::default(),
     }
 }
 

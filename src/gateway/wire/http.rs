@@ -234,6 +234,7 @@ mod tests {
             budget: Default::default(),
             project_dir: project.path().to_path_buf(),
             max_output: crate::outputs::Budget { max_tokens: 0 },
+            login: Default::default(),
         };
         let gateway = Gateway::start(Vec::new(), options).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -39,16 +39,26 @@ pub(super) struct Unverified {
     tools: Vec<Value>,
 }
 
+/// What the bridge of one stack is made with.
+pub(super) struct BridgeStart<'a> {
+    pub(super) stack: &'a str,
+    /// The stack's config file (named by the login command of a server that needs one).
+    pub(super) config: &'a std::path::Path,
+    /// The front's key to the bridge.
+    pub(super) key: String,
+    /// Budgeted results, when asked.
+    pub(super) outputs: Option<BridgeOutputs>,
+}
+
 /// Builds the bridge over the chosen servers and serves it on `listener` at once. Returns it
 /// with the servers still to start and check (see [`follow_up`]).
 pub(super) fn start_bridge(
-    stack: &str,
+    start: BridgeStart<'_>,
     chosen: Vec<Chosen<'_>>,
     listener: std::net::TcpListener,
-    key: String,
-    outputs: Option<BridgeOutputs>,
     events: &Events,
 ) -> Result<(Bridge, Vec<Unverified>), StackError> {
+    let stack = start.stack;
     events.progress(stack, "starting the native bridge", 0);
     let mut unverified = Vec::new();
     let servers: Vec<BridgeServer> = chosen
@@ -75,8 +85,9 @@ pub(super) fn start_bridge(
         })
         .collect();
     let config = BridgeConfig {
-        outputs,
-        ..BridgeConfig::from_env(key)
+        outputs: start.outputs,
+        login: crate::auth::client::LoginContext::new(vec![start.config.to_path_buf()], vec![]),
+        ..BridgeConfig::from_env(start.key)
     };
     let bridge = Bridge::new(servers, config);
     let listener = listener

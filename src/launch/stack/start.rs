@@ -82,6 +82,7 @@ pub async fn start(
     let reads_outputs = outputs.is_some();
     let starting = Starting {
         name: &name,
+        config: &plan.config,
         project_dir: &plan.project_dir,
         client: &client,
         masker: &masker,
@@ -177,6 +178,8 @@ fn record_started(
 /// What starting the controller and the tunnel share.
 struct Starting<'a> {
     name: &'a str,
+    /// The stack's config (named by the login command of a server that needs one).
+    config: &'a Path,
     project_dir: &'a Path,
     client: &'a reqwest::Client,
     masker: &'a Masker,
@@ -209,8 +212,14 @@ impl Starting<'_> {
             }
             ControllerPlan::Native { listener, key } => {
                 let outputs = self.outputs.clone();
+                let bridge = native::BridgeStart {
+                    stack: self.name,
+                    config: self.config,
+                    key,
+                    outputs,
+                };
                 let (bridge, unverified) =
-                    native::start_bridge(self.name, chosen, listener, key, outputs, self.events)?;
+                    native::start_bridge(bridge, chosen, listener, self.events)?;
                 Ok(Started::Native(bridge, unverified))
             }
         }

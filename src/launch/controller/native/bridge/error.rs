@@ -88,6 +88,14 @@ pub(super) enum BridgeError {
     /// The server answered with a JSON-RPC error or broke the protocol.
     #[error("server `{server}` failed the call: {error}")]
     Upstream { server: String, error: McpError },
+    /// The server wants an OAuth login (none held, or more scopes: a step-up).
+    #[error("server `{server}` needs a login: {reason}")]
+    NeedsLogin {
+        server: String,
+        reason: String,
+        /// The exact command a person runs (the scopes, the stack's config).
+        command: String,
+    },
     /// The bridge is stopping.
     #[error("the bridge is shutting down")]
     ShuttingDown,
@@ -107,6 +115,28 @@ impl From<crate::outputs::OutputsError> for BridgeError {
             kind: error.kind(),
             message: error.to_string(),
             help: error.help(),
+        }
+    }
+}
+
+impl BridgeError {
+    /// `self`, or for a server that needs an OAuth login, the error naming the exact command
+    /// that logs in to it (the scopes from a step-up's challenge).
+    pub(super) fn naming_login(self, login: &crate::auth::client::LoginContext) -> BridgeError {
+        let (server, reason, scope) = match &self {
+            Self::Upstream {
+                server,
+                error: McpError::Auth(auth),
+            } if auth.kind() == "needs_login" => (server, auth.to_string(), auth.step_up_scope()),
+            Self::Unavailable {
+                server, failure, ..
+            } if failure.cause == "needs_login" => (server, failure.message.clone(), None),
+            _ => return self,
+        };
+        BridgeError::NeedsLogin {
+            server: server.clone(),
+            command: login.command(server, scope),
+            reason,
         }
     }
 }
@@ -155,7 +185,9 @@ impl BridgeError {
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidArguments { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::ToolError { .. } => StatusCode::FAILED_DEPENDENCY,
-            Self::Unavailable { .. } | Self::Upstream { .. } => StatusCode::BAD_GATEWAY,
+            Self::Unavailable { .. } | Self::Upstream { .. } | Self::NeedsLogin { .. } => {
+                StatusCode::BAD_GATEWAY
+            }
             Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             Self::Read { kind, .. } => match *kind {
@@ -182,6 +214,7 @@ impl BridgeError {
             Self::Timeout { .. } => "timeout",
             Self::Unavailable { .. } => "upstream_unavailable",
             Self::Upstream { error, .. } => error.kind(),
+            Self::NeedsLogin { .. } => "needs_login",
             Self::ShuttingDown => "shutting_down",
             Self::Read { kind, .. } => kind,
         }
@@ -228,6 +261,10 @@ impl BridgeError {
                 failure, retry_at, ..
             } => format!("{}; {}", failure.help, retry_text(*retry_at)),
             Self::Upstream { error, .. } => error.help(),
+            Self::NeedsLogin { command, .. } => format!(
+                "a person must run `{command}` (a browser step, or a code to enter on another \
+                 device with --device); do not retry the call before"
+            ),
             Self::ShuttingDown => "the stack is stopping; see `mcp-launch status`".into(),
             Self::Read { help, .. } => help.clone(),
         }

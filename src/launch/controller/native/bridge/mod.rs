@@ -121,6 +121,9 @@ pub struct BridgeConfig {
     pub connect: ConnectOptions,
     /// Budgeted results, when asked (`up --max-output-tokens`); `None`: results pass whole.
     pub outputs: Option<BridgeOutputs>,
+    /// The files a login command names (a call to a server that needs a login is answered
+    /// with the exact command a person runs).
+    pub login: crate::auth::client::LoginContext,
 }
 
 /// How the bridge budgets results when asked: cut with the same envelope and handles as the
@@ -144,6 +147,7 @@ impl BridgeConfig {
             call_timeout: CALL_TIMEOUT.from_env_or_default(),
             connect: ConnectOptions::from_env(),
             outputs: None,
+            login: Default::default(),
         }
     }
 }
@@ -219,6 +223,8 @@ struct Inner {
     bodies: Arc<tokio::sync::Semaphore>,
     /// Budgeted results, when asked.
     outputs: Option<BridgeOutputs>,
+    /// What a login command names.
+    login: crate::auth::client::LoginContext,
 }
 
 impl Bridge {
@@ -275,6 +281,7 @@ impl Bridge {
                 root_document,
                 bodies: Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET_MIB)),
                 outputs: config.outputs,
+                login: config.login,
             }),
         }
     }

@@ -151,10 +151,11 @@ async fn call(
     let started = Instant::now();
     let timeout = bridge.inner.call_timeout;
     let answer = if crate::mcp::requires_task(&found.definition) {
-        served.upstream.call_task(tool, arguments, timeout).await?
+        served.upstream.call_task(tool, arguments, timeout).await
     } else {
-        served.upstream.call(tool, arguments, timeout).await?
+        served.upstream.call(tool, arguments, timeout).await
     };
+    let answer = answer.map_err(|e| BridgeError::from(e).naming_login(&bridge.inner.login))?;
     let answer = match &bridge.inner.outputs {
         Some(outputs) => {
             let call = Call {

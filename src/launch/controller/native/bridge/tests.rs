@@ -79,6 +79,7 @@ impl Running {
             call_timeout,
             connect: ConnectOptions::default(),
             outputs: None,
+            login: Default::default(),
         };
         let bridge = Bridge::new(servers, config);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,0 +1,156 @@
+//! Registration: the client to authorize as — registered by hand (the config's `oauth`), a
+//! Client ID Metadata Document, else RFC 7591 dynamic registration as a native application.
+
+use reqwest::Client;
+
+use super::discover::{parse_url, Discovery};
+use super::error::{AuthError, Step};
+use super::fetch::Fetch;
+use super::login::{Flow, LoginRequest};
+use super::token::BASIC;
+use crate::auth::metadata::{ClientInformation, ClientMetadata};
+
+/// The client to authorize as: pre-registered, a metadata document, or registered now.
+pub(super) async fn register(
+    http: &Client,
+    request: &LoginRequest,
+    discovery: &Discovery,
+    scope: Option<&str>,
+) -> Result<ClientInformation, AuthError> {
+    let metadata = client_metadata(request, discovery, scope);
+    let as_client = |client_id: String, client_secret| ClientInformation {
+        client_id,
+        client_secret,
+        client_id_issued_at: None,
+        client_secret_expires_at: None,
+        metadata: metadata.clone(),
+    };
+    if let Some(pre) = &request.registered {
+        let mut client = as_client(pre.client_id.clone(), pre.client_secret.clone());
+        client.metadata.token_endpoint_auth_method =
+            Some(pre.auth_method(&discovery.server).into());
+        if let Some(secret) = &pre.client_secret {
+            super::secrets::remember(&request.url, &pre.client_id, secret);
+        }
+        return Ok(client);
+    }
+    let server = &discovery.server;
+    if let (true, Some(url)) = (
+        server.client_id_metadata_document_supported,
+        &request.metadata_document,
+    ) {
+        return Ok(as_client(url.clone(), None));
+    }
+    let fetch = Fetch {
+        client: http,
+        resource: &request.url,
+        step: Step::Registration,
+    };
+    let endpoint = server.registration_endpoint.as_deref().ok_or_else(|| {
+        fetch.failed("the authorization server takes no dynamic registration; put a pre-registered `oauth: {client_id}` in the server's config entry".into())
+    })?;
+    let endpoint = parse_url(&request.url, endpoint, Step::Registration)?;
+    let answer = fetch.post_json(&endpoint, &metadata).await?;
+    let mut info: ClientInformation = fetch.json(&answer)?;
+    // The method it registered, else the one we asked for (RFC 7591 §3.2.1 echoes it).
+    info.metadata.token_endpoint_auth_method = info
+        .metadata
+        .token_endpoint_auth_method
+        .or(metadata.token_endpoint_auth_method);
+    let ours = &request.redirect_uri;
+    if !info.metadata.redirect_uris.is_empty() && !info.metadata.redirect_uris.contains(ours) {
+        return Err(fetch.refused(format!("it registered other redirect URIs than {ours}")));
+    }
+    Ok(info)
+}
+
+/// What we register as: a native application (SEP-837: a CLI on the person's machine, its
+/// redirect on loopback) using the authorization code flow, or the device flow.
+fn client_metadata(
+    request: &LoginRequest,
+    discovery: &Discovery,
+    scope: Option<&str>,
+) -> ClientMetadata {
+    let mut extra = serde_json::Map::new();
+    extra.insert("application_type".into(), "native".into());
+    let by_device = request.flow == Flow::Device;
+    let (redirect_uris, first_grant, response_types) = match by_device {
+        // RFC 8628 §3.4: no redirect and no authorization endpoint.
+        true => (vec![], super::device::GRANT_TYPE, vec![]),
+        false => (
+            vec![request.redirect_uri.clone()],
+            "authorization_code",
+            vec!["code".into()],
+        ),
+    };
+    ClientMetadata {
+        client_name: Some("mcp-launch".into()),
+        redirect_uris,
+        grant_types: vec![first_grant.into(), "refresh_token".into()],
+        response_types,
+        token_endpoint_auth_method: Some(auth_method(&discovery.server).into()),
+        scope: scope.map(String::from),
+        extra,
+        ..ClientMetadata::default()
+    }
+}
+
+/// A public client (`none`, PKCE only) where the server takes one, else `client_secret_post`
+/// where it takes that, else `client_secret_basic` where only that is offered.
+fn auth_method(server: &crate::auth::metadata::AuthorizationServer) -> &'static str {
+    let offered = |method: &str| {
+        server
+            .token_endpoint_auth_methods_supported
+            .as_ref()
+            .is_none_or(|methods| methods.iter().any(|m| m == method))
+    };
+    match (
+        offered("none"),
+        offered("client_secret_post"),
+        offered(BASIC),
+    ) {
+        (true, _, _) => "none",
+        (false, false, true) => BASIC,
+        _ => "client_secret_post",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn we_register_as_a_native_application() {
+        let p = super::super::login::tests::started(
+            "https://mcp.example/mcp",
+            json!({"issuer": "https://as.example"}),
+            Flow::Redirect,
+        );
+        let sent = serde_json::to_value(client_metadata(&p.request, &p.discovery, None)).unwrap();
+        assert_eq!(sent["application_type"], "native", "{sent}");
+        assert_eq!(
+            sent["redirect_uris"],
+            json!([p.request.redirect_uri]),
+            "{sent}"
+        );
+    }
+
+    #[test]
+    fn the_token_endpoint_auth_method_is_one_the_server_offers() {
+        let offering = |methods: Value| {
+            let server = serde_json::from_value(json!({
+                "issuer": "https://as.example",
+                "token_endpoint_auth_methods_supported": methods,
+            }))
+            .unwrap();
+            auth_method(&server)
+        };
+        assert_eq!(offering(json!(["client_secret_basic"])), BASIC);
+        assert_eq!(
+            offering(json!(["client_secret_basic", "client_secret_post"])),
+            "client_secret_post"
+        );
+        assert_eq!(offering(json!(["none", "client_secret_basic"])), "none");
+    }
+}
