@@ -119,15 +119,12 @@ fn boxed(error: clients::ClientError) -> CliError {
 }
 
 fn list(paths: &ClientPaths, global: &GlobalArgs) -> Result<Outcome, CliError> {
-    let found: Vec<Found> = Client::ALL
+    let (found, in_project): (Vec<Found>, Vec<Vec<Found>>) = Client::ALL
         .iter()
-        .map(|&c| clients::find(c, paths))
-        .collect();
+        .map(|&c| clients::find_with_project(c, paths))
+        .unzip();
+    let in_project: Vec<Found> = in_project.into_iter().flatten().collect();
     let profiles = clients::find_vscode_profiles(paths);
-    let in_project: Vec<Found> = Client::ALL
-        .iter()
-        .flat_map(|&c| clients::find_in_project(c, paths))
-        .collect();
     if global.json {
         let items: Vec<Value> = found.iter().map(found_json).collect();
         let project: Vec<Value> = in_project.iter().map(found_json).collect();

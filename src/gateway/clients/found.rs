@@ -91,46 +91,70 @@ pub struct Secret {
 
 /// Reads `client`'s user file.
 pub fn find(client: Client, paths: &ClientPaths) -> Found {
-    let path = client
-        .config_file(Scope::User, paths)
-        .map(|f| file::resolve(&f))
-        .unwrap_or_default();
-    read_found(client, FoundScope::User, path, |text, path| {
+    let path = user_file(client, paths);
+    let text = file::read(&path);
+    found_in(client, FoundScope::User, path, text, |text, path| {
         read_servers(client, text, path)
     })
 }
 
-/// Reads the files of `client` that hold servers for the working directory only: its
-/// project file when it has one there (and it is not its user file: in the home directory
-/// `.cursor/mcp.json` is both), and for Claude Code this directory's entry in `.claude.json`.
-/// Files that do not exist, and a local entry with no servers, are left out.
-pub fn find_in_project(client: Client, paths: &ClientPaths) -> Vec<Found> {
-    let user = client
+/// Reads `client`'s user file, and the files that hold servers for the working directory
+/// only: its project file when it has one there (and it is not its user file: in the home
+/// directory `.cursor/mcp.json` is both), and for Claude Code this directory's entry in
+/// `.claude.json` — read from the same text as the user file (it can be many megabytes).
+/// Files that do not exist, and a local entry with no servers, are left out of the second.
+pub fn find_with_project(client: Client, paths: &ClientPaths) -> (Found, Vec<Found>) {
+    let path = user_file(client, paths);
+    let text = file::read(&path);
+    let local = match (&text, client) {
+        (Ok(Some(text)), Client::ClaudeCode) => local_found(&path, text, paths),
+        _ => None,
+    };
+    let user = found_in(client, FoundScope::User, path, text, |text, path| {
+        read_servers(client, text, path)
+    });
+    let mut in_project: Vec<Found> = project_found(client, paths, &user.file)
+        .into_iter()
+        .collect();
+    in_project.extend(local);
+    (user, in_project)
+}
+
+/// `client`'s user file (symlinks resolved); empty when the client has none here.
+fn user_file(client: Client, paths: &ClientPaths) -> PathBuf {
+    client
         .config_file(Scope::User, paths)
-        .ok()
-        .map(|f| file::resolve(&f));
-    let mut found = Vec::new();
-    if let Ok(project) = client.config_file(Scope::Project, paths) {
-        let project = file::resolve(&project);
-        if project.exists() && Some(&project) != user.as_ref() {
-            found.push(read_found(
-                client,
-                FoundScope::Project,
-                project,
-                |text, path| read_servers(client, text, path),
-            ));
-        }
+        .map(|f| file::resolve(&f))
+        .unwrap_or_default()
+}
+
+/// `client`'s project file in the working directory, when there is one and it is not `user`.
+fn project_found(client: Client, paths: &ClientPaths, user: &Path) -> Option<Found> {
+    let project = file::resolve(&client.config_file(Scope::Project, paths).ok()?);
+    if !project.exists() || project == user {
+        return None;
     }
-    if let (Client::ClaudeCode, Some(user)) = (client, user) {
-        let dir = paths.cwd.display().to_string();
-        let local = read_found(client, FoundScope::Local, user, |text, path| {
-            Ok((json_file::local_servers(text, path, &dir)?, Vec::new()))
-        });
-        if local.error.is_none() && (local.gateway || !local.servers.is_empty()) {
-            found.push(local);
-        }
-    }
-    found
+    let text = file::read(&project);
+    Some(found_in(
+        client,
+        FoundScope::Project,
+        project,
+        text,
+        |text, path| read_servers(client, text, path),
+    ))
+}
+
+/// Claude Code's servers for the working directory in `.claude.json`'s `text`, unless none.
+fn local_found(path: &Path, text: &str, paths: &ClientPaths) -> Option<Found> {
+    let dir = paths.cwd.display().to_string();
+    let local = found_in(
+        Client::ClaudeCode,
+        FoundScope::Local,
+        path.to_path_buf(),
+        Ok(Some(text)),
+        |text, path| Ok((json_file::local_servers(text, path, &dir)?, Vec::new())),
+    );
+    (local.error.is_none() && (local.gateway || !local.servers.is_empty())).then_some(local)
 }
 
 /// The `mcp.json` of each VS Code profile other than the default one that has one, named as
@@ -157,9 +181,14 @@ pub fn find_vscode_profiles(paths: &ClientPaths) -> Vec<Found> {
             if !path.exists() {
                 return None;
             }
-            let mut found = read_found(Client::VsCode, FoundScope::Profile, path, |text, path| {
-                read_servers(Client::VsCode, text, path)
-            });
+            let text = file::read(&path);
+            let mut found = found_in(
+                Client::VsCode,
+                FoundScope::Profile,
+                path,
+                text,
+                |text, path| read_servers(Client::VsCode, text, path),
+            );
             found.profile = Some(names.get(&id).cloned().unwrap_or(id));
             Some(found)
         })
@@ -196,11 +225,12 @@ fn read_servers(
     }
 }
 
-/// Reads `path` and sorts the servers `read` finds in it into ours and the client's own.
-fn read_found(
+/// Sorts the servers `read` finds in `path`'s `text` into ours and the client's own.
+fn found_in<T: AsRef<str>>(
     client: Client,
     scope: FoundScope,
     path: PathBuf,
+    text: Result<Option<T>, ClientError>,
     read: impl FnOnce(&str, &Path) -> Result<(Map<String, Value>, Vec<String>), ClientError>,
 ) -> Found {
     let mut found = Found {
@@ -214,7 +244,7 @@ fn read_found(
         servers: Vec::new(),
         set_aside: Vec::new(),
     };
-    let text = match file::read(&found.file) {
+    let text = match text {
         Ok(Some(text)) => text,
         Ok(None) => return found,
         Err(e) => {
@@ -224,7 +254,7 @@ fn read_found(
         }
     };
     found.exists = true;
-    let (servers, set_aside) = match read(&text, &found.file) {
+    let (servers, set_aside) = match read(text.as_ref(), &found.file) {
         Ok(read) => read,
         Err(e) => {
             found.error = Some(e);

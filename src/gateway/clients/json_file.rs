@@ -312,14 +312,16 @@ pub(super) fn local_servers(text: &str, path: &Path, dir: &str) -> Result<Server
     let top = top_object(&root, path)?;
     let servers = top
         .get("projects")
+        .and_then(|p| p.object_value())
+        .and_then(|projects| projects.get(dir))
+        .and_then(|p| p.object_value())
+        .and_then(|project| project.get("mcpServers"))
         .and_then(|p| p.value())
         .and_then(|v| v.to_serde_value());
-    Ok(
-        match servers.as_ref().and_then(|p| p.get(dir)?.get("mcpServers")) {
-            Some(Value::Object(map)) => map.clone(),
-            _ => Map::new(),
-        },
-    )
+    Ok(match servers {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    })
 }
 
 /// Adds `entries` under `servers_key` of our own config (made when blank), keeping the rest of

@@ -77,7 +77,7 @@ use std::path::{Path, PathBuf};
 pub use client::Client;
 pub use error::ClientError;
 pub use found::{
-    find, find_in_project, find_vscode_profiles, Found, FoundScope, OwnServer, Secret,
+    find, find_vscode_profiles, find_with_project, Found, FoundScope, OwnServer, Secret,
 };
 pub use moving::{move_clients, restore, Moved, Restored, Target, NOT_MOVED};
 pub use paths::{ClientPaths, CLIENT_DIR_VARS};
