@@ -2,6 +2,8 @@
 //! spliced on the way out, calls kept raw for [`super::Wire`]), resources, prompts,
 //! completions, log levels, subscriptions and the list-change notices of both eras.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use rmcp::handler::server::ServerHandler;
@@ -30,29 +32,32 @@ use super::{link, raw, rpc_error, tasks, tool_error, traced, Handler};
 /// `answer` to a client's `method`, timed and counted in the metrics (`tools/call` is counted
 /// again, by server and tool, where the gateway knows them: `Gateway::call_tool`), within
 /// `span`, the request's (`Span::none()` for `tools/call`, whose span names its tool).
-async fn timed<T>(
-    method: &str,
+///
+/// The answer is boxed: over HTTP rmcp takes this handler itself, and its `handle_request`
+/// future — one state machine holding every method's future inline, as large as the largest —
+/// is moved into each request's task by value (spawn, task cell, stage): copying it was ~20 %
+/// of the gateway's instructions per HTTP `tools/call`. Boxed here, each method's part of it
+/// is its arguments and a pointer.
+fn timed<'a, T: Send + 'a>(
+    method: &'static str,
     span: Span,
-    answer: impl std::future::Future<Output = Result<T, ErrorData>>,
-) -> Result<T, ErrorData> {
-    let started = std::time::Instant::now();
-    let result = answer.instrument(span.clone()).await;
-    let outcome = match &result {
-        Ok(_) => crate::observe::Outcome::Ok,
-        Err(_) => crate::observe::Outcome::Error,
-    };
-    crate::observe::request_served(method, started.elapsed(), outcome);
-    if let Err(error) = &result {
-        traced::fail_rpc(&span, error);
-    }
-    result
+    answer: impl Future<Output = Result<T, ErrorData>> + Send + 'a,
+) -> Pin<Box<dyn Future<Output = Result<T, ErrorData>> + Send + 'a>> {
+    Box::pin(async move {
+        let started = std::time::Instant::now();
+        let result = answer.instrument(span.clone()).await;
+        let outcome = match &result {
+            Ok(_) => crate::observe::Outcome::Ok,
+            Err(_) => crate::observe::Outcome::Error,
+        };
+        crate::observe::request_served(method, started.elapsed(), outcome);
+        if let Err(error) = &result {
+            traced::fail_rpc(&span, error);
+        }
+        result
+    })
 }
 
-// Each request's answer is boxed (`Box::pin(async move { … }).await`): over HTTP rmcp takes
-// this handler itself, and its `handle_request` future — one state machine holding every
-// method's future inline, as large as the largest — is moved into each request's task by
-// value (spawn, task cell, stage): copying it was ~20 % of the gateway's instructions per
-// HTTP `tools/call`. Boxed, each method's part of it is a pointer.
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         let capabilities: ServerCapabilities = serde_json::from_value(json!({
@@ -78,25 +83,19 @@ impl ServerHandler for Handler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "initialize", None);
-            timed("initialize", span, async move {
-                context.peer.set_peer_info(request.clone());
-                let info = self.negotiate_initialize(&request)?;
-                Ok(info.with_instructions(self.gateway.instructions(&reach_of(&context))))
-            })
-            .await
+        let span = traced::span(&context, "initialize", None);
+        timed("initialize", span, async move {
+            context.peer.set_peer_info(request.clone());
+            let info = self.negotiate_initialize(&request)?;
+            Ok(info.with_instructions(self.gateway.instructions(&reach_of(&context))))
         })
         .await
     }
 
     /// A handshake-era `ping`: answered at once, counted as any request.
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "ping", None);
-            timed("ping", span, std::future::ready(Ok(()))).await
-        })
-        .await
+        let span = traced::span(&context, "ping", None);
+        timed("ping", span, std::future::ready(Ok(()))).await
     }
 
     /// A 2026-07-28 client's `server/discover`, its instructions as `initialize`'s.
@@ -104,14 +103,12 @@ impl ServerHandler for Handler {
         &self,
         context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        Box::pin(async move {
-            let info = self
-                .get_info()
-                .with_instructions(self.gateway.instructions(&reach_of(&context)));
-            let versions = self.supported_protocol_versions().into_owned();
-            Ok(DiscoverResult::from_server_info(versions, info))
-        })
-        .await
+        // No await: nothing of this answer is held across one, so nothing to box.
+        let info = self
+            .get_info()
+            .with_instructions(self.gateway.instructions(&reach_of(&context)));
+        let versions = self.supported_protocol_versions().into_owned();
+        Ok(DiscoverResult::from_server_info(versions, info))
     }
 
     /// The advertised tool `name` when it binds arguments to headers: rmcp's HTTP service then
@@ -127,14 +124,11 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "tools/list", None);
-            timed("tools/list", span, async move {
-                // The tools are spliced in on the way out (`raw`): no copy of the catalog per request.
-                self.gateway.prepare_list().await;
-                typed(raw::list_placeholder())
-            })
-            .await
+        let span = traced::span(&context, "tools/list", None);
+        timed("tools/list", span, async move {
+            // The tools are spliced in on the way out (`raw`): no copy of the catalog per request.
+            self.gateway.prepare_list().await;
+            typed(raw::list_placeholder())
         })
         .await
     }
@@ -144,81 +138,77 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Box::pin(async move {
-            timed("tools/call", Span::none(), async move {
-                let progress = context.meta.get_progress_token().map(|token| {
-                    let peer = context.peer.clone();
-                    Progress {
-                        token: serde_json::to_value(&token).unwrap_or(Value::Null),
-                        send: Box::new(move |params: Value| {
-                            let peer = peer.clone();
-                            Box::pin(async move {
-                                if let Ok(params) = serde_json::from_value(params) {
-                                    let _ = peer.notify_progress(params).await;
-                                }
-                            })
-                        }),
-                    }
-                });
-                let stateless = stateless_of(
-                    &context,
-                    request.input_responses.as_ref(),
-                    request.request_state.as_deref(),
-                );
-                let arguments = object(request.arguments);
-                let span = traced::span(&context, "tools/call", Some(&request.name));
-                if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name).await {
-                    let caller = Caller {
-                        progress: None,
-                        link: None,
-                        cancel: context.ct.clone(),
-                        scope: scope_of(&context),
-                        logs: None,
-                        stateless,
-                        reach: reach_of(&context),
-                        trace: traced::relayed(&context),
-                    };
-                    // The task's call is spawned in this span: its upstream call is its child.
-                    let made = self.call_as_task(&request.name, arguments, caller);
-                    return made.instrument(span).await;
+        timed("tools/call", Span::none(), async move {
+            let progress = context.meta.get_progress_token().map(|token| {
+                let peer = context.peer.clone();
+                Progress {
+                    token: serde_json::to_value(&token).unwrap_or(Value::Null),
+                    send: Box::new(move |params: Value| {
+                        let peer = peer.clone();
+                        Box::pin(async move {
+                            if let Ok(params) = serde_json::from_value(params) {
+                                let _ = peer.notify_progress(params).await;
+                            }
+                        })
+                    }),
                 }
-                let link = link::PeerLink::new(
-                    context.peer.clone(),
-                    &context.extensions,
-                    stateless.is_some(),
-                );
+            });
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
+            let arguments = object(request.arguments);
+            let span = traced::span(&context, "tools/call", Some(&request.name));
+            if tasks::holds_tasks(&context) && self.gateway.runs_as_task(&request.name).await {
                 let caller = Caller {
-                    progress,
-                    link: Some(Arc::new(link)),
+                    progress: None,
+                    link: None,
                     cancel: context.ct.clone(),
                     scope: scope_of(&context),
-                    logs: Some(log_sink(&context)),
+                    logs: None,
                     stateless,
                     reach: reach_of(&context),
                     trace: traced::relayed(&context),
                 };
-                // Boxed, as `Wire` boxes the whole answer: over HTTP rmcp takes this handler
-                // itself, and moves its future through its wrappers.
-                let call = self.gateway.call_tool(&request.name, arguments, caller);
-                let outcome = Box::pin(call.instrument(span.clone())).await;
-                traced::record(&span, &outcome);
-                let raw = match outcome {
-                    Ok(raw) => raw,
-                    Err(error) => tool_error(&error)?,
-                };
-                if asks_for_input(&raw) {
-                    return typed(raw::carry_input_required(raw))
-                        .map(CallToolResponse::InputRequired);
-                }
-                if !self.keep_raw {
-                    return typed(raw::carry_result(raw)).map(CallToolResponse::Complete);
-                }
-                self.keep(&context.id, raw);
-                Ok(CallToolResponse::Complete(CallToolResult::success(
-                    Vec::new(),
-                )))
-            })
-            .await
+                // The task's call is spawned in this span: its upstream call is its child.
+                let made = self.call_as_task(&request.name, arguments, caller);
+                return made.instrument(span).await;
+            }
+            let link = link::PeerLink::new(
+                context.peer.clone(),
+                &context.extensions,
+                stateless.is_some(),
+            );
+            let caller = Caller {
+                progress,
+                link: Some(Arc::new(link)),
+                cancel: context.ct.clone(),
+                scope: scope_of(&context),
+                logs: Some(log_sink(&context)),
+                stateless,
+                reach: reach_of(&context),
+                trace: traced::relayed(&context),
+            };
+            // Boxed, as `Wire` boxes the whole answer: over HTTP rmcp takes this handler
+            // itself, and moves its future through its wrappers.
+            let call = self.gateway.call_tool(&request.name, arguments, caller);
+            let outcome = Box::pin(call.instrument(span.clone())).await;
+            traced::record(&span, &outcome);
+            let raw = match outcome {
+                Ok(raw) => raw,
+                Err(error) => tool_error(&error)?,
+            };
+            if asks_for_input(&raw) {
+                return typed(raw::carry_input_required(raw)).map(CallToolResponse::InputRequired);
+            }
+            if !self.keep_raw {
+                return typed(raw::carry_result(raw)).map(CallToolResponse::Complete);
+            }
+            self.keep(&context.id, raw);
+            Ok(CallToolResponse::Complete(CallToolResult::success(
+                Vec::new(),
+            )))
         })
         .await
     }
@@ -228,12 +218,9 @@ impl ServerHandler for Handler {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "tasks/get", None);
-            timed("tasks/get", span, async move {
-                self.detailed_task(&request.task_id, &context).await
-            })
-            .await
+        let span = traced::span(&context, "tasks/get", None);
+        timed("tasks/get", span, async move {
+            self.detailed_task(&request.task_id, &context).await
         })
         .await
     }
@@ -243,12 +230,9 @@ impl ServerHandler for Handler {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "tasks/cancel", None);
-            timed("tasks/cancel", span, async move {
-                self.cancel_own_task(&request.task_id, &context).await
-            })
-            .await
+        let span = traced::span(&context, "tasks/cancel", None);
+        timed("tasks/cancel", span, async move {
+            self.cancel_own_task(&request.task_id, &context).await
         })
         .await
     }
@@ -258,14 +242,11 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "resources/list", None);
-            timed("resources/list", span, async move {
-                let reach = reach_of(&context).items(&self.gateway.catalog());
-                let items = self.gateway.list_items(Kind::Resources, &reach).await;
-                typed(json!({"resources": items}))
-            })
-            .await
+        let span = traced::span(&context, "resources/list", None);
+        timed("resources/list", span, async move {
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            let items = self.gateway.list_items(Kind::Resources, &reach).await;
+            typed(json!({"resources": items}))
         })
         .await
     }
@@ -275,14 +256,11 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "resources/templates/list", None);
-            timed("resources/templates/list", span, async move {
-                let reach = reach_of(&context).items(&self.gateway.catalog());
-                let items = self.gateway.list_items(Kind::Templates, &reach).await;
-                typed(json!({"resourceTemplates": items}))
-            })
-            .await
+        let span = traced::span(&context, "resources/templates/list", None);
+        timed("resources/templates/list", span, async move {
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            let items = self.gateway.list_items(Kind::Templates, &reach).await;
+            typed(json!({"resourceTemplates": items}))
         })
         .await
     }
@@ -292,29 +270,24 @@ impl ServerHandler for Handler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "resources/read", None);
-            timed("resources/read", span, async move {
-                let stateless = stateless_of(
-                    &context,
-                    request.input_responses.as_ref(),
-                    request.request_state.as_deref(),
-                );
-                let reach = reach_of(&context).items(&self.gateway.catalog());
-                match self
-                    .gateway
-                    .read_resource(&request.uri, stateless.as_ref(), &reach)
-                    .await
-                {
-                    Ok(result) if asks_for_input(&result) => {
-                        typed(raw::carry_input_required(result))
-                            .map(ReadResourceResponse::InputRequired)
-                    }
-                    Ok(result) => typed(result).map(ReadResourceResponse::Complete),
-                    Err(error) => Err(rpc_error(&error)),
-                }
-            })
-            .await
+        let span = traced::span(&context, "resources/read", None);
+        timed("resources/read", span, async move {
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            match self
+                .gateway
+                .read_resource(&request.uri, stateless.as_ref(), &reach)
+                .await
+            {
+                Ok(result) if asks_for_input(&result) => typed(raw::carry_input_required(result))
+                    .map(ReadResourceResponse::InputRequired),
+                Ok(result) => typed(result).map(ReadResourceResponse::Complete),
+                Err(error) => Err(rpc_error(&error)),
+            }
         })
         .await
     }
@@ -324,14 +297,11 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "prompts/list", None);
-            timed("prompts/list", span, async move {
-                let reach = reach_of(&context).items(&self.gateway.catalog());
-                let items = self.gateway.list_items(Kind::Prompts, &reach).await;
-                typed(json!({"prompts": items}))
-            })
-            .await
+        let span = traced::span(&context, "prompts/list", None);
+        timed("prompts/list", span, async move {
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            let items = self.gateway.list_items(Kind::Prompts, &reach).await;
+            typed(json!({"prompts": items}))
         })
         .await
     }
@@ -341,32 +311,28 @@ impl ServerHandler for Handler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "prompts/get", None);
-            timed("prompts/get", span, async move {
-                let stateless = stateless_of(
-                    &context,
-                    request.input_responses.as_ref(),
-                    request.request_state.as_deref(),
-                );
-                let arguments = request
-                    .arguments
-                    .map(|a| serde_json::to_value(a).unwrap_or_default());
-                let reach = reach_of(&context).items(&self.gateway.catalog());
-                let outcome = self
-                    .gateway
-                    .get_prompt(&request.name, arguments, stateless.as_ref(), &reach)
-                    .await;
-                match outcome {
-                    Ok(result) if asks_for_input(&result) => {
-                        typed(raw::carry_input_required(result))
-                            .map(GetPromptResponse::InputRequired)
-                    }
-                    Ok(result) => typed(result).map(GetPromptResponse::Complete),
-                    Err(error) => Err(rpc_error(&error)),
+        let span = traced::span(&context, "prompts/get", None);
+        timed("prompts/get", span, async move {
+            let stateless = stateless_of(
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
+            let arguments = request
+                .arguments
+                .map(|a| serde_json::to_value(a).unwrap_or_default());
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            let outcome = self
+                .gateway
+                .get_prompt(&request.name, arguments, stateless.as_ref(), &reach)
+                .await;
+            match outcome {
+                Ok(result) if asks_for_input(&result) => {
+                    typed(raw::carry_input_required(result)).map(GetPromptResponse::InputRequired)
                 }
-            })
-            .await
+                Ok(result) => typed(result).map(GetPromptResponse::Complete),
+                Err(error) => Err(rpc_error(&error)),
+            }
         })
         .await
     }
@@ -376,17 +342,14 @@ impl ServerHandler for Handler {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "completion/complete", None);
-            timed("completion/complete", span, async move {
-                let params = serde_json::to_value(&request).unwrap_or_default();
-                let reach = reach_of(&context).items(&self.gateway.catalog());
-                match self.gateway.complete(params, &reach).await {
-                    Ok(result) => typed(result),
-                    Err(error) => Err(rpc_error(&error)),
-                }
-            })
-            .await
+        let span = traced::span(&context, "completion/complete", None);
+        timed("completion/complete", span, async move {
+            let params = serde_json::to_value(&request).unwrap_or_default();
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            match self.gateway.complete(params, &reach).await {
+                Ok(result) => typed(result),
+                Err(error) => Err(rpc_error(&error)),
+            }
         })
         .await
     }
@@ -396,14 +359,11 @@ impl ServerHandler for Handler {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "logging/setLevel", None);
-            timed("logging/setLevel", span, async move {
-                let level = serde_json::to_value(request.level).unwrap_or(Value::Null);
-                self.gateway.set_log_level(level).await;
-                Ok(())
-            })
-            .await
+        let span = traced::span(&context, "logging/setLevel", None);
+        timed("logging/setLevel", span, async move {
+            let level = serde_json::to_value(request.level).unwrap_or(Value::Null);
+            self.gateway.set_log_level(level).await;
+            Ok(())
         })
         .await
     }
@@ -414,17 +374,14 @@ impl ServerHandler for Handler {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "resources/subscribe", None);
-            timed("resources/subscribe", span, async move {
-                let reach = reach_of(&context).items(&self.gateway.catalog());
-                let outcome = self
-                    .gateway
-                    .subscription("resources/subscribe", &request.uri, &reach)
-                    .await;
-                outcome.map_err(|e| rpc_error(&e))
-            })
-            .await
+        let span = traced::span(&context, "resources/subscribe", None);
+        timed("resources/subscribe", span, async move {
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            let outcome = self
+                .gateway
+                .subscription("resources/subscribe", &request.uri, &reach)
+                .await;
+            outcome.map_err(|e| rpc_error(&e))
         })
         .await
     }
@@ -435,17 +392,14 @@ impl ServerHandler for Handler {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Box::pin(async move {
-            let span = traced::span(&context, "resources/unsubscribe", None);
-            timed("resources/unsubscribe", span, async move {
-                let reach = reach_of(&context).items(&self.gateway.catalog());
-                let outcome = self
-                    .gateway
-                    .subscription("resources/unsubscribe", &request.uri, &reach)
-                    .await;
-                outcome.map_err(|e| rpc_error(&e))
-            })
-            .await
+        let span = traced::span(&context, "resources/unsubscribe", None);
+        timed("resources/unsubscribe", span, async move {
+            let reach = reach_of(&context).items(&self.gateway.catalog());
+            let outcome = self
+                .gateway
+                .subscription("resources/unsubscribe", &request.uri, &reach)
+                .await;
+            outcome.map_err(|e| rpc_error(&e))
         })
         .await
     }
