@@ -1,5 +1,8 @@
 //! Unit tests of the overrides file and the semantics of each mutation.
 
+use std::collections::BTreeSet;
+
+use super::server::change;
 use super::*;
 use crate::error::Actionable;
 use serde_json::json;
