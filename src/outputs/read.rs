@@ -331,7 +331,62 @@ pub(crate) fn parse_jsonpath(path: &str) -> Result<serde_json_path::JsonPath, St
     if hex < 4 && path[..path.len() - hex].ends_with("\\u") {
         return Err("the path ends inside a \\u escape (four hex digits follow \\u)".into());
     }
+    filters_within_bounds(path)?;
     serde_json_path::JsonPath::parse(path).map_err(|e| e.to_string())
+}
+
+/// The most filters (`[?…]`) a JSONPath may nest one inside another.
+const FILTERS_NESTED_MAX: usize = 3;
+
+/// Refuses the two shapes whose cost grows as a power of the input: filters nested deeper
+/// than [`FILTERS_NESTED_MAX`] (the parser backtracks through each level: a 104-byte path of
+/// nested `[?` took 8 s of CPU to be found invalid, ×3.4 per level) and a root query (`$`)
+/// inside a filter (evaluated again for every node the filter looks at: `$..*[?$..*]` is the
+/// document's size squared). Names in quotes are skipped; `$` cannot start a bare member name.
+fn filters_within_bounds(path: &str) -> Result<(), String> {
+    let mut open: Vec<bool> = Vec::new(); // one per open `[` or `(`: whether it is a filter
+    let mut quote: Option<char> = None;
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        if let Some(q) = quote {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                _ if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        let in_filter = open.iter().any(|&filter| filter);
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '$' if in_filter => {
+                return Err(
+                    "a filter may not query the root (`$` inside `[?…]`): it would be \
+                            evaluated again for every node; select from `$` first, then filter \
+                            with `@`"
+                        .into(),
+                )
+            }
+            '[' => {
+                while chars.next_if(|c| c.is_whitespace()).is_some() {}
+                open.push(chars.next_if_eq(&'?').is_some());
+                if open.iter().filter(|&&filter| filter).count() > FILTERS_NESTED_MAX {
+                    return Err(format!(
+                        "the path nests more than {FILTERS_NESTED_MAX} filters (`[?…]` inside \
+                         `[?…]`): narrow the output in steps, one read per filter"
+                    ));
+                }
+            }
+            '(' => open.push(false),
+            ']' | ')' => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn read_jsonpath(
@@ -449,5 +504,38 @@ mod tests {
         assert!(super::read_jsonpath(r#"{"é": 1}"#, r"$['\u00e9']", 100).is_ok());
         // The sparse gateway's discover parses through it too.
         assert!(super::parse_jsonpath(r"$.tools[?@.name=='\u").is_err());
+    }
+
+    /// Found by the `jsonpath` fuzz target: nested filters that never close made the parser
+    /// backtrack through every level (×3.4 per level): this 104-byte path took 8 s of CPU in a
+    /// release build (75 s in a debug one) to be found invalid, a gateway worker held all along.
+    #[test]
+    fn filters_nested_past_the_bound_are_refused_before_parsing() {
+        let found = "$[? $[?(@[?@.\u{fffd}\u{fffd}u[? $[?(@[?$[? $[?(@[?@.\u{fffd}\u{fffd}u[? \
+                     $[?(@[?@.\u{fffd}\u{fffd}u[? $[?(@[?$[? $[?(@[?@.\u{fffd}\u{fffd}u=";
+        let deep = format!("$[?{}", "@[?".repeat(12));
+        let started = std::time::Instant::now();
+        assert!(super::parse_jsonpath(found).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_millis(100));
+        let without_root = format!("${}", found[1..].replace('$', "@"));
+        for path in [&without_root, &deep, "$[?@[?@[ ?@[?@.a]]]]"] {
+            let refused = super::parse_jsonpath(path).expect_err(path);
+            assert!(refused.contains("nests more than 3"), "{path}: {refused}");
+        }
+        let nested = r#"{"a": [{"b": [{"c": [{"d": 2}]}]}]}"#;
+        let read = super::read_jsonpath(nested, "$.a[?@.b[?@.c[?@.d > 1]]]", 100).unwrap();
+        assert!(read.text.contains(r#""d":2"#), "{}", read.text);
+    }
+
+    /// A root query inside a filter is evaluated again for every node the filter looks at.
+    #[test]
+    fn a_root_query_inside_a_filter_is_refused_and_a_quoted_dollar_is_a_name() {
+        let refused = super::parse_jsonpath("$..*[?$..*]").unwrap_err();
+        assert!(refused.contains("may not query the root"), "{refused}");
+        assert!(super::parse_jsonpath("$.a[?@.b == $.limit]").is_err());
+        let read = super::read_jsonpath(r#"[{"$ref": "x"}]"#, "$[?@['$ref'] == '$']", 100);
+        assert_eq!(read.unwrap().text, "[]");
+        let read = super::read_jsonpath(r#"[{"$ref": "$"}]"#, r#"$[?@["$ref"] == "$"]"#, 100);
+        assert!(read.unwrap().text.contains("$ref"));
     }
 }

@@ -53,6 +53,18 @@ pub enum ClientError {
         message: String,
     },
 
+    /// An object we read or edit holds one name twice: which one the client uses is its
+    /// parser's choice (the last, for most), and an edit could keep the other.
+    #[error("{}: {key} holds \"{name}\" twice", path.display())]
+    DuplicateName {
+        /// The file.
+        path: PathBuf,
+        /// The object (`the top level`, `"mcpServers"`, …).
+        key: String,
+        /// The name found twice.
+        name: String,
+    },
+
     /// The file parses, but a key we must edit holds something else than a table/object.
     #[error("{}: {key} is {found}, expected {expected}", path.display())]
     WrongShape {
@@ -94,6 +106,7 @@ impl ClientError {
             Self::Unreadable { .. } => "client_config_unreadable",
             Self::Invalid { .. } => "client_config_invalid",
             Self::WrongShape { .. } => "client_config_shape",
+            Self::DuplicateName { .. } => "client_config_duplicate_name",
             Self::GatewayConfig { .. } => "client_config_is_gateway_config",
             Self::Write { .. } => "client_config_write_failed",
         }
@@ -128,6 +141,11 @@ impl ClientError {
             } => format!(
                 "make {key} {expected} in {}, or add the entry by hand from --print-config; \
                  nothing was changed",
+                path.display()
+            ),
+            Self::DuplicateName { path, key, name } => format!(
+                "keep one of the two \"{name}\" in {key} of {} (the client reads only one of \
+                 them), then run again; nothing was changed",
                 path.display()
             ),
             Self::GatewayConfig { path } => format!(

@@ -192,13 +192,36 @@ fn strict(text: &str, path: &Path) -> Result<(), ClientError> {
 fn top_object(root: &CstRootNode, path: &Path) -> Result<CstObject, ClientError> {
     match root.value() {
         None => Ok(root.object_value_or_set()),
-        Some(value) => value.as_object().ok_or_else(|| ClientError::WrongShape {
-            path: path.to_path_buf(),
-            key: "the top level".into(),
-            found: describe(value.to_serde_value().as_ref()),
-            expected: "an object",
-        }),
+        Some(value) => {
+            let top = value.as_object().ok_or_else(|| ClientError::WrongShape {
+                path: path.to_path_buf(),
+                key: "the top level".into(),
+                found: describe(value.to_serde_value().as_ref()),
+                expected: "an object",
+            })?;
+            unique_names(&top, "the top level", path)?;
+            Ok(top)
+        }
     }
+}
+
+/// Refuses an object holding a name twice: the client reads one of the two, and an edit of
+/// ours could keep the other (or move one aside and then overwrite it with the other).
+fn unique_names(object: &CstObject, key: &str, path: &Path) -> Result<(), ClientError> {
+    let mut seen = std::collections::HashSet::new();
+    for prop in object.properties() {
+        let Some(name) = prop.decoded_name() else {
+            continue;
+        };
+        if !seen.insert(name.clone()) {
+            return Err(ClientError::DuplicateName {
+                path: path.to_path_buf(),
+                key: key.to_string(),
+                name,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The object under `key` in `parent`, added (empty) when missing.
@@ -216,12 +239,14 @@ fn object_value(
     key: &str,
     path: &Path,
 ) -> Result<CstObject, ClientError> {
-    prop.object_value().ok_or_else(|| ClientError::WrongShape {
+    let object = prop.object_value().ok_or_else(|| ClientError::WrongShape {
         path: path.to_path_buf(),
         key: format!("\"{key}\""),
         found: describe(prop.value().and_then(|v| v.to_serde_value()).as_ref()),
         expected: "an object",
-    })
+    })?;
+    unique_names(&object, &format!("\"{key}\""), path)?;
+    Ok(object)
 }
 
 /// Sets the keys we own (`type`, `command`, `args`) and keeps any the user added (`env`, …).

@@ -292,6 +292,32 @@ fn servers_key_of_the_wrong_type_is_refused() {
     assert_eq!(err.kind(), "client_config_shape", "{err}");
 }
 
+/// Found by the `client_config` fuzz target: with "github" twice under "servers", `--write`
+/// set the first aside and a second `--write` moved the other over it — the first was lost.
+#[test]
+fn a_name_held_twice_is_refused_and_the_file_left_as_it_was() {
+    let home = temp_home();
+    let twice = "{\n  \"servers\": {\n    \"github\": {\"command\": \"npx\"}, // mine\n    \
+                 \"github\": {\"command\": \"uvx\"}\n  }\n}\n";
+    let file = home.put(Client::VsCode, twice);
+    let err = home.write(Client::VsCode, &["github"]).unwrap_err();
+    assert_eq!(err.kind(), "client_config_duplicate_name", "{err}");
+    let expected = format!("{}: \"servers\" holds \"github\" twice", file.display());
+    assert_eq!(err.to_string(), expected);
+    assert!(err.help().contains("keep one of the two"), "{}", err.help());
+    assert_eq!(read(&file), twice);
+    home.put(
+        Client::ClaudeCode,
+        r#"{"mcpServers": {}, "mcpServers": {"a": {}}}"#,
+    );
+    let err = home.write(Client::ClaudeCode, &[]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the top level holds \"mcpServers\" twice"),
+        "{err}"
+    );
+}
+
 #[test]
 fn fronted_json_servers_move_aside_and_come_back() {
     let home = temp_home();
