@@ -297,8 +297,9 @@ impl Shared {
     }
 
     /// Records the new task `task` of `scope`: at [`MAX_PER_SCOPE`] the scope's oldest ended
-    /// task goes, refused while all are working (the cap is read, then written: replicas
-    /// making tasks for one client at the same instant may pass it by a few).
+    /// task goes, refused while all are working. The cap is kept in one step in the store
+    /// (replicas making tasks for one client at the same instant cannot pass it); which ended
+    /// task makes room is read, then written (two replicas may each remove one).
     pub async fn create(&self, scope: &ClientScope, task: &Snapshot) -> Result<(), TaskError> {
         let own = self.all(scope).await?;
         if own.len() >= MAX_PER_SCOPE {
@@ -320,10 +321,19 @@ impl Shared {
         let lease = lease_key(&task.id);
         let leased = self.redis.put(&lease, b"1", Some(LEASE), false);
         leased.await.map_err(unreachable)?;
+        // The record before its place in the set: a reader finding a member without its
+        // record takes it out as expired.
         let put = self.redis.put(&key, &bytes, Some(task.ttl), true);
         put.await.map_err(unreachable)?;
-        let listed = self.redis.set_add(&set, &key, MAX_TTL);
-        listed.await.map_err(unreachable)
+        let listed = self
+            .redis
+            .set_add_capped(&set, &key, MAX_PER_SCOPE, MAX_TTL);
+        if listed.await.map_err(unreachable)? {
+            return Ok(());
+        }
+        let _ = self.redis.delete(&key).await;
+        let _ = self.redis.delete(&lease).await;
+        Err(TaskError::TooMany)
     }
 
     /// The task `id` of `scope`.
@@ -511,6 +521,41 @@ mod tests {
         let woken = tokio::time::timeout(Duration::from_secs(5), waiting).await;
         let ended = woken.expect("not woken by the task's end").unwrap();
         assert_eq!(ended.unwrap().state, State::Completed(result));
+    }
+
+    /// Replicas making tasks for one client at the same instant stop at the cap together
+    /// (before: each read the count, then wrote, and all passed it).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replicas_making_tasks_at_once_never_pass_the_cap() {
+        let Some(server) = crate::state::tests::RedisServer::start() else {
+            return;
+        };
+        let (local_a, a, local_b, b) = two_replicas(&server.url).await;
+        let (a, b) = (Arc::new(a), Arc::new(b));
+        let alice = ClientScope::new("alice");
+        let half = MAX_PER_SCOPE / 2 + 8;
+        let mut making = Vec::new();
+        for (local, shared) in [(&local_a, &a), (&local_b, &b)] {
+            for _ in 0..half {
+                let (task, shared, alice) =
+                    (snapshot(local, &alice), Arc::clone(shared), alice.clone());
+                making.push(tokio::spawn(
+                    async move { shared.create(&alice, &task).await },
+                ));
+            }
+        }
+        let mut made = 0;
+        for making in making {
+            match making.await.unwrap() {
+                Ok(()) => made += 1,
+                Err(refused) => assert_eq!(refused, TaskError::TooMany),
+            }
+        }
+        assert_eq!(made, MAX_PER_SCOPE, "{} tried", 2 * half);
+        assert_eq!(
+            a.page(&alice, None, 1000).await.unwrap().len(),
+            MAX_PER_SCOPE
+        );
     }
 
     /// A working task whose lease lapsed (its replica stopped renewing it) reads `failed`,
