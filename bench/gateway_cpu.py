@@ -32,6 +32,12 @@ for each batch: the figure is its system calls per call (each a trip into the ke
 and pipe reads and writes, epoll, futex wake-ups of worker threads), which `--clock` counts as
 system time and callgrind does not see at all; the top rows are the calls by name.
 
+With `--observe off,metrics,traces` (issue 28) each transport is measured once per side: metrics
+off (`MCP_LAUNCH_METRICS=off`), metrics on (the default, and `--metrics` on a loopback port), and
+traces on too (`--otlp` at an OTLP/HTTP receiver in this process that reads and discards each
+export); rows are named `transport/side`. The exporter sends its batches from a background task
+every few seconds: use enough calls (`--calls 2000`) that its sends fall inside the batches.
+
 Over HTTP every worker has its own connection but all share one session, so request ids are
 unique across the workers: the first version of this bench numbered each connection from 1,
 two in-flight requests of the session could hold the same id, and rmcp routes an answer by
@@ -52,10 +58,13 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT, everything_bin, free_ports, log, sandbox_env  # noqa: E402
+from traces import Sink  # noqa: E402
 
 ECHO = {"name": "everything__echo", "arguments": {"message": "hi"}}
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -388,9 +397,20 @@ def _short(name: str) -> str:
 # ---------------------------------------------------------------- runs
 
 
+def observe_side(side: str | None, collector: str) -> tuple[list[str], dict]:
+    """The `serve` flags and environment of one `--observe` side (none: as the binary is)."""
+    if side is None:
+        return [], {}
+    if side == "off":
+        return [], {"MCP_LAUNCH_METRICS": "off"}
+    flags = ["--metrics", f"127.0.0.1:{free_ports(1)}"]
+    return (flags + ["--otlp", collector] if side == "traces" else flags), {}
+
+
 async def measure(transport: str, bin_path: str, n: int, warmup: int, top: int, tmp: str, env: dict,
-                  counter: type = Counted) -> dict:
-    out_dir = os.path.join(tmp, transport)
+                  counter: type = Counted, side: tuple[str, list[str], dict] | None = None) -> dict:
+    name, side_flags, side_env = side or ("", [], {})
+    out_dir = os.path.join(tmp, transport + (f"-{name}" if name else ""))
     os.makedirs(out_dir)
     upstream = None
     config = os.path.join(out_dir, "config.json")
@@ -408,8 +428,8 @@ async def measure(transport: str, bin_path: str, n: int, warmup: int, top: int, 
         extra = ["--http", f"127.0.0.1:{gateway_port}", "--no-auth"]
     with open(config, "w") as f:
         json.dump({"mcpServers": servers}, f)
-    gateway = counter([bin_path, "serve", "--config", config, "--mode", "full"] + extra,
-                      out_dir, env, out_dir, pipes=transport == "stdio")
+    gateway = counter([bin_path, "serve", "--config", config, "--mode", "full"] + extra + side_flags,
+                      out_dir, dict(env, **side_env), out_dir, pipes=transport == "stdio")
     proc = await gateway.start()
     try:
         if transport == "stdio":
@@ -429,7 +449,7 @@ async def measure(transport: str, bin_path: str, n: int, warmup: int, top: int, 
             wall = time.monotonic() - t0
             total, ranked = gateway.count(top)
             result[f"c{conc}"] = {f"{unit}_per_call": total // n, "wall_s": round(wall, 2), "top": ranked}
-            log(f"{transport} c={conc}: {total // n:,} {gateway.unit}/call")
+            log(f"{transport}{' ' + name if name else ''} c={conc}: {total // n:,} {gateway.unit}/call")
         gateway.zero()
         idle = max(1, int(min(result["c1"]["wall_s"], 10)))
         await asyncio.sleep(idle)
@@ -509,6 +529,8 @@ def main() -> None:
                     help="no valgrind: CPU time per call from the gateway's CPU clock (release build)")
     ap.add_argument("--syscalls", action="store_true",
                     help="no valgrind: system calls per call, counted by strace -c -f attached per batch")
+    ap.add_argument("--observe", metavar="SIDES",
+                    help="comma-separated: off,metrics,traces — each transport once per side (issue 28)")
     ap.add_argument("--render", metavar="FILE", help="print the report of a saved --json result")
     a = ap.parse_args()
     if a.render:
@@ -521,18 +543,27 @@ def main() -> None:
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     results = {}
+    sink = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    collector = f"http://127.0.0.1:{sink.server_address[1]}"
     try:
         for transport in ([a.only] if a.only else ["stdio", "http"]):
             counter = Straced if a.syscalls else Clocked if a.clock else Counted
-            results[transport] = asyncio.run(measure(transport, a.bin, a.calls, a.warmup, a.top, tmp, env, counter))
+            for name in (a.observe.split(",") if a.observe else [None]):
+                flags, extra_env = observe_side(name, collector)
+                key = f"{transport}/{name}" if name else transport
+                results[key] = asyncio.run(measure(transport, a.bin, a.calls, a.warmup, a.top, tmp, env, counter,
+                                                   (name or "", flags, extra_env)))
     finally:
+        sink.shutdown()
         if a.keep:
             log(f"kept {tmp}")
         else:
             subprocess.run(["rm", "-rf", tmp])
     r = {"machine": f"{os.cpu_count()} cores, {platform.machine()}", "date": time.strftime("%Y-%m-%d"),
          "commit": commit, "bin": os.path.relpath(a.bin, ROOT), "calls": a.calls, "results": results,
-         "unit": "syscalls" if a.syscalls else "ns" if a.clock else "ir", "load": " ".join(f"{x:.1f}" for x in os.getloadavg())}
+         "unit": "syscalls" if a.syscalls else "ns" if a.clock else "ir", "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+         "exports": Sink.exports, "exported_bytes": Sink.spans_bytes}
     print(json.dumps(r, indent=1) if a.json else report(r))
 
 

@@ -17,6 +17,14 @@ For each client (ts, python), transport (stdio, http) and concurrency (1, 16), `
   that same HTTP server.
 Direct and through alternate, R rounds each; the figure is the added p50 (through minus direct,
 per round, then the median of the rounds). Goal (issue 23): added p50 <= 0.5 ms everywhere.
+
+  python3 bench/real_clients.py --observe [--concurrency 1] ...
+
+With `--observe` (issue 28) the sides are three gateways instead of direct and through: metrics
+off (`MCP_LAUNCH_METRICS=off`), metrics on (the default, plus `--metrics` on a loopback port),
+and traces on too (`--otlp` at a local OTLP/HTTP receiver that reads and discards each export;
+every client call then makes two spans). They alternate in each round; the figure is each
+side's p50 minus the off side's, per round, then the median of the rounds. Goal: on <= 0.05 ms.
 """
 
 from __future__ import annotations
@@ -29,11 +37,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from http.server import ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import DEPS, ROOT, everything_bin, free_ports, log, pct, sandbox_env  # noqa: E402
+from traces import Sink  # noqa: E402
 
 CLIENTS_DIR = os.path.join(ROOT, "bench", "clients")
 PY_SDK = os.path.join(DEPS, "venv-sdk", "bin", "python")
@@ -79,9 +90,14 @@ def wait_port(port: int, deadline: float) -> None:
 class Http:
     """server-everything's own Streamable HTTP transport and a gateway in front of it."""
 
-    def __init__(self, bin_path: str, tmp: str, env: dict) -> None:
-        base = free_ports(2)
-        self.server_port, self.gateway_port = base, base + 1
+    def __init__(self, bin_path: str, tmp: str, env: dict, sides: dict | None = None) -> None:
+        """`sides`: name → (extra `serve` flags, extra environment) of one gateway each (the
+        default: one plain gateway, "through")."""
+        sides = sides or {"through": ([], {})}
+        base = free_ports(1 + len(sides))
+        self.server_port = base
+        self.gateway_ports = {side: base + 1 + i for i, side in enumerate(sides)}
+        self.gateway_port = next(iter(self.gateway_ports.values()))
         self.procs: list[subprocess.Popen] = []
         self.procs.append(subprocess.Popen(
             [everything_bin(), "streamableHttp"], env=dict(env, PORT=str(self.server_port)),
@@ -91,18 +107,21 @@ class Http:
         with open(config, "w") as f:
             json.dump({"mcpServers": {"everything": {
                 "type": "http", "url": f"http://127.0.0.1:{self.server_port}/mcp"}}}, f)
-        self.procs.append(subprocess.Popen(
-            [bin_path, "serve", "--config", config, "--mode", "full",
-             "--http", f"127.0.0.1:{self.gateway_port}"] + no_auth(bin_path),
-            env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "gateway-http.log"), "w"),
-            start_new_session=True))
-        wait_port(self.gateway_port, time.monotonic() + 30)
+        for side, (flags, extra_env) in sides.items():
+            port = self.gateway_ports[side]
+            self.procs.append(subprocess.Popen(
+                [bin_path, "serve", "--config", config, "--mode", "full",
+                 "--http", f"127.0.0.1:{port}"] + no_auth(bin_path) + flags,
+                env=dict(env, **extra_env), cwd=tmp, stdout=subprocess.DEVNULL,
+                stderr=open(os.path.join(tmp, f"gateway-http-{side}.log"), "w"), start_new_session=True))
+            wait_port(port, time.monotonic() + 30)
 
     def direct(self) -> list[str]:
         return ["--http", f"http://127.0.0.1:{self.server_port}/mcp"]
 
-    def through(self) -> list[str]:
-        return ["--http", f"http://127.0.0.1:{self.gateway_port}/mcp"]
+    def through(self, side: str = "through") -> list[str]:
+        port = self.gateway_ports.get(side, self.gateway_port)
+        return ["--http", f"http://127.0.0.1:{port}/mcp"]
 
     def close(self) -> None:
         for p in self.procs:
@@ -125,6 +144,56 @@ def stdio_targets(bin_path: str, tmp: str) -> tuple[list[str], list[str]]:
         json.dump({"mcpServers": {"everything": {"command": everything_bin(), "args": []}}}, f)
     return (["--stdio", everything_bin()],
             ["--stdio", bin_path, "serve", "--config", config, "--mode", "full"])
+
+
+def observe_sides(collector: str, metrics_port: int) -> dict:
+    """The three gateways of `--observe`: metrics off, metrics on (`--metrics` on a port of
+    its own, `metrics_port`), traces on too (`--otlp` at `collector`, `metrics_port + 1`)."""
+    return {"off": ([], {"MCP_LAUNCH_METRICS": "off"}),
+            "metrics": (["--metrics", f"127.0.0.1:{metrics_port}"], {}),
+            "traces": (["--metrics", f"127.0.0.1:{metrics_port + 1}", "--otlp", collector], {})}
+
+
+def stdio_side(target: list[str], side: tuple[list[str], dict]) -> list[str]:
+    """A stdio gateway command with a side's flags; its environment goes through `env` (the
+    SDKs' stdio transports pass only a few variables to the process they spawn)."""
+    flags, extra_env = side
+    env_words = ["env"] + [f"{k}={v}" for k, v in extra_env.items()] if extra_env else []
+    return target[:1] + env_words + target[1:] + flags  # "--stdio", then the command
+
+
+def measure_observe(bin_path: str, tmp: str, env: dict, calls: int, rounds: int, concs: list[int]) -> dict:
+    """Metrics off vs on vs traces on, every side through a gateway (see the module doc)."""
+    results: dict = {}
+    sink = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    collector = f"http://127.0.0.1:{sink.server_address[1]}"
+    metrics_port = free_ports(4)
+    sides = observe_sides(collector, metrics_port)
+    stdio_sides = observe_sides(collector, metrics_port + 2)
+    http = Http(bin_path, tmp, env, sides)
+    try:
+        _, stdio_through = stdio_targets(bin_path, tmp)
+        for client in ("ts", "python"):
+            for transport in ("stdio", "http"):
+                for conc in concs:
+                    key = f"{client}/{transport}/c{conc}"
+                    runs: dict = {side: [] for side in sides}
+                    for _ in range(rounds):
+                        for side in sides:
+                            target = (http.through(side) if transport == "http"
+                                      else stdio_side(stdio_through, stdio_sides[side]))
+                            runs[side].append(run_client(
+                                client_argv(client, target, calls, conc, "everything__echo"), env))
+                    added = {side: statistics.median(t["p50"] - o["p50"] for o, t in zip(runs["off"], runs[side]))
+                             for side in sides if side != "off"}
+                    results[key] = {**runs, "added_p50": added}
+                    log(f"{key}: off p50 {statistics.median(x['p50'] for x in runs['off']):.3f} ms, "
+                        + ", ".join(f"{side} {v:+.3f} ms" for side, v in added.items()))
+    finally:
+        http.close()
+        sink.shutdown()
+    return {"results": results, "exports": Sink.exports, "exported_bytes": Sink.spans_bytes}
 
 
 def measure(bin_path: str, tmp: str, env: dict, calls: int, rounds: int) -> dict:
@@ -154,6 +223,8 @@ def measure(bin_path: str, tmp: str, env: dict, calls: int, rounds: int) -> dict
 
 
 def report(r: dict) -> str:
+    if r.get("observe"):
+        return report_observe(r)
     lines = [f"# real clients, {r['machine']}, {r['date']}, {r['commit']}",
              f"{r['calls']} calls per run, {r['rounds']} rounds; ms; added = through - direct (p50, median of rounds)",
              "", "| client | transport | c | direct p50 | through p50 | through p90 | ping through | added p50 | calls/s through |",
@@ -170,6 +241,20 @@ def report(r: dict) -> str:
     return "\n".join(lines)
 
 
+def report_observe(r: dict) -> str:
+    lines = [f"# real clients, metrics and traces, {r['machine']}, {r['date']}, {r['commit']}, load {r.get('load', '?')}",
+             f"{r['calls']} calls per run, {r['rounds']} rounds; ms; added = side - off (p50, median of rounds)",
+             "", "| client | transport | c | off p50 | metrics p50 | traces p50 | metrics added | traces added |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for key, v in r["results"].items():
+        client, transport, conc = key.split("/")
+        med = lambda side: statistics.median(x["p50"] for x in v[side])  # noqa: E731
+        lines.append(f"| {client} | {transport} | {conc[1:]} | {med('off'):.3f} | {med('metrics'):.3f} | "
+                     f"{med('traces'):.3f} | {v['added_p50']['metrics']:+.3f} | {v['added_p50']['traces']:+.3f} |")
+    lines += ["", f"{r['exports']} OTLP exports received, {r['exported_bytes']:,} bytes"]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "mcp-launch"))
@@ -177,6 +262,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--render", metavar="FILE", help="print the report of a saved --json result")
+    ap.add_argument("--observe", action="store_true", help="metrics off vs on vs traces on (issue 28)")
+    ap.add_argument("--concurrency", default="1,16", help="comma-separated concurrencies (default 1,16)")
     a = ap.parse_args()
     if a.render:
         with open(a.render) as f:
@@ -191,7 +278,13 @@ def main() -> None:
                                 capture_output=True, text=True).stdout.strip()
         result = {"machine": f"{os.cpu_count()} cores, {platform.machine()}",
                   "date": time.strftime("%Y-%m-%d"), "commit": commit, "calls": a.calls,
-                  "rounds": a.rounds, "results": measure(a.bin, tmp, env, a.calls, a.rounds)}
+                  "rounds": a.rounds}
+        if a.observe:
+            concs = [int(c) for c in a.concurrency.split(",")]
+            result.update(observe=True, **measure_observe(a.bin, tmp, env, a.calls, a.rounds, concs))
+        else:
+            result["results"] = measure(a.bin, tmp, env, a.calls, a.rounds)
+        result["load"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(json.dumps(result, indent=1) if a.json else report(result))
 
 

@@ -103,6 +103,13 @@ struct ServerLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RestLabels {
+    server: String,
+    tool: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UpstreamRequestLabels {
     server: String,
     method: &'static str,
@@ -139,6 +146,8 @@ struct Metrics {
     output_cut_bytes: Family<ServerLabels, Counter>,
     handles_stored: Counter,
     sparse_tokens_saved: Counter,
+    rest_requests: Family<RestLabels, Counter>,
+    rest_seconds: Histograms<ServerLabels>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -161,6 +170,8 @@ impl Metrics {
             output_cut_bytes: Family::default(),
             handles_stored: Counter::default(),
             sparse_tokens_saved: Counter::default(),
+            rest_requests: Family::default(),
+            rest_seconds: Family::new_with_constructor(latency),
         };
         metrics.register();
         metrics
@@ -236,6 +247,17 @@ impl Metrics {
             "sparse_tokens_saved",
             "Tokens of tool definitions a sparse tools/list did not send (the full list's minus the sparse list's)",
             self.sparse_tokens_saved.clone(),
+        );
+        r.register(
+            "rest_requests",
+            "REST requests to a stack front's routes (the OpenAPI side), by server, tool and outcome",
+            self.rest_requests.clone(),
+        );
+        r.register_with_unit(
+            "rest_request_duration",
+            "Time a stack front took to answer a REST request, by server",
+            Unit::Seconds,
+            self.rest_seconds.clone(),
         );
     }
 }
@@ -379,6 +401,23 @@ pub fn sparse_list_served(saved: usize) {
     let Some(m) = recording() else { return };
     m.sparse_tokens_saved
         .inc_by(u64::try_from(saved).unwrap_or(u64::MAX));
+}
+
+/// A REST request to a stack front answered in `took`: `server` is `Some` only for a server
+/// the stack exposes and `tool` only for one of its tools (else `other`: a client may send
+/// any path).
+pub fn rest_served(server: Option<&str>, tool: Option<&str>, took: Duration, outcome: Outcome) {
+    let Some(m) = recording() else { return };
+    let server = server.unwrap_or(OTHER);
+    let labels = RestLabels {
+        server: server.to_string(),
+        tool: tool.unwrap_or(OTHER).to_string(),
+        outcome: outcome.label(),
+    };
+    m.rest_requests.get_or_create(&labels).inc();
+    m.rest_seconds
+        .get_or_create(&self::server(server))
+        .observe(took.as_secs_f64());
 }
 
 /// The exposition of every metric (OpenMetrics text, [`CONTENT_TYPE`]).

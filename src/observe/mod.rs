@@ -17,7 +17,8 @@ pub mod snapshot;
 pub mod trace;
 
 pub use metrics::{
-    call_served, output_budgeted, request_served, sessions_changed, sparse_list_served,
-    upstream_known, upstream_request, upstream_started, upstream_stopped, Outcome, Stop,
+    call_served, output_budgeted, request_served, rest_served, sessions_changed,
+    sparse_list_served, upstream_known, upstream_request, upstream_started, upstream_stopped,
+    Outcome, Stop,
 };
 pub use metrics_http::{health_routes, metrics_page, serve_metrics, Readiness};

@@ -46,6 +46,25 @@ pub struct Totals {
 }
 
 impl ServerTotals {
+    /// The calls' histogram between an earlier reading `before` and this one (bucket by
+    /// bucket; a bucket that shrank — a counter reset — counts from zero).
+    pub fn buckets_since(&self, before: &ServerTotals) -> ServerTotals {
+        let earlier = |bound: f64| {
+            let at = before
+                .buckets
+                .iter()
+                .find(|(b, _)| b.total_cmp(&bound).is_eq());
+            at.map_or(0, |(_, n)| *n)
+        };
+        let buckets = self.buckets.iter();
+        ServerTotals {
+            buckets: buckets
+                .map(|&(b, n)| (b, n.saturating_sub(earlier(b))))
+                .collect(),
+            ..ServerTotals::default()
+        }
+    }
+
     /// The latency under which a share `q` (0..=1) of the calls fell, in seconds, read from
     /// the buckets as Prometheus' `histogram_quantile` does (linear within the bucket); `None`
     /// without calls. A quantile in the `+Inf` bucket reads as the largest finite bound.

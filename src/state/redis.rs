@@ -44,6 +44,13 @@ const SWAP_SCRIPT: &str = "if (redis.call('GET', KEYS[2]) or '') == ARGV[1] then
 const SWAP_KEEPING_TTL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL') return 1 else return 0 end";
 
+/// Adds ARGV[1] to the set KEYS[1] (expiring ARGV[3] ms from now) unless it then holds more
+/// than ARGV[2] members: 1 when added, 0 when the cap refused it (the set as it was).
+const SET_ADD_CAPPED: &str = "local added = redis.call('SADD', KEYS[1], ARGV[1]) \
+     if redis.call('SCARD', KEYS[1]) > tonumber(ARGV[2]) then \
+       if added == 1 then redis.call('SREM', KEYS[1], ARGV[1]) end return 0 end \
+     redis.call('PEXPIRE', KEYS[1], ARGV[3]) return 1";
+
 /// A Redis state store.
 pub struct Redis {
     /// The URL with its password taken out: what errors and logs name.
@@ -237,6 +244,28 @@ impl Redis {
             .await
             .map_err(self.failed("did not answer an SADD"))?;
         Ok(())
+    }
+
+    /// Adds `member` to the set at `key` unless that would make it hold more than `cap`
+    /// members, in one step (replicas adding at the same instant cannot pass the cap); the set
+    /// expires `ttl` from now. False when the cap refused it.
+    pub async fn set_add_capped(
+        &self,
+        key: &str,
+        member: &str,
+        cap: usize,
+        ttl: Duration,
+    ) -> Result<bool, StateError> {
+        let mut connection = self.manager.clone();
+        let added: i64 = ::redis::Script::new(SET_ADD_CAPPED)
+            .key(key)
+            .arg(member)
+            .arg(cap)
+            .arg(ttl.as_millis().max(1) as u64)
+            .invoke_async(&mut connection)
+            .await
+            .map_err(self.failed("did not answer a capped SADD"))?;
+        Ok(added == 1)
     }
 
     /// The members of the set at `key`.

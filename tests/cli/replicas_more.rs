@@ -45,8 +45,16 @@ pub(crate) struct Fleet {
     pub(crate) ports: Vec<u16>,
     /// A free port after them (for a balancer).
     spare: u16,
-    _running: Vec<Running>,
+    running: Vec<Running>,
     _redis: Started,
+}
+
+impl Fleet {
+    /// Kills replica `n` at once (SIGKILL: nothing said to the store), as a lost machine.
+    pub(crate) fn kill(&self, n: usize) {
+        let pid = nix::unistd::Pid::from_raw(self.running[n].pid());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the replica");
+    }
 }
 
 /// Redis and one replica per entry of `flags`.
@@ -56,7 +64,7 @@ pub(crate) fn fleet(cmd: &Cmd, flags: &[&[&str]]) -> Fleet {
     let _redis = start_redis(cmd.dir(), first);
     let url = format!("redis://127.0.0.1:{first}");
     let ports: Vec<u16> = (1..=count).map(|n| first + n).collect();
-    let _running = flags
+    let running = flags
         .iter()
         .enumerate()
         .map(|(n, flags)| replica_with(cmd, n, ports[n], &url, flags))
@@ -66,7 +74,7 @@ pub(crate) fn fleet(cmd: &Cmd, flags: &[&[&str]]) -> Fleet {
         url,
         ports,
         spare,
-        _running,
+        running,
         _redis,
     }
 }

@@ -3,14 +3,17 @@
 //! replica A is polled, listed, read and cancelled through replica B, in both eras — the
 //! 2025-11-25 tasks utility from the official Python SDK's session (its HTTP requests routed
 //! to A or B per step, as a balancer would) and the 2026-07-28 tasks extension from raw HTTP.
-//! Before, B answered every one of them "unknown task" (-32602).
+//! Before, B answered every one of them "unknown task" (-32602). A task whose replica is
+//! killed mid-call ends `failed` within its lease, seen from the other (before: `working` until
+//! its ttl).
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::replicas::{mcp, programs};
-use crate::replicas_more::fleet;
+use crate::replicas_more::{fleet, Fleet};
 use crate::serve::{eventually, stateless, text_of};
 use crate::util::*;
 
@@ -88,18 +91,27 @@ fn step26(url: &str, method: &str, params: Value) -> Value {
         "headers": {"Authorization": "Bearer alice"}})
 }
 
+/// Redis and two replicas of the project, and their `/mcp` URLs.
+fn pair(cmd: &Cmd) -> (Fleet, String, String) {
+    let flags: &[&str] = &["--no-auth"];
+    let fleet = fleet(cmd, &[flags, flags]);
+    let (a, b) = (mcp(fleet.ports[0]), mcp(fleet.ports[1]));
+    (fleet, a, b)
+}
+
+/// `steps` of a 2026-07-28 client holding the tasks extension (its transport opened on `a`).
+fn run26(cmd: &Cmd, a: &str, steps: Value) -> Vec<Value> {
+    let holds_tasks = r#"{"extensions": {"io.modelcontextprotocol/tasks": {}}}"#;
+    let transport = ["--url", a, "--capabilities", holds_tasks];
+    stateless(cmd.dir(), &transport, steps)
+}
+
 #[test]
 fn a_2026_task_made_on_one_replica_is_polled_and_cancelled_through_another() {
     let Some(()) = programs() else { return };
     let cmd = project();
-    let flags: &[&str] = &["--no-auth"];
-    let fleet = fleet(&cmd, &[flags, flags]);
-    let (a, b) = (mcp(fleet.ports[0]), mcp(fleet.ports[1]));
-    let run = |steps: Value| {
-        let holds_tasks = r#"{"extensions": {"io.modelcontextprotocol/tasks": {}}}"#;
-        let transport = ["--url", a.as_str(), "--capabilities", holds_tasks];
-        stateless(cmd.dir(), &transport, steps)
-    };
+    let (_fleet, a, b) = pair(&cmd);
+    let run = |steps: Value| run26(&cmd, &a, steps);
     let task = json!({"taskId": "$task"});
     let mut bob = step26(&b, "tasks/get", task.clone());
     bob["headers"]["Authorization"] = json!("Bearer bob");
@@ -127,4 +139,43 @@ fn a_2026_task_made_on_one_replica_is_polled_and_cancelled_through_another() {
     });
     let text = ended["result"]["result"]["content"][0]["text"].as_str();
     assert_eq!(text, Some("Computed quick after 0.0 s."), "{ended}");
+}
+
+/// Replica A runs a 2026-07-28 task's call and is killed (SIGKILL); polled through B, the task
+/// ends `failed` within the lease (10 s) and a poll, its error naming the stopped replica —
+/// not `working` for the rest of its ttl (10 min).
+#[test]
+fn a_task_whose_replica_is_killed_ends_failed_within_its_lease_seen_from_another() {
+    let Some(()) = programs() else { return };
+    let cmd = project();
+    let (fleet, a, b) = pair(&cmd);
+    let run = |steps: Value| run26(&cmd, &a, steps);
+    let call = step26(&a, "tools/call", slow(50, "orphan"));
+    let task = json!({"taskId": "$task"});
+    let answers = run(json!([call, step26(&b, "tasks/get", task)]));
+    let shown = serde_json::to_string_pretty(&answers).unwrap();
+    assert_eq!(answers[1]["result"]["status"], "working", "{shown}");
+    let id = answers[0]["result"]["taskId"].clone();
+
+    fleet.kill(0);
+    let killed = Instant::now();
+    let mut seen = Value::Null;
+    eventually(30, "the orphaned task ends, seen through B", || {
+        let get = step26(&b, "tasks/get", json!({"taskId": id}));
+        seen = run(json!([get]))[0].clone();
+        seen["result"]["status"] != "working"
+    });
+    let took = killed.elapsed();
+    assert_eq!(seen["result"]["status"], "failed", "{seen}");
+    let message = seen["result"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("replica that ran this task stopped"),
+        "{seen}"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "ended after {took:?}: {seen}"
+    );
 }

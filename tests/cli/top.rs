@@ -21,12 +21,17 @@ fn daemon_with_calls(calls: usize) -> (Cmd, crate::util::Running) {
     }}));
     let daemon = start_daemon(&cmd, cmd.cmd());
     for n in 0..calls {
-        cmd.cmd()
-            .args(["--config", "config.json", "call", "everything", "echo"])
-            .args([json!({"message": format!("call {n}")}).to_string()])
-            .run();
+        call_echo(&cmd, n);
     }
     (cmd, daemon)
+}
+
+/// One echo call through the daemon of `cmd`.
+fn call_echo(cmd: &Cmd, n: usize) {
+    cmd.cmd()
+        .args(["--config", "config.json", "call", "everything", "echo"])
+        .args([json!({"message": format!("call {n}")}).to_string()])
+        .run();
 }
 
 fn top_json(cmd: &Cmd) -> Value {
@@ -62,15 +67,25 @@ fn keys(value: &Value) -> Vec<&str> {
     keys
 }
 
+/// The snapshot's fields; p50/p99 cover the calls between its two readings (two calls made
+/// while `top --json --interval 6s` waits), not the three made before it started.
 #[test]
 fn json_prints_one_snapshot_with_the_documented_fields() {
     let (cmd, daemon) = daemon_with_calls(3);
-    let snapshot = top_json(&cmd);
+    let top = cmd
+        .cmd()
+        .args(["top", "--json", "--interval", "6s"])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(500));
+    call_echo(&cmd, 3);
+    call_echo(&cmd, 4);
+    let snapshot = top.wait().json();
     assert_eq!(snapshot["success"], true);
     assert!(
-        snapshot["interval_ms"].as_u64().unwrap() >= 200,
+        snapshot["interval_ms"].as_u64().unwrap() >= 6000,
         "{snapshot}"
     );
+    assert_eq!(snapshot["latency_window_ms"], snapshot["interval_ms"]);
     let process = &snapshot["processes"][0];
     assert_eq!(
         keys(process),
@@ -115,18 +130,18 @@ fn json_prints_one_snapshot_with_the_documented_fields() {
         ]
     );
     assert_eq!(everything["state"], "up");
-    assert_eq!(everything["calls"], 3, "{snapshot}");
+    assert_eq!(everything["calls"], 5, "{snapshot}");
     assert_eq!(everything["errors"], 0);
-    assert_eq!(
-        everything["calls_per_s"], 0.0,
-        "no call between the two readings"
-    );
+    let per_s = everything["calls_per_s"].as_f64().unwrap();
+    assert!(per_s > 0.0, "2 calls between the readings: {snapshot}");
     let (p50, p99) = (everything["p50_ms"].as_f64(), everything["p99_ms"].as_f64());
     assert!(
         p50.unwrap() > 0.0 && p99.unwrap() >= p50.unwrap(),
         "{snapshot}"
     );
-    assert_eq!(upstream(&snapshot, "daemon", "time")["calls"], 0);
+    let time = upstream(&snapshot, "daemon", "time");
+    assert_eq!(time["calls"], 0);
+    assert_eq!(time["p50_ms"], Value::Null, "no calls in the window");
 }
 
 #[test]
@@ -138,7 +153,10 @@ fn top_in_a_terminal_shows_the_calls_and_s_stops_the_server_through_the_daemon()
          XDG_CACHE_HOME={dir}/.cache NO_COLOR=1 {BIN} top; echo $? > {dir}/exit.txt; sleep 60"
     );
     let tmux = Tmux::start(cmd.dir(), &command);
-    let screen = tmux.wait_for(&["mcp-launch top", "daemon ", "everything", "P99"]);
+    tmux.wait_for(&["mcp-launch top", "p50/p99 of the last", "everything", "P99"]);
+    // p50/p99 cover the last minute's calls: one made while top watches shows.
+    call_echo(&cmd, 3);
+    let screen = wait_row(&tmux, "everything", "ms");
     let line = row(&screen, "everything");
     assert!(line.contains(" up ") && line.contains("ms"), "{screen}");
     // The first row is the daemon; the next its first server by name: everything.

@@ -51,16 +51,19 @@ impl Sampler {
         let mut read: Vec<(Process, Totals)> = gateways.into_iter().flatten().collect();
         read.extend(ups.into_iter().flatten());
         read.sort_by_key(|(p, _)| (kind_order(&p.kind), p.pid));
-        let mut interval = 0;
+        let (mut interval, mut window) = (0, 0);
         let mut processes = Vec::with_capacity(read.len());
         for (mut process, totals) in read {
-            interval = interval.max(self.rates.fill(&mut process, totals));
+            let spans = self.rates.fill(&mut process, totals);
+            interval = interval.max(spans.interval_ms);
+            window = window.max(spans.window_ms);
             processes.push(process);
         }
         self.rates.keep_only(&processes);
         Snapshot {
             taken_unix_ms: unix_ms(),
             interval_ms: interval,
+            latency_window_ms: window,
             processes,
         }
     }

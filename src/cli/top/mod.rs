@@ -22,10 +22,11 @@ pub use self::records::announce_up;
 
 /// A live view of every gateway, daemon and `up` stack you run, per upstream.
 ///
-/// Per upstream server: state, calls/s, p50/p99 call latency, errors, restarts, idle time
-/// and bytes its results were cut by budgets. Keys: ↑/↓ select, o sort, r restart, s stop
+/// Per upstream server: state, calls/s, p50/p99 call latency of the last 60 s, errors,
+/// restarts, idle time and bytes its results were cut by budgets. Keys: ↑/↓ select, o sort, r restart, s stop
 /// (through the owning process), l its process's log, q quit. With --json, one snapshot:
-/// two readings --interval apart (rates need two), printed once (fields in docs/TOP.md).
+/// two readings --interval apart (rates and p50/p99 cover the time between them:
+/// latency_window_ms), printed once (fields in docs/TOP.md).
 ///
 /// Example: mcp-launch top --json
 #[derive(Debug, Args)]

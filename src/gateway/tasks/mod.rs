@@ -97,15 +97,18 @@ impl Gateway {
         use tracing::Instrument;
         let made = self.inner.task_store.create(&caller.scope, ttl)?;
         let id = made.snapshot.id.clone();
+        let mut lease = None;
         if let Some(shared) = &self.inner.shared_tasks {
             if let Err(refused) = shared.create(&caller.scope, &made.snapshot).await {
                 self.inner.task_store.forget(&id);
                 return Err(refused);
             }
+            lease = Some(shared.hold_lease(&id));
         }
         caller.cancel = made.cancel;
         let (gateway, name) = (self.clone(), name.to_string());
         let call = async move {
+            let _lease = lease; // renewed until the call has ended
             let outcome = ended(gateway.call_tool(&name, arguments, caller).await);
             if let Some(shared) = &gateway.inner.shared_tasks {
                 if let Err(e) = shared.finish(&id, outcome.clone()).await {

@@ -6,6 +6,12 @@
 //! running the call ends it. Every change is a compare-and-swap on the record: a cancel and
 //! a result racing from two replicas end the task once.
 //!
+//! A working task's replica holds a lease on it (`mcp-launch:task-lease:<SHA-256 of the id>`,
+//! [`LEASE`] long, renewed every [`RENEW_EVERY`] while the call runs): a replica that stops
+//! (killed, its machine lost) leaves the lease to lapse, and whichever replica next reads the
+//! task ends it `failed`, saying so, by the same compare-and-swap — instead of `working` until
+//! its ttl.
+//!
 //! Keys: `mcp-launch:task:<SHA-256 of the id>` (expires with the task's ttl) and
 //! `mcp-launch:tasks:<scope hash>`, the set of a scope's task keys (for `tasks/list` and the
 //! per-scope cap; members whose record expired are taken out as they are met). A record is
@@ -25,12 +31,26 @@ use crate::state::{Redis, StateError};
 /// The channel on which a cancel is told to the replica running the task's call.
 const CANCELLED: &str = "task-cancelled";
 
+/// The channel on which a task's end (its id) is told to replicas waiting for it
+/// (`tasks/result` through a replica not running the call).
+const ENDED: &str = "task-ended";
+
 /// The largest record kept (a result budgeted by `--max-output-tokens` is far smaller; an
 /// unbudgeted one is refused rather than stored whole in every poll's answer path).
 pub const MAX_RECORD_BYTES: usize = 1 << 20;
 
-/// How often a replica waiting for a task run elsewhere (`tasks/result`) reads its record.
-const WAIT_EVERY: Duration = Duration::from_millis(250);
+/// How often a replica waiting for a task run elsewhere (`tasks/result`) reads its record
+/// when no news of its end came (news is missed while a listener reconnects; the lease's
+/// lapse is never told).
+const WAIT_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a working task's lease lasts unless renewed: the longest a task whose replica
+/// stopped still reads `working` (plus one read).
+pub const LEASE: Duration = Duration::from_secs(10);
+
+/// How often the replica running a task's call renews its lease: two renewals may be lost
+/// (each bounded by the store's 2 s answer time) before the lease lapses.
+const RENEW_EVERY: Duration = Duration::from_secs(3);
 
 /// A task as the store keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,6 +65,10 @@ struct Record {
     created_ms: u64,
     updated_ms: u64,
     ttl_ms: u64,
+    /// Whether its replica holds a lease while the call runs (records of replicas from before
+    /// leases have none and are never ended for lacking one).
+    #[serde(default)]
+    leased: bool,
 }
 
 fn millis(time: SystemTime) -> u64 {
@@ -71,6 +95,23 @@ impl Record {
             created_ms: millis(task.created),
             updated_ms: millis(task.updated),
             ttl_ms: u64::try_from(task.ttl.as_millis()).unwrap_or(u64::MAX),
+            leased: true,
+        }
+    }
+
+    /// This working record ended `failed`: the replica running its call stopped.
+    fn orphaned(self) -> Record {
+        let error = json!({
+            "code": -32603,
+            "message": "the gateway replica that ran this task stopped before the task ended \
+                        (its lease in the state store lapsed): call the tool again",
+            "data": {"type": "replica_stopped"},
+        });
+        Record {
+            status: "failed".into(),
+            outcome: Some(error),
+            updated_ms: millis(SystemTime::now()),
+            ..self
         }
     }
 
@@ -115,13 +156,34 @@ impl Record {
 /// The tasks' records in the shared store.
 pub struct Shared {
     redis: Arc<Redis>,
+    /// Woken by every task's end told on [`ENDED`]: waiters read their record again.
+    ended_news: Arc<tokio::sync::Notify>,
+    /// [`WAIT_EVERY`] (a test waits on news alone).
+    wait_every: Duration,
 }
 
 /// The store key of task `id` (a task id is never written as a key).
 fn key(id: &str) -> String {
+    Redis::key("task", &digest(id))
+}
+
+/// The key of the lease the replica running task `id` holds.
+fn lease_key(id: &str) -> String {
+    Redis::key("task-lease", &digest(id))
+}
+
+fn digest(id: &str) -> String {
     let digest = Sha256::digest(id.as_bytes());
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    Redis::key("task", &hex)
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Renews a task's lease while it lives; dropped when the task's call has ended.
+pub struct Lease(tokio::task::JoinHandle<()>);
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 fn scope_key(scope: &ClientScope) -> String {
@@ -142,7 +204,20 @@ impl Shared {
             local.cancel_relayed(&String::from_utf8_lossy(news));
             true
         });
-        Shared { redis }
+        let ended_news = Arc::new(tokio::sync::Notify::new());
+        let waiters = Arc::downgrade(&ended_news);
+        redis.spawn_listener(ENDED, move |_| {
+            let Some(waiters) = waiters.upgrade() else {
+                return false;
+            };
+            waiters.notify_waiters();
+            true
+        });
+        Shared {
+            redis,
+            ended_news,
+            wait_every: WAIT_EVERY,
+        }
     }
 
     /// The record at `key` and its bytes, if there is one and it is ours.
@@ -163,6 +238,41 @@ impl Shared {
         }
     }
 
+    /// `record` as it stands, or ended `failed` when it is working but its replica's lease
+    /// has lapsed (that replica stopped): the first reader to see it ends it.
+    async fn settled(&self, record: Record, bytes: &[u8]) -> Result<Record, TaskError> {
+        if !record.leased || record.snapshot().state.is_terminal() {
+            return Ok(record);
+        }
+        let lease = self.redis.get(&lease_key(&record.id)).await;
+        if lease.map_err(unreachable)?.is_some() {
+            return Ok(record);
+        }
+        let id = record.id.clone();
+        let failed = record.orphaned();
+        if self.swapped(&id, bytes, &failed.bytes()).await? {
+            tracing::warn!("a task's replica stopped before it ended: the task failed");
+            self.tell_ended(&id).await;
+            return Ok(failed);
+        }
+        // Changed meanwhile (it ended, or another reader failed it): as it is now.
+        let now = self.read(&key(&id)).await?;
+        now.map(|(r, _)| r).ok_or(TaskError::Unknown(id))
+    }
+
+    /// Holds the lease of the working task `id` until the returned guard is dropped.
+    pub fn hold_lease(&self, id: &str) -> Lease {
+        let (redis, key) = (Arc::clone(&self.redis), lease_key(id));
+        Lease(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RENEW_EVERY).await;
+                if let Err(e) = redis.expire(&key, LEASE).await {
+                    tracing::warn!(error = %e, "a task's lease was not renewed");
+                }
+            }
+        }))
+    }
+
     /// Every live task of `scope` (members whose record has expired are taken out).
     async fn all(&self, scope: &ClientScope) -> Result<Vec<Record>, TaskError> {
         let set = scope_key(scope);
@@ -171,9 +281,11 @@ impl Shared {
         let mut live = Vec::new();
         let mut gone = Vec::new();
         for (key, bytes) in keys.into_iter().zip(records) {
-            let record = bytes.and_then(|b| serde_json::from_slice::<Record>(&b).ok());
-            match record {
-                Some(record) if record.scope == scope.hash() => live.push(record),
+            let bytes = bytes.unwrap_or_default();
+            match serde_json::from_slice::<Record>(&bytes) {
+                Ok(record) if record.scope == scope.hash() => {
+                    live.push(self.settled(record, &bytes).await?)
+                }
                 _ => gone.push(key),
             }
         }
@@ -185,8 +297,9 @@ impl Shared {
     }
 
     /// Records the new task `task` of `scope`: at [`MAX_PER_SCOPE`] the scope's oldest ended
-    /// task goes, refused while all are working (the cap is read, then written: replicas
-    /// making tasks for one client at the same instant may pass it by a few).
+    /// task goes, refused while all are working. The cap is kept in one step in the store
+    /// (replicas making tasks for one client at the same instant cannot pass it); which ended
+    /// task makes room is read, then written (two replicas may each remove one).
     pub async fn create(&self, scope: &ClientScope, task: &Snapshot) -> Result<(), TaskError> {
         let own = self.all(scope).await?;
         if own.len() >= MAX_PER_SCOPE {
@@ -205,15 +318,28 @@ impl Shared {
             key(&task.id),
             scope_key(scope),
         );
+        let lease = lease_key(&task.id);
+        let leased = self.redis.put(&lease, b"1", Some(LEASE), false);
+        leased.await.map_err(unreachable)?;
+        // The record before its place in the set: a reader finding a member without its
+        // record takes it out as expired.
         let put = self.redis.put(&key, &bytes, Some(task.ttl), true);
         put.await.map_err(unreachable)?;
-        let listed = self.redis.set_add(&set, &key, MAX_TTL);
-        listed.await.map_err(unreachable)
+        let listed = self
+            .redis
+            .set_add_capped(&set, &key, MAX_PER_SCOPE, MAX_TTL);
+        if listed.await.map_err(unreachable)? {
+            return Ok(());
+        }
+        let _ = self.redis.delete(&key).await;
+        let _ = self.redis.delete(&lease).await;
+        Err(TaskError::TooMany)
     }
 
     /// The task `id` of `scope`.
     pub async fn get(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
-        Ok(self.own(scope, id).await?.0.snapshot())
+        let (record, bytes) = self.own(scope, id).await?;
+        Ok(self.settled(record, &bytes).await?.snapshot())
     }
 
     /// A page of `scope`'s live tasks (see [`page_of`]).
@@ -228,14 +354,25 @@ impl Shared {
     }
 
     /// The task `id` of `scope` once it has ended, or as it stands when its ttl runs out.
+    /// Woken by the news of any task's end ([`ENDED`]), read again every [`WAIT_EVERY`] else.
     pub async fn ended(&self, scope: &ClientScope, id: &str) -> Result<Snapshot, TaskError> {
         loop {
+            let news = self.ended_news.notified();
+            tokio::pin!(news);
+            news.as_mut().enable(); // news told while the record is read still wakes us
             let task = self.get(scope, id).await?;
             let end = task.created + task.ttl;
             if task.state.is_terminal() || SystemTime::now() >= end {
                 return Ok(task);
             }
-            tokio::time::sleep(WAIT_EVERY).await;
+            let _ = tokio::time::timeout(self.wait_every, news).await;
+        }
+    }
+
+    /// Tells waiting replicas that task `id` ended.
+    async fn tell_ended(&self, id: &str) {
+        if let Err(e) = self.redis.publish(ENDED, id.as_bytes()).await {
+            tracing::debug!(error = %e, "a task's end was not told (waiters read it later)");
         }
     }
 
@@ -257,6 +394,7 @@ impl Shared {
             if self.swapped(id, &bytes, &new).await? {
                 let told = self.redis.publish(CANCELLED, id.as_bytes()).await;
                 told.map_err(unreachable)?;
+                self.tell_ended(id).await;
                 return Ok(cancelled);
             }
         }
@@ -281,6 +419,7 @@ impl Shared {
                 ..record
             };
             if self.swapped(id, &bytes, &ended.bytes()).await? {
+                self.tell_ended(id).await;
                 return Ok(());
             }
         }
@@ -347,5 +486,105 @@ mod tests {
         }
         a.finish(&id, State::Completed(json!({}))).await.unwrap();
         assert_eq!(a.get(&alice, &id).await.unwrap().state, State::Cancelled);
+    }
+
+    async fn two_replicas(url: &str) -> (Arc<Store>, Shared, Arc<Store>, Shared) {
+        let (local_a, local_b) = (Arc::new(Store::default()), Arc::new(Store::default()));
+        let a = Shared::new(Redis::connect(url).await.unwrap(), Arc::downgrade(&local_a));
+        let b = Shared::new(Redis::connect(url).await.unwrap(), Arc::downgrade(&local_b));
+        tokio::time::sleep(Duration::from_millis(300)).await; // the listeners subscribe
+        (local_a, a, local_b, b)
+    }
+
+    /// `tasks/result` through a replica not running the call is woken by the news of its end
+    /// (before: read every 250 ms; here reading again would take an hour).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_replica_waiting_for_a_task_run_elsewhere_is_woken_by_its_end() {
+        let Some(server) = crate::state::tests::RedisServer::start() else {
+            return;
+        };
+        let (local_a, a, _local_b, mut b) = two_replicas(&server.url).await;
+        b.wait_every = Duration::from_secs(3600);
+        let alice = ClientScope::new("alice");
+        let task = snapshot(&local_a, &alice);
+        a.create(&alice, &task).await.unwrap();
+        let b = Arc::new(b);
+        let waiting = {
+            let (b, alice, id) = (Arc::clone(&b), alice.clone(), task.id.clone());
+            tokio::spawn(async move { b.ended(&alice, &id).await })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let result = json!({"content": []});
+        a.finish(&task.id, State::Completed(result.clone()))
+            .await
+            .unwrap();
+        let woken = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+        let ended = woken.expect("not woken by the task's end").unwrap();
+        assert_eq!(ended.unwrap().state, State::Completed(result));
+    }
+
+    /// Replicas making tasks for one client at the same instant stop at the cap together
+    /// (before: each read the count, then wrote, and all passed it).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replicas_making_tasks_at_once_never_pass_the_cap() {
+        let Some(server) = crate::state::tests::RedisServer::start() else {
+            return;
+        };
+        let (local_a, a, local_b, b) = two_replicas(&server.url).await;
+        let (a, b) = (Arc::new(a), Arc::new(b));
+        let alice = ClientScope::new("alice");
+        let half = MAX_PER_SCOPE / 2 + 8;
+        let mut making = Vec::new();
+        for (local, shared) in [(&local_a, &a), (&local_b, &b)] {
+            for _ in 0..half {
+                let (task, shared, alice) =
+                    (snapshot(local, &alice), Arc::clone(shared), alice.clone());
+                making.push(tokio::spawn(
+                    async move { shared.create(&alice, &task).await },
+                ));
+            }
+        }
+        let mut made = 0;
+        for making in making {
+            match making.await.unwrap() {
+                Ok(()) => made += 1,
+                Err(refused) => assert_eq!(refused, TaskError::TooMany),
+            }
+        }
+        assert_eq!(made, MAX_PER_SCOPE, "{} tried", 2 * half);
+        assert_eq!(
+            a.page(&alice, None, 1000).await.unwrap().len(),
+            MAX_PER_SCOPE
+        );
+    }
+
+    /// A working task whose lease lapsed (its replica stopped renewing it) reads `failed`,
+    /// saying so; one whose replica renews it stays working.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_task_whose_lease_lapsed_reads_failed_on_another_replica() {
+        let Some(server) = crate::state::tests::RedisServer::start() else {
+            return;
+        };
+        let (local_a, a, _local_b, b) = two_replicas(&server.url).await;
+        let alice = ClientScope::new("alice");
+        let (held, orphan) = (snapshot(&local_a, &alice), snapshot(&local_a, &alice));
+        a.create(&alice, &held).await.unwrap();
+        a.create(&alice, &orphan).await.unwrap();
+        let _lease = a.hold_lease(&held.id);
+        a.redis.delete(&lease_key(&orphan.id)).await.unwrap(); // as if LEASE had passed
+        assert_eq!(b.get(&alice, &held.id).await.unwrap().state, State::Working);
+        let State::Failed(error) = b.get(&alice, &orphan.id).await.unwrap().state else {
+            panic!("the orphan still reads working");
+        };
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("replica that ran this task stopped"),
+            "{error}"
+        );
+        a.finish(&orphan.id, State::Completed(json!({})))
+            .await
+            .unwrap();
+        let after = a.get(&alice, &orphan.id).await.unwrap().state;
+        assert!(matches!(after, State::Failed(_)), "ended once: {after:?}");
     }
 }

@@ -14,8 +14,9 @@
 //! | `GET /openapi.json` | none, or the key with `protect_spec` | the published spec, 503 before |
 //! | `POST /_mcp-launch/reload` | `X-MCP-Launch-Admin` | the [`ReloadHandler`]'s JSON |
 //! | `/mcp` and its OAuth routes, once mounted | the side's own | the [`McpSide`] (see `mcp`) |
-//! | anything else | the key | gated by the exposure, then forwarded |
+//! | anything else | the key | gated by the exposure, then forwarded (counted in `/metrics`: `mcp_launch_rest_requests_total`) |
 
+mod counted;
 mod error;
 mod mcp;
 pub(crate) mod path;
@@ -380,15 +381,26 @@ async fn method_not_allowed(request: Request) -> FrontError {
     }
 }
 
-/// Every other route: the MCP side's paths to it; else the key, then the path check and the
-/// exposure's verdict, then the controller.
-async fn gate_and_forward(
-    State(front): State<Front>,
-    request: Request,
-) -> Result<Response, FrontError> {
+/// Every other route: the MCP side's paths to it; else a REST request, counted for `/metrics`
+/// (time to the answer's head) by the server and tool the exposure knows (`counted`).
+async fn gate_and_forward(State(front): State<Front>, request: Request) -> Response {
     if let Some(routes) = front.inner.mcp.routes_for(request.uri().path()) {
-        return Ok(mcp::answer(routes, request).await);
+        return mcp::answer(routes, request).await;
     }
+    let started = Instant::now();
+    let published = front.published();
+    let exposure = published.as_ref().map(|p| &p.exposure);
+    let (server, tool) = counted::labels(request.uri().path(), exposure);
+    let response = gate_and_forward_rest(front, request).await.into_response();
+    let outcome = counted::outcome(response.status());
+    let took = started.elapsed();
+    crate::observe::rest_served(server.as_deref(), tool.as_deref(), took, outcome);
+    response
+}
+
+/// A REST request: the key, then the path check and the exposure's verdict, then the
+/// controller.
+async fn gate_and_forward_rest(front: Front, request: Request) -> Result<Response, FrontError> {
     front.require_api_key(request.headers())?;
     let path = RequestPath::parse(request.uri().path())?;
     let published = front.published();

@@ -55,6 +55,12 @@ impl RequestPath {
         })
     }
 
+    /// The first segment (a server's name, if the exposure knows it) and the rest, joined.
+    pub(crate) fn server_and_rest(&self) -> Option<(&str, String)> {
+        let (server, tail) = self.segments.split_first()?;
+        Some((server, tail.join("/")))
+    }
+
     /// The path to send upstream: the same segments, each percent-encoded canonically.
     pub(crate) fn canonical(&self) -> String {
         let mut path = String::from("/");

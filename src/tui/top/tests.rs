@@ -56,6 +56,7 @@ fn snapshot() -> Snapshot {
     Snapshot {
         taken_unix_ms: 1,
         interval_ms: 1000,
+        latency_window_ms: 60_000,
         processes: vec![daemon, up],
     }
 }

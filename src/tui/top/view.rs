@@ -48,10 +48,23 @@ fn header_line(app: &App, theme: &Theme) -> Line<'static> {
         Some(1) => "1 process".to_string(),
         Some(n) => format!("{n} processes"),
     };
+    let window = app.snapshot.as_ref().map_or(0, |s| s.latency_window_ms);
+    let sort = app.sort.word();
     Line::from(vec![
         Span::styled("mcp-launch top", theme.title),
-        Span::styled(format!(" · {what} · sort: {}", app.sort.word()), theme.dim),
+        Span::styled(
+            format!(" · {what} · {} · sort: {sort}", latency_window(window)),
+            theme.dim,
+        ),
     ])
+}
+
+/// What the p50/p99 columns cover: the calls of the last `window_ms` (at most a minute).
+fn latency_window(window_ms: u64) -> String {
+    match window_ms {
+        0 => "p50/p99 from the next sample".to_string(),
+        ms => format!("p50/p99 of the last {} s", ms.div_ceil(1000)),
+    }
 }
 
 fn footer_line(app: &App, theme: &Theme) -> Line<'static> {

@@ -1,5 +1,6 @@
 //! In-process tests of the front against a stand-in controller (no python needed).
 
+mod counted;
 mod harness;
 mod limits;
 
