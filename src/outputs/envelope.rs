@@ -185,7 +185,7 @@ pub fn budget_result_with(
         // envelope: room for both is set aside before the text takes it.
         let sure_links = blocks
             .iter()
-            .filter(|b| is_binary(b) && json_len(b) > limit)
+            .filter(|b| !is_text(b) && json_len(b) > limit)
             .count();
         let mut remaining = limit.saturating_sub(sure_links * LINK_TOKENS);
         let mut kept = Vec::with_capacity(blocks.len());
@@ -242,7 +242,9 @@ pub fn budget_result_with(
                 continue;
             }
             let size = json_len(&block);
-            if !is_binary(&block) || size <= remaining {
+            // Any other block (an image, audio, an embedded resource, a link, a type no
+            // revision defines) goes behind a handle when it does not fit: none passes uncut.
+            if size <= remaining {
                 remaining = remaining.saturating_sub(size);
                 kept.push(block);
                 continue;
@@ -469,12 +471,9 @@ fn json_cut(part: &str, handle: Option<String>, cut: &super::cut::JsonCut, full:
 /// Tokens a `resource_link` and its envelope line cost at most.
 const LINK_TOKENS: usize = 120;
 
-/// Images, audio and embedded resources: replaced by a link when over the budget.
-fn is_binary(block: &Value) -> bool {
-    matches!(
-        block.get("type").and_then(Value::as_str),
-        Some("image" | "audio" | "resource")
-    )
+/// A text block; every other kind is replaced by a link when over the budget.
+fn is_text(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("text")
 }
 
 /// The length of `value` as compact JSON, without building the text (results can be

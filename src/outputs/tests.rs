@@ -201,6 +201,32 @@ fn utf8_is_never_split() {
     }
 }
 
+/// Found by the `cut` fuzz target: a block of a type no revision defines (`"tept"`) with a
+/// long `text` was kept whole — 885 tokens shown of a 224-token budget. Any block that does
+/// not fit now goes behind a handle, whatever its type.
+#[test]
+fn a_block_of_an_unknown_type_over_the_budget_becomes_a_link() {
+    let (_dir, store) = store();
+    let me = ClientScope::local();
+    let long = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]".repeat(200);
+    for block in [
+        json!({"type": "tept", "text": long}),
+        json!({"text": long}),
+        json!({"type": "resource_link", "uri": "file:///x", "name": "x", "description": long}),
+    ] {
+        let result = json!({"content": [{"type": "text", "text": "a"}, block]});
+        let budgeted = budget_result(result, Budget::new(224), &store, &me).unwrap();
+        let sent = tokens(&budgeted.result["content"].to_string());
+        assert!(sent <= 224, "{sent} tokens of 224 for {block:.60}");
+        let link = &budgeted.result["content"][1];
+        assert_eq!(link["type"], "resource_link", "{link}");
+        assert!(link["uri"]
+            .as_str()
+            .unwrap()
+            .starts_with("mcp-launch://outputs/"));
+    }
+}
+
 #[test]
 fn images_over_the_budget_become_links_to_their_handle() {
     let (_dir, store) = store();
