@@ -297,6 +297,9 @@ fn the_login_proxy_refuses_what_the_built_in_server_refuses() {
     assert_ne!(first, second, "not rotated");
     let (status, refused) = renew(&base, &client, first);
     assert!(status.contains(" 400"), "a used refresh token: {refused}");
+    // Refused here, before the provider is asked (which would refuse it too).
+    let said = refused["error_description"].as_str().unwrap_or_default();
+    assert!(said.contains("already used"), "{refused}");
     let (_, refused) = renew(&base, &client, second);
     assert_eq!(
         refused["error"], "invalid_grant",
