@@ -53,6 +53,15 @@ pub struct ServeArgs {
     /// server's URL (http://ADDR:PORT/mcp, the default) and puts a client id there instead.
     #[arg(long, requires = "auth", value_name = "AUDIENCE")]
     pub oidc_audience: Option<String>,
+    /// With --auth oidc:ISSUER, for a provider without dynamic registration: the client you
+    /// registered there for this server (its redirect URI: <this URL>/oauth/callback); MCP
+    /// clients then register here and log in to the provider through us. Its secret is read
+    /// from MCP_LAUNCH_OIDC_CLIENT_SECRET (or the variable --oidc-client-secret-env names).
+    #[arg(long, requires = "auth", value_name = "ID")]
+    pub oidc_client_id: Option<String>,
+    /// With --oidc-client-id: the environment variable holding its secret (never the secret).
+    #[arg(long, requires = "oidc_client_id", value_name = "VAR")]
+    pub oidc_client_secret_env: Option<String>,
     /// The key HTTP clients send as `Authorization: Bearer <key>` (required off loopback;
     /// on loopback, the default is a key kept owner-only in the state directory).
     #[arg(
@@ -273,6 +282,7 @@ pub(super) async fn run(
     }
     let delegate =
         super::serve_oauth::delegate(args.auth.as_ref(), args.oidc_audience.as_deref()).await?;
+    let proxied = super::serve_oauth::login(delegate.as_ref(), &args)?;
     let loaded = load_config(global)?;
     let entries: Vec<_> = loaded.servers().cloned().collect();
     if args.passthrough && entries.len() != 1 {
@@ -320,6 +330,7 @@ pub(super) async fn run(
                 auth,
                 tunnel,
                 delegate,
+                proxied,
             };
             serve_http(gateway.clone(), served, &args, stop.clone()).await
         }
@@ -492,6 +503,8 @@ struct Served {
     tunnel: Option<super::serve_tunnel::TunnelPlan>,
     /// With `--auth oidc:ISSUER`: the provider, discovered before anything started.
     delegate: Option<crate::auth::server::oidc::Delegate>,
+    /// With `--oidc-client-id`: the provider's client its login is proxied as.
+    proxied: Option<crate::auth::server::proxy::Login>,
 }
 
 /// Binds `--http`, opens the tunnel to it (if any) and serves until `stop` or until the tunnel
@@ -519,6 +532,7 @@ async fn serve_http(
             delegate,
             args.oidc_audience.as_deref(),
             "mcp-launch serve",
+            served.proxied,
         )),
         None => (served.auth == AuthMode::Oauth).then(|| super::serve_oauth::server(&base)),
     };

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::auth::server::oidc::Delegate;
+use crate::auth::server::proxy::{Login, CALLBACK_PATH};
 use crate::auth::server::{ConsentNotice, Notify, OAuthServer};
 
 use super::serve::{AuthMode, ServeArgs};
@@ -78,24 +79,112 @@ pub(super) async fn delegate(
     Ok(Some(delegate))
 }
 
+/// The variable the secret of `--oidc-client-id` is read from when no
+/// `--oidc-client-secret-env` names another.
+pub(super) const SECRET_VAR: &str = "MCP_LAUNCH_OIDC_CLIENT_SECRET";
+
+/// With `--oidc-client-id`: the provider's client the login is proxied as, its secret read
+/// from the environment (never the command line: other users see it there). Refused without
+/// `--auth oidc:ISSUER`, or when the named variable is unset.
+pub(super) fn login(
+    delegate: Option<&Delegate>,
+    args: &ServeArgs,
+) -> Result<Option<Login>, CliError> {
+    let Some(client_id) = args.oidc_client_id.clone() else {
+        return Ok(None);
+    };
+    let Some(delegate) = delegate else {
+        return Err(CliError::Usage {
+            message: "--oidc-client-id is used only with --auth oidc:ISSUER".into(),
+            help: "add --auth oidc:ISSUER, or drop --oidc-client-id".into(),
+        });
+    };
+    let var = args.oidc_client_secret_env.as_deref();
+    let secret = std::env::var(var.unwrap_or(SECRET_VAR))
+        .ok()
+        .filter(|s| !s.is_empty());
+    if let (Some(var), None) = (var, &secret) {
+        return Err(CliError::Usage {
+            message: format!("--oidc-client-secret-env {var}: the variable is not set"),
+            help: format!("export {var} with the secret of client `{client_id}` at the provider"),
+        });
+    }
+    if secret.is_none() {
+        eprintln!(
+            "mcp-launch serve: no secret in {SECRET_VAR}: `{client_id}` logs in to the provider as a public client"
+        );
+    }
+    Login::new(delegate, client_id, secret)
+        .map(Some)
+        .map_err(|e| CliError::Usage {
+            help: e.help(),
+            message: e.to_string(),
+        })
+}
+
 /// The protected resource of the listener clients reach at `base` (its `/mcp`), taking
 /// `delegate`'s tokens: their audience is `audience` (`--oidc-audience`), else the URL clients
-/// reach `/mcp` at (behind a tunnel, the public one). `speaker` says so on the terminal
+/// reach `/mcp` at (behind a tunnel, the public one). With `proxied`, MCP clients register
+/// with us and log in to the provider through us. `speaker` says so on the terminal
 /// (`mcp-launch serve`, a stack of `up`).
 pub(super) fn delegated(
     base: &str,
     delegate: Delegate,
     audience: Option<&str>,
     speaker: &str,
+    proxied: Option<Login>,
 ) -> Arc<OAuthServer> {
     let audience = audience.map_or_else(|| format!("{base}/mcp"), str::to_string);
     eprintln!(
         "{speaker}: OAuth 2.1 delegated to {}; tokens must name `{audience}` as their audience",
         delegate.issuer()
     );
-    Arc::new(OAuthServer::delegated(
-        base,
-        "/mcp",
-        delegate.for_audience(audience),
-    ))
+    let server = OAuthServer::delegated(base, "/mcp", delegate.for_audience(audience));
+    let Some(login) = proxied else {
+        return Arc::new(server);
+    };
+    eprintln!(
+        "{speaker}: clients register at {base}/register and log in through {} as `{}` (its redirect URI there: {base}{CALLBACK_PATH})",
+        server.issuer(),
+        login.client_id()
+    );
+    let store = crate::auth::server::default_store();
+    Arc::new(server.with_login(login, store))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn serve_args(flags: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let argv = ["mcp-launch", "serve", "--http", "127.0.0.1:0"];
+        let cli = crate::cli::Cli::try_parse_from(argv.iter().chain(flags))?;
+        match cli.command {
+            crate::cli::Command::Serve(args) => Ok(*args),
+            _ => panic!("not serve"),
+        }
+    }
+
+    /// The proxy's client comes with `--auth oidc:ISSUER` only, and its secret never on the
+    /// command line: only the name of the variable holding it.
+    #[test]
+    fn the_proxys_client_needs_oidc_and_takes_its_secret_from_the_environment() {
+        let secret_env = ["--oidc-client-secret-env", "VAR"];
+        assert!(serve_args(&secret_env).is_err(), "a secret variable alone");
+        assert!(serve_args(&["--oidc-client-id", "x"]).is_err(), "no --auth");
+        let args = serve_args(&["--auth", "oauth", "--oidc-client-id", "x"]).unwrap();
+        let Err(CliError::Usage { message, .. }) = login(None, &args) else {
+            panic!("--oidc-client-id taken with --auth oauth");
+        };
+        assert!(
+            message.contains("only with --auth oidc:ISSUER"),
+            "{message}"
+        );
+        assert!(
+            serve_args(&["--auth", "oauth", "--oidc-client-secret", "s"]).is_err(),
+            "a secret flag exists"
+        );
+    }
 }

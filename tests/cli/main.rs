@@ -54,6 +54,7 @@ mod serve_oauth_cimd;
 mod serve_oauth_ts;
 mod serve_oidc;
 mod serve_oidc_items;
+mod serve_oidc_proxy;
 mod session;
 mod strict_clients;
 mod tasks;

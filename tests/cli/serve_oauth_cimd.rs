@@ -19,12 +19,20 @@ use crate::util::*;
 
 /// A gateway with `--auth oauth` on a free loopback port, the dev switch as given.
 fn gateway(cmd: &Cmd, loopback_documents: bool) -> (Running, String) {
+    gateway_with(cmd, loopback_documents, &[])
+}
+
+/// [`gateway`] with `env` set besides.
+fn gateway_with(cmd: &Cmd, loopback_documents: bool, env: &[(&str, &str)]) -> (Running, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let switch = if loopback_documents { "1" } else { "0" };
-    let command = (cmd.cmd())
+    let mut command = (cmd.cmd())
         .args(["--config", "config.json", "serve", "--mode", "full"])
         .args(["--http", &addr, "--auth", "oauth"])
         .env("MCP_LAUNCH_DEV_CIMD_LOOPBACK", switch);
+    for (name, value) in env {
+        command = command.env(name, value);
+    }
     let running = command.stderr_any().spawn();
     eventually(20, "the gateway listens", || {
         std::net::TcpStream::connect(&addr).is_ok()
@@ -174,5 +182,48 @@ fn documents_that_lie_overflow_or_point_inside_are_refused() {
     // Without the development switch, a loopback document is not fetched at all.
     let (running, gateway_base) = gateway(&cmd, false);
     refused(&gateway_base, "/good.json", REDIRECT, "not an https URL");
+    stop(running);
+}
+
+/// Review finding (issue 27): the document fetch pins the addresses it checked, but a system
+/// proxy (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`) would have taken the request elsewhere —
+/// to an address never checked. The proxy here counts the connections it is offered: none.
+#[test]
+fn a_document_is_fetched_at_its_checked_address_never_through_a_proxy() {
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let base = documents(|base| {
+        let own = json!({"client_id": format!("{base}/good.json"),
+            "client_name": "loopback app", "redirect_uris": [REDIRECT]});
+        vec![("/good.json", own.to_string())]
+    });
+    let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let offered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&offered);
+    std::thread::spawn(move || {
+        for stream in proxy.incoming().flatten() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    let mut env = vec![("NO_PROXY", ""), ("no_proxy", "")];
+    for name in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        env.push((name, proxy_url.as_str()));
+    }
+    let (running, gateway_base) = gateway_with(&cmd, true, &env);
+    let (status, body) = authorize(&gateway_base, &format!("{base}/good.json"), REDIRECT);
+    let offered = offered.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        offered, 0,
+        "the document was asked of the proxy: {status} {body}"
+    );
+    assert!(status.contains("200"), "{status} {body}");
     stop(running);
 }

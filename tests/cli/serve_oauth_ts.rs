@@ -136,6 +136,80 @@ fn the_typescript_sdk_logs_in_calls_and_refreshes_on_loopback() {
     served.stop();
 }
 
+/// A certificate for `127.0.0.1` made here (`openssl`), trusted by the gateway alone through
+/// `SSL_CERT_FILE`: the certificate's and the key's paths.
+fn loopback_certificate(dir: &Path) -> (String, String) {
+    let (cert, key) = (dir.join("cimd-cert.pem"), dir.join("cimd-key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        // Not a CA: a CA certificate is refused as a server's own (webpki).
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .args(["-addext", "extendedKeyUsage=serverAuth", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl makes the document server's certificate");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    (cert.display().to_string(), key.display().to_string())
+}
+
+/// The TypeScript SDK names itself by its Client ID Metadata Document (`clientMetadataUrl`,
+/// served over https on loopback: the SDK takes https URLs only) instead of registering, is
+/// let in by the operator, calls and refreshes; `auth clients` lists it under its URL.
+#[test]
+fn the_typescript_sdk_logs_in_by_its_metadata_document_and_refreshes() {
+    let cmd = project();
+    let (cert, key) = loopback_certificate(cmd.dir());
+    let served = serve_with(&cmd, false, |serve| {
+        serve
+            .env("SSL_CERT_FILE", &cert)
+            .env("MCP_LAUNCH_DEV_CIMD_LOOPBACK", "1")
+    });
+    let flags = [
+        "--tool",
+        "fault__echo",
+        "--cimd-cert",
+        &cert,
+        "--cimd-key",
+        &key,
+    ];
+    let seen = ts_client(cmd.dir(), &served, &flags);
+    let url = seen["document_url"].as_str().expect("a document URL");
+    assert_eq!(seen["client_id"], url, "it registered instead: {seen}");
+    assert!(
+        seen["document_fetches"].as_u64() >= Some(1),
+        "never fetched: {seen}"
+    );
+    assert_eq!(seen["consent_status"], 303, "{seen}");
+    assert_eq!(seen["first_call"], "hi", "{seen}");
+    assert_eq!(
+        seen["second_call"], "hi",
+        "no call after the refresh: {seen}"
+    );
+    assert_eq!(seen["refresh_tokens"], 2, "not rotated: {seen}");
+    let clients = cmd.cmd().args(["auth", "clients", "--json"]).run().json();
+    assert_eq!(clients["clients"][0]["client_id"], url, "{clients}");
+    assert_eq!(
+        clients["clients"][0]["name"], "typescript sdk cimd",
+        "{clients}"
+    );
+    served.stop();
+}
+
 /// Through the tunnel the SDK is given only the public URL; it checks that the metadata's
 /// `resource` is that URL (RFC 9728 §3.3) and finds the issuer there, so a gateway that still
 /// named its loopback address fails here.

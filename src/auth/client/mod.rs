@@ -38,6 +38,7 @@ pub use error::{login_command, AuthError, LoginContext, Rejection, Step};
 pub use fetch::http_client;
 pub use preregistered::PreRegistered;
 pub use token::revoke;
+pub(crate) use token::TokenClient;
 
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,8 @@
 //!
 //! The fetch is bounded — https only, no redirects, 5 s, 16 KiB — and never reaches a private
 //! network (an attacker picks the URL): the host's addresses are resolved first, every one
-//! must be public, and the request is pinned to them (no second lookup to rebind). The
+//! must be public, and the request is pinned to them (no second lookup to rebind, no system
+//! proxy: `HTTP(S)_PROXY` and `ALL_PROXY` are not used for it). The
 //! document must name the URL as its `client_id`, list its redirect URIs (matched exactly,
 //! as a registered client's), and be a public client (`token_endpoint_auth_method` `none`).
 //! Documents are cached for their `max-age` (one minute to one hour; five minutes without).
@@ -208,7 +209,10 @@ async fn fetch(url: &reqwest::Url, loopback: bool) -> Result<(Vec<u8>, Duration)
     if addresses.is_empty() || !addresses.iter().all(|a| is_fetchable(a.ip(), loopback)) {
         return Err(CimdError::Private(url.to_string()));
     }
+    // No system proxy (`HTTP(S)_PROXY`, `ALL_PROXY`): through one, the request would go to
+    // wherever the proxy resolves the host, past the addresses just checked.
     let http = reqwest::Client::builder()
+        .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(FETCH_TIMEOUT)
         .resolve_to_addrs(host, &addresses)

@@ -53,14 +53,14 @@ pub struct Session {
 /// The query of `GET /authorize`.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct AuthorizeRequest {
-    response_type: Option<String>,
-    client_id: Option<String>,
-    redirect_uri: Option<String>,
-    code_challenge: Option<String>,
-    code_challenge_method: Option<String>,
-    state: Option<String>,
-    scope: Option<String>,
-    resource: Option<String>,
+    pub(super) response_type: Option<String>,
+    pub(super) client_id: Option<String>,
+    pub(super) redirect_uri: Option<String>,
+    pub(super) code_challenge: Option<String>,
+    pub(super) code_challenge_method: Option<String>,
+    pub(super) state: Option<String>,
+    pub(super) scope: Option<String>,
+    pub(super) resource: Option<String>,
 }
 
 /// The consent form.
@@ -120,13 +120,16 @@ impl OAuthServer {
         }
     }
 
-    /// Checks an authorization request and opens its consent page (`document`: the client
-    /// its URL `client_id` describes).
-    fn open_consent(
+    /// The checks of an authorization request, before any consent (ours or a provider's):
+    /// the client known (`document`: the one its URL `client_id` describes) and the redirect
+    /// URI one it registered, exactly — else an error page, never a redirect —; then, answered
+    /// at that redirect URI, `response_type=code`, a PKCE S256 challenge, our resource and
+    /// known scopes. The client and the scope asked for (all of ours when none is named).
+    pub(super) fn check_request(
         &self,
-        request: AuthorizeRequest,
-        document: Option<Client>,
-    ) -> Result<(String, Session), Box<Response>> {
+        request: &AuthorizeRequest,
+        document: Option<&Client>,
+    ) -> Result<(Client, String), Box<Response>> {
         let client_id = request.client_id.clone().unwrap_or_default();
         let state = self.current().map_err(|_| {
             error_page(
@@ -134,7 +137,7 @@ impl OAuthServer {
                 "the authorization state could not be read",
             )
         })?;
-        let Some(client) = document.as_ref().or_else(|| state.clients.get(&client_id)) else {
+        let Some(client) = document.or_else(|| state.clients.get(&client_id)) else {
             return Err(Box::new(error_page(
                 StatusCode::BAD_REQUEST,
                 "unknown client_id: register the client first",
@@ -171,6 +174,19 @@ impl OAuthServer {
         if scope.split_whitespace().any(|s| !SCOPES.contains(&s)) {
             return Err(Box::new(back("invalid_scope")));
         }
+        Ok((client.clone(), scope))
+    }
+
+    /// Checks an authorization request and opens its consent page (`document`: the client
+    /// its URL `client_id` describes).
+    fn open_consent(
+        &self,
+        request: AuthorizeRequest,
+        document: Option<Client>,
+    ) -> Result<(String, Session), Box<Response>> {
+        let client_id = request.client_id.clone().unwrap_or_default();
+        let (client, scope) = self.check_request(&request, document.as_ref())?;
+        let redirect = request.redirect_uri.clone().unwrap_or_default();
         let session = Session {
             request,
             scope,
@@ -178,7 +194,7 @@ impl OAuthServer {
             csrf: crate::auth::random_string(32),
             tries: 0,
             expires_at: now() + CONSENT_TTL.as_secs(),
-            document: document.clone(),
+            document,
         };
         let id = crate::auth::random_string(24);
         {
@@ -358,7 +374,7 @@ impl OAuthServer {
 }
 
 /// A 303 to `redirect` with `params` added to its query.
-fn redirect_to(redirect: &str, params: &[(&str, &str)]) -> Response {
+pub(super) fn redirect_to(redirect: &str, params: &[(&str, &str)]) -> Response {
     let Ok(mut url) = Url::parse(redirect) else {
         return error_page(StatusCode::BAD_REQUEST, "the redirect_uri is not a URL");
     };
@@ -367,7 +383,12 @@ fn redirect_to(redirect: &str, params: &[(&str, &str)]) -> Response {
 }
 
 /// An error sent back to the client's (registered) redirect URI.
-fn redirect_error(redirect: &str, error: &str, state: Option<&str>, issuer: &str) -> Response {
+pub(super) fn redirect_error(
+    redirect: &str,
+    error: &str,
+    state: Option<&str>,
+    issuer: &str,
+) -> Response {
     let mut params = vec![("error", error)];
     params.extend(state.map(|s| ("state", s)));
     params.push(("iss", issuer));
@@ -385,7 +406,7 @@ fn page_headers() -> [(header::HeaderName, &'static str); 4] {
 }
 
 /// An error page (never a redirect: the redirect URI may be the attacker's).
-fn error_page(status: StatusCode, message: &str) -> Response {
+pub(super) fn error_page(status: StatusCode, message: &str) -> Response {
     let body = format!(
         "<!doctype html><title>mcp-launch</title><h1>Not authorized</h1><p>{}</p>",
         escape(message)

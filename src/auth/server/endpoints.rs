@@ -11,7 +11,7 @@ use axum::{Form, Json, Router};
 use serde::Deserialize;
 
 use super::store::{hash, Client, Grant, Refresh};
-use super::{consent, now, OAuthServer, ACCESS_TTL, REFRESH_TTL, SCOPES};
+use super::{consent, now, proxy, OAuthServer, ACCESS_TTL, REFRESH_TTL, SCOPES};
 use crate::auth::metadata::{
     AuthorizationServer, ClientInformation, ClientMetadata, ErrorResponse, TokenResponse,
     AUTHORIZATION_SERVER_SUFFIX, PROTECTED_RESOURCE_SUFFIX,
@@ -31,6 +31,16 @@ pub fn router(server: Arc<OAuthServer>) -> Router {
             &format!("{PROTECTED_RESOURCE_SUFFIX}{resource_path}"),
             get(resource_metadata),
         );
+    if server.login.is_some() {
+        // Delegated to a provider without registration: we register and proxy its login.
+        return metadata
+            .route(AUTHORIZATION_SERVER_SUFFIX, get(authorization_metadata))
+            .route("/authorize", get(proxy::authorize))
+            .route(proxy::CALLBACK_PATH, get(proxy::callback))
+            .route("/register", post(register))
+            .route("/token", post(token))
+            .with_state(server);
+    }
     if server.delegate.is_some() {
         // Delegated: the provider is the authorization server; we only say so.
         return metadata.with_state(server);
@@ -46,13 +56,15 @@ pub fn router(server: Arc<OAuthServer>) -> Router {
 
 async fn authorization_metadata(State(server): State<Arc<OAuthServer>>) -> Response {
     let issuer = &server.issuer;
+    // The login proxy revokes nothing and fetches no client documents.
+    let is_built_in = server.login.is_none();
     let strings = |items: &[&str]| Some(items.iter().map(|s| s.to_string()).collect());
     let document = AuthorizationServer {
         issuer: issuer.clone(),
         authorization_endpoint: Some(format!("{issuer}/authorize")),
         token_endpoint: Some(format!("{issuer}/token")),
         registration_endpoint: Some(format!("{issuer}/register")),
-        revocation_endpoint: Some(format!("{issuer}/revoke")),
+        revocation_endpoint: is_built_in.then(|| format!("{issuer}/revoke")),
         device_authorization_endpoint: None,
         jwks_uri: None,
         scopes_supported: strings(SCOPES),
@@ -60,7 +72,7 @@ async fn authorization_metadata(State(server): State<Arc<OAuthServer>>) -> Respo
         grant_types_supported: strings(&["authorization_code", "refresh_token"]),
         code_challenge_methods_supported: strings(&[crate::auth::pkce::METHOD]),
         token_endpoint_auth_methods_supported: strings(AUTH_METHODS),
-        client_id_metadata_document_supported: true,
+        client_id_metadata_document_supported: is_built_in,
         authorization_response_iss_parameter_supported: true,
         extra: Default::default(),
     };
@@ -72,7 +84,7 @@ async fn resource_metadata(State(server): State<Arc<OAuthServer>>) -> Response {
 }
 
 /// An OAuth error answer (no-store, like every token answer).
-fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
+pub(super) fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
     let body = ErrorResponse {
         error: error.into(),
         error_description: Some(description.into()),
@@ -90,7 +102,7 @@ pub(super) fn acceptable_redirect(uri: &str) -> bool {
     url.fragment().is_none() && (url.scheme() == "https" || (url.scheme() == "http" && loopback))
 }
 
-async fn register(
+pub(super) async fn register(
     State(server): State<Arc<OAuthServer>>,
     Json(metadata): Json<ClientMetadata>,
 ) -> Response {
@@ -164,14 +176,14 @@ async fn register(
 /// The form of `/token` and `/revoke`.
 #[derive(Debug, Default, Deserialize)]
 pub struct TokenForm {
-    grant_type: Option<String>,
-    code: Option<String>,
-    redirect_uri: Option<String>,
-    code_verifier: Option<String>,
-    refresh_token: Option<String>,
+    pub(super) grant_type: Option<String>,
+    pub(super) code: Option<String>,
+    pub(super) redirect_uri: Option<String>,
+    pub(super) code_verifier: Option<String>,
+    pub(super) refresh_token: Option<String>,
     client_id: Option<String>,
     client_secret: Option<String>,
-    resource: Option<String>,
+    pub(super) resource: Option<String>,
     token: Option<String>,
 }
 
@@ -248,9 +260,12 @@ async fn token(
             "tokens are issued for this server's MCP endpoint only",
         );
     }
-    match form.grant_type.as_deref() {
-        Some("authorization_code") => exchange_code(&server, &client_id, &form),
-        Some("refresh_token") => rotate_refresh(&server, &client_id, &form),
+    let is_proxied = server.login.is_some();
+    match (form.grant_type.as_deref(), is_proxied) {
+        (Some("authorization_code"), false) => exchange_code(&server, &client_id, &form),
+        (Some("refresh_token"), false) => rotate_refresh(&server, &client_id, &form),
+        (Some("authorization_code"), true) => proxy::redeem(&server, &client_id, &form).await,
+        (Some("refresh_token"), true) => proxy::renew(&server, &client_id, &form).await,
         _ => oauth_error(
             StatusCode::BAD_REQUEST,
             "unsupported_grant_type",
@@ -259,7 +274,7 @@ async fn token(
     }
 }
 
-fn invalid_grant(why: &str) -> Response {
+pub(super) fn invalid_grant(why: &str) -> Response {
     oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why)
 }
 
@@ -307,7 +322,9 @@ fn rotate_refresh(server: &OAuthServer, client_id: &str, form: &TokenForm) -> Re
         let Some(refresh) = state.refresh.get_mut(&presented) else {
             return;
         };
-        if refresh.grant.client_id != client_id {
+        if refresh.grant.family.starts_with(proxy::FAMILY) {
+            // A provider's refresh token, recorded by the login proxy: renewed only there.
+        } else if refresh.grant.client_id != client_id {
             outcome = Err("the refresh token was issued to another client");
         } else if refresh.grant.resource != server.resource {
             // Issued while we answered at another address (loopback, before a tunnel): its

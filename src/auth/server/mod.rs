@@ -8,6 +8,8 @@
 //! - `endpoints`: metadata, `/register`, `/token`, `/revoke`.
 //! - `consent`: `/authorize` — the page, its one-time code, its CSRF token.
 //! - `cimd`: clients named by an https URL (Client ID Metadata Documents), fetched with bounds.
+//! - `oidc`: delegated mode — a provider's JWTs verified; `proxy`: its login proxied for
+//!   providers MCP clients cannot register with.
 //!
 //! Access tokens are opaque random strings kept only as their SHA-256 hash (not signed JWTs):
 //! one operator's server is the only reader of its tokens, so there is no key to manage, and
@@ -18,6 +20,7 @@ pub mod cimd;
 mod consent;
 mod endpoints;
 pub mod oidc;
+pub mod proxy;
 mod resource;
 pub mod store;
 
@@ -98,6 +101,11 @@ pub struct OAuthServer {
     consents: Mutex<HashMap<String, consent::Session>>,
     /// Client ID Metadata Documents fetched, until they expire.
     documents: cimd::Documents,
+    /// Delegated mode's login proxy (`--oidc-client-id`): the provider's client we log in as.
+    login: Option<proxy::Login>,
+    /// The login proxy's logins in progress and codes, by hashed key, with their expiry, when
+    /// the store keeps none (one process; with `--state` they are in Redis).
+    held: Mutex<HashMap<String, (u64, Vec<u8>)>>,
 }
 
 impl std::fmt::Debug for OAuthServer {
@@ -126,6 +134,8 @@ impl OAuthServer {
             codes: Mutex::new(HashMap::new()),
             consents: Mutex::new(HashMap::new()),
             documents: cimd::Documents::default(),
+            login: None,
+            held: Mutex::new(HashMap::new()),
         }
     }
 
@@ -221,5 +231,7 @@ pub mod admin {
 
 #[cfg(test)]
 mod oidc_tests;
+#[cfg(test)]
+mod proxy_tests;
 #[cfg(test)]
 mod tests;

@@ -27,6 +27,7 @@ use super::store::Grant;
 use super::{SCOPES, SCOPE_READ};
 use crate::auth::client::fetch::{http_client, Fetch};
 use crate::auth::client::Step;
+use crate::auth::metadata::AuthorizationServer;
 
 /// The signature algorithms we accept: asymmetric only.
 pub const ALGORITHMS: &[Algorithm] = &[Algorithm::RS256, Algorithm::PS256, Algorithm::ES256];
@@ -108,6 +109,8 @@ pub struct Delegate {
     jwks_uri: Url,
     http: reqwest::Client,
     keys: Arc<RwLock<Arc<Keys>>>,
+    /// The provider's discovery document (its endpoints, for the login proxy).
+    provider: Arc<AuthorizationServer>,
     /// When an unknown `kid` last fetched the keys (one fetch at a time: the lock is held
     /// across it).
     refetched: Arc<tokio::sync::Mutex<Option<Instant>>>,
@@ -120,13 +123,6 @@ impl std::fmt::Debug for Delegate {
             .field("audience", &self.audience)
             .finish_non_exhaustive()
     }
-}
-
-/// The part of the discovery document we read.
-#[derive(Deserialize)]
-struct Discovery {
-    issuer: String,
-    jwks_uri: String,
 }
 
 /// The claims we read (the signature, `iss`, `aud`, `exp`, `nbf` are checked by the decoder).
@@ -183,7 +179,8 @@ impl Delegate {
         );
         let url = Url::parse(&url).map_err(|e| bad(e.to_string()))?;
         let answer = fetch.get(&url).await.map_err(|e| unusable(e.to_string()))?;
-        let found: Discovery = fetch.json(&answer).map_err(|e| unusable(e.to_string()))?;
+        let found: AuthorizationServer =
+            fetch.json(&answer).map_err(|e| unusable(e.to_string()))?;
         if found.issuer != issuer {
             return Err(unusable(format!(
                 "its discovery document names the issuer `{}`, not `{issuer}` (they must match \
@@ -191,9 +188,9 @@ impl Delegate {
                 found.issuer
             )));
         }
-        let jwks_uri =
-            crate::auth::client::parse_url(issuer, &found.jwks_uri, Step::ServerMetadata)
-                .map_err(|e| unusable(format!("jwks_uri: {e}")))?;
+        let named = found.jwks_uri.as_deref().unwrap_or_default();
+        let jwks_uri = crate::auth::client::parse_url(issuer, named, Step::ServerMetadata)
+            .map_err(|e| unusable(format!("jwks_uri: {e}")))?;
         let keys = fetch_keys(&http, issuer, &jwks_uri)
             .await
             .map_err(unusable)?;
@@ -203,6 +200,7 @@ impl Delegate {
             jwks_uri,
             http,
             keys: Arc::new(RwLock::new(Arc::new(keys))),
+            provider: Arc::new(found),
             refetched: Arc::new(tokio::sync::Mutex::new(None)),
         })
     }
@@ -221,6 +219,11 @@ impl Delegate {
     /// The audience tokens must name.
     pub fn audience(&self) -> &str {
         &self.audience
+    }
+
+    /// The provider's discovery document, as it came.
+    pub fn provider(&self) -> &AuthorizationServer {
+        &self.provider
     }
 
     /// The grant `token` carries, or why it is refused (never the token itself).

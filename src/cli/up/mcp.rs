@@ -170,6 +170,7 @@ impl Side {
                 delegate.clone(),
                 self.audience.as_deref(),
                 &format!("stack {}", self.stack),
+                None,
             )),
             (AuthMode::Oauth, _) => Some(self.oauth_server(base)),
             _ => None,
