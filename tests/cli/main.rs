@@ -32,6 +32,7 @@ mod newcomer;
 mod oauth;
 mod oauth_device;
 mod oauth_gateway;
+mod oauth_keyring;
 mod oauth_preregistered;
 mod output;
 mod overrides;
