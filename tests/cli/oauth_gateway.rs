@@ -91,3 +91,33 @@ fn a_step_up_through_a_native_stack_names_the_exact_login_command() {
     assert!(body.to_string().contains("needs_login"), "{body}");
     assert!(body.to_string().contains(&command), "{body}");
 }
+
+/// A server whose every request needs a scope the login lacks (a step-up even for listing):
+/// `list` names the scopes in its command, directly and through a daemon alike (the daemon's
+/// report carries them).
+#[test]
+fn list_through_a_daemon_names_a_step_ups_scopes() {
+    let server = OAuthServer::start_with(&["--step-up", "admin", "--step-up-everywhere"]);
+    let setup = Cmd::new()
+        .config_json(json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}}));
+    login(setup.dir(), "prot");
+    let list = |how: &str| {
+        let args = ["--config", "config.json", "list", "--json", "--daemon", how];
+        setup.cmd().args(args).run()
+    };
+    let expected = "mcp-launch auth login prot --scope 'mcp admin' --config config.json";
+    let direct = list("off");
+    assert_eq!(direct.server("prot")["status"], "needs_login", "{direct}");
+    assert_eq!(direct.server("prot")["help"], expected, "{direct}");
+
+    let daemon = crate::daemon::start_daemon(&setup, setup.cmd());
+    let relayed = list("use");
+    setup
+        .cmd()
+        .args(["--config", "config.json", "daemon", "stop"])
+        .stderr_any()
+        .run();
+    daemon.wait();
+    assert_eq!(relayed.server("prot")["status"], "needs_login", "{relayed}");
+    assert_eq!(relayed.server("prot")["help"], expected, "{relayed}");
+}
