@@ -34,6 +34,7 @@ mod oauth_device;
 mod oauth_gateway;
 mod oauth_keyring;
 mod oauth_preregistered;
+mod oauth_sse;
 mod output;
 mod overrides;
 mod planted;
