@@ -35,7 +35,8 @@ fn main() -> ExitCode {
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null);
-    // The token store of `auth/*` logins: a state dir of this run's own, gone when it ends.
+    // The token store of `auth/*` logins: a state dir of this run's own, gone when it ends
+    // (the file only: the suite's tokens never reach the user's OS keyring).
     let state = match tempfile::tempdir() {
         Ok(dir) => dir,
         Err(e) => {
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
         }
     };
     std::env::set_var("XDG_STATE_HOME", state.path());
+    std::env::set_var("MCP_LAUNCH_TOKEN_STORE", "file");
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -196,6 +196,24 @@ for program in redis-server haproxy; do
   fi
 done
 
+# --- a Secret Service on a private D-Bus (the OAuth keyring test: gnome-keyring, read back with
+# secret-tool) ---------------------------------------------------------------------------------
+for pair in dbus-daemon:dbus dbus-send:dbus gnome-keyring-daemon:gnome-keyring secret-tool:libsecret-tools; do
+  program="${pair%%:*}" package="${pair#*:}"
+  if command -v "$program" >/dev/null; then
+    skipped+=("$program")
+  elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+    log "apt-get install $package"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$package" >&2 \
+      || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$package" >&2; } \
+      || { log "could not install $package: install it (the OAuth keyring end-to-end test needs it)"; exit 1; }
+    installed+=("$program")
+  else
+    log "$program not found: install $package (the OAuth keyring end-to-end test needs it)"
+    exit 1
+  fi
+done
+
 # --- Python venvs ----------------------------------------------------------------------------
 # venv_install NAME SPEC BIN [CONSTRAINTS]
 venv_install() {

@@ -69,6 +69,8 @@ pub struct RelayedProblem {
     pub help: String,
     /// The config entry was at fault (exit 2), not the server (exit 1).
     pub is_config: bool,
+    /// The scopes a new login must ask for, when the server wanted more (a step-up).
+    pub scope: Option<String>,
 }
 
 impl ServerProblem {
@@ -97,6 +99,7 @@ impl ServerProblem {
     pub fn step_up_scope(&self) -> Option<&str> {
         match self {
             ServerProblem::Mcp(McpError::Auth(e)) => e.step_up_scope(),
+            ServerProblem::Relayed(relayed) => relayed.scope.as_deref(),
             _ => None,
         }
     }

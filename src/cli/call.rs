@@ -266,6 +266,7 @@ fn naming_the_login(error: CliError, global: &GlobalArgs) -> CliError {
         message: problem.to_string(),
         help: format!("a person must log in: {command}"),
         is_config: false,
+        scope: problem.step_up_scope().map(str::to_string),
     };
     CliError::server(&server, ServerProblem::Relayed(relayed))
 }

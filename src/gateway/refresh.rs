@@ -37,8 +37,14 @@ impl Gateway {
             Err(_) if self.inner.pool.is_closing() => {}
             Err(e) => {
                 tracing::warn!(server = %entry.qualified, "cannot list its tools: {}", crate::pool::describe(&e));
-                // Kept for the command line's `list` through a daemon: why it has no tools.
-                self.inner.reports.lock().await[i].error = Some(views::problem_of(&e));
+                // Kept for the command line's `list` through a daemon: why it has no tools (a
+                // login wanted is a state of its own, as in the preflight).
+                let problem = views::problem_of(&e);
+                let mut reports = self.inner.reports.lock().await;
+                if problem.needs_login() {
+                    reports[i].status = tool_catalog::Status::NeedsLogin;
+                }
+                reports[i].error = Some(problem);
             }
         }
         upstream.stop_unless_used().await;

@@ -102,6 +102,7 @@ impl Gateway {
                     message: "its first check in the daemon has not finished".into(),
                     help: "ask again in a moment (--daemon off checks it here)".into(),
                     is_config: false,
+                    scope: None,
                 })
             });
         }
@@ -257,12 +258,14 @@ pub(super) fn problem_of(error: &PoolError) -> ServerProblem {
             message: failure.message.clone(),
             help: failure.help.clone(),
             is_config: failure.is_config,
+            scope: failure.scope.clone(),
         }),
         other => ServerProblem::Relayed(RelayedProblem {
             kind: other.kind(),
             message: other.to_string(),
             help: other.help(),
             is_config: false,
+            scope: None,
         }),
     }
 }

@@ -53,6 +53,8 @@ pub struct LaunchOptions {
     pub project_dir: PathBuf,
     /// The config files as given, in order (public URLs follow this order).
     pub configs: Vec<PathBuf>,
+    /// The env files read with them (`--env-file`): a login command repeats them.
+    pub env_files: Vec<PathBuf>,
     /// The first stack's front port; explicit ports are never moved.
     pub port: Option<u16>,
     /// The first stack's controller port.
@@ -470,6 +472,7 @@ impl Planning<'_> {
         Ok(StackPlan {
             name: stack.name.clone(),
             config: stack.path.clone(),
+            env_files: options.env_files.clone(),
             entries: stack.servers.clone(),
             project_dir: options.project_dir.clone(),
             host: options.host,

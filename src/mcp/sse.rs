@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use super::error::McpError;
-use super::http::{client, error_chain, header_map, http_error};
+use super::http::{client, header_map, http_error, send_authorized};
 use super::limits::cap_events;
 use super::peer::{CloseReason, Peer};
 use super::session::ConnectOptions;
@@ -49,13 +49,11 @@ pub(crate) async fn start(
         url: url.to_string(),
         message,
     };
-    let resp = client
+    let stream = client
         .get(url)
         .headers(headers.clone())
-        .header(ACCEPT, "text/event-stream")
-        .send()
-        .await
-        .map_err(|e| connect_error(error_chain(&e.without_url())))?;
+        .header(ACCEPT, "text/event-stream");
+    let resp = send_authorized(url, &headers, stream).await?;
     if !resp.status().is_success() {
         return Err(http_error(url, &headers, resp).await);
     }
@@ -70,6 +68,7 @@ pub(crate) async fn start(
         tokio::spawn(read_messages(events, Arc::clone(&peer), url.to_string()).in_current_span());
     let posts = Posts {
         client,
+        stream_url: url.to_string(),
         url: post_url,
         headers,
     };
@@ -151,6 +150,8 @@ where
 /// Where and how messages are POSTed.
 struct Posts {
     client: reqwest::Client,
+    /// The stream's URL: the MCP endpoint whose OAuth token the POSTs carry.
+    stream_url: String,
     url: reqwest::Url,
     headers: reqwest::header::HeaderMap,
 }
@@ -160,20 +161,13 @@ impl Posts {
     async fn send_all(self, mut outbox: mpsc::Receiver<Value>, peer: Arc<Peer>) {
         while let Some(msg) = outbox.recv().await {
             let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
-            let sent = self
-                .client
-                .post(self.url.clone())
+            let post = (self.client.post(self.url.clone()))
                 .headers(self.headers.clone())
-                .json(&msg)
-                .send()
-                .await;
-            let error = match sent {
+                .json(&msg);
+            let error = match send_authorized(&self.stream_url, &self.headers, post).await {
                 Ok(resp) if resp.status().is_success() => continue,
                 Ok(resp) => http_error(self.url.as_str(), &self.headers, resp).await,
-                Err(e) => McpError::Connect {
-                    url: self.url.to_string(),
-                    message: error_chain(&e.without_url()),
-                },
+                Err(e) => e,
             };
             match request_id {
                 Some(id) => peer.fail(id, error),

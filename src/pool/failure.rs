@@ -25,6 +25,9 @@ pub struct Failure {
     pub incident: String,
     /// The server's config entry is at fault (the user must change it), not the server.
     pub is_config: bool,
+    /// The scopes a new login must ask for, when the server wanted more (a step-up): the
+    /// login command names them.
+    pub scope: Option<String>,
 }
 
 impl Failure {
@@ -57,7 +60,14 @@ impl Failure {
             ),
             other => (other.to_string(), &String::new()),
         };
-        Failure::new(error.kind(), message, error.help(), stderr.clone())
+        let scope = match error {
+            McpError::Auth(e) => e.step_up_scope().map(str::to_string),
+            _ => None,
+        };
+        Failure {
+            scope,
+            ..Failure::new(error.kind(), message, error.help(), stderr.clone())
+        }
     }
 
     /// A failure to (re)connect: a bad config entry or a failed start/handshake.
@@ -75,6 +85,7 @@ impl Failure {
             },
             ServerProblem::Relayed(relayed) => Failure {
                 is_config: relayed.is_config,
+                scope: relayed.scope.clone(),
                 ..Failure::new(
                     relayed.kind,
                     relayed.message.clone(),
@@ -95,6 +106,7 @@ impl Failure {
             stderr,
             incident,
             is_config: false,
+            scope: None,
         }
     }
 

@@ -373,6 +373,7 @@ fn launch_options(
     LaunchOptions {
         project_dir: opts.cwd.clone(),
         configs,
+        env_files: opts.env_files.clone(),
         port: Some(choice.port),
         mcpo_port: None,
         host: std::net::IpAddr::from([127, 0, 0, 1]),

@@ -14,7 +14,7 @@ use crate::util::*;
 /// The fixture on a free port, in its own process group; killed on drop.
 pub(crate) struct OAuthServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl OAuthServer {
@@ -49,7 +49,7 @@ impl OAuthServer {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
-    fn stats(&self) -> Value {
+    pub(crate) fn stats(&self) -> Value {
         let (_, body) = http(self.port, "GET", "/test/stats");
         serde_json::from_str(&body).expect("stats JSON")
     }
@@ -64,7 +64,7 @@ impl Drop for OAuthServer {
 }
 
 /// One plain HTTP/1.1 request to 127.0.0.1:`port`: the head and the body of the answer.
-fn http(port: u16, method: &str, target: &str) -> (String, String) {
+pub(crate) fn http(port: u16, method: &str, target: &str) -> (String, String) {
     let mut socket = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     let request = format!(
         "{method} {target} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
@@ -101,6 +101,17 @@ pub(crate) fn login(dir: &std::path::Path, server: &str) -> Value {
 /// [`login`] with more arguments (`--scope S`): what it printed on stdout, the authorization
 /// URL and its stderr up to that URL.
 fn login_with(dir: &std::path::Path, server: &str, more: &[&str]) -> (Value, String, String) {
+    login_in(dir, server, more, &[])
+}
+
+/// [`login_with`] with variables for the process (none of the caller's D-Bus session or token
+/// store choice reaches it otherwise: tokens go to the file unless a test gives it a keyring).
+pub(crate) fn login_in(
+    dir: &std::path::Path,
+    server: &str,
+    more: &[&str],
+    env: &[(&str, &str)],
+) -> (Value, String, String) {
     let mut child = Command::new(BIN)
         .args([
             "--config",
@@ -116,6 +127,9 @@ fn login_with(dir: &std::path::Path, server: &str, more: &[&str]) -> (Value, Str
         .env("HOME", dir)
         .env_remove("XDG_STATE_HOME")
         .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env_remove("MCP_LAUNCH_TOKEN_STORE")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -150,7 +164,7 @@ fn login_with(dir: &std::path::Path, server: &str, more: &[&str]) -> (Value, Str
 }
 
 /// `call prot TOOL {"message":"hi"} --json` with the test's config.
-fn call_prot(setup: &Cmd, tool: &str) -> Cmd {
+pub(crate) fn call_prot(setup: &Cmd, tool: &str) -> Cmd {
     setup.cmd().args([
         "--config",
         "config.json",

@@ -54,11 +54,17 @@ fn a_step_up_through_the_gateway_names_the_exact_login_command() {
 /// `up --controller native` of `setup`'s config, once ready: the process, its front's URL
 /// and key.
 pub(crate) fn native_stack(setup: &Cmd) -> (Running, String, String) {
+    native_stack_with(setup, &[])
+}
+
+/// [`native_stack`] with more arguments for `up` (`--env-file F`).
+fn native_stack_with(setup: &Cmd, more: &[&str]) -> (Running, String, String) {
     use crate::launch_util::{stack, wait_ready};
     let up = setup
         .cmd()
         .args(["up", "--config", "config.json", "--tunnel", "none"])
         .args(["--controller", "native"])
+        .args(more)
         .stderr_any()
         .spawn();
     let state = wait_ready(&up, setup.dir(), 1);
@@ -69,14 +75,16 @@ pub(crate) fn native_stack(setup: &Cmd) -> (Running, String, String) {
 }
 
 /// The same through a native stack's REST front: a step-up's 403 is a 502 `needs_login` whose
-/// help names the exact command, with the stack's config as an absolute path.
+/// help names the exact command, with the stack's config and `up`'s env file as absolute paths.
 #[test]
 fn a_step_up_through_a_native_stack_names_the_exact_login_command() {
     let server = OAuthServer::start_with(&["--step-up", "admin"]);
     let setup = Cmd::new()
-        .config_json(json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}}));
+        .config_json(json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}}))
+        .file("vars.env", "UNUSED=1\n");
     login(setup.dir(), "prot");
-    let (up, front, key) = native_stack(&setup);
+    let env_file = setup.dir().join("vars.env").display().to_string();
+    let (up, front, key) = native_stack_with(&setup, &["--env-file", &env_file]);
     let (status, body) = crate::launch_util::http(
         "POST",
         &format!("{front}/prot/admin_echo"),
@@ -87,7 +95,39 @@ fn a_step_up_through_a_native_stack_names_the_exact_login_command() {
     up.wait();
     assert_eq!(status, 502, "{body}");
     let config = setup.dir().join("config.json").display().to_string();
-    let command = format!("mcp-launch auth login prot --scope 'mcp admin' --config {config}");
+    let command = format!(
+        "mcp-launch auth login prot --scope 'mcp admin' --config {config} --env-file {env_file}"
+    );
     assert!(body.to_string().contains("needs_login"), "{body}");
     assert!(body.to_string().contains(&command), "{body}");
+}
+
+/// A server whose every request needs a scope the login lacks (a step-up even for listing):
+/// `list` names the scopes in its command, directly and through a daemon alike (the daemon's
+/// report carries them).
+#[test]
+fn list_through_a_daemon_names_a_step_ups_scopes() {
+    let server = OAuthServer::start_with(&["--step-up", "admin", "--step-up-everywhere"]);
+    let setup = Cmd::new()
+        .config_json(json!({"mcpServers": {"prot": {"type": "http", "url": server.url()}}}));
+    login(setup.dir(), "prot");
+    let list = |how: &str| {
+        let args = ["--config", "config.json", "list", "--json", "--daemon", how];
+        setup.cmd().args(args).run()
+    };
+    let expected = "mcp-launch auth login prot --scope 'mcp admin' --config config.json";
+    let direct = list("off");
+    assert_eq!(direct.server("prot")["status"], "needs_login", "{direct}");
+    assert_eq!(direct.server("prot")["help"], expected, "{direct}");
+
+    let daemon = crate::daemon::start_daemon(&setup, setup.cmd());
+    let relayed = list("use");
+    setup
+        .cmd()
+        .args(["--config", "config.json", "daemon", "stop"])
+        .stderr_any()
+        .run();
+    daemon.wait();
+    assert_eq!(relayed.server("prot")["status"], "needs_login", "{relayed}");
+    assert_eq!(relayed.server("prot")["help"], expected, "{relayed}");
 }

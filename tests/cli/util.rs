@@ -84,6 +84,9 @@ const SCRUBBED_ENV: &[&str] = &[
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "COPILOT_HOME",
+    // OAuth tokens go to the 0600 file unless a test gives the process a keyring's bus.
+    "DBUS_SESSION_BUS_ADDRESS",
+    "MCP_LAUNCH_TOKEN_STORE",
 ];
 
 /// The crate root (fixtures and `.deps/` live there).

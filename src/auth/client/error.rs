@@ -19,6 +19,8 @@ pub enum Step {
     Refresh,
     /// Reading or writing the token store.
     Store,
+    /// The OS keyring holding the tokens' secrets (`MCP_LAUNCH_TOKEN_STORE`).
+    Keyring,
 }
 
 impl std::fmt::Display for Step {
@@ -32,6 +34,7 @@ impl std::fmt::Display for Step {
             Step::Token => "token request",
             Step::Refresh => "token refresh",
             Step::Store => "token store",
+            Step::Keyring => "OS keyring",
         })
     }
 }
@@ -131,6 +134,7 @@ impl AuthError {
                 "check {}: the client id (and `clientSecret`'s variable) must be those of an app registered at {}, whose redirect URIs list {}",
                 rejection.origin, rejection.issuer, rejection.redirect_uri
             ),
+            AuthError::Failed { step: Step::Keyring, .. } => "unlock the OS keyring (on Linux a Secret Service such as gnome-keyring on the D-Bus session bus, DBUS_SESSION_BUS_ADDRESS), or set MCP_LAUNCH_TOKEN_STORE to auto (the file when no keyring answers) or to file: MCP_LAUNCH_TOKEN_STORE=file".into(),
             AuthError::Failed { step: Step::Store, .. } => "check that the state directory ($XDG_STATE_HOME/mcp-launch/oauth) is writable by you".into(),
             AuthError::Failed { .. } => "check that the server and its authorization server are reachable, then retry `mcp-launch auth login SERVER`".into(),
         }

@@ -180,6 +180,7 @@ impl Started {
             requested_scope: self.scope.clone(),
             metadata_url: self.request.metadata_url.clone(),
             obtained_at: super::now(),
+            keyring: None,
         }
     }
 

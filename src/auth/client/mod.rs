@@ -13,6 +13,7 @@
 //!   authorization request tried before the browser opens, its refusals named.
 //! - `scope`: scope sets and their union.
 //! - `store`: the 0600 token store under the state dir; refresh with rotation under its lock.
+//! - `keyring`: the OS keyring, where the store puts a grant's secrets when one answers.
 //! - `secrets`: pre-registered clients' secrets, from the config, in this process's memory only.
 //! - `fetch`: every request bounded in time and size.
 //!
@@ -24,6 +25,7 @@ pub mod device;
 mod discover;
 mod error;
 pub(crate) mod fetch;
+pub mod keyring;
 pub mod login;
 mod preregistered;
 mod register;
@@ -94,6 +96,11 @@ pub struct Grant {
     pub metadata_url: Option<String>,
     /// When the login happened.
     pub obtained_at: u64,
+    /// Where its secrets (the tokens, a registered client's secret) live: `None` in this
+    /// record (the 0600 file), else in the OS keyring under the endpoint's URL, the version of
+    /// this stamp (the file then holds them empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyring: Option<String>,
 }
 
 impl std::fmt::Debug for Grant {
@@ -118,6 +125,15 @@ impl Grant {
                 .then(|| secrets::known(&self.url, &self.client_id))
                 .flatten()
         })
+    }
+
+    /// Where its tokens live, as `auth status` says: `keyring` or `file`.
+    pub fn location(&self) -> &'static str {
+        if self.keyring.is_some() {
+            "keyring"
+        } else {
+            "file"
+        }
     }
 
     /// The scopes this grant stands for: those asked for at login and those granted.

@@ -2,6 +2,10 @@
 //! MCP endpoint's URL, changed only under its lock. A refresh happens under that lock too, so
 //! two processes that find the same token expired make one refresh: the second reads what
 //! the first wrote.
+//!
+//! A grant's secrets (its tokens, a registered client's secret) go to the OS keyring when one
+//! answers (`keyring`, `MCP_LAUNCH_TOKEN_STORE`): the file's record then holds them empty and
+//! names the keyring item's stamp. Else they stay in the record, as before keyrings.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,6 +13,7 @@ use std::path::PathBuf;
 use nix::fcntl::Flock;
 
 use super::error::{AuthError, Step};
+use super::keyring::{self, Choice, Secrets};
 use super::Grant;
 use crate::files;
 
@@ -34,14 +39,79 @@ fn store_error(reason: String) -> AuthError {
     }
 }
 
-/// Every stored grant.
+/// Every stored grant, with its secrets.
 pub fn all() -> Vec<Grant> {
-    read().into_values().collect()
+    read().into_values().map(with_secrets).collect()
 }
 
-/// The grant for the MCP endpoint `url`, as stored.
+/// The grant for the MCP endpoint `url`, as stored, with its secrets.
 pub fn load(url: &str) -> Option<Grant> {
-    read().remove(url)
+    read().remove(url).map(with_secrets)
+}
+
+/// A record with the secrets the keyring holds for it; left without them (an empty access
+/// token: see [`Grant::lacks_secrets`]) when the keyring cannot give them.
+fn with_secrets(mut grant: Grant) -> Grant {
+    let Some(stamp) = grant.keyring.clone() else {
+        return grant;
+    };
+    let found = match keyring::choice() {
+        Ok(Choice::File) => Err(format!("{}=file", keyring::CHOICE_VAR)),
+        Ok(_) => keyring::get(&grant.url, &stamp),
+        Err(e) => Err(e.to_string()),
+    };
+    match found {
+        Ok(Some(secrets)) => {
+            grant.access_token = secrets.access_token;
+            grant.refresh_token = secrets.refresh_token;
+            grant.client_secret = secrets.client_secret;
+        }
+        Ok(None) => {
+            tracing::debug!(server = %grant.server, "the OS keyring holds no tokens for it")
+        }
+        Err(reason) => {
+            tracing::debug!(server = %grant.server, %reason, "the OS keyring cannot give its tokens")
+        }
+    }
+    grant
+}
+
+/// Puts `grant`'s secrets where they go: the keyring when the choice allows and it answers
+/// (the grant then names the item's stamp), else the record itself. Only
+/// `MCP_LAUNCH_TOKEN_STORE=keyring` makes a silent keyring an error.
+fn place(grant: &mut Grant) -> Result<(), AuthError> {
+    grant.keyring = None;
+    let choice = keyring::choice()?;
+    if choice == Choice::File {
+        return Ok(());
+    }
+    let secrets = Secrets {
+        stamp: crate::auth::keys::random_string(16),
+        access_token: grant.access_token.clone(),
+        refresh_token: grant.refresh_token.clone(),
+        client_secret: grant.client_secret.clone(),
+    };
+    match keyring::put(&grant.url, &secrets) {
+        Ok(()) => grant.keyring = Some(secrets.stamp),
+        Err(reason) if choice == Choice::Keyring => {
+            return Err(keyring::insisted(&grant.url, reason))
+        }
+        Err(reason) => {
+            tracing::debug!(server = %grant.server, %reason, "the OS keyring does not answer: the tokens go to the 0600 file")
+        }
+    }
+    Ok(())
+}
+
+/// The record as the file holds it: without the secrets the keyring holds.
+fn on_disk(grant: &Grant) -> Grant {
+    let mut record = grant.clone();
+    if record.keyring.is_some() {
+        record.access_token = String::new();
+        record.refresh_token = None;
+        record.client_secret = None;
+    }
+    record
 }
 
 fn read() -> Grants {
@@ -52,7 +122,11 @@ fn read() -> Grants {
 }
 
 fn write(grants: &Grants) -> Result<(), AuthError> {
-    let bytes = serde_json::to_vec_pretty(grants).map_err(|e| store_error(e.to_string()))?;
+    let records: Grants = grants
+        .iter()
+        .map(|(url, grant)| (url.clone(), on_disk(grant)))
+        .collect();
+    let bytes = serde_json::to_vec_pretty(&records).map_err(|e| store_error(e.to_string()))?;
     files::write_private(&path(), &bytes).map_err(|e| store_error(e.to_string()))
 }
 
@@ -70,21 +144,28 @@ async fn hold() -> Result<Flock<std::fs::File>, AuthError> {
     .map_err(|e| store_error(format!("cannot lock it: {e}")))
 }
 
-/// Stores `grant` (replacing the one of its URL).
-pub async fn save(grant: Grant) -> Result<(), AuthError> {
+/// Stores `grant` (replacing the one of its URL), its secrets in the keyring when one answers.
+pub async fn save(mut grant: Grant) -> Result<(), AuthError> {
     let _held = hold().await?;
+    place(&mut grant)?;
     let mut grants = read();
     grants.insert(grant.url.clone(), grant);
     write(&grants)
 }
 
-/// Forgets the grant of `url`; the grant that was there, if any.
+/// Forgets the grant of `url`, in the file and in the keyring (unless
+/// `MCP_LAUNCH_TOKEN_STORE=file`); the record that was there, if any.
 pub async fn remove(url: &str) -> Result<Option<Grant>, AuthError> {
     let _held = hold().await?;
     let mut grants = read();
     let gone = grants.remove(url);
     if gone.is_some() {
         write(&grants)?;
+    }
+    if keyring::choice()? != Choice::File {
+        if let Err(reason) = keyring::delete(url) {
+            tracing::debug!(%reason, "the OS keyring did not delete the tokens");
+        }
     }
     Ok(gone)
 }
@@ -95,6 +176,9 @@ pub async fn token_for(url: &str) -> Result<Option<String>, AuthError> {
     let Some(grant) = load(url) else {
         return Ok(None);
     };
+    if grant.lacks_secrets() {
+        return Err(keyring_silent(url));
+    }
     if !grant.expires_soon() {
         return Ok(Some(grant.access_token));
     }
@@ -114,6 +198,10 @@ pub async fn refresh(url: &str, rejected: &str) -> Result<String, AuthError> {
     let grant = grants
         .get_mut(url)
         .ok_or_else(|| needs_login("no token is stored"))?;
+    *grant = with_secrets(grant.clone());
+    if grant.lacks_secrets() {
+        return Err(keyring_silent(url));
+    }
     if grant.access_token != rejected && !grant.expires_soon() {
         return Ok(grant.access_token.clone());
     }
@@ -143,6 +231,10 @@ pub async fn refresh(url: &str, rejected: &str) -> Result<String, AuthError> {
     match answer {
         Ok(token) => {
             grant.take(token);
+            // The old refresh token is spent: the new one is kept, in the file if it must.
+            if let Err(e) = place(grant) {
+                tracing::warn!(error = %e, "the rotated tokens go to the 0600 file");
+            }
             let access = grant.access_token.clone();
             write(&grants)?;
             Ok(access)
@@ -154,7 +246,23 @@ pub async fn refresh(url: &str, rejected: &str) -> Result<String, AuthError> {
     }
 }
 
+/// The grant's tokens are in a keyring this process cannot reach.
+fn keyring_silent(url: &str) -> AuthError {
+    AuthError::NeedsLogin {
+        resource: url.to_string(),
+        reason: format!(
+            "its tokens are in the OS keyring, which does not answer in this process (a daemon or service without the desktop's D-Bus session?): give it DBUS_SESSION_BUS_ADDRESS, or log in again with {}=file",
+            keyring::CHOICE_VAR
+        ),
+    }
+}
+
 impl Grant {
+    /// Its secrets live in the keyring and could not be read from it.
+    pub fn lacks_secrets(&self) -> bool {
+        self.keyring.is_some() && self.access_token.is_empty()
+    }
+
     /// Whether the access token is expired or about to be.
     pub fn expires_soon(&self) -> bool {
         self.expires_at

@@ -107,10 +107,12 @@ pub(crate) async fn log_in(
     let server = entry.qualified.as_str();
     let (url, oauth) = match &entry.spec {
         Ok(ServerSpec::Http { url, oauth, .. }) => (url.clone(), oauth.as_ref()),
+        // The legacy HTTP+SSE transport: the stream's URL is the endpoint (no `oauth` block).
+        Ok(ServerSpec::Sse { url, .. }) => (url.clone(), None),
         Err(config) => return Err(config.clone().into()),
         _ => {
             return Err(CliError::Usage {
-                message: format!("{server} is not a remote Streamable HTTP server"),
+                message: format!("{server} is not a remote (Streamable HTTP or SSE) server"),
                 help: "OAuth login is for servers with a \"url\"".into(),
             })
         }

@@ -25,19 +25,24 @@ pub(super) fn status(global: &GlobalArgs) -> Result<Outcome, CliError> {
             other => format!("{bad}{other}{bad:#}"),
         };
         anstream::println!(
-            "{head}{}{head:#}  {state}  issuer {}  client {}  scopes {}  expires {}",
+            "{head}{}{head:#}  {state}  issuer {}  client {}  scopes {}  expires {}  in the {}",
             grant.server,
             grant.issuer,
             grant.client_id,
             grant.scope.as_deref().unwrap_or("-"),
             expiry_text(grant.expires_at),
+            grant.location(),
         );
     }
     Ok(Outcome::Success)
 }
 
-/// `valid`, `expired` (a refresh will renew it) or `needs login`.
+/// `valid`, `expired` (a refresh will renew it), `needs login`, or `keyring unreachable`
+/// (its tokens are in an OS keyring this process cannot read).
 fn state_of(grant: &Grant) -> &'static str {
+    if grant.lacks_secrets() {
+        return "keyring unreachable";
+    }
     match (grant.expires_soon(), grant.refresh_token.is_some()) {
         (false, _) => "valid",
         (true, true) => "expired",
@@ -56,6 +61,7 @@ fn grant_json(grant: &Grant) -> Value {
         "expiresAt": grant.expires_at,
         "refreshable": grant.refresh_token.is_some(),
         "state": state_of(grant),
+        "store": grant.location(),
     })
 }
 

@@ -74,6 +74,7 @@ pub(super) async fn serve_mcp(
     args: &UpArgs,
     (auth, delegate): &(AuthMode, Option<Delegate>),
     project_dir: &Path,
+    env_files: &[std::path::PathBuf],
     stop: &CancellationToken,
 ) -> Result<Vec<Gateway>, CliError> {
     let mut gateways = Vec::with_capacity(running.len());
@@ -88,7 +89,8 @@ pub(super) async fn serve_mcp(
             .collect();
         let mut options = gateway_options(args, project_dir);
         // A server needing a login is answered with a command naming this stack's config.
-        options.login = crate::auth::client::LoginContext::new(vec![stack.record().config], vec![]);
+        options.login =
+            crate::auth::client::LoginContext::new(vec![stack.record().config], env_files.to_vec());
         let gateway = match stack.bridge() {
             Some(bridge) => Gateway::start_sharing(entries, options, bridge.pool().clone()).await?,
             None => Gateway::start(entries, options).await?,

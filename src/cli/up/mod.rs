@@ -228,6 +228,7 @@ pub async fn run(
     let options = LaunchOptions {
         project_dir: opts.cwd.clone(),
         configs: opts.configs.clone(),
+        env_files: loaded.env_files.clone(),
         port: args.port,
         mcpo_port: args.mcpo_port,
         host: args.host,
@@ -254,7 +255,16 @@ pub async fn run(
     errors.extend(failed.map(|(stack, e)| (stack.clone(), output::error_object(e))));
     let running = launched.running;
     let auth = (auth, delegate);
-    let gateways = match mcp::serve_mcp(&running, &args, &auth, &opts.cwd, &shutdown).await {
+    let gateways = match mcp::serve_mcp(
+        &running,
+        &args,
+        &auth,
+        &opts.cwd,
+        &loaded.env_files,
+        &shutdown,
+    )
+    .await
+    {
         Ok(gateways) => gateways,
         Err(e) => {
             output::warn(&format!("/mcp is not served: {e}"))?;

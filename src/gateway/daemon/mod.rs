@@ -187,6 +187,10 @@ fn remote_kind(kind: &str) -> &'static str {
         "undeclared_variable",
         "unset_variable",
         "untrusted_directory",
+        "needs_login",
+        "auth_refused",
+        "auth_failed",
+        "auth_client_rejected",
     ];
     KINDS
         .iter()

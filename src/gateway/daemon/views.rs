@@ -76,6 +76,9 @@ struct ProblemWire {
     message: String,
     help: String,
     config: bool,
+    /// A step-up's scopes: `list` names them in its login command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scope: Option<String>,
 }
 
 /// The reports as one protocol JSON document, `{"reports": […]}`, written straight from
@@ -123,6 +126,7 @@ fn report_out(r: &ServerReport) -> ReportOut<'_> {
             message: p.to_string(),
             help: p.help(),
             config: p.is_config(),
+            scope: p.step_up_scope().map(str::to_string),
         }),
         stale: &r.stale,
         checked_at_ms: (r.checked_at)
@@ -169,6 +173,7 @@ fn report_in(r: ReportIn) -> ServerReport {
             message: e.message,
             help: e.help,
             is_config: e.config,
+            scope: e.scope,
         })),
     };
     ServerReport {
@@ -282,6 +287,7 @@ mod tests {
                 message: "it exited".into(),
                 help: "read its stderr".into(),
                 is_config: false,
+                scope: None,
             })),
             stale: vec!["old".into()],
             checked_at: Some(UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),

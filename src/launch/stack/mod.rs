@@ -81,6 +81,8 @@ pub struct StackPlan {
     pub name: String,
     /// Its config file.
     pub config: PathBuf,
+    /// The env files read with it (a login command repeats them).
+    pub env_files: Vec<PathBuf>,
     /// Its servers.
     pub entries: Vec<ServerEntry>,
     /// The project directory (where `.mcp-launch/` lives).

@@ -44,6 +44,8 @@ pub(super) struct BridgeStart<'a> {
     pub(super) stack: &'a str,
     /// The stack's config file (named by the login command of a server that needs one).
     pub(super) config: &'a std::path::Path,
+    /// The env files read with it (named by that command too).
+    pub(super) env_files: &'a [std::path::PathBuf],
     /// The front's key to the bridge.
     pub(super) key: String,
     /// Budgeted results, when asked.
@@ -86,7 +88,10 @@ pub(super) fn start_bridge(
         .collect();
     let config = BridgeConfig {
         outputs: start.outputs,
-        login: crate::auth::client::LoginContext::new(vec![start.config.to_path_buf()], vec![]),
+        login: crate::auth::client::LoginContext::new(
+            vec![start.config.to_path_buf()],
+            start.env_files.to_vec(),
+        ),
         ..BridgeConfig::from_env(start.key)
     };
     let bridge = Bridge::new(servers, config);

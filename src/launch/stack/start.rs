@@ -12,6 +12,7 @@ use super::{
     local_url, native, start_controller, start_tunnel, ControllerPlan, Inner, RunningStack,
     StackError, StackPlan,
 };
+use crate::auth::client::LoginContext;
 use crate::catalog::{Overrides, ServerProblem, ServerReport};
 use crate::config::ServerEntry;
 use crate::launch::controller::mcpo::{self, McpoLaunch};
@@ -47,7 +48,7 @@ pub async fn start(
 ) -> Result<RunningStack, StackError> {
     let name = plan.name.clone();
     let (served, disabled, failures) =
-        choose_servers(&plan.entries, &reports, overrides, &plan.config);
+        choose_servers(&plan.entries, &reports, overrides, &login_context(&plan));
     for (server, problem) in &failures {
         events.warn(&name, format!("server {server} is left out: {problem}"));
     }
@@ -83,6 +84,7 @@ pub async fn start(
     let starting = Starting {
         name: &name,
         config: &plan.config,
+        env_files: &plan.env_files,
         project_dir: &plan.project_dir,
         client: &client,
         masker: &masker,
@@ -180,6 +182,8 @@ struct Starting<'a> {
     name: &'a str,
     /// The stack's config (named by the login command of a server that needs one).
     config: &'a Path,
+    /// The env files read with it (named by that command too).
+    env_files: &'a [std::path::PathBuf],
     project_dir: &'a Path,
     client: &'a reqwest::Client,
     masker: &'a Masker,
@@ -215,6 +219,7 @@ impl Starting<'_> {
                 let bridge = native::BridgeStart {
                     stack: self.name,
                     config: self.config,
+                    env_files: self.env_files,
                     key,
                     outputs,
                 };
@@ -241,7 +246,7 @@ fn choose_servers(
     entries: &[ServerEntry],
     reports: &[ServerReport],
     overrides: &Overrides,
-    config: &Path,
+    login: &LoginContext,
 ) -> (Vec<ServerEntry>, Vec<String>, Vec<(String, String)>) {
     let mut served = Vec::new();
     let mut disabled = Vec::new();
@@ -250,7 +255,7 @@ fn choose_servers(
         if overrides.is_disabled(entry) {
             disabled.push(entry.name.clone());
         } else if let Some(problem) = &report.error {
-            failures.push((entry.name.clone(), left_out_because(entry, problem, config)));
+            failures.push((entry.name.clone(), left_out_because(entry, problem, login)));
         } else {
             served.push(entry.clone());
         }
@@ -258,14 +263,18 @@ fn choose_servers(
     (served, disabled, failures)
 }
 
+/// What a login command of this stack names: its config and the env files read with it.
+fn login_context(plan: &StackPlan) -> LoginContext {
+    LoginContext::new(vec![plan.config.clone()], plan.env_files.clone())
+}
+
 /// Why a server is left out, one line; for one that needs an OAuth login, with the command a
-/// person runs (the stack's config named, so it finds the same server).
-fn left_out_because(entry: &ServerEntry, problem: &ServerProblem, config: &Path) -> String {
+/// person runs (the stack's config and env files named, so it finds the same server).
+fn left_out_because(entry: &ServerEntry, problem: &ServerProblem, login: &LoginContext) -> String {
     if !problem.needs_login() {
         return problem.to_string();
     }
-    let command =
-        crate::auth::client::login_command(&entry.name, problem.step_up_scope(), &[config]);
+    let command = login.command(&entry.name, problem.step_up_scope());
     format!("{problem}; a person must run `{command}`, then start `up` again (the rest of the stack runs meanwhile)")
 }
 

@@ -227,7 +227,7 @@ impl Post {
         for (name, value) in trace_context(&msg) {
             req = req.header(name, value);
         }
-        let resp = match self.send_authorized(req).await {
+        let resp = match send_authorized(&self.url, &self.headers, req).await {
             Ok(resp) => resp,
             Err(error) => return self.fail(request_id, error),
         };
@@ -275,54 +275,6 @@ impl Post {
             request_id,
             McpError::Protocol("the server's HTTP response ended without an answer".into()),
         );
-    }
-
-    /// Sends `req` with the OAuth token stored for this URL (none when the config sets an
-    /// `Authorization` header); on a 401, one refresh and one retry — unless the server's
-    /// metadata now names another authorization server. A 401 that no stored token can answer,
-    /// a server that moved, and a 403 `insufficient_scope` are "needs login" errors (the last
-    /// naming the scopes to ask for), never plain HTTP failures.
-    async fn send_authorized(&self, req: RequestBuilder) -> Result<Response, McpError> {
-        use crate::auth::client::{challenged, store, AuthError};
-        let connect = |e: reqwest::Error| McpError::Connect {
-            url: self.url.clone(),
-            message: error_chain(&e.without_url()),
-        };
-        if self.headers.contains_key(AUTHORIZATION) {
-            return req.send().await.map_err(connect);
-        }
-        let retry = req.try_clone();
-        let token = store::token_for(&self.url).await?;
-        let req = match &token {
-            Some(token) => req.bearer_auth(token),
-            None => req,
-        };
-        let resp = req.send().await.map_err(connect)?;
-        let Some(challenge) = bearer_challenge(&resp) else {
-            return Ok(resp);
-        };
-        let shown = super::redact::url(&self.url);
-        match (resp.status(), token, retry) {
-            (StatusCode::FORBIDDEN, Some(_), _) => {
-                match challenged::insufficient_scope(&self.url, &shown, &challenge).await {
-                    Some(step_up) => Err(step_up.into()),
-                    None => Ok(resp),
-                }
-            }
-            (StatusCode::UNAUTHORIZED, Some(rejected), Some(retry)) => {
-                if let Some(moved) = challenged::moved(&self.url, &shown, &challenge).await {
-                    return Err(moved.into());
-                }
-                let fresh = store::refresh(&self.url, &rejected).await?;
-                retry.bearer_auth(fresh).send().await.map_err(connect)
-            }
-            (StatusCode::UNAUTHORIZED, None, _) => Err(AuthError::NeedsLogin {
-                resource: shown,
-                reason: "it asks for an OAuth login and no token is stored".into(),
-            }
-            .into()),
-            _ => Ok(resp),
-        }
     }
 
     /// Hands the messages of one body or event to the peer; true when one was the answer to
@@ -437,6 +389,59 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// Sends `req` with the OAuth token stored for the MCP endpoint `url` — Streamable HTTP's, or
+/// a legacy SSE stream's, whose POSTs go to its `endpoint` — (none when the config's `headers`
+/// set `Authorization`); on a 401, one refresh and one retry — unless the server's metadata
+/// now names another authorization server. A 401 that no stored token can answer,
+/// a server that moved, and a 403 `insufficient_scope` are "needs login" errors (the last
+/// naming the scopes to ask for), never plain HTTP failures.
+pub(crate) async fn send_authorized(
+    url: &str,
+    headers: &HeaderMap,
+    req: RequestBuilder,
+) -> Result<Response, McpError> {
+    use crate::auth::client::{challenged, store, AuthError};
+    let connect = |e: reqwest::Error| McpError::Connect {
+        url: url.to_string(),
+        message: error_chain(&e.without_url()),
+    };
+    if headers.contains_key(AUTHORIZATION) {
+        return req.send().await.map_err(connect);
+    }
+    let retry = req.try_clone();
+    let token = store::token_for(url).await?;
+    let req = match &token {
+        Some(token) => req.bearer_auth(token),
+        None => req,
+    };
+    let resp = req.send().await.map_err(connect)?;
+    let Some(challenge) = bearer_challenge(&resp) else {
+        return Ok(resp);
+    };
+    let shown = super::redact::url(url);
+    match (resp.status(), token, retry) {
+        (StatusCode::FORBIDDEN, Some(_), _) => {
+            match challenged::insufficient_scope(url, &shown, &challenge).await {
+                Some(step_up) => Err(step_up.into()),
+                None => Ok(resp),
+            }
+        }
+        (StatusCode::UNAUTHORIZED, Some(rejected), Some(retry)) => {
+            if let Some(moved) = challenged::moved(url, &shown, &challenge).await {
+                return Err(moved.into());
+            }
+            let fresh = store::refresh(url, &rejected).await?;
+            retry.bearer_auth(fresh).send().await.map_err(connect)
+        }
+        (StatusCode::UNAUTHORIZED, None, _) => Err(AuthError::NeedsLogin {
+            resource: shown,
+            reason: "it asks for an OAuth login and no token is stored".into(),
+        }
+        .into()),
+        _ => Ok(resp),
+    }
 }
 
 #[cfg(test)]
