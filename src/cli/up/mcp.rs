@@ -344,6 +344,16 @@ mod tests {
             "{:?}",
             side_paths(&issuer, false)
         );
+        let proxied = side_paths(&issuer, true);
+        let proxys = [
+            AUTHORIZATION_SERVER_SUFFIX,
+            "/register",
+            "/authorize",
+            "/token",
+        ];
+        for path in proxys.into_iter().chain([CALLBACK_PATH]) {
+            assert!(proxied.iter().any(|p| p == path), "{path} not handed over");
+        }
     }
 
     #[test]
