@@ -53,15 +53,8 @@ pub struct ServeArgs {
     /// server's URL (http://ADDR:PORT/mcp, the default) and puts a client id there instead.
     #[arg(long, requires = "auth", value_name = "AUDIENCE")]
     pub oidc_audience: Option<String>,
-    /// With --auth oidc:ISSUER, for a provider without dynamic registration: the client you
-    /// registered there for this server (its redirect URI: <this URL>/oauth/callback); MCP
-    /// clients then register here and log in to the provider through us. Its secret is read
-    /// from MCP_LAUNCH_OIDC_CLIENT_SECRET (or the variable --oidc-client-secret-env names).
-    #[arg(long, requires = "auth", value_name = "ID")]
-    pub oidc_client_id: Option<String>,
-    /// With --oidc-client-id: the environment variable holding its secret (never the secret).
-    #[arg(long, requires = "oidc_client_id", value_name = "VAR")]
-    pub oidc_client_secret_env: Option<String>,
+    #[command(flatten)]
+    pub oidc_client: super::serve_oauth::OidcClientArgs,
     /// The key HTTP clients send as `Authorization: Bearer <key>` (required off loopback;
     /// on loopback, the default is a key kept owner-only in the state directory).
     #[arg(
@@ -282,7 +275,8 @@ pub(super) async fn run(
     }
     let delegate =
         super::serve_oauth::delegate(args.auth.as_ref(), args.oidc_audience.as_deref()).await?;
-    let proxied = super::serve_oauth::login(delegate.as_ref(), &args)?;
+    let proxied =
+        super::serve_oauth::login(delegate.as_ref(), &args.oidc_client, "mcp-launch serve")?;
     let loaded = load_config(global)?;
     let entries: Vec<_> = loaded.servers().cloned().collect();
     if args.passthrough && entries.len() != 1 {

@@ -12,6 +12,21 @@ use crate::auth::server::{ConsentNotice, Notify, OAuthServer};
 use super::serve::{AuthMode, ServeArgs};
 use super::CliError;
 
+/// The login proxy's client at the provider: the same flags on `serve --http` and `up`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OidcClientArgs {
+    /// With --auth oidc:ISSUER, for a provider without dynamic registration: the client you
+    /// registered there (its redirect URI: <the URL clients reach>/oauth/callback; with `up`,
+    /// one per stack); MCP clients then register here and log in to the provider through us.
+    /// Its secret is read from MCP_LAUNCH_OIDC_CLIENT_SECRET (or the variable
+    /// --oidc-client-secret-env names).
+    #[arg(long, requires = "auth", value_name = "ID")]
+    pub oidc_client_id: Option<String>,
+    /// With --oidc-client-id: the environment variable holding its secret (never the secret).
+    #[arg(long, requires = "oidc_client_id", value_name = "VAR")]
+    pub oidc_client_secret_env: Option<String>,
+}
+
 /// With OAuth there is no key; a key given anyway is not used, and we say so.
 pub(super) fn no_key(args: &ServeArgs) -> Result<Option<String>, CliError> {
     if args.api_key.as_deref().is_some_and(|k| !k.is_empty()) {
@@ -85,10 +100,12 @@ pub(super) const SECRET_VAR: &str = "MCP_LAUNCH_OIDC_CLIENT_SECRET";
 
 /// With `--oidc-client-id`: the provider's client the login is proxied as, its secret read
 /// from the environment (never the command line: other users see it there). Refused without
-/// `--auth oidc:ISSUER`, or when the named variable is unset.
+/// `--auth oidc:ISSUER`, or when the named variable is unset. `speaker` (`mcp-launch serve`,
+/// `mcp-launch up`) says on the terminal when there is no secret.
 pub(super) fn login(
     delegate: Option<&Delegate>,
-    args: &ServeArgs,
+    args: &OidcClientArgs,
+    speaker: &str,
 ) -> Result<Option<Login>, CliError> {
     let Some(client_id) = args.oidc_client_id.clone() else {
         return Ok(None);
@@ -111,7 +128,7 @@ pub(super) fn login(
     }
     if secret.is_none() {
         eprintln!(
-            "mcp-launch serve: no secret in {SECRET_VAR}: `{client_id}` logs in to the provider as a public client"
+            "{speaker}: no secret in {SECRET_VAR}: `{client_id}` logs in to the provider as a public client"
         );
     }
     Login::new(delegate, client_id, secret)
@@ -158,33 +175,53 @@ mod tests {
 
     use super::*;
 
-    fn serve_args(flags: &[&str]) -> Result<ServeArgs, clap::Error> {
-        let argv = ["mcp-launch", "serve", "--http", "127.0.0.1:0"];
-        let cli = crate::cli::Cli::try_parse_from(argv.iter().chain(flags))?;
-        match cli.command {
-            crate::cli::Command::Serve(args) => Ok(*args),
-            _ => panic!("not serve"),
+    /// The proxy's client flags as `command` (`serve --http …` or `up`) parses them.
+    fn oidc_client(command: &[&str], flags: &[&str]) -> Result<OidcClientArgs, clap::Error> {
+        let argv = ["mcp-launch"].iter().chain(command).chain(flags);
+        match crate::cli::Cli::try_parse_from(argv)?.command {
+            crate::cli::Command::Serve(args) => Ok(args.oidc_client),
+            crate::cli::Command::Up(args) => Ok(args.oidc_client),
+            _ => panic!("neither serve nor up"),
         }
     }
 
-    /// The proxy's client comes with `--auth oidc:ISSUER` only, and its secret never on the
-    /// command line: only the name of the variable holding it.
+    /// On `serve --http` and `up` alike, the proxy's client comes with `--auth oidc:ISSUER`
+    /// only, and its secret never on the command line: only the name of the variable holding
+    /// it.
     #[test]
     fn the_proxys_client_needs_oidc_and_takes_its_secret_from_the_environment() {
-        let secret_env = ["--oidc-client-secret-env", "VAR"];
-        assert!(serve_args(&secret_env).is_err(), "a secret variable alone");
-        assert!(serve_args(&["--oidc-client-id", "x"]).is_err(), "no --auth");
-        let args = serve_args(&["--auth", "oauth", "--oidc-client-id", "x"]).unwrap();
-        let Err(CliError::Usage { message, .. }) = login(None, &args) else {
-            panic!("--oidc-client-id taken with --auth oauth");
-        };
-        assert!(
-            message.contains("only with --auth oidc:ISSUER"),
-            "{message}"
-        );
-        assert!(
-            serve_args(&["--auth", "oauth", "--oidc-client-secret", "s"]).is_err(),
-            "a secret flag exists"
-        );
+        for command in [&["serve", "--http", "127.0.0.1:0"][..], &["up"]] {
+            let parse = |flags: &[&str]| oidc_client(command, flags);
+            let secret_env = ["--oidc-client-secret-env", "VAR"];
+            assert!(
+                parse(&secret_env).is_err(),
+                "{command:?}: a secret variable alone"
+            );
+            assert!(
+                parse(&["--oidc-client-id", "x"]).is_err(),
+                "{command:?}: no --auth"
+            );
+            let args = parse(&["--auth", "oauth", "--oidc-client-id", "x"]).unwrap();
+            let Err(CliError::Usage { message, .. }) = login(None, &args, "t") else {
+                panic!("{command:?}: --oidc-client-id taken with --auth oauth");
+            };
+            assert!(
+                message.contains("only with --auth oidc:ISSUER"),
+                "{command:?}: {message}"
+            );
+            let secret = ["--auth", "oauth", "--oidc-client-secret", "s"];
+            assert!(parse(&secret).is_err(), "{command:?}: a secret flag exists");
+            let named = [
+                "--auth",
+                "oidc:https://idp.example.com",
+                "--oidc-client-id",
+                "x",
+            ];
+            let with_var = [&named[..], &secret_env].concat();
+            assert_eq!(
+                parse(&with_var).unwrap().oidc_client_secret_env.as_deref(),
+                Some("VAR")
+            );
+        }
     }
 }

@@ -70,12 +70,17 @@ fn assert_logged_in_called_and_refreshed(seen: &Value) {
 /// `up` on the project's configs (`--config NAME.json` each) with the native controller, /mcp
 /// in full mode, on free ports; `flags` add to it.
 fn up(cmd: &Cmd, configs: &[&str], flags: &[&str]) -> Running {
+    up_on(cmd, configs, free_ports(configs.len() as u16), flags)
+}
+
+/// `up` as [`up`] does, its stacks' fronts on ports from `port` on.
+fn up_on(cmd: &Cmd, configs: &[&str], port: u16, flags: &[&str]) -> Running {
     let mut up = cmd.cmd().args(["up"]);
     for name in configs {
         up = up.args(["--config", &format!("{name}.json")]);
     }
     up.args(["--controller", "native", "--mode", "full"])
-        .args(["--port", &free_ports(configs.len() as u16).to_string()])
+        .args(["--port", &port.to_string()])
         .args(flags)
         .stderr_any()
         .spawn()
@@ -305,6 +310,70 @@ fn a_stacks_mcp_takes_an_openid_providers_tokens_and_rest_keeps_the_key() {
     let tokened = request("POST", &echo, &[("authorization", &bearer)], body);
     assert_eq!(tokened.status, 401, "{}", tokened.body);
     terminate(up, &state);
+}
+
+/// `up --auth oidc:ISSUER --oidc-client-id ID`, for a provider without dynamic registration:
+/// the stack's front registers the Python SDK's OAuth client and proxies its login to the
+/// provider, whose client's redirect URI is the stack's own callback (the one `up` names on
+/// the terminal); the client then calls and refreshes with the provider's tokens.
+#[test]
+fn a_stacks_front_registers_mcp_clients_and_proxies_their_login_to_the_provider() {
+    const SECRET: &str = "gw-proxy-secret";
+    let cmd = project(&["a"]).env("MCP_LAUNCH_OIDC_CLIENT_SECRET", SECRET);
+    let port = free_ports(1);
+    let base = format!("http://127.0.0.1:{port}");
+    let callback = format!("{base}/oauth/callback");
+    let provider = crate::serve_oidc::Provider::start_with(&[
+        "--proxy-callback",
+        &callback,
+        "--rotate-refresh",
+        "1",
+    ]);
+    let auth = format!("oidc:{}", provider.issuer);
+    let flags = ["--tunnel", "none", "--auth", &auth];
+    let up = up_on(
+        &cmd,
+        &["a"],
+        port,
+        &[&flags[..], &["--oidc-client-id", "gw-proxy"]].concat(),
+    );
+    let state = wait_mcp(&up, cmd.dir(), 1);
+    assert_eq!(stack(&state, "a")["mcp_auth"], "oidc", "{state}");
+
+    let mut client = Command::new(sdk_python());
+    client
+        .arg(manifest_dir().join("tests/fixtures/oauth_client.py"))
+        .args([&format!("{base}/mcp"), BIN, "fault__echo"])
+        .env("MCP_LAUNCH_TEST_PROVIDER_LOGIN", "1");
+    let seen = client_json(
+        client,
+        cmd.dir(),
+        "the Python SDK through the stack's proxy",
+    );
+    let hops = seen["login_hops"].as_array().unwrap();
+    for hop in [format!("{}/auth", provider.issuer), callback.clone()] {
+        assert!(hops.contains(&json!(hop)), "never went by {hop}: {seen}");
+    }
+    let expected = [
+        ("first_call_error", json!(false)),
+        ("second_call_error", json!(false)),
+        ("token_sets", json!(2)),
+        ("refresh_tokens", json!(2)),
+    ];
+    for (field, value) in expected {
+        assert_eq!(seen[field], value, "{field}: {seen}");
+    }
+    assert_ne!(
+        seen["client_id"], "gw-proxy",
+        "the provider's client handed out: {seen}"
+    );
+    let out = terminate(up, &state);
+    assert!(
+        out.stderr
+            .contains(&format!("redirect URI there: {callback}")),
+        "{out}"
+    );
+    assert!(!out.stderr.contains(SECRET), "the secret was shown: {out}");
 }
 
 #[test]

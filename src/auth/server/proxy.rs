@@ -59,7 +59,9 @@ const MAX_HELD: usize = 256;
 /// `/token` never renews one (nor the proxy one of the built-in server's).
 pub const FAMILY: &str = "proxied-";
 
-/// The client registered at the provider for us, and the provider's endpoints.
+/// The client registered at the provider for us, and the provider's endpoints (cloned for
+/// each listener proxying the login: `up`'s stacks, a side built again for a new URL).
+#[derive(Clone)]
 pub struct Login {
     client: PreRegistered,
     auth_method: &'static str,

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::metadata::{AUTHORIZATION_SERVER_SUFFIX, PROTECTED_RESOURCE_SUFFIX};
 use crate::auth::server::oidc::Delegate;
+use crate::auth::server::proxy::{Login, CALLBACK_PATH};
 use crate::auth::server::OAuthServer;
 use crate::cli::serve::AuthMode;
 use crate::cli::CliError;
@@ -34,6 +35,10 @@ pub(super) const MCP_PATH: &str = "/mcp";
 /// The OAuth routes the front hands to the MCP side beside `/mcp` (the built-in authorization
 /// server's: `crate::auth::server`'s router and metadata name them).
 const OAUTH_PATHS: &[&str] = &["/authorize", "/register", "/token", "/revoke"];
+
+/// The login proxy's routes (`--oidc-client-id`): the built-in server's, but the provider's
+/// callback to us instead of `/revoke`.
+const PROXY_PATHS: &[&str] = &["/authorize", "/register", "/token", CALLBACK_PATH];
 
 /// Servers of a pool of the gateway's own (mcpo stacks) stop after this long without calls.
 const IDLE: Duration = Duration::from_secs(600);
@@ -56,6 +61,15 @@ pub(super) fn choose_auth(args: &UpArgs, shared: bool) -> Result<AuthMode, CliEr
     }
 }
 
+/// How `/mcp` is protected: `--auth` resolved, with the provider for `oidc:ISSUER`
+/// (discovered before the stacks started) and, with `--oidc-client-id`, the client its login
+/// is proxied as (each stack's side proxies it, at its own callback).
+pub(super) struct McpAuth {
+    pub mode: AuthMode,
+    pub delegate: Option<Delegate>,
+    pub proxied: Option<Login>,
+}
+
 /// The word `share`, `status` and `--json` use for `auth`.
 pub(super) fn auth_name(auth: &AuthMode) -> &'static str {
     match auth {
@@ -67,12 +81,11 @@ pub(super) fn auth_name(auth: &AuthMode) -> &'static str {
 }
 
 /// Starts a gateway for each running stack and mounts it at `/mcp` on the stack's front.
-/// `auth` is `--auth` resolved, with its provider for `oidc:ISSUER` (discovered before the
-/// stacks started). Returns the gateways, to shut down once the stacks stop.
+/// `auth` says how it is protected. Returns the gateways, to shut down once the stacks stop.
 pub(super) async fn serve_mcp(
     running: &[RunningStack],
     args: &UpArgs,
-    (auth, delegate): &(AuthMode, Option<Delegate>),
+    auth: &McpAuth,
     project_dir: &Path,
     env_files: &[std::path::PathBuf],
     stop: &CancellationToken,
@@ -100,14 +113,15 @@ pub(super) async fn serve_mcp(
             gateway: gateway.clone(),
             stack: record.name.clone(),
             api_key: record.api_key.clone(),
-            auth: auth.clone(),
-            delegate: delegate.clone(),
+            auth: auth.mode.clone(),
+            delegate: auth.delegate.clone(),
+            proxied: auth.proxied.clone(),
             audience: args.oidc_audience.clone(),
             front: SocketAddr::new(args.host, record.port),
             stop: stop.clone(),
             previous: Mutex::new(None),
         };
-        if let Err(e) = stack.serve_mcp(side.into_mount(), auth_name(auth)) {
+        if let Err(e) = stack.serve_mcp(side.into_mount(), auth_name(&auth.mode)) {
             // /mcp serves all the same; only `share` and `status` will not know of it.
             crate::output::warn(&format!("{}: /mcp is not recorded: {e}", record.name))?;
         }
@@ -143,6 +157,9 @@ struct Side {
     auth: AuthMode,
     /// With `--auth oidc:ISSUER`: the provider's verifier (its audience set per public URL).
     delegate: Option<Delegate>,
+    /// With `--oidc-client-id`: the provider's client the login is proxied as (a new public
+    /// URL builds the side again, with the same client).
+    proxied: Option<Login>,
     /// `--oidc-audience`.
     audience: Option<String>,
     /// The front's address (its host is a name clients may send in `Host` off loopback).
@@ -172,7 +189,7 @@ impl Side {
                 delegate.clone(),
                 self.audience.as_deref(),
                 &format!("stack {}", self.stack),
-                None,
+                self.proxied.clone(),
             )),
             (AuthMode::Oauth, _) => Some(self.oauth_server(base)),
             _ => None,
@@ -180,7 +197,7 @@ impl Side {
         // Without OAuth, the key — unless `--auth none` said so: never open by omission.
         let api_key =
             (oauth.is_none() && self.auth != AuthMode::None).then(|| self.api_key.clone());
-        let paths = side_paths(&self.auth);
+        let paths = side_paths(&self.auth, self.proxied.is_some());
         let options = HttpOptions {
             addr: self.front,
             api_key,
@@ -209,8 +226,9 @@ impl Side {
 
 /// The paths the MCP side answers: `/mcp`; with OAuth (built in or delegated) the protected
 /// resource's metadata (RFC 9728, at the root and path-suffixed); with the built-in server
-/// also its metadata (RFC 8414) and endpoints (a provider serves its own).
-fn side_paths(auth: &AuthMode) -> Vec<String> {
+/// also its metadata (RFC 8414) and endpoints (a provider serves its own); with the login
+/// proxied (`proxied`), that metadata and the proxy's endpoints.
+fn side_paths(auth: &AuthMode, proxied: bool) -> Vec<String> {
     let mut paths = vec![MCP_PATH.to_string()];
     if auth.is_oauth() {
         paths.push(PROTECTED_RESOURCE_SUFFIX.to_string());
@@ -219,6 +237,9 @@ fn side_paths(auth: &AuthMode) -> Vec<String> {
     if *auth == AuthMode::Oauth {
         paths.push(AUTHORIZATION_SERVER_SUFFIX.to_string());
         paths.extend(OAUTH_PATHS.iter().map(|p| p.to_string()));
+    } else if proxied {
+        paths.push(AUTHORIZATION_SERVER_SUFFIX.to_string());
+        paths.extend(PROXY_PATHS.iter().map(|p| p.to_string()));
     }
     paths
 }
@@ -270,7 +291,7 @@ mod tests {
             .await
             .unwrap();
         let metadata: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        let paths = side_paths(&AuthMode::Oauth);
+        let paths = side_paths(&AuthMode::Oauth, false);
         let named = metadata.as_object().unwrap().iter();
         let endpoints = named.filter(|(k, _)| k.ends_with("_endpoint"));
         for (field, url) in endpoints {
@@ -319,7 +340,22 @@ mod tests {
             issuer,
             "oidc behind a tunnel"
         );
-        assert_eq!(side_paths(&issuer).len(), 3, "{:?}", side_paths(&issuer));
+        assert_eq!(
+            side_paths(&issuer, false).len(),
+            3,
+            "{:?}",
+            side_paths(&issuer, false)
+        );
+        let proxied = side_paths(&issuer, true);
+        let proxys = [
+            AUTHORIZATION_SERVER_SUFFIX,
+            "/register",
+            "/authorize",
+            "/token",
+        ];
+        for path in proxys.into_iter().chain([CALLBACK_PATH]) {
+            assert!(proxied.iter().any(|p| p == path), "{path} not handed over");
+        }
     }
 
     #[test]

@@ -117,6 +117,8 @@ pub struct UpArgs {
     /// for every stack: a token then reaches each of them.
     #[arg(long, requires = "auth", value_name = "AUDIENCE")]
     pub oidc_audience: Option<String>,
+    #[command(flatten)]
+    pub oidc_client: super::serve_oauth::OidcClientArgs,
     /// Full-screen terminal UI: watch the preflight, allow/deny tools, enable/disable servers
     /// (saved to ./.mcp-launch/overrides.json). In progress: launching from it comes next.
     #[arg(long)]
@@ -221,6 +223,7 @@ pub async fn run(
     // The provider is asked before anything starts: a wrong issuer stops `up` at once.
     let delegate =
         super::serve_oauth::delegate(args.auth.as_ref(), args.oidc_audience.as_deref()).await?;
+    let proxied = super::serve_oauth::login(delegate.as_ref(), &args.oidc_client, "mcp-launch up")?;
     let mut errors: Vec<(String, Value)> = failed
         .iter()
         .map(|f| (f.name.clone(), output::error_object(&f.error)))
@@ -254,7 +257,11 @@ pub async fn run(
     let failed = launched.errors.iter();
     errors.extend(failed.map(|(stack, e)| (stack.clone(), output::error_object(e))));
     let running = launched.running;
-    let auth = (auth, delegate);
+    let auth = mcp::McpAuth {
+        mode: auth,
+        delegate,
+        proxied,
+    };
     let gateways = match mcp::serve_mcp(
         &running,
         &args,
