@@ -338,6 +338,10 @@ pub(crate) fn parse_jsonpath(path: &str) -> Result<serde_json_path::JsonPath, St
 /// The most filters (`[?…]`) a JSONPath may nest one inside another.
 const FILTERS_NESTED_MAX: usize = 3;
 
+/// The most brackets and parentheses a JSONPath may nest: the parser descends once per level,
+/// on a worker thread's stack (a few thousand `(` overflowed it and ended the process).
+const NESTED_MAX: usize = 32;
+
 /// Refuses the two shapes whose cost grows as a power of the input: filters nested deeper
 /// than [`FILTERS_NESTED_MAX`] (the parser backtracks through each level: a 104-byte path of
 /// nested `[?` took 8 s of CPU to be found invalid, ×3.4 per level) and a root query (`$`)
@@ -368,6 +372,12 @@ fn filters_within_bounds(path: &str) -> Result<(), String> {
                             with `@`"
                         .into(),
                 )
+            }
+            '[' | '(' if open.len() >= NESTED_MAX => {
+                return Err(format!(
+                    "the path nests more than {NESTED_MAX} brackets and parentheses: \
+                     narrow the output in steps"
+                ));
             }
             '[' => {
                 while chars.next_if(|c| c.is_whitespace()).is_some() {}
@@ -525,6 +535,28 @@ mod tests {
         let nested = r#"{"a": [{"b": [{"c": [{"d": 2}]}]}]}"#;
         let read = super::read_jsonpath(nested, "$.a[?@.b[?@.c[?@.d > 1]]]", 100).unwrap();
         assert!(read.text.contains(r#""d":2"#), "{}", read.text);
+    }
+
+    /// Found by the `jsonpath` fuzz target (round five, a second run): the process died of a
+    /// stack overflow (SIGSEGV, no artifact written) — the parser descends once per bracket or
+    /// parenthesis, and a worker thread's stack is 2 MiB.
+    #[test]
+    fn brackets_and_parentheses_nested_past_the_bound_are_refused() {
+        for path in [
+            format!("$[?{}@.a", "(".repeat(5_000)),
+            format!("$[?{}", "!(".repeat(5_000)),
+            format!("${}", "[".repeat(5_000)),
+        ] {
+            let refused = std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || super::parse_jsonpath(&path).unwrap_err())
+                .unwrap()
+                .join()
+                .expect("the parser overflowed a 256 KiB stack");
+            assert!(refused.contains("nests more than 32"), "{refused}");
+        }
+        let deep_enough = format!("$[?{}@.a == 1{}]", "(".repeat(30), ")".repeat(30));
+        assert!(super::parse_jsonpath(&deep_enough).is_ok());
     }
 
     /// A root query inside a filter is evaluated again for every node the filter looks at.
