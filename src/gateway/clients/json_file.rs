@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use jsonc_parser::cst::{CstInputValue, CstObject, CstObjectProp, CstRootNode};
+use jsonc_parser::cst::{
+    CstComment, CstInputValue, CstLeafNode, CstNode, CstObject, CstObjectProp, CstRootNode,
+};
 use jsonc_parser::ParseOptions;
 use serde_json::{Map, Value};
 
@@ -109,7 +111,20 @@ impl<'a> Moves<'a> {
             .map_or_else(|| "null".to_string(), |v| v.to_string());
         let placeholder = self.placeholder();
         put(to, name, &Value::String(placeholder.clone()));
+        // `remove` takes the comments after the server to the end of its line with it (`"a":
+        // {…}, // note`): they go with the server, as block comments (a line comment would
+        // swallow the comma printed after the value).
+        let beside = same_line_comments(&prop);
         prop.remove();
+        let taken: Vec<String> = beside
+            .into_iter()
+            .filter(|comment| comment.parent().is_none())
+            .map(|comment| as_block_comment(&comment.raw_value()))
+            .collect();
+        let value = match taken.is_empty() {
+            true => value,
+            false => format!("{value} {}", taken.join(" ")),
+        };
         self.pending.push((format!("\"{placeholder}\""), value));
     }
 
@@ -128,6 +143,27 @@ impl<'a> Moves<'a> {
             text = text.replacen(&placeholder, &value, 1);
         }
         text
+    }
+}
+
+/// The comments after `prop` on its line.
+fn same_line_comments(prop: &CstObjectProp) -> Vec<CstComment> {
+    let mut comments = Vec::new();
+    for sibling in prop.next_siblings() {
+        match sibling {
+            CstNode::Leaf(CstLeafNode::Comment(comment)) => comments.push(comment),
+            CstNode::Leaf(CstLeafNode::Newline(_)) => break,
+            _ => {}
+        }
+    }
+    comments
+}
+
+/// `comment` (`// …` or `/* … */`) as a block comment, its words unchanged.
+fn as_block_comment(comment: &str) -> String {
+    match comment.strip_prefix("//") {
+        Some(text) => format!("/*{} */", text.replace("*/", "* /")),
+        None => comment.to_string(),
     }
 }
 

@@ -206,6 +206,32 @@ fn vscode_comments_and_trailing_commas_survive() {
     );
 }
 
+/// Found by the `client_config` fuzz target: a comment after a server on its line went with
+/// nothing when `--write` set the server aside (the syntax tree's `remove` takes it).
+#[test]
+fn a_comment_after_a_server_set_aside_goes_aside_with_it_and_back() {
+    let home = temp_home();
+    let old = "{\n  \"servers\": {\n    \"github\": {\"command\": \"npx\"}, // token: see 1Password\n    \
+               \"time\": {\"command\": \"uvx\"}\n  }\n}\n";
+    let file = home.put(Client::VsCode, old);
+    home.write(Client::VsCode, &["github"]).unwrap();
+    let written = read(&file);
+    assert!(
+        written.contains("\"github\": {\"command\": \"npx\"} /* token: see 1Password */"),
+        "{written}"
+    );
+    assert_eq!(written.matches("1Password").count(), 1, "{written}");
+    home.unwrite(Client::VsCode).unwrap();
+    let undone = read(&file);
+    assert!(undone.contains("/* token: see 1Password */"), "{undone}");
+    let options = Default::default();
+    let undone_value = jsonc_parser::parse_to_value(&undone, &options).ok();
+    assert_eq!(
+        undone_value,
+        jsonc_parser::parse_to_value(old, &options).ok()
+    );
+}
+
 #[test]
 fn toml_keeps_comments_and_layout() {
     let home = temp_home();
