@@ -294,6 +294,11 @@ pub fn sockets(dir: &Path) -> Vec<PathBuf> {
 
 /// Listens at `socket`, 0600. A file left by a gateway that died is replaced; a live one is
 /// refused.
+///
+/// The socket is bound and listening under a private name first, then linked into place: a
+/// client that connects while it is bound but not yet listening is refused, takes the file for
+/// a dead gateway's and removes it — and the gateway would listen where nobody looks. Linking
+/// also refuses a second gateway that claims the same path at the same moment.
 pub async fn bind(socket: &Path) -> Result<UnixListener, DaemonError> {
     if Client::connect(socket).await?.is_some() {
         return Err(DaemonError::AlreadyRunning {
@@ -304,9 +309,23 @@ pub async fn bind(socket: &Path) -> Result<UnixListener, DaemonError> {
         socket: socket.to_path_buf(),
         source,
     };
-    let listener = UnixListener::bind(socket).map_err(io)?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    let private = private_name(socket);
+    let _ = std::fs::remove_file(&private);
+    let listener = UnixListener::bind(&private).map_err(io)?;
+    let placed = std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| std::fs::hard_link(&private, socket));
+    let _ = std::fs::remove_file(&private);
+    placed.map_err(io)?;
     Ok(listener)
+}
+
+/// A name beside `socket` for binding it before it is placed: this process's and this
+/// bind's own, without `.sock` (no one lists it), and short (a socket's path has at most 107
+/// bytes).
+fn private_name(socket: &Path) -> PathBuf {
+    static BINDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = BINDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    socket.with_file_name(format!(".bind-{}-{n}", std::process::id()))
 }
 
 fn canonical(path: &Path) -> PathBuf {

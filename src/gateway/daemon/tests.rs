@@ -85,3 +85,45 @@ async fn a_socket_that_takes_connections_but_never_greets_is_no_gateway_and_is_n
     assert!(socket.exists(), "someone holds it: not ours to remove");
     assert!(matches!(bind(&socket).await, Err(DaemonError::Io { .. })));
 }
+
+/// A socket appears at its path only once it listens: a `status` that connects in between
+/// would be refused, take the file for a dead gateway's and remove it, and the daemon would
+/// listen on a path nobody can find (CI once waited 60 s for a daemon that was up).
+#[test]
+fn a_socket_never_shows_at_its_path_before_it_listens() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("d-race.sock");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let prober = {
+        let (socket, done, refused) = (socket.clone(), done.clone(), refused.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if let Err(e) = std::os::unix::net::UnixStream::connect(&socket) {
+                    if e.kind() == std::io::ErrorKind::ConnectionRefused && socket.exists() {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        })
+    };
+    for _ in 0..2_000 {
+        let listener = runtime.block_on(bind(&socket)).unwrap();
+        // Unlinked while it still listens: a refusal can only come from within `bind`.
+        std::fs::remove_file(&socket).unwrap();
+        drop(listener);
+    }
+    done.store(true, Ordering::Relaxed);
+    prober.join().unwrap();
+    assert_eq!(
+        refused.load(Ordering::Relaxed),
+        0,
+        "connections refused at a bound path"
+    );
+}
