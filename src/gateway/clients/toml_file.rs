@@ -141,7 +141,8 @@ fn string_array(table: &dyn TableLike) -> Option<Vec<String>> {
     array.iter().map(|v| v.as_str().map(String::from)).collect()
 }
 
-/// The server's TOML, each line commented, between the markers.
+/// The server's TOML, each line commented as it is (a multi-line string's trailing spaces are
+/// its value), between the markers.
 fn comment_block(name: &str, item: Item) -> String {
     let mut servers = Table::new();
     servers.set_implicit(true);
@@ -151,7 +152,6 @@ fn comment_block(name: &str, item: Item) -> String {
     let mut block =
         format!("{BEGIN}{name} (mcp-launch serve runs it now; --unwrite puts it back)\n");
     for line in doc.to_string().trim().lines() {
-        let line = line.trim_end();
         block.push_str(if line.is_empty() { "#" } else { "# " });
         block.push_str(line);
         block.push('\n');
@@ -321,5 +321,23 @@ mod tests {
         let removed = remove(&added.text, path).unwrap();
         assert_eq!(removed.restored, ["github"]);
         assert_eq!(removed.text, text);
+    }
+
+    /// Found by the `client_config` fuzz target: a line of a multi-line string ending in a
+    /// space lost it on its way aside and back (`fuzz/corpus/client_config/codex-toml-multiline-trailing-space`).
+    #[test]
+    fn a_server_set_aside_and_back_keeps_its_strings_trailing_spaces() {
+        let text = "[mcp_servers.time]\ncommand = '''uvx \n  mcp-server-time\t\n'''\n";
+        let serve = ServeCommand::new("/bin/mcp-launch".into(), &[], &[], Path::new("/"));
+        let path = Path::new("config.toml");
+        let added = add(text, path, &serve, &["time".into()]).unwrap();
+        let removed = remove(&added.text, path).unwrap();
+        assert_eq!(removed.restored, ["time"]);
+        let command = |t: &str| {
+            t.parse::<DocumentMut>().unwrap()["mcp_servers"]["time"]["command"]
+                .as_str()
+                .map(String::from)
+        };
+        assert_eq!(command(&removed.text), command(text), "{}", removed.text);
     }
 }
