@@ -305,34 +305,37 @@ fn json_of(item: &Item) -> serde_json::Value {
 mod tests {
     use super::*;
 
+    /// `text` with `server` set aside (as `--write` leaves it), and then put back.
+    fn aside_and_back(text: &str, server: &str) -> (Edit, Edit) {
+        let serve = ServeCommand::new("/bin/mcp-launch".into(), &[], &[], Path::new("/"));
+        let path = Path::new("config.toml");
+        let added = add(text, path, &serve, &[server.into()]).unwrap();
+        let removed = remove(&added.text, path).unwrap();
+        assert_eq!(removed.restored, [server]);
+        (added, removed)
+    }
+
     /// Found by the `client_config` fuzz target: `--unwrite` put a server back without the
     /// comment above its table (`fuzz/corpus/client_config/codex-toml-set-aside`).
     #[test]
     fn a_server_put_back_keeps_the_comment_above_it() {
         let text = "model = \"o4-mini\"\n\n# GitHub, with a token\n[mcp_servers.github]\ncommand = \"npx\"\n";
-        let serve = ServeCommand::new("/bin/mcp-launch".into(), &[], &[], Path::new("/"));
-        let path = Path::new("config.toml");
-        let added = add(text, path, &serve, &["github".into()]).unwrap();
+        let (added, removed) = aside_and_back(text, "github");
         assert!(
             added.text.contains("# # GitHub, with a token\n"),
             "{}",
             added.text
         );
-        let removed = remove(&added.text, path).unwrap();
-        assert_eq!(removed.restored, ["github"]);
         assert_eq!(removed.text, text);
     }
 
     /// Found by the `client_config` fuzz target: a line of a multi-line string ending in a
-    /// space lost it on its way aside and back (`fuzz/corpus/client_config/codex-toml-multiline-trailing-space`).
+    /// space lost it on its way aside and back
+    /// (`fuzz/corpus/client_config/codex-toml-multiline-trailing-space`).
     #[test]
     fn a_server_set_aside_and_back_keeps_its_strings_trailing_spaces() {
         let text = "[mcp_servers.time]\ncommand = '''uvx \n  mcp-server-time\t\n'''\n";
-        let serve = ServeCommand::new("/bin/mcp-launch".into(), &[], &[], Path::new("/"));
-        let path = Path::new("config.toml");
-        let added = add(text, path, &serve, &["time".into()]).unwrap();
-        let removed = remove(&added.text, path).unwrap();
-        assert_eq!(removed.restored, ["time"]);
+        let (_, removed) = aside_and_back(text, "time");
         let command = |t: &str| {
             t.parse::<DocumentMut>().unwrap()["mcp_servers"]["time"]["command"]
                 .as_str()
