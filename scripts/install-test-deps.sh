@@ -152,67 +152,40 @@ npm_prefix_install oidc "${OIDC_PKGS[@]}" --
 [[ -f "$DEPS/oidc/node_modules/oidc-provider/package.json" ]] ||
   { log "oidc-provider is missing from .deps/oidc after npm install"; exit 1; }
 
-# --- tmux (the TUI's end-to-end test drives it) -----------------------------------------------
-if command -v tmux >/dev/null; then
-  skipped+=("tmux")
-elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
-  log "apt-get install tmux"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux >&2 \
-    || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux >&2; } \
-    || { log "could not install tmux: install it (the TUI end-to-end test needs it)"; exit 1; }
-  installed+=("tmux")
-else
-  log "tmux not found: install it (the TUI end-to-end test needs it), e.g. apt-get install tmux"
-  exit 1
-fi
-
-# --- Prometheus (the metrics test scrapes the gateway with Debian's package) ------------------
-if command -v prometheus >/dev/null; then
-  skipped+=("prometheus")
-elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
-  log "apt-get install prometheus"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2 \
-    || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2; } \
-    || { log "could not install prometheus: install it (the metrics end-to-end test needs it)"; exit 1; }
-  installed+=("prometheus")
-else
-  log "prometheus not found: install it (the metrics end-to-end test needs it), e.g. apt-get install prometheus"
-  exit 1
-fi
-
-# --- Redis and HAProxy (the replicas test: three gateways behind HAProxy, one Redis) ---------
-for program in redis-server haproxy; do
+# apt_program PROGRAM PACKAGE WHY: PROGRAM on PATH (or in /usr/sbin), else Debian's PACKAGE
+# installed when we are root with apt-get, else a clear stop naming WHY it is needed.
+apt_program() {
+  local program="$1" package="$2" why="$3"
   if command -v "$program" >/dev/null || [[ -x "/usr/sbin/$program" ]]; then
-    skipped+=("$program")
-  elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
-    log "apt-get install $program"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$program" >&2 \
-      || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$program" >&2; } \
-      || { log "could not install $program: install it (the replicas end-to-end test needs it)"; exit 1; }
-    installed+=("$program")
-  else
-    log "$program not found: install it (the replicas end-to-end test needs it), e.g. apt-get install $program"
-    exit 1
-  fi
-done
-
-# --- a Secret Service on a private D-Bus (the OAuth keyring test: gnome-keyring, read back with
-# secret-tool) ---------------------------------------------------------------------------------
-for pair in dbus-daemon:dbus dbus-send:dbus gnome-keyring-daemon:gnome-keyring secret-tool:libsecret-tools; do
-  program="${pair%%:*}" package="${pair#*:}"
-  if command -v "$program" >/dev/null; then
     skipped+=("$program")
   elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
     log "apt-get install $package"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$package" >&2 \
       || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$package" >&2; } \
-      || { log "could not install $package: install it (the OAuth keyring end-to-end test needs it)"; exit 1; }
+      || { log "could not install $package: install it ($why)"; exit 1; }
     installed+=("$program")
   else
-    log "$program not found: install $package (the OAuth keyring end-to-end test needs it)"
+    log "$program not found: install $package ($why), e.g. apt-get install $package"
     exit 1
   fi
-done
+}
+
+# --- tmux (the TUI's end-to-end test drives it) -----------------------------------------------
+apt_program tmux tmux "the TUI end-to-end test needs it"
+
+# --- Prometheus (the metrics test scrapes the gateway with Debian's package) ------------------
+apt_program prometheus prometheus "the metrics end-to-end test needs it"
+
+# --- Redis and HAProxy (the replicas test: three gateways behind HAProxy, one Redis) ---------
+apt_program redis-server redis-server "the replicas end-to-end test needs it"
+apt_program haproxy haproxy "the replicas end-to-end test needs it"
+
+# --- a Secret Service on a private D-Bus (the OAuth keyring test: gnome-keyring, read back with
+# secret-tool) ---------------------------------------------------------------------------------
+apt_program dbus-daemon dbus "the OAuth keyring end-to-end test needs it"
+apt_program dbus-send dbus "the OAuth keyring end-to-end test needs it"
+apt_program gnome-keyring-daemon gnome-keyring "the OAuth keyring end-to-end test needs it"
+apt_program secret-tool libsecret-tools "the OAuth keyring end-to-end test needs it"
 
 # --- Python venvs ----------------------------------------------------------------------------
 # venv_install NAME SPEC BIN [CONSTRAINTS]
