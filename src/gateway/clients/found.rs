@@ -106,13 +106,17 @@ pub fn find(client: Client, paths: &ClientPaths) -> Found {
 pub fn find_with_project(client: Client, paths: &ClientPaths) -> (Found, Vec<Found>) {
     let path = user_file(client, paths);
     let text = file::read(&path);
-    let local = match (&text, client) {
-        (Ok(Some(text)), Client::ClaudeCode) => local_found(&path, text, paths),
-        _ => None,
+    let (user, local) = match (client, client.format(), &text) {
+        (Client::ClaudeCode, Format::Json { servers_key, .. }, Ok(Some(text))) => {
+            claude_code_found(&path, text, servers_key, paths)
+        }
+        _ => {
+            let user = found_in(client, FoundScope::User, path, text, |text, path| {
+                read_servers(client, text, path)
+            });
+            (user, None)
+        }
     };
-    let user = found_in(client, FoundScope::User, path, text, |text, path| {
-        read_servers(client, text, path)
-    });
     let mut in_project: Vec<Found> = project_found(client, paths, &user.file)
         .into_iter()
         .collect();
@@ -144,17 +148,47 @@ fn project_found(client: Client, paths: &ClientPaths, user: &Path) -> Option<Fou
     ))
 }
 
-/// Claude Code's servers for the working directory in `.claude.json`'s `text`, unless none.
-fn local_found(path: &Path, text: &str, paths: &ClientPaths) -> Option<Found> {
+/// Claude Code's user file from `.claude.json`'s `text`, and its servers for the working
+/// directory unless none, from one parse.
+fn claude_code_found(
+    path: &Path,
+    text: &str,
+    servers_key: &str,
+    paths: &ClientPaths,
+) -> (Found, Option<Found>) {
+    let client = Client::ClaudeCode;
     let dir = paths.cwd.display().to_string();
-    let local = found_in(
-        Client::ClaudeCode,
-        FoundScope::Local,
-        path.to_path_buf(),
+    let (servers, aside, local) =
+        match json_file::claude_code_servers(text, path, servers_key, &dir) {
+            Ok(read) => read,
+            Err(e) => {
+                let user = found_in(
+                    client,
+                    FoundScope::User,
+                    path.into(),
+                    Ok(Some(text)),
+                    |_, _| Err(e),
+                );
+                return (user, None);
+            }
+        };
+    let aside = aside.keys().cloned().collect();
+    let user = found_in(
+        client,
+        FoundScope::User,
+        path.into(),
         Ok(Some(text)),
-        |text, path| Ok((json_file::local_servers(text, path, &dir)?, Vec::new())),
+        |_, _| Ok((servers, aside)),
     );
-    (local.error.is_none() && (local.gateway || !local.servers.is_empty())).then_some(local)
+    let local = found_in(
+        client,
+        FoundScope::Local,
+        path.into(),
+        Ok(Some(text)),
+        |_, _| Ok((local, Vec::new())),
+    );
+    let any = local.error.is_none() && (local.gateway || !local.servers.is_empty());
+    (user, any.then_some(local))
 }
 
 /// The `mcp.json` of each VS Code profile other than the default one that has one, named as

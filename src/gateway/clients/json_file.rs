@@ -348,30 +348,24 @@ pub(super) fn servers(
     servers_key: &str,
     jsonc: bool,
 ) -> Result<(Servers, Servers), ClientError> {
-    let root = parse(if text.trim().is_empty() { "" } else { text }, path, jsonc)?;
-    let top = top_object(&root, path)?;
-    let read = |key: &str| -> Result<Map<String, Value>, ClientError> {
-        match top.get(key) {
-            None => Ok(Map::new()),
-            Some(prop) => {
-                object_value(&prop, key, path)?;
-                let value = prop.value().and_then(|v| v.to_serde_value());
-                Ok(match value {
-                    Some(Value::Object(map)) => map,
-                    _ => Map::new(),
-                })
-            }
-        }
-    };
-    Ok((read(servers_key)?, read(FRONTED_KEY)?))
+    let top = top_object(&parse_blank(text, path, jsonc)?, path)?;
+    Ok((
+        object_at_key(&top, servers_key, path)?,
+        object_at_key(&top, FRONTED_KEY, path)?,
+    ))
 }
 
-/// Claude Code's servers for one directory (its "local" scope): the object at
-/// `projects.<dir>.mcpServers` of `.claude.json`; empty when there is none.
-pub(super) fn local_servers(text: &str, path: &Path, dir: &str) -> Result<Servers, ClientError> {
-    let root = parse(if text.trim().is_empty() { "" } else { text }, path, false)?;
-    let top = top_object(&root, path)?;
-    let servers = top
+/// Claude Code's `.claude.json` from one parse (it can be many megabytes): its user servers,
+/// those set aside, and its servers for `dir` only (its "local" scope: the object at
+/// `projects.<dir>.mcpServers`, empty when there is none).
+pub(super) fn claude_code_servers(
+    text: &str,
+    path: &Path,
+    servers_key: &str,
+    dir: &str,
+) -> Result<(Servers, Servers, Servers), ClientError> {
+    let top = top_object(&parse_blank(text, path, false)?, path)?;
+    let local = top
         .get("projects")
         .and_then(|p| p.object_value())
         .and_then(|projects| projects.get(dir))
@@ -379,7 +373,28 @@ pub(super) fn local_servers(text: &str, path: &Path, dir: &str) -> Result<Server
         .and_then(|project| project.get("mcpServers"))
         .and_then(|p| p.value())
         .and_then(|v| v.to_serde_value());
-    Ok(match servers {
+    Ok((
+        object_at_key(&top, servers_key, path)?,
+        object_at_key(&top, FRONTED_KEY, path)?,
+        match local {
+            Some(Value::Object(map)) => map,
+            _ => Map::new(),
+        },
+    ))
+}
+
+/// `text` parsed, a blank file read as an empty one.
+fn parse_blank(text: &str, path: &Path, jsonc: bool) -> Result<CstRootNode, ClientError> {
+    parse(if text.trim().is_empty() { "" } else { text }, path, jsonc)
+}
+
+/// The object at `top`'s `key` as JSON (empty when absent; an error when it is no object).
+fn object_at_key(top: &CstObject, key: &str, path: &Path) -> Result<Servers, ClientError> {
+    let Some(prop) = top.get(key) else {
+        return Ok(Map::new());
+    };
+    object_value(&prop, key, path)?;
+    Ok(match prop.value().and_then(|v| v.to_serde_value()) {
         Some(Value::Object(map)) => map,
         _ => Map::new(),
     })
