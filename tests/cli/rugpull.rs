@@ -40,9 +40,9 @@ fn through_serve(out: &Output) -> Value {
     drive(dir, &args)
 }
 
-#[test]
-fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_served_once_approved(
-) {
+/// A project whose server `up` listed `lookup` honestly, then changed its description: its
+/// first listing and the one `list --refresh` made after the change.
+fn pulled_project() -> (Output, Output) {
     let cmd = Cmd::new().file("tools.json", &lookup(HONEST));
     let tools = cmd.path("tools.json").display().to_string();
     let first = cmd
@@ -51,19 +51,25 @@ fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_
         }}))
         .args(["list", "up", "--json"])
         .run();
+    std::fs::write(first.path("tools.json"), lookup(PULLED)).unwrap();
+    let pulled = first
+        .again()
+        .args(["list", "up", "--refresh", "--json"])
+        .run();
+    (first, pulled)
+}
+
+#[test]
+fn a_description_changed_between_two_starts_is_flagged_withheld_when_strict_and_served_once_approved(
+) {
+    let (first, pulled) = pulled_project();
     let tool = listed_tool(&first);
     assert_eq!(tool["description"], HONEST, "{first}");
     assert!(
         tool.get("changed").is_none(),
         "first seen: approved\n{first}"
     );
-
-    // The server changes its description; the next start shows it.
-    std::fs::write(first.path("tools.json"), lookup(PULLED)).unwrap();
-    let pulled = first
-        .again()
-        .args(["list", "up", "--refresh", "--json"])
-        .run();
+    // The server changed its description; the next start showed it.
     let tool = listed_tool(&pulled);
     assert_eq!(tool["description"], PULLED, "{pulled}");
     assert_eq!(
@@ -358,19 +364,7 @@ fn withheld_by_up(controller: &str) {
 /// daemon, have the approved tool — no restart, no wait for a file watch.
 #[test]
 fn an_approval_reaches_a_running_gateway_and_daemon_before_tool_approve_returns() {
-    let cmd = Cmd::new().file("tools.json", &lookup(HONEST));
-    let tools = cmd.path("tools.json").display().to_string();
-    let first = cmd
-        .config_json(json!({"mcpServers": {
-            "up": fault(&["--only-file-tools", "--tools-file", &tools]),
-        }}))
-        .args(["list", "up", "--json"])
-        .run();
-    std::fs::write(first.path("tools.json"), lookup(PULLED)).unwrap();
-    first
-        .again()
-        .args(["list", "up", "--refresh", "--json"])
-        .run();
+    let (first, _) = pulled_project();
     let servers = first.again().args(["list", "--json"]).run();
     let stack = servers.server("up")["stack"]
         .as_str()
