@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::auth::server::oidc::Delegate;
 use crate::auth::server::proxy::{Login, CALLBACK_PATH};
-use crate::auth::server::{ConsentNotice, Notify, OAuthServer};
+use crate::auth::server::{ConsentEvent, Notify, OAuthServer};
 
 use super::serve::{AuthMode, ServeArgs};
 use super::CliError;
@@ -55,8 +55,11 @@ pub(super) fn server(base: &str) -> Arc<OAuthServer> {
 /// Shows each consent request on the terminal (stderr), with its one-time code, said by
 /// `speaker` (`mcp-launch serve`, a stack of `up`). Never logged.
 pub(super) fn show_consent(speaker: String) -> Notify {
-    Arc::new(move |notice: &ConsentNotice| {
+    Arc::new(move |event: &ConsentEvent| {
         use std::io::Write;
+        let ConsentEvent::Asked(notice) = event else {
+            return;
+        };
         // The name is the client's own words (registration is open): written through the
         // terminal-safe writer, so it cannot move the cursor or fake a line of ours.
         let name = notice.client_name.as_deref().unwrap_or("(no name)");

@@ -26,6 +26,7 @@ use crate::gateway::{Budget, Gateway, GatewayOptions};
 use crate::launch::front::{McpMount, McpSide};
 use crate::launch::stack::RunningStack;
 use crate::mcp::ConnectOptions;
+use crate::tui::mcp::{ConsentTo, McpRequest, ServeMcp};
 
 use super::UpArgs;
 
@@ -68,6 +69,13 @@ pub(super) struct McpAuth {
     pub mode: AuthMode,
     pub delegate: Option<Delegate>,
     pub proxied: Option<Login>,
+    /// Who is told of each stack's consent requests: the terminal, or the TUI.
+    pub consent: ConsentTo,
+}
+
+/// Consent requests told on the terminal (stderr), each said by its stack.
+pub(super) fn consent_on_terminal() -> ConsentTo {
+    Arc::new(|stack: &str| crate::cli::serve_oauth::show_consent(format!("stack {stack}")))
 }
 
 /// The word `share`, `status` and `--json` use for `auth`.
@@ -116,6 +124,7 @@ pub(super) async fn serve_mcp(
             auth: auth.mode.clone(),
             delegate: auth.delegate.clone(),
             proxied: auth.proxied.clone(),
+            consent: (auth.consent)(&record.name),
             audience: args.oidc_audience.clone(),
             front: SocketAddr::new(args.host, record.port),
             stop: stop.clone(),
@@ -128,6 +137,44 @@ pub(super) async fn serve_mcp(
         gateways.push(gateway);
     }
     Ok(gateways)
+}
+
+/// `/mcp` for the stacks `up --tui` launches, as `up` serves it: the provider of `--auth
+/// oidc:ISSUER` asked before the TUI starts (a wrong issuer stops at once), `--auth` resolved
+/// per launch by the tunnel chosen in the TUI (OAuth by default with one), consent requests
+/// sent where the TUI says.
+pub(super) async fn for_tui(
+    args: UpArgs,
+    opts: &crate::config::LoadOptions,
+    stop: &CancellationToken,
+) -> Result<ServeMcp, CliError> {
+    let delegate =
+        crate::cli::serve_oauth::delegate(args.auth.as_ref(), args.oidc_audience.as_deref())
+            .await?;
+    let proxied =
+        crate::cli::serve_oauth::login(delegate.as_ref(), &args.oidc_client, "mcp-launch up")?;
+    let (args, cwd, env_files) = (Arc::new(args), opts.cwd.clone(), opts.env_files.clone());
+    let stop = stop.clone();
+    Ok(Arc::new(move |running, request: McpRequest| {
+        let (args, cwd, env_files, stop) = (
+            Arc::clone(&args),
+            cwd.clone(),
+            env_files.clone(),
+            stop.clone(),
+        );
+        let (delegate, proxied) = (delegate.clone(), proxied.clone());
+        Box::pin(async move {
+            let mode = choose_auth(&args, request.shared).map_err(|e| e.to_string())?;
+            let auth = McpAuth {
+                mode,
+                delegate,
+                proxied,
+                consent: request.consent,
+            };
+            let served = serve_mcp(&running, &args, &auth, &cwd, &env_files, &stop).await;
+            served.map_err(|e| e.to_string())
+        })
+    }))
 }
 
 /// The gateway's options from `up`'s flags: `serve`'s defaults otherwise.
@@ -160,6 +207,8 @@ struct Side {
     /// With `--oidc-client-id`: the provider's client the login is proxied as (a new public
     /// URL builds the side again, with the same client).
     proxied: Option<Login>,
+    /// Told of the built-in server's consent requests.
+    consent: crate::auth::server::Notify,
     /// `--oidc-audience`.
     audience: Option<String>,
     /// The front's address (its host is a name clients may send in `Host` off loopback).
@@ -218,8 +267,7 @@ impl Side {
     /// shared with `mcp-launch auth`), its issuer `base` and its resource `base/mcp`.
     fn oauth_server(&self, base: &str) -> Arc<OAuthServer> {
         let store = crate::auth::server::default_store();
-        let speaker = format!("stack {}", self.stack);
-        let notify = crate::cli::serve_oauth::show_consent(speaker);
+        let notify = Arc::clone(&self.consent);
         Arc::new(OAuthServer::new(base, MCP_PATH, store, notify))
     }
 }
