@@ -25,6 +25,7 @@ use crate::gateway::wire::{self, HttpOptions};
 use crate::gateway::{Budget, Gateway, GatewayOptions};
 use crate::launch::front::{McpMount, McpSide};
 use crate::launch::stack::RunningStack;
+use crate::launch::state::LoginProxyState;
 use crate::mcp::ConnectOptions;
 use crate::tui::mcp::{ConsentTo, McpRequest, ServeMcp};
 
@@ -130,13 +131,23 @@ pub(super) async fn serve_mcp(
             stop: stop.clone(),
             previous: Mutex::new(None),
         };
-        if let Err(e) = stack.serve_mcp(side.into_mount(), auth_name(&auth.mode)) {
+        let login_proxy = login_proxy_state(auth);
+        if let Err(e) = stack.serve_mcp(side.into_mount(), auth_name(&auth.mode), login_proxy) {
             // /mcp serves all the same; only `share` and `status` will not know of it.
             crate::output::warn(&format!("{}: /mcp is not recorded: {e}", record.name))?;
         }
         gateways.push(gateway);
     }
     Ok(gateways)
+}
+
+/// The login proxy as the state file records it (`share` names its callback), if on.
+fn login_proxy_state(auth: &McpAuth) -> Option<LoginProxyState> {
+    let (delegate, login) = (auth.delegate.as_ref()?, auth.proxied.as_ref()?);
+    Some(LoginProxyState {
+        issuer: delegate.issuer().to_string(),
+        client_id: login.client_id().to_string(),
+    })
 }
 
 /// `/mcp` for the stacks `up --tui` launches, as `up` serves it: the provider of `--auth
