@@ -391,9 +391,13 @@ async fn serve_mcp(
     let Some(serve) = &context.mcp else {
         return;
     };
+    let log = tx.clone();
     let request = McpRequest {
         shared: choice.tunnel != TunnelChoice::None,
         consent: Arc::clone(&context.consent),
+        say: Arc::new(move |line| {
+            let _ = log.send(Msg::Launch(LaunchMsg::Log(line)));
+        }),
     };
     match serve(running.to_vec(), request).await {
         Ok(gateways) => (context.gateways.lock())

@@ -24,7 +24,12 @@ pub struct McpRequest {
     pub shared: bool,
     /// Where each stack's consent requests go.
     pub consent: ConsentTo,
+    /// Where lines for the operator go (the log pane: stderr is under the TUI's screen).
+    pub say: Say,
 }
+
+/// Says a line to the operator.
+pub type Say = Arc<dyn Fn(String) + Send + Sync>;
 
 /// Serves `/mcp` on the stacks just launched: their gateways (shut down when the TUI ends),
 /// or why `/mcp` is not served.

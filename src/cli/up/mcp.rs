@@ -27,7 +27,7 @@ use crate::launch::front::{McpMount, McpSide};
 use crate::launch::stack::RunningStack;
 use crate::launch::state::LoginProxyState;
 use crate::mcp::ConnectOptions;
-use crate::tui::mcp::{ConsentTo, McpRequest, ServeMcp};
+use crate::tui::mcp::{ConsentTo, McpRequest, Say, ServeMcp};
 
 use super::UpArgs;
 
@@ -72,6 +72,13 @@ pub(super) struct McpAuth {
     pub proxied: Option<Login>,
     /// Who is told of each stack's consent requests: the terminal, or the TUI.
     pub consent: ConsentTo,
+    /// Where lines for the operator go: stderr, or the TUI's log pane.
+    pub say: Say,
+}
+
+/// Lines for the operator on stderr.
+pub(super) fn say_on_terminal() -> Say {
+    Arc::new(|line| eprintln!("{line}"))
 }
 
 /// Consent requests told on the terminal (stderr), each said by its stack.
@@ -126,6 +133,7 @@ pub(super) async fn serve_mcp(
             delegate: auth.delegate.clone(),
             proxied: auth.proxied.clone(),
             consent: (auth.consent)(&record.name),
+            say: Arc::clone(&auth.say),
             audience: args.oidc_audience.clone(),
             front: SocketAddr::new(args.host, record.port),
             stop: stop.clone(),
@@ -181,6 +189,7 @@ pub(super) async fn for_tui(
                 delegate,
                 proxied,
                 consent: request.consent,
+                say: request.say,
             };
             let served = serve_mcp(&running, &args, &auth, &cwd, &env_files, &stop).await;
             served.map_err(|e| e.to_string())
@@ -220,6 +229,8 @@ struct Side {
     proxied: Option<Login>,
     /// Told of the built-in server's consent requests.
     consent: crate::auth::server::Notify,
+    /// Says delegated mode's lines to the operator.
+    say: Say,
     /// `--oidc-audience`.
     audience: Option<String>,
     /// The front's address (its host is a name clients may send in `Host` off loopback).
@@ -244,12 +255,13 @@ impl Side {
         }
         drop(previous);
         let oauth = match (&self.auth, &self.delegate) {
-            (_, Some(delegate)) => Some(crate::cli::serve_oauth::delegated(
+            (_, Some(delegate)) => Some(crate::cli::serve_oauth::delegated_saying(
                 base,
                 delegate.clone(),
                 self.audience.as_deref(),
                 &format!("stack {}", self.stack),
                 self.proxied.clone(),
+                &*self.say,
             )),
             (AuthMode::Oauth, _) => Some(self.oauth_server(base)),
             _ => None,

@@ -269,6 +269,7 @@ pub async fn run(
         delegate,
         proxied,
         consent: mcp::consent_on_terminal(),
+        say: mcp::say_on_terminal(),
     };
     let gateways = match mcp::serve_mcp(
         &running,
