@@ -191,7 +191,7 @@ pub struct StackState {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bridge_servers: Vec<BridgeServerState>,
     /// How MCP clients prove who they are at `<public_url>/mcp` (`oauth`, `key`, `none`);
-    /// `None` when the front serves no `/mcp` (a stack started by the TUI, or an older `up`).
+    /// `None` when the front serves no `/mcp` (a stack of an older `up`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_auth: Option<String>,
     /// With `--oidc-client-id`: the provider's client whose login `/mcp`'s clients are

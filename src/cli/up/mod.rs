@@ -120,7 +120,8 @@ pub struct UpArgs {
     #[command(flatten)]
     pub oidc_client: super::serve_oauth::OidcClientArgs,
     /// Full-screen terminal UI: watch the preflight, allow/deny tools, enable/disable servers
-    /// (saved to ./.mcp-launch/overrides.json). In progress: launching from it comes next.
+    /// (saved to ./.mcp-launch/overrides.json), launch the stacks (their /mcp as here, --auth
+    /// and --mode applying) and approve MCP clients asking for access (`a`).
     #[arg(long)]
     pub tui: bool,
 }
