@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::auth::server::oidc::Delegate;
 use crate::auth::server::proxy::{Login, CALLBACK_PATH};
-use crate::auth::server::{ConsentNotice, Notify, OAuthServer};
+use crate::auth::server::{ConsentEvent, Notify, OAuthServer};
 
 use super::serve::{AuthMode, ServeArgs};
 use super::CliError;
@@ -55,8 +55,11 @@ pub(super) fn server(base: &str) -> Arc<OAuthServer> {
 /// Shows each consent request on the terminal (stderr), with its one-time code, said by
 /// `speaker` (`mcp-launch serve`, a stack of `up`). Never logged.
 pub(super) fn show_consent(speaker: String) -> Notify {
-    Arc::new(move |notice: &ConsentNotice| {
+    Arc::new(move |event: &ConsentEvent| {
         use std::io::Write;
+        let ConsentEvent::Asked(notice) = event else {
+            return;
+        };
         // The name is the client's own words (registration is open): written through the
         // terminal-safe writer, so it cannot move the cursor or fake a line of ours.
         let name = notice.client_name.as_deref().unwrap_or("(no name)");
@@ -151,20 +154,34 @@ pub(super) fn delegated(
     speaker: &str,
     proxied: Option<Login>,
 ) -> Arc<OAuthServer> {
+    let say = |line: String| eprintln!("{line}");
+    delegated_saying(base, delegate, audience, speaker, proxied, &say)
+}
+
+/// [`delegated`], its lines said by `say` (the TUI's log pane under `up --tui`, whose screen
+/// stderr would write over).
+pub(super) fn delegated_saying(
+    base: &str,
+    delegate: Delegate,
+    audience: Option<&str>,
+    speaker: &str,
+    proxied: Option<Login>,
+    say: &dyn Fn(String),
+) -> Arc<OAuthServer> {
     let audience = audience.map_or_else(|| format!("{base}/mcp"), str::to_string);
-    eprintln!(
+    say(format!(
         "{speaker}: OAuth 2.1 delegated to {}; tokens must name `{audience}` as their audience",
         delegate.issuer()
-    );
+    ));
     let server = OAuthServer::delegated(base, "/mcp", delegate.for_audience(audience));
     let Some(login) = proxied else {
         return Arc::new(server);
     };
-    eprintln!(
+    say(format!(
         "{speaker}: clients register at {base}/register and log in through {} as `{}` (its redirect URI there: {base}{CALLBACK_PATH})",
         server.issuer(),
         login.client_id()
-    );
+    ));
     let store = crate::auth::server::default_store();
     Arc::new(server.with_login(login, store))
 }

@@ -191,9 +191,22 @@ pub struct StackState {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bridge_servers: Vec<BridgeServerState>,
     /// How MCP clients prove who they are at `<public_url>/mcp` (`oauth`, `key`, `none`);
-    /// `None` when the front serves no `/mcp` (a stack started by the TUI, or an older `up`).
+    /// `None` when the front serves no `/mcp` (a stack of an older `up`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_auth: Option<String>,
+    /// With `--oidc-client-id`: the provider's client whose login `/mcp`'s clients are
+    /// proxied through (`share` names the callback to register there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_login_proxy: Option<LoginProxyState>,
+}
+
+/// The login proxy of a stack's `/mcp` (`--auth oidc:ISSUER --oidc-client-id ID`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LoginProxyState {
+    /// The provider (its issuer).
+    pub issuer: String,
+    /// The client registered at the provider, whose redirect URI must be the stack's callback.
+    pub client_id: String,
 }
 
 /// One server behind the native bridge.
@@ -423,6 +436,7 @@ mod tests {
             restarts: 0,
             bridge_servers: Vec::new(),
             mcp_auth: None,
+            mcp_login_proxy: None,
         }
     }
 

@@ -13,6 +13,7 @@ use super::component::{Action, Component, Ctx, Handled};
 use super::model::{Check, Row};
 use super::msg::{Effect, LaunchMsg, Msg};
 use super::screens::collector::CollectorView;
+use super::screens::consent::ConsentView;
 use super::screens::launch::{Availability, LaunchForm};
 use super::screens::results::{LaunchState, ResultsView};
 use super::screens::{describe::DescribeView, preflight::PreflightView, server::ServerView};
@@ -85,6 +86,8 @@ pub struct App {
     pub results: ResultsView,
     /// The config collector's state.
     pub collector: CollectorView,
+    /// Consent requests of the launched stacks (shown on top of every screen).
+    pub consent: ConsentView,
 }
 
 impl App {
@@ -115,6 +118,7 @@ impl App {
             launch: LaunchState::default(),
             results: ResultsView::default(),
             collector: CollectorView::default(),
+            consent: ConsentView::default(),
         };
         let effects = app.add_servers(entries);
         (app, effects)
@@ -156,7 +160,15 @@ impl App {
         match msg {
             Msg::Tick => {
                 self.tick = self.tick.wrapping_add(1);
+                self.consent.expire(crate::auth::server::now());
                 Vec::new()
+            }
+            Msg::Consent(news) => {
+                let now = crate::auth::server::now();
+                match self.consent.on_news(news, now) {
+                    Some(action) => self.apply(action),
+                    None => Vec::new(),
+                }
             }
             Msg::Resize => Vec::new(),
             Msg::Checked { row, report } => {
@@ -233,6 +245,15 @@ impl App {
             return match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => vec![Effect::Quit],
                 _ => Vec::new(),
+            };
+        }
+        if self.consent.is_visible() {
+            let mut consent = std::mem::take(&mut self.consent);
+            let handled = consent.handle_key(key, &self.ctx());
+            self.consent = consent;
+            return match handled {
+                Handled::Consumed(Some(action)) => self.apply(action),
+                Handled::Consumed(None) | Handled::Ignored => Vec::new(),
             };
         }
         if self.help {

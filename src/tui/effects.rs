@@ -14,18 +14,22 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::server::Store;
 use crate::catalog::{self, PreflightOptions, ServerReport};
 use crate::config::{self, LoadOptions, Loaded, ServerEntry};
+use crate::gateway::Gateway;
 use crate::launch::events::Events;
 use crate::launch::launcher::{self, LaunchOptions};
 use crate::launch::mask::Masker;
 use crate::launch::stack::RunningStack;
 use crate::launch::tunnel::{self, TunnelKind};
 
+use super::mcp::{ConsentTo, McpRequest, ServeMcp};
 use super::msg::{Effect, LaunchMsg, Msg};
 use super::overrides_sync::OverridesSync;
 use super::paths;
 use super::screens::collector::CollectorMsg;
+use super::screens::consent::ConsentMsg;
 use super::screens::launch::{Availability, LaunchChoice, TunnelChoice};
 use super::screens::results::StackResult;
 
@@ -55,6 +59,15 @@ pub(super) struct Context {
     pub(super) tasks: TaskTracker,
     /// The launches under way (joined before the stacks are stopped, so none is missed).
     pub(super) launching: TaskTracker,
+    /// Serves `/mcp` on launched stacks (`up --tui` hands it down; none: REST only).
+    pub(super) mcp: Option<ServeMcp>,
+    /// The launched stacks' `/mcp` gateways (shut down when the TUI ends).
+    pub(super) gateways: Arc<Mutex<Vec<Gateway>>>,
+    /// Where the stacks' consent requests go: to the app.
+    consent: ConsentTo,
+    /// The built-in authorization server's state, where `a` records an approval (the one
+    /// `mcp-launch auth approve` writes).
+    pub(super) oauth_store: Arc<dyn Store>,
 }
 
 impl Context {
@@ -72,12 +85,16 @@ impl Context {
         });
         Context {
             chosen: Arc::new(Mutex::new(chosen)),
+            consent: super::mcp::consent_to_app(tx.clone()),
             sync: OverridesSync::spawn(opts.cwd.clone(), tx, &tasks),
             opts,
             running: Running::default(),
             stop,
             tasks,
             launching: TaskTracker::new(),
+            mcp: None,
+            gateways: Arc::default(),
+            oauth_store: crate::auth::server::default_store(),
         }
     }
 
@@ -194,6 +211,14 @@ impl Effects {
                         crate::gateway::daemon::client::reload_every_gateway().await;
                     }
                     let _ = tx.send(Msg::Approved { row, result });
+                });
+            }
+            Effect::ApproveConsent { request_id } => {
+                let store = Arc::clone(&self.context.oauth_store);
+                tasks.spawn_blocking(move || {
+                    let result = crate::auth::server::admin::approve(store.as_ref(), &request_id)
+                        .map_err(|e| e.to_string());
+                    let _ = tx.send(Msg::Consent(ConsentMsg::Approved { request_id, result }));
                 });
             }
             Effect::Quit | Effect::EditExternally(_) => {}
@@ -334,6 +359,7 @@ async fn launch(
                     .tasks
                     .spawn(async move { supervised.supervise().await });
             }
+            serve_mcp(&launched.running, &choice, &context, &tx).await;
             let results = launched.running.iter().map(result_of).collect();
             context
                 .running
@@ -352,6 +378,36 @@ async fn launch(
         errors.push(("launch".into(), "no stack to launch".into()));
     }
     let _ = tx.send(Msg::Launch(LaunchMsg::Launched { stacks, errors }));
+}
+
+/// `/mcp` on the stacks just launched, as `up` serves it (when `up --tui` handed that down):
+/// OAuth by default with a tunnel, its consent requests sent to the app. Why not, in the log.
+async fn serve_mcp(
+    running: &[RunningStack],
+    choice: &LaunchChoice,
+    context: &Context,
+    tx: &mpsc::UnboundedSender<Msg>,
+) {
+    let Some(serve) = &context.mcp else {
+        return;
+    };
+    let log = tx.clone();
+    let request = McpRequest {
+        shared: choice.tunnel != TunnelChoice::None,
+        consent: Arc::clone(&context.consent),
+        say: Arc::new(move |line| {
+            let _ = log.send(Msg::Launch(LaunchMsg::Log(line)));
+        }),
+    };
+    match serve(running.to_vec(), request).await {
+        Ok(gateways) => (context.gateways.lock())
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(gateways),
+        Err(e) => {
+            let line = format!("/mcp is not served: {e}");
+            let _ = tx.send(Msg::Launch(LaunchMsg::Log(line)));
+        }
+    }
 }
 
 /// The launcher's options for `choice`.
@@ -421,6 +477,8 @@ fn result_of(stack: &RunningStack) -> StackResult {
             .map(|s| (s.name.clone(), s.operations))
             .collect(),
         warnings: record.warnings.clone(),
+        mcp: (record.mcp_auth.as_ref())
+            .map(|auth| (format!("{}/mcp", record.public_url), auth.clone())),
     }
 }
 

@@ -18,6 +18,7 @@ mod effects;
 mod external_editor;
 mod fuzzy;
 pub mod log;
+pub mod mcp;
 pub mod model;
 pub mod msg;
 mod overrides_sync;

@@ -8,6 +8,7 @@ use crate::config::ServerEntry;
 use crate::launch::events::StackEvent;
 
 use super::screens::collector::CollectorMsg;
+use super::screens::consent::ConsentMsg;
 use super::screens::launch::{Availability, LaunchChoice};
 use super::screens::results::StackResult;
 
@@ -51,6 +52,8 @@ pub enum Msg {
     Collector(CollectorMsg),
     /// The chosen config files loaded: their servers, stacks in order.
     ConfigsLoaded(Result<Vec<ServerEntry>, String>),
+    /// A consent request of a stack's authorization server, or its end.
+    Consent(ConsentMsg),
     /// Tools' current definitions were approved (or not, with why). Answers
     /// [`Effect::Approve`].
     Approved {
@@ -125,6 +128,12 @@ pub enum Effect {
         server: String,
         /// The definitions to approve, as the server sends them now.
         tools: Vec<serde_json::Value>,
+    },
+    /// Approve consent request `request_id` (as `mcp-launch auth approve` does, off the event
+    /// loop); answers with [`ConsentMsg::Approved`].
+    ApproveConsent {
+        /// The request's id.
+        request_id: String,
     },
     /// Leave: stop everything we started and restore the terminal.
     Quit,

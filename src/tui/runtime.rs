@@ -19,6 +19,7 @@ use crate::launch::stack::RunningStack;
 use super::app::App;
 use super::effects::{Context, Effects};
 use super::external_editor;
+use super::mcp::ServeMcp;
 use super::msg::{Effect, LaunchMsg, Msg};
 use super::terminal::TerminalGuard;
 use super::theme::Theme;
@@ -43,10 +44,12 @@ pub enum Exit {
 
 /// Runs the TUI until the operator quits or `shutdown` is cancelled, then stops every stack
 /// it launched and joins every task it spawned. With `loaded` it starts on the preflight of
-/// those stacks; without, on the config collector (files are loaded with `opts`).
+/// those stacks; without, on the config collector (files are loaded with `opts`). With `mcp`,
+/// the stacks it launches serve `/mcp` too, their consent requests shown in the TUI.
 pub async fn run(
     opts: LoadOptions,
     loaded: Option<Loaded>,
+    mcp: Option<ServeMcp>,
     shutdown: CancellationToken,
 ) -> Result<Exit, TuiError> {
     let overrides = Overrides::load(&opts.cwd).map_err(TuiError::Overrides)?;
@@ -61,7 +64,8 @@ pub async fn run(
     };
     app.configs = opts.configs.clone();
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
-    let context = Context::new(opts, loaded, shutdown.child_token(), tx.clone());
+    let mut context = Context::new(opts, loaded, shutdown.child_token(), tx.clone());
+    context.mcp = mcp;
     let ending = context.clone();
     let runner = Effects::start(context, tx);
     let result = event_loop(guard.terminal(), app, effects, runner, rx, &shutdown).await;
@@ -86,6 +90,13 @@ async fn end(context: Context) {
         .collect();
     for stack in &stacks {
         stack.stop().await;
+    }
+    let gateways: Vec<_> = (context.gateways.lock())
+        .unwrap_or_else(PoisonError::into_inner)
+        .drain(..)
+        .collect();
+    for gateway in gateways {
+        gateway.shutdown().await;
     }
     let tasks = context.tasks.clone();
     drop((stacks, context));

@@ -67,4 +67,5 @@ mod top;
 mod traces;
 mod trust;
 mod tui;
+mod tui_consent;
 mod up_mcp;

@@ -66,7 +66,7 @@ impl Tmux {
     }
 
     /// Quits the TUI (`q`, then `y`); its exit code, as the command wrote it to `exit.txt`.
-    fn quit(&self, dir: &Path) -> String {
+    pub(crate) fn quit(&self, dir: &Path) -> String {
         self.keys(&["q"]);
         self.wait_for(&["Quit and stop everything"]);
         self.keys(&["y"]);
@@ -131,7 +131,7 @@ fn open_tui(cmd: &Cmd, config: &Value) -> Tmux {
 
 /// From the preflight: `L`, no tunnel (the default), a free port, Enter. The port and the spec's
 /// URL.
-fn launch_on_a_free_port(tmux: &Tmux) -> (u16, String) {
+pub(crate) fn launch_on_a_free_port(tmux: &Tmux) -> (u16, String) {
     let port = free_ports(2);
     tmux.keys(&["L"]);
     tmux.wait_for(&["mcp-launch · launch", "auto (native)"]);

@@ -367,6 +367,11 @@ fn a_stacks_front_registers_mcp_clients_and_proxies_their_login_to_the_provider(
         seen["client_id"], "gw-proxy",
         "the provider's client handed out: {seen}"
     );
+    // `share` names the callback to register at the provider, for the proxy's client.
+    let proxy = share_login_proxy(&cmd);
+    assert_eq!(proxy["callback_url"], callback.as_str());
+    assert_eq!(proxy["client_id"], "gw-proxy");
+    assert_eq!(proxy["issuer"], provider.issuer.as_str());
     let out = terminate(up, &state);
     assert!(
         out.stderr
@@ -374,6 +379,58 @@ fn a_stacks_front_registers_mcp_clients_and_proxies_their_login_to_the_provider(
         "{out}"
     );
     assert!(!out.stderr.contains(SECRET), "the secret was shown: {out}");
+}
+
+/// `share --json`'s login proxy of stack `a`, after checking that its text names the same
+/// callback, client and provider, step by step.
+fn share_login_proxy(cmd: &Cmd) -> Value {
+    let shared = cmd.cmd().args(["share", "--json"]).run().json();
+    let proxy = stack(&shared, "a")["mcp"]["login_proxy"].clone();
+    let callback = proxy["callback_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{shared}"));
+    let told = cmd.cmd().args(["share"]).run().stdout;
+    let register = format!("add this redirect URI (the allowed callback URL), exactly: {callback}");
+    for words in [
+        format!("Callback    {callback}"),
+        register,
+        format!("open the client `{}`", proxy["client_id"].as_str().unwrap()),
+        format!("At your provider ({})", proxy["issuer"].as_str().unwrap()),
+    ] {
+        assert!(
+            told.contains(&words),
+            "share does not say {words:?}:\n{told}"
+        );
+    }
+    proxy
+}
+
+/// Behind a tunnel, the callback `share` names for the login proxy is the public one.
+#[test]
+fn share_names_the_login_proxys_callback_at_the_tunnels_url() {
+    let provider = crate::serve_oidc::Provider::start();
+    let edge = format!("127.0.0.1:{}", free_port());
+    let cmd = project(&["a"])
+        .env("MCP_LAUNCH_CLOUDFLARED", &fake_cloudflared())
+        .env("FAKE_CLOUDFLARED_HOSTNAME", HOSTNAME)
+        .env("FAKE_CLOUDFLARED_EDGE", &edge);
+    let auth = format!("oidc:{}", provider.issuer);
+    let flags = [
+        "--tunnel",
+        "quick",
+        "--auth",
+        &auth,
+        "--oidc-client-id",
+        "gw-proxy",
+    ];
+    let up = up(&cmd, &["a"], &flags);
+    let state = wait_mcp(&up, cmd.dir(), 1);
+    let proxy = share_login_proxy(&cmd);
+    let callback = format!("https://{HOSTNAME}/oauth/callback");
+    assert_eq!(proxy["callback_url"], callback.as_str());
+    let told = cmd.cmd().args(["share"]).run().stdout;
+    assert!(told.contains("A quick tunnel's URL changes"), "{told}");
+    terminate(up, &state);
 }
 
 #[test]

@@ -17,7 +17,9 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 use super::store::{hash, Client, Pending};
-use super::{cimd, now, ConsentNotice, OAuthServer, CODE_TTL, CONSENT_TTL, SCOPES, SCOPE_ALL};
+use super::{
+    cimd, now, ConsentEvent, ConsentNotice, OAuthServer, CODE_TTL, CONSENT_TTL, SCOPES, SCOPE_ALL,
+};
 
 /// Wrong codes a consent page takes before the request is dropped.
 pub const MAX_TRIES: u32 = 5;
@@ -211,7 +213,7 @@ impl OAuthServer {
         let pending = Pending {
             client_id: client_id.clone(),
             scope: session.scope.clone(),
-            redirect_uri: redirect,
+            redirect_uri: redirect.clone(),
             expires_at: session.expires_at,
             approved: false,
         };
@@ -224,13 +226,15 @@ impl OAuthServer {
                 "the authorization state could not be written",
             )
         })?;
-        (self.notify)(&ConsentNotice {
+        (self.notify)(&ConsentEvent::Asked(ConsentNotice {
             request_id: id.clone(),
             client_id,
             client_name: client.name.clone(),
             scope: session.scope.clone(),
             code: session.one_time_code.clone(),
-        });
+            redirect_uri: redirect,
+            expires_at: session.expires_at,
+        }));
         Ok((id, session))
     }
 
@@ -257,6 +261,7 @@ impl OAuthServer {
         let redirect = request.redirect_uri.clone().unwrap_or_default();
         if form.action == "deny" {
             open.remove(&form.request);
+            self.settled(&form.request);
             return redirect_error(
                 &redirect,
                 "access_denied",
@@ -279,6 +284,7 @@ impl OAuthServer {
             session.tries += 1;
             if session.tries >= MAX_TRIES {
                 open.remove(&form.request);
+                self.settled(&form.request);
                 return error_page(
                     StatusCode::TOO_MANY_REQUESTS,
                     "too many wrong codes: this request is closed; start the login again",
@@ -293,7 +299,15 @@ impl OAuthServer {
         }
         let session = open.remove(&form.request).expect("looked up above");
         drop(open);
+        self.settled(&form.request);
         self.grant_code(&form.request, session)
+    }
+
+    /// Tells the operator that request `id` is answered.
+    fn settled(&self, id: &str) {
+        (self.notify)(&ConsentEvent::Settled {
+            request_id: id.to_string(),
+        });
     }
 
     /// Consent given: the client's scope is recorded and an authorization code issued.

@@ -61,6 +61,23 @@ pub struct ConsentNotice {
     pub scope: String,
     /// The one-time code the consent page asks for.
     pub code: String,
+    /// Where the client is sent back (one of the URIs it registered).
+    pub redirect_uri: String,
+    /// When the request expires (seconds since the epoch).
+    pub expires_at: u64,
+}
+
+/// What the operator is told about consent requests.
+#[derive(Debug, Clone)]
+pub enum ConsentEvent {
+    /// A client asks for access.
+    Asked(ConsentNotice),
+    /// Request `request_id` is answered (allowed, denied, or closed after too many wrong
+    /// codes): it need not be shown any more.
+    Settled {
+        /// The request's id.
+        request_id: String,
+    },
 }
 
 impl std::fmt::Debug for ConsentNotice {
@@ -69,12 +86,14 @@ impl std::fmt::Debug for ConsentNotice {
             .field("request_id", &self.request_id)
             .field("client_id", &self.client_id)
             .field("scope", &self.scope)
+            .field("redirect_uri", &self.redirect_uri)
+            .field("expires_at", &self.expires_at)
             .finish_non_exhaustive()
     }
 }
 
-/// Called with each new consent request.
-pub type Notify = Arc<dyn Fn(&ConsentNotice) + Send + Sync>;
+/// Called with each new consent request, and when one is answered.
+pub type Notify = Arc<dyn Fn(&ConsentEvent) + Send + Sync>;
 
 /// The protected resource and its authorization server, in one.
 pub struct OAuthServer {
@@ -147,7 +166,7 @@ impl OAuthServer {
             &base,
             mcp_path,
             Arc::new(MemoryStore::default()),
-            Arc::new(|_: &ConsentNotice| {}),
+            Arc::new(|_: &ConsentEvent| {}),
         );
         server.issuer = delegate.issuer().to_string();
         server.delegate = Some(delegate);

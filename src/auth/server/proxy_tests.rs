@@ -169,7 +169,7 @@ async fn the_built_in_server_does_not_renew_a_providers_refresh_token() {
             s.refresh.insert(hash(refresh), record);
         })
         .unwrap();
-    let notify: Notify = Arc::new(|_: &ConsentNotice| {});
+    let notify: Notify = Arc::new(|_: &ConsentEvent| {});
     let app = Arc::new(OAuthServer::new(BASE, "/mcp", store, notify)).router();
     let body = format!("grant_type=refresh_token&client_id=c&refresh_token={refresh}");
     let request = Request::post("/token")

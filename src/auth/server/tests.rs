@@ -17,13 +17,27 @@ const REDIRECT: &str = "http://127.0.0.1:9/callback";
 struct Fixture {
     app: Router,
     server: Arc<OAuthServer>,
-    notices: Arc<Mutex<Vec<ConsentNotice>>>,
+    /// What the operator was told, in order.
+    events: Arc<Mutex<Vec<ConsentEvent>>>,
+}
+
+impl Fixture {
+    /// The one-time code of the last consent request.
+    fn last_code(&self) -> String {
+        let events = self.events.lock().unwrap();
+        let asked = events.iter().rev().find_map(|e| match e {
+            ConsentEvent::Asked(notice) => Some(notice.code.clone()),
+            ConsentEvent::Settled { .. } => None,
+        });
+        asked.expect("a consent request was announced")
+    }
 }
 
 fn fixture_on(base: &str, store: Arc<dyn Store>) -> Fixture {
     let notices = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&notices);
-    let notify: Notify = Arc::new(move |n: &ConsentNotice| seen.lock().unwrap().push(n.clone()));
+    let notify: Notify =
+        Arc::new(move |event: &ConsentEvent| seen.lock().unwrap().push(event.clone()));
     let server = Arc::new(OAuthServer::new(base, "/mcp", store, notify));
     let protected = Router::new()
         .route("/mcp", post(|| async { "called" }))
@@ -34,7 +48,7 @@ fn fixture_on(base: &str, store: Arc<dyn Store>) -> Fixture {
     Fixture {
         app: protected.merge(server.router()),
         server,
-        notices,
+        events: notices,
     }
 }
 
@@ -159,9 +173,13 @@ fn query_param(location: &str, name: &str) -> Option<String> {
 /// Consents with the code the terminal was shown: the authorization code.
 async fn consent(fx: &Fixture, client: &str, challenge: &str) -> String {
     let (page, _) = open_page(&fx.app, client, challenge).await;
-    let code = fx.notices.lock().unwrap().last().unwrap().code.clone();
+    let code = fx.last_code();
     let (status, headers, body) = submit(&fx.app, &page, &code).await;
     assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+    let told = fx.events.lock().unwrap();
+    let settled = matches!(told.last(), Some(ConsentEvent::Settled { request_id }) if *request_id == page.request);
+    assert!(settled, "the operator is not told it is answered: {told:?}");
+    drop(told);
     let location = headers[header::LOCATION].to_str().unwrap();
     assert!(location.starts_with(REDIRECT), "{location}");
     assert_eq!(query_param(location, "state").as_deref(), Some("st4te"));
@@ -431,7 +449,7 @@ async fn a_consent_form_without_its_csrf_token_is_refused() {
     let fx = fixture();
     let client = register(&fx.app).await;
     let (page, _) = open_page(&fx.app, &client, "abc").await;
-    let code = fx.notices.lock().unwrap().last().unwrap().code.clone();
+    let code = fx.last_code();
     let forged = Page {
         csrf: "x".repeat(32),
         ..Page {
@@ -462,7 +480,7 @@ async fn the_one_time_code_cannot_be_brute_forced() {
     let fx = fixture();
     let client = register(&fx.app).await;
     let (page, _) = open_page(&fx.app, &client, "abc").await;
-    let code = fx.notices.lock().unwrap().last().unwrap().code.clone();
+    let code = fx.last_code();
     for _ in 0..consent::MAX_TRIES {
         assert_ne!(
             submit(&fx.app, &page, "WRONG000").await.0,
@@ -534,7 +552,7 @@ async fn open_redirect_attempts_get_a_page_never_a_redirect() {
     }
     // The consent form names no redirect: the one checked when the page opened is used.
     let (page, _) = open_page(&fx.app, &client, "abc").await;
-    let code = fx.notices.lock().unwrap().last().unwrap().code.clone();
+    let code = fx.last_code();
     let pairs = [
         ("request", page.request.as_str()),
         ("csrf", &page.csrf),

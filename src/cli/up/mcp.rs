@@ -25,7 +25,9 @@ use crate::gateway::wire::{self, HttpOptions};
 use crate::gateway::{Budget, Gateway, GatewayOptions};
 use crate::launch::front::{McpMount, McpSide};
 use crate::launch::stack::RunningStack;
+use crate::launch::state::LoginProxyState;
 use crate::mcp::ConnectOptions;
+use crate::tui::mcp::{ConsentTo, McpRequest, Say, ServeMcp};
 
 use super::UpArgs;
 
@@ -68,6 +70,20 @@ pub(super) struct McpAuth {
     pub mode: AuthMode,
     pub delegate: Option<Delegate>,
     pub proxied: Option<Login>,
+    /// Who is told of each stack's consent requests: the terminal, or the TUI.
+    pub consent: ConsentTo,
+    /// Where lines for the operator go: stderr, or the TUI's log pane.
+    pub say: Say,
+}
+
+/// Lines for the operator on stderr.
+pub(super) fn say_on_terminal() -> Say {
+    Arc::new(|line| eprintln!("{line}"))
+}
+
+/// Consent requests told on the terminal (stderr), each said by its stack.
+pub(super) fn consent_on_terminal() -> ConsentTo {
+    Arc::new(|stack: &str| crate::cli::serve_oauth::show_consent(format!("stack {stack}")))
 }
 
 /// The word `share`, `status` and `--json` use for `auth`.
@@ -116,18 +132,69 @@ pub(super) async fn serve_mcp(
             auth: auth.mode.clone(),
             delegate: auth.delegate.clone(),
             proxied: auth.proxied.clone(),
+            consent: (auth.consent)(&record.name),
+            say: Arc::clone(&auth.say),
             audience: args.oidc_audience.clone(),
             front: SocketAddr::new(args.host, record.port),
             stop: stop.clone(),
             previous: Mutex::new(None),
         };
-        if let Err(e) = stack.serve_mcp(side.into_mount(), auth_name(&auth.mode)) {
+        let login_proxy = login_proxy_state(auth);
+        if let Err(e) = stack.serve_mcp(side.into_mount(), auth_name(&auth.mode), login_proxy) {
             // /mcp serves all the same; only `share` and `status` will not know of it.
             crate::output::warn(&format!("{}: /mcp is not recorded: {e}", record.name))?;
         }
         gateways.push(gateway);
     }
     Ok(gateways)
+}
+
+/// The login proxy as the state file records it (`share` names its callback), if on.
+fn login_proxy_state(auth: &McpAuth) -> Option<LoginProxyState> {
+    let (delegate, login) = (auth.delegate.as_ref()?, auth.proxied.as_ref()?);
+    Some(LoginProxyState {
+        issuer: delegate.issuer().to_string(),
+        client_id: login.client_id().to_string(),
+    })
+}
+
+/// `/mcp` for the stacks `up --tui` launches, as `up` serves it: the provider of `--auth
+/// oidc:ISSUER` asked before the TUI starts (a wrong issuer stops at once), `--auth` resolved
+/// per launch by the tunnel chosen in the TUI (OAuth by default with one), consent requests
+/// sent where the TUI says.
+pub(super) async fn for_tui(
+    args: UpArgs,
+    opts: &crate::config::LoadOptions,
+    stop: &CancellationToken,
+) -> Result<ServeMcp, CliError> {
+    let delegate =
+        crate::cli::serve_oauth::delegate(args.auth.as_ref(), args.oidc_audience.as_deref())
+            .await?;
+    let proxied =
+        crate::cli::serve_oauth::login(delegate.as_ref(), &args.oidc_client, "mcp-launch up")?;
+    let (args, cwd, env_files) = (Arc::new(args), opts.cwd.clone(), opts.env_files.clone());
+    let stop = stop.clone();
+    Ok(Arc::new(move |running, request: McpRequest| {
+        let (args, cwd, env_files, stop) = (
+            Arc::clone(&args),
+            cwd.clone(),
+            env_files.clone(),
+            stop.clone(),
+        );
+        let (delegate, proxied) = (delegate.clone(), proxied.clone());
+        Box::pin(async move {
+            let mode = choose_auth(&args, request.shared).map_err(|e| e.to_string())?;
+            let auth = McpAuth {
+                mode,
+                delegate,
+                proxied,
+                consent: request.consent,
+                say: request.say,
+            };
+            let served = serve_mcp(&running, &args, &auth, &cwd, &env_files, &stop).await;
+            served.map_err(|e| e.to_string())
+        })
+    }))
 }
 
 /// The gateway's options from `up`'s flags: `serve`'s defaults otherwise.
@@ -160,6 +227,10 @@ struct Side {
     /// With `--oidc-client-id`: the provider's client the login is proxied as (a new public
     /// URL builds the side again, with the same client).
     proxied: Option<Login>,
+    /// Told of the built-in server's consent requests.
+    consent: crate::auth::server::Notify,
+    /// Says delegated mode's lines to the operator.
+    say: Say,
     /// `--oidc-audience`.
     audience: Option<String>,
     /// The front's address (its host is a name clients may send in `Host` off loopback).
@@ -184,12 +255,13 @@ impl Side {
         }
         drop(previous);
         let oauth = match (&self.auth, &self.delegate) {
-            (_, Some(delegate)) => Some(crate::cli::serve_oauth::delegated(
+            (_, Some(delegate)) => Some(crate::cli::serve_oauth::delegated_saying(
                 base,
                 delegate.clone(),
                 self.audience.as_deref(),
                 &format!("stack {}", self.stack),
                 self.proxied.clone(),
+                &*self.say,
             )),
             (AuthMode::Oauth, _) => Some(self.oauth_server(base)),
             _ => None,
@@ -218,8 +290,7 @@ impl Side {
     /// shared with `mcp-launch auth`), its issuer `base` and its resource `base/mcp`.
     fn oauth_server(&self, base: &str) -> Arc<OAuthServer> {
         let store = crate::auth::server::default_store();
-        let speaker = format!("stack {}", self.stack);
-        let notify = crate::cli::serve_oauth::show_consent(speaker);
+        let notify = Arc::clone(&self.consent);
         Arc::new(OAuthServer::new(base, MCP_PATH, store, notify))
     }
 }

@@ -120,7 +120,8 @@ pub struct UpArgs {
     #[command(flatten)]
     pub oidc_client: super::serve_oauth::OidcClientArgs,
     /// Full-screen terminal UI: watch the preflight, allow/deny tools, enable/disable servers
-    /// (saved to ./.mcp-launch/overrides.json). In progress: launching from it comes next.
+    /// (saved to ./.mcp-launch/overrides.json), launch the stacks (their /mcp as here, --auth
+    /// and --mode applying) and approve MCP clients asking for access (`a`).
     #[arg(long)]
     pub tui: bool,
 }
@@ -136,8 +137,14 @@ pub enum TunnelMode {
     Named,
 }
 
-/// `up --tui`: the configs' servers in the TUI until the operator quits (or a signal).
-async fn run_tui(global: &GlobalArgs, shutdown: CancellationToken) -> Result<Outcome, CliError> {
+/// `up --tui`: the configs' servers in the TUI until the operator quits (or a signal). The
+/// stacks it launches serve `/mcp` as `up`'s do (`--auth`, `--mode`…; the tunnel is chosen
+/// in the TUI), their consent requests shown in the TUI.
+async fn run_tui(
+    args: UpArgs,
+    global: &GlobalArgs,
+    shutdown: CancellationToken,
+) -> Result<Outcome, CliError> {
     let opts = config::LoadOptions::from_process(global.configs.clone(), global.env_files.clone())?;
     // Without --config the TUI asks for the files (config collector).
     let loaded = if opts.configs.is_empty() {
@@ -145,7 +152,8 @@ async fn run_tui(global: &GlobalArgs, shutdown: CancellationToken) -> Result<Out
     } else {
         Some(config::load(&opts)?)
     };
-    crate::tui::runtime::run(opts, loaded, shutdown).await?;
+    let serve = mcp::for_tui(args, &opts, &shutdown).await?;
+    crate::tui::runtime::run(opts, loaded, Some(serve), shutdown).await?;
     Ok(Outcome::Success)
 }
 
@@ -205,7 +213,7 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<Outcome, CliError> {
     if args.tui {
-        return run_tui(global, shutdown).await;
+        return run_tui(args, global, shutdown).await;
     }
     let began = Instant::now();
     // Flags first: a usage error must come before anything is announced, stopped or started.
@@ -261,6 +269,8 @@ pub async fn run(
         mode: auth,
         delegate,
         proxied,
+        consent: mcp::consent_on_terminal(),
+        say: mcp::say_on_terminal(),
     };
     let gateways = match mcp::serve_mcp(
         &running,

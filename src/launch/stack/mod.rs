@@ -19,7 +19,7 @@ use super::controller::Controller;
 use super::events::Events;
 use super::front::{Front, McpMount};
 use super::mask::Masker;
-use super::state::{StackState, StateFile};
+use super::state::{LoginProxyState, StackState, StateFile};
 use super::tunnel::{self, Tunnel, TunnelError, TunnelSpec};
 use crate::config::ServerEntry;
 use crate::outputs::Budget;
@@ -206,11 +206,18 @@ impl RunningStack {
 
     /// Serves `/mcp` on the stack's front as `mount` builds it for the stack's public URL
     /// (built again whenever that URL changes), MCP clients proving who they are by `auth`
-    /// (`oauth`, `key`, `none`: recorded for `share` and `status`).
-    pub fn serve_mcp(&self, mount: McpMount, auth: &str) -> Result<(), StackError> {
+    /// (`oauth`, `key`, `oidc`, `none`) and logging in through `login_proxy` when there is
+    /// one (both recorded for `share` and `status`).
+    pub fn serve_mcp(
+        &self,
+        mount: McpMount,
+        auth: &str,
+        login_proxy: Option<LoginProxyState>,
+    ) -> Result<(), StackError> {
         let base = {
             let mut record = lock(&self.inner.record);
             record.mcp_auth = Some(auth.to_string());
+            record.mcp_login_proxy = login_proxy;
             record.public_url.clone()
         };
         self.inner.front.mount_mcp(mount, &base);

@@ -367,6 +367,7 @@ fn draft_record(plan: &StackPlan, port: u16, controller_port: u16) -> StackState
         restarts: 0,
         bridge_servers: Vec::new(),
         mcp_auth: None,
+        mcp_login_proxy: None,
     }
 }
 

@@ -3,6 +3,7 @@
 //! the `?` help) and its drawing.
 
 pub mod collector;
+pub mod consent;
 pub mod describe;
 pub mod launch;
 pub mod preflight;

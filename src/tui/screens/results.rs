@@ -32,6 +32,9 @@ pub struct StackResult {
     pub servers: Vec<(String, usize)>,
     /// Warnings of the merge and the launch.
     pub warnings: Vec<String>,
+    /// `/mcp`'s URL and how clients prove who they are there (`oauth`, `key`, `oidc`,
+    /// `none`), when the front serves it.
+    pub mcp: Option<(String, String)>,
 }
 
 /// Where the launch stands.
@@ -317,6 +320,18 @@ fn stack_lines(
             Span::raw(format!("{} — {}", stack.operations, servers.join(", "))),
         ]),
     ];
+    if let Some((url, auth)) = &stack.mcp {
+        let how = match auth.as_str() {
+            "oauth" => "OAuth: you consent to each client here",
+            "key" => "Authorization: Bearer <the key>",
+            "oidc" => "OAuth: your OpenID provider's tokens",
+            _ => "no authentication",
+        };
+        lines.push(Line::from(vec![
+            Span::styled("    mcp  ", t.dim),
+            Span::raw(format!("{url}  ({how})")),
+        ]));
+    }
     let reported = view.warnings.iter().filter(|(s, _)| *s == stack.name);
     for warning in stack.warnings.iter().chain(reported.map(|(_, w)| w)) {
         // Every line of it (a crash note's stderr tail follows its first line), in TUI keys.

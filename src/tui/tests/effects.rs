@@ -14,7 +14,7 @@ use crate::tui::msg::LaunchMsg;
 use crate::tui::screens::collector::CollectorMsg;
 
 /// Options loading files of `dir` (the test's own, trusted).
-fn opts(dir: &std::path::Path) -> LoadOptions {
+pub(super) fn opts(dir: &std::path::Path) -> LoadOptions {
     LoadOptions {
         configs: Vec::new(),
         env_files: Vec::new(),
@@ -26,7 +26,10 @@ fn opts(dir: &std::path::Path) -> LoadOptions {
 }
 
 /// The first message `wanted` picks out (others skipped), within 10 s.
-async fn next<T>(rx: &mut mpsc::UnboundedReceiver<Msg>, wanted: impl Fn(Msg) -> Option<T>) -> T {
+pub(super) async fn next<T>(
+    rx: &mut mpsc::UnboundedReceiver<Msg>,
+    wanted: impl Fn(Msg) -> Option<T>,
+) -> T {
     let wait = async {
         loop {
             if let Some(found) = wanted(rx.recv().await.expect("the runner answers")) {

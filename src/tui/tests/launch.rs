@@ -24,6 +24,7 @@ fn launched(app: &mut App) {
                 operations: 4,
                 servers: vec![("everything".into(), 4)],
                 warnings: vec!["server time is left out: it exited".into()],
+                mcp: None,
             }],
             errors: vec![("b".into(), "every server failed".into())],
         },

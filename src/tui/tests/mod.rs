@@ -22,6 +22,7 @@ use crate::process::Exit;
 mod approve;
 mod collector;
 mod commands;
+mod consent;
 mod describe;
 mod effects;
 mod launch;

@@ -59,6 +59,17 @@ fn hints_line<'k>(keys: impl Iterator<Item = &'k (&'k str, &'k str)>, t: &Theme)
     Line::from(spans)
 }
 
+/// A box of `width` × `height` (cut to fit) in the middle of `area`, for an overlay.
+pub fn popup(area: Rect, width: u16, height: u16) -> Rect {
+    let [popup] = Layout::horizontal([Constraint::Length(width.min(area.width))])
+        .flex(Flex::Center)
+        .areas(area);
+    let [popup] = Layout::vertical([Constraint::Length(height.min(area.height))])
+        .flex(Flex::Center)
+        .areas(popup);
+    popup
+}
+
 /// The last line: the quit question, a notice, or the screen's keys.
 pub fn render_status_bar(frame: &mut Frame, area: Rect, app: &App, hints: Line<'static>) {
     let t = &app.theme;
@@ -108,14 +119,7 @@ pub fn render_help(frame: &mut Frame, area: Rect, t: &Theme, commands: &[Command
             ])
         })
         .collect();
-    let height = (rows.len() as u16 + 2).min(area.height);
-    let width = widest.max(60).min(area.width);
-    let [popup] = Layout::horizontal([Constraint::Length(width)])
-        .flex(Flex::Center)
-        .areas(area);
-    let [popup] = Layout::vertical([Constraint::Length(height)])
-        .flex(Flex::Center)
-        .areas(popup);
+    let popup = popup(area, widest.max(60), rows.len() as u16 + 2);
     frame.render_widget(Clear, popup);
     let table = Table::new(
         rows,
