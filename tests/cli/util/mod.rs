@@ -1,5 +1,6 @@
-//! The harness: a strict builder that runs the real binary in a fresh directory, paths of the
-//! real test servers and of the fault server, and small process helpers.
+//! The harness: a strict builder that runs the real binary in a fresh directory (here), the
+//! real test servers and clients and the fault server (`servers`), and small process and port
+//! helpers (`process`).
 //!
 //! Strict in the style of `just`'s tests: a run fails unless the exit code is the expected one
 //! (0 unless `.status(N)`), stderr is empty unless the test says what it holds
@@ -13,44 +14,14 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_launch::mcp::Endpoint;
-use mcp_launch::process::SpawnSpec;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-/// The Python SDK's interpreter (installed by scripts/install-test-deps.sh).
-pub fn sdk_python() -> String {
-    let path = manifest_dir().join(".deps/venv-sdk/bin/python");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-test-deps.sh",
-        path.display()
-    );
-    path.display().to_string()
-}
+mod process;
+mod servers;
 
-/// Runs a client (`what`, for messages) in `dir` as a fresh user — `HOME` is `dir`, the
-/// host's runtime and state directories are not used — and returns the JSON it prints; a
-/// failure shows its status and output.
-pub fn client_json(mut command: Command, dir: &Path, what: &str) -> Value {
-    let output = command
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("XDG_CACHE_HOME", dir.join(".cache"))
-        .env_remove("XDG_RUNTIME_DIR")
-        .env_remove("XDG_STATE_HOME")
-        .output()
-        .unwrap_or_else(|e| panic!("run {what}: {e}"));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{what} printed no JSON ({e}): {stdout}"))
-}
+pub use process::*;
+pub use servers::*;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-launch");
@@ -88,231 +59,6 @@ const SCRUBBED_ENV: &[&str] = &[
     "DBUS_SESSION_BUS_ADDRESS",
     "MCP_LAUNCH_TOKEN_STORE",
 ];
-
-/// The crate root (fixtures and `.deps/` live there).
-pub fn manifest_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn installed(relative: &str) -> String {
-    let path = manifest_dir().join(".deps").join(relative);
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-test-deps.sh",
-        path.display()
-    );
-    path.display().to_string()
-}
-
-/// `@modelcontextprotocol/server-everything` (stdio by default).
-pub fn everything_bin() -> String {
-    installed("npm/node_modules/.bin/mcp-server-everything")
-}
-
-/// `@modelcontextprotocol/server-filesystem`.
-pub fn filesystem_bin() -> String {
-    installed("npm/node_modules/.bin/mcp-server-filesystem")
-}
-
-/// `mcp-server-time` (Python).
-pub fn time_bin() -> String {
-    installed("venv-time/bin/mcp-server-time")
-}
-
-/// The fault-injecting server script.
-pub fn fault_script() -> String {
-    let path = manifest_dir().join("tests/fixtures/fault_server.py");
-    assert!(path.exists(), "{} is missing", path.display());
-    path.display().to_string()
-}
-
-/// Config entry: server-everything over stdio.
-pub fn everything() -> Value {
-    json!({"command": everything_bin()})
-}
-
-/// Config entry: the filesystem server allowed to touch `dir` only.
-pub fn filesystem(dir: &Path) -> Value {
-    json!({"command": filesystem_bin(), "args": [dir.display().to_string()]})
-}
-
-/// Config entry: the time server.
-pub fn time() -> Value {
-    json!({"command": time_bin()})
-}
-
-/// Config entry: the fault server with these flags.
-pub fn fault(flags: &[&str]) -> Value {
-    let mut args = vec![fault_script()];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    json!({"command": "python3", "args": args})
-}
-
-/// The same entry with `"disabled": true`.
-pub fn disabled(mut entry: Value) -> Value {
-    entry["disabled"] = json!(true);
-    entry
-}
-
-/// An endpoint for the `Session` API: the fault server with these flags.
-pub fn fault_endpoint(flags: &[&str]) -> Endpoint {
-    let mut args = vec![fault_script()];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    Endpoint::Stdio(SpawnSpec {
-        program: "python3".into(),
-        args,
-        ..SpawnSpec::default()
-    })
-}
-
-/// The messages a fault server logged with `--log FILE` (empty when the file is missing).
-pub fn read_log(path: &Path) -> Vec<Value> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    text.lines()
-        .map(|line| {
-            serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("bad log line {line:?} in {}: {e}", path.display()))
-        })
-        .collect()
-}
-
-/// The logged messages whose `method` is `method`.
-pub fn logged<'a>(log: &'a [Value], method: &str) -> Vec<&'a Value> {
-    log.iter().filter(|m| m["method"] == method).collect()
-}
-
-/// Reads `--grandchild PIDFILE`: (grandchild pid, server pid), waiting up to 5 s for it.
-pub fn read_pidfile(path: &Path) -> (i32, i32) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-            if let [grandchild, server] = pids[..] {
-                return (grandchild, server);
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "pid file {} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The state letter of a process from `/proc/PID/stat`, `None` when it does not exist.
-fn process_state(pid: i32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `pid (comm) S …`: comm may hold spaces and parentheses; the state follows the last ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.trim_start().chars().next()
-}
-
-/// True while `pid` runs (a zombie counts as gone: PID 1 here does not reap).
-pub fn pid_alive(pid: i32) -> bool {
-    !matches!(process_state(pid), None | Some('Z') | Some('X'))
-}
-
-/// True when `pid` is gone within ~5 s.
-pub fn pid_gone(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pid_alive(pid) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
-}
-
-/// Panics unless `pid` is gone within ~5 s.
-pub fn assert_pid_gone(pid: i32, what: &str) {
-    assert!(
-        pid_gone(pid),
-        "{what} (pid {pid}) is still alive: state {:?}",
-        process_state(pid)
-    );
-}
-
-/// A port nothing listens on right now (bound, then released).
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local addr").port()
-}
-
-/// The first of `count` consecutive ports nothing listens on right now. `up` gives the stacks
-/// after the first the ports after `--port` and `--mcpo-port`, and fails a stack whose
-/// explicit port is taken (the ephemeral ports of the suite's own connections included).
-pub fn free_ports(count: u16) -> u16 {
-    for _ in 0..100 {
-        let base = free_port();
-        let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
-        if base.checked_add(count).is_some() && (base + 1..base + count).all(free) {
-            return base;
-        }
-    }
-    panic!("no {count} consecutive free ports in 100 tries");
-}
-
-/// Splits a POSIX shell command line into words (single quotes, double quotes, backslashes).
-pub fn shell_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for q in chars.by_ref() {
-                    if q == '\'' {
-                        break;
-                    }
-                    word.push(q);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(q) = chars.next() {
-                    match q {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(n) = chars.next() {
-                                if !"\"\\$`".contains(n) {
-                                    word.push('\\');
-                                }
-                                word.push(n);
-                            }
-                        }
-                        _ => word.push(q),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(n) = chars.next() {
-                    word.push(n);
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    words
-}
 
 enum StderrRule {
     Empty,
@@ -776,24 +522,4 @@ pub async fn until(secs: u64, what: &str, mut condition: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "not within {secs}s: {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-}
-
-#[test]
-fn shell_words_undo_the_quoting_of_example_calls() {
-    assert_eq!(
-        shell_words(r#"mcp-launch --config 'my dir/c.json' call s t '{"a":"it'\''s"}'"#),
-        vec![
-            "mcp-launch",
-            "--config",
-            "my dir/c.json",
-            "call",
-            "s",
-            "t",
-            r#"{"a":"it's"}"#
-        ]
-    );
-    assert_eq!(
-        shell_words(r#"a "b \" c" d\ e ''"#),
-        vec!["a", "b \" c", "d e", ""]
-    );
 }
