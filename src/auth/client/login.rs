@@ -94,7 +94,7 @@ pub async fn start(http: &Client, mut request: LoginRequest) -> Result<Started, 
             Flow::Redirect
         };
     }
-    let held = super::store::load(&request.url);
+    let held = super::store::load(&request.url).await;
     let replaces_issuer = held
         .as_ref()
         .map(|grant| grant.issuer.clone())

@@ -66,7 +66,7 @@ pub enum AuthAction {
 pub async fn run(args: AuthArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     match args.action {
         AuthAction::Login(login) => login::run(login, global).await,
-        AuthAction::Status => remote::status(global),
+        AuthAction::Status => remote::status(global).await,
         AuthAction::Logout { server } => remote::logout(&server, global).await,
         AuthAction::Approve { request } => {
             operator::run(Operator::Approve { request }, global, args.state).await
