@@ -39,6 +39,7 @@ pub use discover::{authorization_server, discover, same_server, Discovery};
 pub use error::{login_command, AuthError, LoginContext, Rejection, Step};
 pub use fetch::http_client;
 pub use preregistered::PreRegistered;
+pub use register::metadata_document;
 pub use token::revoke;
 pub(crate) use token::TokenClient;
 
