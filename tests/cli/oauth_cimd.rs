@@ -117,6 +117,26 @@ fn client(base: &str, oauth: Value) -> Cmd {
     Cmd::new().config_json(json!({"mcpServers": {SERVER: entry}}))
 }
 
+/// A tool called through the login of `client`.
+fn echo(client: &Cmd) {
+    let called = (client.cmd())
+        .args(["--config", "config.json", "call", SERVER, "fault__echo"])
+        .args([r#"{"message":"hi"}"#, "--json"])
+        .run();
+    assert_eq!(called.json()["success"], true, "{called}");
+}
+
+/// Marks the login of `client` expired in its token store (the 0600 file): the grant before.
+fn expire(client: &Cmd) -> Value {
+    let path = client.path(".local/state/mcp-launch/oauth/tokens.json");
+    let mut grants: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let grant = grants.as_object_mut().unwrap().values_mut().next().unwrap();
+    let before = grant.clone();
+    grant["expires_at"] = json!(1);
+    std::fs::write(&path, grants.to_string()).unwrap();
+    before
+}
+
 /// The client id `auth status` shows for the login of `client`.
 fn client_id(client: &Cmd) -> String {
     let status = client.cmd().args(["auth", "status", "--json"]).run().json();
@@ -152,11 +172,16 @@ fn a_login_names_our_hosted_document_where_the_server_takes_them_else_registers(
     std::fs::write(root.join("mcp-launch.json"), &printed.stdout).unwrap();
     login(&gateway, &by_key, &[]);
     assert_eq!(client_id(&by_key), url, "it registered instead");
-    let called = (by_key.cmd())
-        .args(["--config", "config.json", "call", SERVER, "fault__echo"])
-        .args([r#"{"message":"hi"}"#, "--json"])
-        .run();
-    assert_eq!(called.json()["success"], true, "{called}");
+    echo(&by_key);
+    // Expired: the refresh goes as the document's client, and its tokens are rotated.
+    let held = expire(&by_key);
+    echo(&by_key);
+    let grant = expire(&by_key);
+    assert_eq!(grant["client_id"], url.as_str(), "{grant}");
+    assert_ne!(
+        grant["refresh_token"], held["refresh_token"],
+        "no refresh: {grant}"
+    );
 
     // The default for every server: the variable.
     let by_default = client(&base, Value::Null);
