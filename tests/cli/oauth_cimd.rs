@@ -170,7 +170,8 @@ fn a_login_names_our_hosted_document_where_the_server_takes_them_else_registers(
     let document: Value = printed.json();
     assert_eq!(document["client_id"], url.as_str(), "{document}");
     std::fs::write(root.join("mcp-launch.json"), &printed.stdout).unwrap();
-    login(&gateway, &by_key, &[]);
+    let trusted = [("SSL_CERT_FILE", cert.as_str())];
+    login(&gateway, &by_key, &trusted);
     assert_eq!(client_id(&by_key), url, "it registered instead");
     echo(&by_key);
     // Expired: the refresh goes as the document's client, and its tokens are rotated.
@@ -188,15 +189,39 @@ fn a_login_names_our_hosted_document_where_the_server_takes_them_else_registers(
     login(
         &gateway,
         &by_default,
-        &[("MCP_LAUNCH_CLIENT_METADATA_URL", &url)],
+        &[("MCP_LAUNCH_CLIENT_METADATA_URL", &url), trusted[0]],
     );
     assert_eq!(client_id(&by_default), url, "it registered instead");
 
     // Neither: a dynamic registration, as before.
     let registered = client(&base, Value::Null);
-    login(&gateway, &registered, &[]);
+    login(&gateway, &registered, &trusted);
     let id = client_id(&registered);
     assert!(!id.starts_with("https://"), "{id}");
+
+    // A server added since the document was printed: said before the browser opens.
+    let unlisted = "cimd-unlisted";
+    let added = Cmd::new().config_json(json!({"mcpServers": {unlisted: {
+        "url": format!("{base}/mcp"), "oauth": {"clientMetadataUrl": url}}}}));
+    let flags = ["--no-browser"];
+    let (ok, stdout, said) = watch_login(&added, unlisted, &flags, &trusted, |line, _, child| {
+        if let (true, Some(mut stdin)) = (line.starts_with("http"), child.stdin.take()) {
+            let _ = writeln!(stdin, "the browser was sent: the document went unchecked");
+        }
+    });
+    assert!(!ok, "{stdout}\n{said}");
+    let error: Value = serde_json::from_str(&stdout).expect("the error as JSON");
+    assert_eq!(error["error"]["type"], "auth_client_rejected", "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("does not list the redirect URI"),
+        "{message}"
+    );
+    let help = error["error"]["help"].as_str().unwrap();
+    assert!(
+        help.contains("mcp-launch auth client-metadata --url"),
+        "{help}"
+    );
 
     let listed = gateway
         .cmd()

@@ -4,7 +4,7 @@
 use reqwest::Client;
 
 use super::discover::{parse_url, Discovery};
-use super::error::{AuthError, Step};
+use super::error::{AuthError, StaleDocument, Step};
 use super::fetch::Fetch;
 use super::login::{Flow, LoginRequest};
 use super::token::BASIC;
@@ -103,6 +103,60 @@ fn native() -> serde_json::Map<String, serde_json::Value> {
     let mut extra = serde_json::Map::new();
     extra.insert("application_type".into(), "native".into());
     extra
+}
+
+/// Reads our metadata document at `url` as the authorization server will, before a person is
+/// sent there: one that answers an error, names another client id, or lacks the login's
+/// redirect URI is said here (re-print and re-host it) instead of on an error page in the
+/// browser. One this machine cannot reach is left to the authorization server (a warning):
+/// it fetches the document from where it is.
+pub(super) async fn check_document(
+    http: &Client,
+    request: &LoginRequest,
+    url: &str,
+) -> Result<(), AuthError> {
+    let stale = |said: String| {
+        AuthError::StaleDocument(Box::new(StaleDocument {
+            resource: request.url.clone(),
+            url: url.to_string(),
+            redirect_uri: request.redirect_uri.clone(),
+            said,
+        }))
+    };
+    let fetch = Fetch {
+        client: http,
+        resource: &request.url,
+        step: Step::Registration,
+    };
+    let answer = match parse_url(&request.url, url, Step::Registration) {
+        Ok(parsed) => fetch.get(&parsed).await,
+        Err(e) => Err(e),
+    };
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(e) => {
+            tracing::warn!(%url, error = %e, "cannot read our client metadata document from here; the authorization server reads it itself");
+            return Ok(());
+        }
+    };
+    if !(200..300).contains(&answer.status) {
+        return Err(stale(format!("it answers HTTP {}", answer.status)));
+    }
+    let hosted: ClientMetadata = serde_json::from_slice(&answer.body)
+        .map_err(|e| stale(format!("it is not client metadata JSON ({e})")))?;
+    if hosted.client_id.as_deref() != Some(url) {
+        return Err(stale(format!(
+            "its client_id is {:?}, not its own URL",
+            hosted.client_id.unwrap_or_default()
+        )));
+    }
+    if !hosted.redirect_uris.contains(&request.redirect_uri) {
+        return Err(stale(format!(
+            "it does not list the redirect URI {}",
+            request.redirect_uri
+        )));
+    }
+    Ok(())
 }
 
 /// What we register as: a native application (SEP-837: a CLI on the person's machine, its
