@@ -209,6 +209,14 @@ pub enum ServerFault {
         /// The field it needs.
         field: &'static str,
     },
+    /// A URL that must serve as an OAuth client id (`oauth.clientMetadataUrl`) and cannot.
+    #[error("\"{field}\" is refused: {why}")]
+    BadClientIdUrl {
+        /// The field.
+        field: &'static str,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// A secret is written out in the file instead of coming from a variable.
     #[error("\"{field}\" is written out in the file{}", if *in_checkout { ", which is in a git checkout (if it was committed, the secret is out: rotate it)" } else { "" })]
     LiteralSecret {
@@ -317,6 +325,12 @@ impl ServerFault {
                 "use \"type\": \"stdio\", \"http\" (or \"streamable-http\") or \"sse\"".to_string()
             }
             Self::MissingField { field, .. } => format!("add \"{field}\" to the entry"),
+            Self::BadClientIdUrl { field, .. } => {
+                format!(
+                    "make \"{field}\" {}",
+                    super::oauth::CLIENT_METADATA_URL_FORM
+                )
+            }
             Self::LiteralSecret { field, .. } => format!(
                 "write \"{field}\": \"${{VAR}}\" and set VAR in the environment or a file \
                  passed with --env-file; the secret is never stored or shown"

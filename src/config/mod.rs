@@ -41,7 +41,7 @@ pub(crate) mod variables;
 mod tests;
 
 pub use error::{ConfigError, ServerFault};
-pub use oauth::OAuthClient;
+pub use oauth::{client_metadata_url_fault, OAuthClient, CLIENT_METADATA_URL_FORM};
 pub use preview::{preview, Preview, Received, ServerPreview, VarSource};
 pub use server::ServerSpec;
 pub use stack::Stack;

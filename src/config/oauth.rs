@@ -1,12 +1,16 @@
 //! A remote server's `oauth` block: a client registered by hand at its authorization server
 //! (GitHub, Google, Slack-style servers take neither Client ID Metadata Documents nor dynamic
-//! registration), and the authorization server's metadata document where discovery cannot
-//! find it (`authServerMetadataUrl`).
+//! registration), the authorization server's metadata document where discovery cannot
+//! find it (`authServerMetadataUrl`), or the URL of our own Client ID Metadata Document
+//! (`clientMetadataUrl`: the document the person hosts, which `mcp-launch auth
+//! client-metadata` prints; used where the authorization server takes such documents).
 //!
 //! The field names are Claude Code's (`clientId`, `callbackPort`, `scopes`,
 //! `authServerMetadataUrl`), so one entry of a `.mcp.json` serves both; the spellings
-//! `client_id`, `client_secret`, `redirect_port` and `auth_server_metadata_url` are taken too.
-//! The block needs `clientId` or `authServerMetadataUrl` (or both). `clientSecret` must come from a variable (`${VAR}`): a secret written out in a
+//! `client_id`, `client_secret`, `redirect_port`, `auth_server_metadata_url` and
+//! `client_metadata_url` are taken too. The block needs `clientId`, `authServerMetadataUrl`
+//! or `clientMetadataUrl`; `clientId` and `clientMetadataUrl` both name the client, so not
+//! both. `clientSecret` must come from a variable (`${VAR}`): a secret written out in a
 //! config file ends up shared or committed, and is refused.
 
 use std::path::Path;
@@ -31,6 +35,10 @@ pub struct OAuthClient {
     /// `authServerMetadataUrl`: the authorization server's metadata document, read instead of
     /// discovering it (its `issuer` still checked, RFC 8414 §3.3).
     pub metadata_url: Option<String>,
+    /// `clientMetadataUrl`: our Client ID Metadata Document's URL (checked by
+    /// [`client_metadata_url_fault`]), the client id where the authorization server takes
+    /// such documents.
+    pub client_metadata_url: Option<String>,
 }
 
 impl std::fmt::Debug for OAuthClient {
@@ -41,6 +49,7 @@ impl std::fmt::Debug for OAuthClient {
             .field("scopes", &self.scopes)
             .field("callback_port", &self.callback_port)
             .field("metadata_url", &self.metadata_url)
+            .field("client_metadata_url", &self.client_metadata_url)
             .finish()
     }
 }
@@ -53,6 +62,7 @@ pub(crate) struct OAuthShape<'e> {
     pub(crate) scopes: Option<String>,
     pub(crate) callback_port: Option<u16>,
     pub(crate) metadata_url: Option<&'e str>,
+    pub(crate) client_metadata_url: Option<&'e str>,
 }
 
 /// The entry's `oauth` block, checked; `None` when absent or `null`.
@@ -74,8 +84,21 @@ pub(crate) fn shape(entry: &Map<String, Value>) -> Result<Option<OAuthShape<'_>>
         "authServerMetadataUrl",
         "auth_server_metadata_url",
     )?;
+    let client_metadata_url = text(
+        block,
+        CLIENT_METADATA_URL,
+        "clientMetadataUrl",
+        "client_metadata_url",
+    )?;
     let client_secret = text(block, "oauth.clientSecret", "clientSecret", "client_secret")?;
-    if client_id.is_none() && (metadata_url.is_none() || client_secret.is_some()) {
+    if client_id.is_some() && client_metadata_url.is_some() {
+        return Err(ServerFault::WrongType {
+            field: CLIENT_METADATA_URL,
+            expected: "left out when \"oauth.clientId\" is given (both name the client: keep one)",
+        });
+    }
+    let names_more = metadata_url.is_some() || client_metadata_url.is_some();
+    if client_id.is_none() && (!names_more || client_secret.is_some()) {
         return Err(ServerFault::MissingField {
             transport: "http",
             field: "oauth.clientId",
@@ -93,7 +116,44 @@ pub(crate) fn shape(entry: &Map<String, Value>) -> Result<Option<OAuthShape<'_>>
         scopes: scopes(block)?,
         callback_port: port(block)?,
         metadata_url,
+        client_metadata_url,
     }))
+}
+
+/// The field naming our Client ID Metadata Document, as errors name it.
+pub(crate) const CLIENT_METADATA_URL: &str = "oauth.clientMetadataUrl";
+
+/// What a Client ID Metadata Document's URL must be (draft-ietf-oauth-client-id-metadata-
+/// document §3, as the authorization servers check it): said in errors.
+pub const CLIENT_METADATA_URL_FORM: &str = "an https URL with a path (https://host/path/client.json): no fragment, no user or password, no . or .. segments, written as it is sent (lower-case host)";
+
+/// Why `url` cannot be a Client ID Metadata Document's URL (the client id, compared as a
+/// string by the authorization server); `None` when it can.
+pub fn client_metadata_url_fault(url: &str) -> Option<&'static str> {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return Some("it is not a URL");
+    };
+    let dotted = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default()
+        .split('/')
+        .any(|segment| segment == "." || segment == "..");
+    if parsed.scheme() != "https" {
+        Some("it is not https")
+    } else if matches!(parsed.path(), "" | "/") {
+        Some("it has no path")
+    } else if parsed.fragment().is_some() {
+        Some("it has a fragment")
+    } else if !parsed.username().is_empty() || parsed.password().is_some() {
+        Some("it carries a user or password")
+    } else if dotted {
+        Some("it has a . or .. segment")
+    } else if parsed.as_str() != url {
+        Some("it is not written as it is sent (the authorization server compares it as a string)")
+    } else {
+        None
+    }
 }
 
 /// The value of a string field written `name` or `alias` (not both).
@@ -193,6 +253,7 @@ mod tests {
             scopes: Some("repo read:org".into()),
             callback_port: Some(8080),
             metadata_url: Some(metadata),
+            client_metadata_url: None,
         });
         let camel = of(json!({"oauth": {"clientId": "app", "clientSecret": "${S}",
             "scopes": "repo  read:org", "callbackPort": 8080,
@@ -207,6 +268,34 @@ mod tests {
         assert_eq!(of(json!({"url": "u"})).unwrap(), None);
         let only_metadata = of(json!({"oauth": {"authServerMetadataUrl": metadata}}));
         assert_eq!(only_metadata.unwrap().unwrap().client_id, None);
+        let document = "https://me.example/mcp-launch.json";
+        for spelling in ["clientMetadataUrl", "client_metadata_url"] {
+            let ours = of(json!({"oauth": {spelling: document, "callbackPort": 8080}}));
+            let ours = ours.unwrap().unwrap();
+            assert_eq!(ours.client_metadata_url, Some(document), "{spelling}");
+            assert_eq!(ours.client_id, None);
+        }
+    }
+
+    #[test]
+    fn a_client_metadata_url_is_an_https_url_with_a_path_written_as_sent() {
+        assert_eq!(
+            client_metadata_url_fault("https://me.example/mcp/client.json"),
+            None
+        );
+        for (bad, why) in [
+            ("http://me.example/client.json", "https"),
+            ("https://me.example", "path"),
+            ("https://me.example/", "path"),
+            ("https://me.example/c.json#x", "fragment"),
+            ("https://u:p@me.example/c.json", "user"),
+            ("https://me.example/a/../c.json", ". or .."),
+            ("https://ME.example/c.json", "as it is sent"),
+            ("me.example/c.json", "not a URL"),
+        ] {
+            let fault = client_metadata_url_fault(bad);
+            assert!(fault.is_some_and(|f| f.contains(why)), "{bad}: {fault:?}");
+        }
     }
 
     #[test]
@@ -226,6 +315,11 @@ mod tests {
                 .contains("oauth.callbackPort")
         );
         assert!(fault(json!({"oauth": {"clientId": "a", "scopes": 3}})).contains("oauth.scopes"));
+        let both = json!({"oauth": {"clientId": "a", "clientMetadataUrl": "https://m/c.json"}});
+        assert!(fault(both).contains("oauth.clientMetadataUrl"));
+        let twice = json!({"oauth": {"clientMetadataUrl": "https://m/c.json",
+            "client_metadata_url": "https://m/c.json"}});
+        assert!(fault(twice).contains("once"));
         let literal = fault(json!({"oauth": {"clientId": "a", "clientSecret": "hunter2"}}));
         assert!(literal.contains("oauth.clientSecret"), "{literal}");
         assert!(!literal.contains("hunter2"), "{literal}");

@@ -173,6 +173,9 @@ fn server_preview(path: &Path, name: &str, value: &Value, vars: &Variables<'_>) 
                 if let Some(url) = oauth.metadata_url {
                     seen.scan(url, "oauth.authServerMetadataUrl");
                 }
+                if let Some(url) = oauth.client_metadata_url {
+                    seen.scan(url, "oauth.clientMetadataUrl");
+                }
                 if let Some(secret) = oauth.client_secret {
                     seen.scan(secret, "oauth.clientSecret");
                 }

@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use super::error::{ConfigError, ServerFault};
 use super::interpolate::{interpolate, Fault};
-use super::oauth::{in_checkout, OAuthClient, OAuthShape};
+use super::oauth::{
+    client_metadata_url_fault, in_checkout, OAuthClient, OAuthShape, CLIENT_METADATA_URL,
+};
 use super::shape::Shape;
 use super::variables::Variables;
 
@@ -242,7 +244,24 @@ impl Context<'_> {
                 .metadata_url
                 .map(|url| self.expand_remote(url, "oauth.authServerMetadataUrl", entry))
                 .transpose()?,
+            client_metadata_url: oauth
+                .client_metadata_url
+                .map(|url| self.client_metadata_url(url, entry))
+                .transpose()?,
         })
+    }
+
+    /// Interpolates `oauth.clientMetadataUrl` and checks it can be a client id (an https URL
+    /// with a path: the authorization server refuses any other).
+    fn client_metadata_url(&self, url: &str, entry: &Value) -> Result<String, ConfigError> {
+        let url = self.expand_remote(url, CLIENT_METADATA_URL, entry)?;
+        match client_metadata_url_fault(&url) {
+            None => Ok(url),
+            Some(why) => Err(self.invalid(ServerFault::BadClientIdUrl {
+                field: CLIENT_METADATA_URL,
+                why,
+            })),
+        }
     }
 
     /// Interpolates the values (not the keys) of `env` or `headers` pairs.

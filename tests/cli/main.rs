@@ -30,6 +30,7 @@ mod native;
 mod native_startup;
 mod newcomer;
 mod oauth;
+mod oauth_cimd;
 mod oauth_device;
 mod oauth_gateway;
 mod oauth_keyring;

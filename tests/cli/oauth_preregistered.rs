@@ -64,6 +64,7 @@ pub(crate) fn watch_login(
         .env("XDG_CACHE_HOME", cmd.dir().join(".cache"))
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
+        .env_remove("MCP_LAUNCH_CLIENT_METADATA_URL")
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -23,7 +23,11 @@ fn gateway(cmd: &Cmd, loopback_documents: bool) -> (Running, String) {
 }
 
 /// [`gateway`] with `env` set besides.
-fn gateway_with(cmd: &Cmd, loopback_documents: bool, env: &[(&str, &str)]) -> (Running, String) {
+pub(crate) fn gateway_with(
+    cmd: &Cmd,
+    loopback_documents: bool,
+    env: &[(&str, &str)],
+) -> (Running, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let switch = if loopback_documents { "1" } else { "0" };
     let mut command = (cmd.cmd())

@@ -138,7 +138,7 @@ fn the_typescript_sdk_logs_in_calls_and_refreshes_on_loopback() {
 
 /// A certificate for `127.0.0.1` made here (`openssl`), trusted by the gateway alone through
 /// `SSL_CERT_FILE`: the certificate's and the key's paths.
-fn loopback_certificate(dir: &Path) -> (String, String) {
+pub(crate) fn loopback_certificate(dir: &Path) -> (String, String) {
     let (cert, key) = (dir.join("cimd-cert.pem"), dir.join("cimd-key.pem"));
     let made = Command::new("openssl")
         .args([

@@ -30,7 +30,7 @@ pub async fn insufficient_scope(
         Some(scope) => Some(scope.clone()),
         None => scopes_supported(&super::http_client(), url, Some(challenge)).await,
     };
-    let held = store::load(url).and_then(|grant| grant.held_scope());
+    let held = store::load(url).await.and_then(|grant| grant.held_scope());
     let wanted = scope::union([held.as_deref(), needed.as_deref()]);
     Some(AuthError::NeedsScope {
         resource: shown.to_string(),
@@ -47,7 +47,9 @@ pub async fn insufficient_scope(
 pub async fn moved(url: &str, shown: &str, challenge: &BearerChallenge) -> Option<AuthError> {
     // A config that names the authorization server's metadata pins the server: the
     // resource's metadata may name another one and it is no move.
-    let grant = store::load(url).filter(|grant| grant.metadata_url.is_none())?;
+    let grant = store::load(url)
+        .await
+        .filter(|grant| grant.metadata_url.is_none())?;
     let named = authorization_server(&super::http_client(), url, Some(challenge))
         .await
         .ok()?;

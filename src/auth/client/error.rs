@@ -75,6 +75,11 @@ pub enum AuthError {
     /// id or secret, or a redirect URI the app does not list). Boxed: errors stay small.
     #[error("{0}")]
     ClientRejected(Box<Rejection>),
+    /// Our Client ID Metadata Document, as hosted, would not let this login in: it is gone,
+    /// names another client id, or lacks the login's redirect URI (a remote server added
+    /// since it was printed). Boxed: errors stay small.
+    #[error("{0}")]
+    StaleDocument(Box<StaleDocument>),
     /// A step could not be done (unreachable, an error answer).
     #[error("OAuth for {resource} failed at the {step}: {reason}")]
     Failed {
@@ -107,6 +112,20 @@ pub struct Rejection {
     pub said: String,
 }
 
+/// What [`AuthError::StaleDocument`] knows.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the client metadata document at {url} would not let the login to {resource} in: {said}")]
+pub struct StaleDocument {
+    /// The server's URL.
+    pub resource: String,
+    /// The document's URL (the client id).
+    pub url: String,
+    /// The redirect URI the document must list.
+    pub redirect_uri: String,
+    /// What is wrong with it.
+    pub said: String,
+}
+
 impl AuthError {
     /// A stable snake_case name for `--json`.
     pub fn kind(&self) -> &'static str {
@@ -114,7 +133,7 @@ impl AuthError {
             AuthError::NeedsLogin { .. } | AuthError::NeedsScope { .. } => "needs_login",
             AuthError::Refused { .. } => "auth_refused",
             AuthError::Failed { .. } => "auth_failed",
-            AuthError::ClientRejected(_) => "auth_client_rejected",
+            AuthError::ClientRejected(_) | AuthError::StaleDocument(_) => "auth_client_rejected",
         }
     }
 
@@ -133,6 +152,10 @@ impl AuthError {
             AuthError::ClientRejected(rejection) => format!(
                 "check {}: the client id (and `clientSecret`'s variable) must be those of an app registered at {}, whose redirect URIs list {}",
                 rejection.origin, rejection.issuer, rejection.redirect_uri
+            ),
+            AuthError::StaleDocument(stale) => format!(
+                "print it again with `mcp-launch auth client-metadata --url {}` (it lists {} with the other servers' redirect URIs), host the output at that URL, and log in again",
+                stale.url, stale.redirect_uri
             ),
             AuthError::Failed { step: Step::Keyring, .. } => "unlock the OS keyring (on Linux a Secret Service such as gnome-keyring on the D-Bus session bus, DBUS_SESSION_BUS_ADDRESS), or set MCP_LAUNCH_TOKEN_STORE to auto (the file when no keyring answers) or to file: MCP_LAUNCH_TOKEN_STORE=file".into(),
             AuthError::Failed { step: Step::Store, .. } => "check that the state directory ($XDG_STATE_HOME/mcp-launch/oauth) is writable by you".into(),

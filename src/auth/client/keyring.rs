@@ -6,7 +6,9 @@
 //! `MCP_LAUNCH_TOKEN_STORE` chooses ([`Choice`]): `auto` (the default) uses the keyring when
 //! one answers and the 0600 file otherwise, `keyring` insists on it, `file` never contacts it.
 //! Every call is bounded ([`WAIT`]): a locked collection may raise a prompt nobody answers.
-//! A keyring that failed once is not asked again by this process.
+//! A keyring that failed once is not asked again by this process. The calls block (D-Bus on
+//! Linux): they run on tokio's blocking threads, and the async callers await them there, so
+//! a slow keyring never holds a runtime thread (the gateway serves other calls meanwhile).
 //!
 //! The secrets read are kept in this process's memory (as the file's were), by the stamp the
 //! token store's record names: a record whose stamp changed (another process refreshed) is
@@ -14,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -79,26 +81,22 @@ pub(crate) struct Secrets {
 }
 
 /// Stores `secrets` under `account`.
-pub(crate) fn put(account: &str, secrets: &Secrets) -> Result<(), String> {
+pub(crate) async fn put(account: &str, secrets: &Secrets) -> Result<(), String> {
     let text = serde_json::to_string(secrets).map_err(|e| e.to_string())?;
     let owned = account.to_string();
-    bounded(move || entry(&owned)?.set_password(&text))?;
+    bounded(move || entry(&owned)?.set_password(&text)).await?;
     remember(account, Some(secrets.clone()));
     Ok(())
 }
 
 /// The secrets stored under `account` with `stamp` (from this process's memory when it wrote
 /// or read that version); `Ok(None)` when the keyring holds none.
-pub(crate) fn get(account: &str, stamp: &str) -> Result<Option<Secrets>, String> {
-    let known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(secrets) = known.as_ref().and_then(|k| k.get(account)) {
-        if secrets.stamp == stamp {
-            return Ok(Some(secrets.clone()));
-        }
+pub(crate) async fn get(account: &str, stamp: &str) -> Result<Option<Secrets>, String> {
+    if let Some(secrets) = known(account).filter(|secrets| secrets.stamp == stamp) {
+        return Ok(Some(secrets));
     }
-    drop(known);
     let owned = account.to_string();
-    let text = match bounded(move || entry(&owned)?.get_password()) {
+    let text = match bounded(move || entry(&owned)?.get_password()).await {
         Err(reason) if reason == NO_ENTRY => return Ok(None),
         other => other?,
     };
@@ -109,14 +107,20 @@ pub(crate) fn get(account: &str, stamp: &str) -> Result<Option<Secrets>, String>
 }
 
 /// Deletes the item of `account`; true when there was one.
-pub(crate) fn delete(account: &str) -> Result<bool, String> {
+pub(crate) async fn delete(account: &str) -> Result<bool, String> {
     remember(account, None);
     let owned = account.to_string();
-    match bounded(move || entry(&owned)?.delete_credential()) {
+    match bounded(move || entry(&owned)?.delete_credential()).await {
         Ok(()) => Ok(true),
         Err(reason) if reason == NO_ENTRY => Ok(false),
         Err(reason) => Err(reason),
     }
+}
+
+/// The secrets this process last wrote or read under `account`.
+fn known(account: &str) -> Option<Secrets> {
+    let known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    known.as_ref()?.get(account).cloned()
 }
 
 fn remember(account: &str, secrets: Option<Secrets>) {
@@ -135,28 +139,20 @@ fn entry(account: &str) -> ::keyring::Result<::keyring::Entry> {
     ::keyring::Entry::new(SERVICE, account)
 }
 
-/// Runs one keyring call on a thread of its own, waiting at most [`WAIT`]. A failure to reach
-/// the keyring (or a call that does not return) marks it unreachable for this process; a
-/// missing item is [`NO_ENTRY`].
-fn bounded<T: Send + 'static>(
+/// Runs one keyring call on a blocking thread, waiting at most [`WAIT`] without holding the
+/// caller's runtime thread. A failure to reach the keyring (or a call that does not return)
+/// marks it unreachable for this process; a missing item is [`NO_ENTRY`].
+async fn bounded<T: Send + 'static>(
     call: impl FnOnce() -> ::keyring::Result<T> + Send + 'static,
 ) -> Result<T, String> {
     if UNREACHABLE.load(Ordering::Relaxed) {
         return Err("it did not answer earlier in this process".into());
     }
-    let (tx, rx) = mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("keyring".into())
-        .spawn(move || {
-            let _ = tx.send(call());
-        });
-    if let Err(e) = spawned {
-        return Err(format!("cannot start a thread for it: {e}"));
-    }
-    let reason = match rx.recv_timeout(WAIT) {
-        Ok(Ok(value)) => return Ok(value),
-        Ok(Err(::keyring::Error::NoEntry)) => return Err(NO_ENTRY.into()),
-        Ok(Err(e)) => e.to_string(),
+    let reason = match tokio::time::timeout(WAIT, tokio::task::spawn_blocking(call)).await {
+        Ok(Ok(Ok(value))) => return Ok(value),
+        Ok(Ok(Err(::keyring::Error::NoEntry))) => return Err(NO_ENTRY.into()),
+        Ok(Ok(Err(e))) => e.to_string(),
+        Ok(Err(joined)) => format!("its call failed: {joined}"),
         Err(_) => format!(
             "it did not answer within {} s (a locked collection waiting for a prompt?)",
             WAIT.as_secs()
@@ -196,5 +192,23 @@ mod tests {
             "{}",
             wrong.help()
         );
+    }
+
+    /// The call blocks until another task of this runtime's only thread speaks: it returns
+    /// only if waiting for it left that thread free.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_slow_keyring_call_leaves_the_runtime_thread_free() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let call = bounded(move || {
+            rx.recv_timeout(Duration::from_secs(3))
+                .map_err(|_| ::keyring::Error::NoEntry)?;
+            Ok(7)
+        });
+        let other = async move {
+            tokio::task::yield_now().await;
+            let _ = tx.send(());
+        };
+        let (got, ()) = tokio::join!(call, other);
+        assert_eq!(got, Ok(7), "the call held the runtime thread");
     }
 }

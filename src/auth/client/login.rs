@@ -7,7 +7,7 @@ use reqwest::{Client, Url};
 use super::discover::{discover, is_loopback, parse_url, same_server, Discovery};
 use super::error::{AuthError, Step};
 use super::preregistered::{at_token_endpoint, Probe};
-use super::register::register;
+use super::register::{check_document, register};
 use super::Grant;
 use crate::auth::metadata::ClientInformation;
 use crate::auth::pkce::{self, Pkce};
@@ -94,7 +94,7 @@ pub async fn start(http: &Client, mut request: LoginRequest) -> Result<Started, 
             Flow::Redirect
         };
     }
-    let held = super::store::load(&request.url);
+    let held = super::store::load(&request.url).await;
     let replaces_issuer = held
         .as_ref()
         .map(|grant| grant.issuer.clone())
@@ -231,8 +231,14 @@ impl Pending {
     /// For a client registered by hand, tries the authorization request once before a person
     /// is sent there: an authorization server that refuses the client (an unknown id, a
     /// redirect URI the app does not list) is then said here, naming the config, instead of
-    /// on an error page in the browser. Nothing to do for other clients.
+    /// on an error page in the browser. For a client by our metadata document, reads the
+    /// hosted document as the authorization server will (see [`check_document`]). Nothing to
+    /// do for a client registered now.
     pub async fn check_client(&self, http: &Client) -> Result<(), AuthError> {
+        let request = &self.started.request;
+        if request.metadata_document.as_ref() == Some(&self.started.client.client_id) {
+            return check_document(http, request, &self.started.client.client_id).await;
+        }
         let Some(pre) = &self.started.request.registered else {
             return Ok(());
         };

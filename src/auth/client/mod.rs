@@ -36,9 +36,10 @@ mod token;
 
 pub(crate) use discover::parse_url;
 pub use discover::{authorization_server, discover, same_server, Discovery};
-pub use error::{login_command, AuthError, LoginContext, Rejection, Step};
+pub use error::{login_command, AuthError, LoginContext, Rejection, StaleDocument, Step};
 pub use fetch::http_client;
 pub use preregistered::PreRegistered;
+pub use register::metadata_document;
 pub use token::revoke;
 pub(crate) use token::TokenClient;
 

@@ -4,7 +4,7 @@
 use reqwest::Client;
 
 use super::discover::{parse_url, Discovery};
-use super::error::{AuthError, Step};
+use super::error::{AuthError, StaleDocument, Step};
 use super::fetch::Fetch;
 use super::login::{Flow, LoginRequest};
 use super::token::BASIC;
@@ -39,7 +39,17 @@ pub(super) async fn register(
         server.client_id_metadata_document_supported,
         &request.metadata_document,
     ) {
-        return Ok(as_client(url.clone(), None));
+        let redirect_uris = match request.flow {
+            Flow::Device => vec![],
+            _ => vec![request.redirect_uri.clone()],
+        };
+        return Ok(ClientInformation {
+            client_id: url.clone(),
+            client_secret: None,
+            client_id_issued_at: None,
+            client_secret_expires_at: None,
+            metadata: metadata_document(url, redirect_uris),
+        });
     }
     let fetch = Fetch {
         client: http,
@@ -64,6 +74,91 @@ pub(super) async fn register(
     Ok(info)
 }
 
+/// The name a person is shown on a consent page.
+const CLIENT_NAME: &str = "mcp-launch";
+
+/// Our Client ID Metadata Document at `url`, listing `redirect_uris`: what `mcp-launch auth
+/// client-metadata` prints for the person to host there, and the client a login by it is — a
+/// public native application (PKCE, no secret: a document cannot hold one) using the
+/// authorization code flow or the device flow, and refreshes.
+pub fn metadata_document(url: &str, redirect_uris: Vec<String>) -> ClientMetadata {
+    ClientMetadata {
+        client_id: Some(url.to_string()),
+        client_name: Some(CLIENT_NAME.into()),
+        redirect_uris,
+        grant_types: vec![
+            "authorization_code".into(),
+            super::device::GRANT_TYPE.into(),
+            "refresh_token".into(),
+        ],
+        response_types: vec!["code".into()],
+        token_endpoint_auth_method: Some("none".into()),
+        extra: native(),
+        ..ClientMetadata::default()
+    }
+}
+
+/// `application_type: native` (OpenID Connect Registration §2): loopback redirects.
+fn native() -> serde_json::Map<String, serde_json::Value> {
+    let mut extra = serde_json::Map::new();
+    extra.insert("application_type".into(), "native".into());
+    extra
+}
+
+/// Reads our metadata document at `url` as the authorization server will, before a person is
+/// sent there: one that answers an error, names another client id, or lacks the login's
+/// redirect URI is said here (re-print and re-host it) instead of on an error page in the
+/// browser. One this machine cannot reach is left to the authorization server (a warning):
+/// it fetches the document from where it is.
+pub(super) async fn check_document(
+    http: &Client,
+    request: &LoginRequest,
+    url: &str,
+) -> Result<(), AuthError> {
+    let stale = |said: String| {
+        AuthError::StaleDocument(Box::new(StaleDocument {
+            resource: request.url.clone(),
+            url: url.to_string(),
+            redirect_uri: request.redirect_uri.clone(),
+            said,
+        }))
+    };
+    let fetch = Fetch {
+        client: http,
+        resource: &request.url,
+        step: Step::Registration,
+    };
+    let answer = match parse_url(&request.url, url, Step::Registration) {
+        Ok(parsed) => fetch.get(&parsed).await,
+        Err(e) => Err(e),
+    };
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(e) => {
+            tracing::warn!(%url, error = %e, "cannot read our client metadata document from here; the authorization server reads it itself");
+            return Ok(());
+        }
+    };
+    if !(200..300).contains(&answer.status) {
+        return Err(stale(format!("it answers HTTP {}", answer.status)));
+    }
+    let hosted: ClientMetadata = serde_json::from_slice(&answer.body)
+        .map_err(|e| stale(format!("it is not client metadata JSON ({e})")))?;
+    if hosted.client_id.as_deref() != Some(url) {
+        return Err(stale(format!(
+            "its client_id is {:?}, not its own URL",
+            hosted.client_id.unwrap_or_default()
+        )));
+    }
+    if !hosted.redirect_uris.contains(&request.redirect_uri) {
+        return Err(stale(format!(
+            "it does not list the redirect URI {}",
+            request.redirect_uri
+        )));
+    }
+    Ok(())
+}
+
 /// What we register as: a native application (SEP-837: a CLI on the person's machine, its
 /// redirect on loopback) using the authorization code flow, or the device flow.
 fn client_metadata(
@@ -71,8 +166,6 @@ fn client_metadata(
     discovery: &Discovery,
     scope: Option<&str>,
 ) -> ClientMetadata {
-    let mut extra = serde_json::Map::new();
-    extra.insert("application_type".into(), "native".into());
     let by_device = request.flow == Flow::Device;
     let (redirect_uris, first_grant, response_types) = match by_device {
         // RFC 8628 §3.4: no redirect and no authorization endpoint.
@@ -84,13 +177,13 @@ fn client_metadata(
         ),
     };
     ClientMetadata {
-        client_name: Some("mcp-launch".into()),
+        client_name: Some(CLIENT_NAME.into()),
         redirect_uris,
         grant_types: vec![first_grant.into(), "refresh_token".into()],
         response_types,
         token_endpoint_auth_method: Some(auth_method(&discovery.server).into()),
         scope: scope.map(String::from),
-        extra,
+        extra: native(),
         ..ClientMetadata::default()
     }
 }
@@ -134,6 +227,73 @@ mod tests {
             json!([p.request.redirect_uri]),
             "{sent}"
         );
+    }
+
+    /// What `auth client-metadata` prints: the client id its own URL, the redirect URIs given,
+    /// a public native client of the code and device flows, no secret.
+    #[test]
+    fn our_metadata_document_is_a_public_native_client_named_by_its_url() {
+        let url = "https://me.example/mcp-launch.json";
+        let redirect = "http://127.0.0.1:33001/callback".to_string();
+        let document = serde_json::to_value(metadata_document(url, vec![redirect])).unwrap();
+        assert_eq!(
+            document,
+            json!({
+                "client_id": url,
+                "client_name": "mcp-launch",
+                "redirect_uris": ["http://127.0.0.1:33001/callback"],
+                "grant_types": ["authorization_code", super::super::device::GRANT_TYPE, "refresh_token"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "none",
+                "application_type": "native",
+            })
+        );
+    }
+
+    /// The spec's order: a client registered by hand, else the document where the server
+    /// takes them, else dynamic registration (here none is offered: refused, naming it).
+    #[tokio::test]
+    async fn the_document_is_the_client_only_where_the_server_takes_them() {
+        let url = "https://me.example/mcp-launch.json";
+        let at = |supported: bool| {
+            let mut p = super::super::login::tests::started(
+                "https://mcp.example/mcp",
+                json!({"issuer": "https://as.example",
+                    "client_id_metadata_document_supported": supported}),
+                Flow::Redirect,
+            );
+            p.request.metadata_document = Some(url.into());
+            p
+        };
+        let http = crate::auth::client::http_client();
+        let p = at(true);
+        let client = register(&http, &p.request, &p.discovery, None)
+            .await
+            .unwrap();
+        assert_eq!(client.client_id, url);
+        assert_eq!(
+            client.metadata.token_endpoint_auth_method.as_deref(),
+            Some("none")
+        );
+        assert_eq!(client.metadata.redirect_uris, [p.request.redirect_uri]);
+
+        let p = at(false);
+        let refused = register(&http, &p.request, &p.discovery, None).await;
+        let refused = refused.expect_err("no dynamic registration offered");
+        assert!(
+            refused.to_string().contains("no dynamic registration"),
+            "{refused}"
+        );
+
+        let mut p = at(true);
+        p.request.registered = Some(super::super::PreRegistered {
+            client_id: "by-hand".into(),
+            ..Default::default()
+        });
+        let client = register(&http, &p.request, &p.discovery, None)
+            .await
+            .unwrap();
+        assert_eq!(client.client_id, "by-hand");
     }
 
     #[test]

@@ -40,24 +40,29 @@ fn store_error(reason: String) -> AuthError {
 }
 
 /// Every stored grant, with its secrets.
-pub fn all() -> Vec<Grant> {
-    read().into_values().map(with_secrets).collect()
+pub async fn all() -> Vec<Grant> {
+    let mut grants = Vec::new();
+    for grant in read().into_values() {
+        grants.push(with_secrets(grant).await);
+    }
+    grants
 }
 
 /// The grant for the MCP endpoint `url`, as stored, with its secrets.
-pub fn load(url: &str) -> Option<Grant> {
-    read().remove(url).map(with_secrets)
+pub async fn load(url: &str) -> Option<Grant> {
+    let grant = read().remove(url)?;
+    Some(with_secrets(grant).await)
 }
 
 /// A record with the secrets the keyring holds for it; left without them (an empty access
 /// token: see [`Grant::lacks_secrets`]) when the keyring cannot give them.
-fn with_secrets(mut grant: Grant) -> Grant {
+async fn with_secrets(mut grant: Grant) -> Grant {
     let Some(stamp) = grant.keyring.clone() else {
         return grant;
     };
     let found = match keyring::choice() {
         Ok(Choice::File) => Err(format!("{}=file", keyring::CHOICE_VAR)),
-        Ok(_) => keyring::get(&grant.url, &stamp),
+        Ok(_) => keyring::get(&grant.url, &stamp).await,
         Err(e) => Err(e.to_string()),
     };
     match found {
@@ -79,7 +84,7 @@ fn with_secrets(mut grant: Grant) -> Grant {
 /// Puts `grant`'s secrets where they go: the keyring when the choice allows and it answers
 /// (the grant then names the item's stamp), else the record itself. Only
 /// `MCP_LAUNCH_TOKEN_STORE=keyring` makes a silent keyring an error.
-fn place(grant: &mut Grant) -> Result<(), AuthError> {
+async fn place(grant: &mut Grant) -> Result<(), AuthError> {
     grant.keyring = None;
     let choice = keyring::choice()?;
     if choice == Choice::File {
@@ -91,7 +96,7 @@ fn place(grant: &mut Grant) -> Result<(), AuthError> {
         refresh_token: grant.refresh_token.clone(),
         client_secret: grant.client_secret.clone(),
     };
-    match keyring::put(&grant.url, &secrets) {
+    match keyring::put(&grant.url, &secrets).await {
         Ok(()) => grant.keyring = Some(secrets.stamp),
         Err(reason) if choice == Choice::Keyring => {
             return Err(keyring::insisted(&grant.url, reason))
@@ -147,7 +152,7 @@ async fn hold() -> Result<Flock<std::fs::File>, AuthError> {
 /// Stores `grant` (replacing the one of its URL), its secrets in the keyring when one answers.
 pub async fn save(mut grant: Grant) -> Result<(), AuthError> {
     let _held = hold().await?;
-    place(&mut grant)?;
+    place(&mut grant).await?;
     let mut grants = read();
     grants.insert(grant.url.clone(), grant);
     write(&grants)
@@ -163,7 +168,7 @@ pub async fn remove(url: &str) -> Result<Option<Grant>, AuthError> {
         write(&grants)?;
     }
     if keyring::choice()? != Choice::File {
-        if let Err(reason) = keyring::delete(url) {
+        if let Err(reason) = keyring::delete(url).await {
             tracing::debug!(%reason, "the OS keyring did not delete the tokens");
         }
     }
@@ -173,7 +178,7 @@ pub async fn remove(url: &str) -> Result<Option<Grant>, AuthError> {
 /// The access token to send to `url`: the stored one while it is fresh, else refreshed
 /// first. `None` when nothing is stored (the server may need no login at all).
 pub async fn token_for(url: &str) -> Result<Option<String>, AuthError> {
-    let Some(grant) = load(url) else {
+    let Some(grant) = load(url).await else {
         return Ok(None);
     };
     if grant.lacks_secrets() {
@@ -198,7 +203,7 @@ pub async fn refresh(url: &str, rejected: &str) -> Result<String, AuthError> {
     let grant = grants
         .get_mut(url)
         .ok_or_else(|| needs_login("no token is stored"))?;
-    *grant = with_secrets(grant.clone());
+    *grant = with_secrets(grant.clone()).await;
     if grant.lacks_secrets() {
         return Err(keyring_silent(url));
     }
@@ -232,7 +237,7 @@ pub async fn refresh(url: &str, rejected: &str) -> Result<String, AuthError> {
         Ok(token) => {
             grant.take(token);
             // The old refresh token is spent: the new one is kept, in the file if it must.
-            if let Err(e) = place(grant) {
+            if let Err(e) = place(grant).await {
                 tracing::warn!(error = %e, "the rotated tokens go to the 0600 file");
             }
             let access = grant.access_token.clone();

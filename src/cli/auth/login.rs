@@ -4,6 +4,12 @@
 //! `http://localhost:PORT/callback` as the app lists it (on 127.0.0.1 and ::1); `--no-browser`
 //! prints the URL and reads the pasted redirect; `--device` (and a machine with no browser
 //! whose authorization server offers it) shows a code to enter on any device (RFC 8628).
+//!
+//! With our Client ID Metadata Document named (the server's `oauth.clientMetadataUrl`, else
+//! `MCP_LAUNCH_CLIENT_METADATA_URL`), a login to an authorization server that takes such
+//! documents uses its URL as the client id instead of registering (one that does not gets a
+//! dynamic registration as before); the redirect then must be one the hosted document lists,
+//! so the server's own port is the only one taken (`auth client-metadata` lists them).
 
 use std::time::Duration;
 
@@ -15,7 +21,10 @@ use tokio::net::TcpListener;
 use crate::auth::client::device;
 use crate::auth::client::login::{start, Flow, LoginRequest, Started};
 use crate::auth::client::{http_client, store, Grant, PreRegistered};
-use crate::config::{Loaded, OAuthClient, ServerEntry, ServerSpec};
+use crate::config::{
+    client_metadata_url_fault, Loaded, OAuthClient, ServerEntry, ServerSpec,
+    CLIENT_METADATA_URL_FORM,
+};
 use crate::output;
 
 use super::super::{load_config, CliError, GlobalArgs, Outcome};
@@ -27,6 +36,8 @@ const PORT_SPAN: u16 = 2_000;
 const CALLBACK_WAIT: Duration = Duration::from_secs(300);
 /// The callback's request head is small; more is not read.
 const HEAD_CAP: u64 = 8 * 1024;
+/// Our Client ID Metadata Document's URL for servers whose `oauth` names none.
+pub(super) const CLIENT_METADATA_ENV: &str = "MCP_LAUNCH_CLIENT_METADATA_URL";
 
 /// Log in to SERVER.
 #[derive(Debug, Args)]
@@ -118,8 +129,11 @@ pub(crate) async fn log_in(
         }
     };
     let origin = origin(loaded, entry);
+    let document = document_url(oauth)?;
     let (listeners, redirect_uri) = match oauth.and_then(|o| o.callback_port) {
         Some(port) => listen_fixed(port, &origin).await?,
+        // The hosted document lists this port's redirect URI: no other would be let in.
+        None if document.is_some() && how != How::Device => listen_own(server).await?,
         None => listen(server).await?,
     };
     let http = http_client();
@@ -128,7 +142,7 @@ pub(crate) async fn log_in(
         url,
         redirect_uri: redirect_uri.clone(),
         registered: oauth.and_then(|o| pre_registered(o, origin)),
-        metadata_document: None,
+        metadata_document: document,
         scope,
         flow: how.flow(is_headless()),
         metadata_url: oauth.and_then(|o| o.metadata_url.clone()),
@@ -216,6 +230,36 @@ fn origin(loaded: &Loaded, entry: &ServerEntry) -> String {
     format!("\"oauth\" of server {:?} in {file}", entry.name)
 }
 
+/// Our Client ID Metadata Document's URL for a server with this `oauth` block: its
+/// `clientMetadataUrl`, else [`CLIENT_METADATA_ENV`] (checked as the config's key is); none
+/// for a client registered by hand, which is used as it is.
+pub(super) fn document_url(oauth: Option<&OAuthClient>) -> Result<Option<String>, CliError> {
+    if oauth.is_some_and(|o| o.client_id.is_some()) {
+        return Ok(None);
+    }
+    if let Some(url) = oauth.and_then(|o| o.client_metadata_url.clone()) {
+        return Ok(Some(url));
+    }
+    default_document_url()
+}
+
+/// [`CLIENT_METADATA_ENV`], checked; `None` when unset or empty.
+pub(super) fn default_document_url() -> Result<Option<String>, CliError> {
+    let url = std::env::var(CLIENT_METADATA_ENV).unwrap_or_default();
+    if url.trim().is_empty() {
+        return Ok(None);
+    }
+    match client_metadata_url_fault(&url) {
+        None => Ok(Some(url)),
+        Some(why) => Err(CliError::Usage {
+            message: format!("{CLIENT_METADATA_ENV}={url:?} is refused: {why}"),
+            help: format!(
+                "make it {CLIENT_METADATA_URL_FORM}, or unset it to register dynamically"
+            ),
+        }),
+    }
+}
+
 /// The flow's view of a client registered by hand (`None` for a block naming no client).
 fn pre_registered(oauth: &OAuthClient, origin: String) -> Option<PreRegistered> {
     Some(PreRegistered {
@@ -234,7 +278,34 @@ async fn listen(server: &str) -> Result<(Vec<TcpListener>, String), CliError> {
         Err(_) => TcpListener::bind(("127.0.0.1", 0)).await?,
     };
     let port = listener.local_addr()?.port();
-    Ok((vec![listener], format!("http://127.0.0.1:{port}/callback")))
+    Ok((vec![listener], redirect_uri(port)))
+}
+
+/// The listener of the server's own port only (its redirect URI is the one our hosted Client
+/// ID Metadata Document lists).
+async fn listen_own(server: &str) -> Result<(Vec<TcpListener>, String), CliError> {
+    let port = port_of(server);
+    let why = format!("the client metadata document lists http://127.0.0.1:{port}/callback for {server}; log in again once it is free");
+    let listener = bind_exactly(port, &why).await?;
+    Ok((vec![listener], redirect_uri(port)))
+}
+
+/// Listens on 127.0.0.1:`port` and no other: a redirect URI registered or hosted names it.
+/// `why` ends the help of the error when the port is taken.
+async fn bind_exactly(port: u16, why: &str) -> Result<TcpListener, CliError> {
+    TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|e| CliError::Usage {
+            message: format!("cannot listen on 127.0.0.1:{port} for the login's redirect: {e}"),
+            help: format!(
+                "stop what holds port {port} (`ss -ltnp 'sport = :{port}'` names it): {why}"
+            ),
+        })
+}
+
+/// The redirect URI of a loopback port of ours.
+pub(super) fn redirect_uri(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/callback")
 }
 
 /// The listeners of a fixed callback port: `http://localhost:PORT/callback`, the redirect URI
@@ -242,21 +313,21 @@ async fn listen(server: &str) -> Result<(Vec<TcpListener>, String), CliError> {
 /// resolve `localhost` to either loopback address: both are listened on (::1 when the
 /// machine has it).
 async fn listen_fixed(port: u16, origin: &str) -> Result<(Vec<TcpListener>, String), CliError> {
-    let v4 = TcpListener::bind(("127.0.0.1", port))
-        .await
-        .map_err(|e| CliError::Usage {
-            message: format!("cannot listen on 127.0.0.1:{port} for the login's redirect: {e}"),
-            help: format!(
-                "stop what holds port {port} (`ss -ltnp 'sport = :{port}'` names it), or register another redirect URI with the app and set `callbackPort` in {origin}"
-            ),
-        })?;
+    let why =
+        format!("or register another redirect URI with the app and set `callbackPort` in {origin}");
+    let v4 = bind_exactly(port, &why).await?;
     let mut listeners = vec![v4];
     listeners.extend(TcpListener::bind(("::1", port)).await.ok());
-    Ok((listeners, format!("http://localhost:{port}/callback")))
+    Ok((listeners, fixed_redirect_uri(port)))
+}
+
+/// The redirect URI of a fixed callback port (`oauth.callbackPort`).
+pub(super) fn fixed_redirect_uri(port: u16) -> String {
+    format!("http://localhost:{port}/callback")
 }
 
 /// The stable port of `server` (FNV-1a of its name).
-fn port_of(server: &str) -> u16 {
+pub(super) fn port_of(server: &str) -> u16 {
     let hash = server.bytes().fold(0x811c_9dc5_u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });

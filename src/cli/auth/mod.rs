@@ -2,6 +2,7 @@
 //! servers that ask for OAuth (src/auth/client); `approve|clients|revoke` — the operator's side
 //! of the built-in authorization server of `serve --http --auth oauth` (src/auth/server).
 
+mod client_metadata;
 mod login;
 mod operator;
 
@@ -40,6 +41,12 @@ pub enum AuthAction {
     Login(login::LoginArgs),
     /// Every server logged in to: issuer, client, scopes, expiry.
     Status,
+    /// Print the Client ID Metadata Document to host at your URL (`oauth.clientMetadataUrl`
+    /// or MCP_LAUNCH_CLIENT_METADATA_URL): logins then name it as their client instead of
+    /// registering, where the authorization server takes such documents.
+    ///
+    /// Example: mcp-launch auth client-metadata --url https://me.example/mcp-launch.json > client.json
+    ClientMetadata(client_metadata::ClientMetadataArgs),
     /// Forget SERVER's tokens (revoking them where its authorization server offers it).
     Logout {
         /// The server's name in the config (or its URL).
@@ -66,7 +73,8 @@ pub enum AuthAction {
 pub async fn run(args: AuthArgs, global: &GlobalArgs) -> Result<Outcome, CliError> {
     match args.action {
         AuthAction::Login(login) => login::run(login, global).await,
-        AuthAction::Status => remote::status(global),
+        AuthAction::Status => remote::status(global).await,
+        AuthAction::ClientMetadata(args) => client_metadata::run(args, global).await,
         AuthAction::Logout { server } => remote::logout(&server, global).await,
         AuthAction::Approve { request } => {
             operator::run(Operator::Approve { request }, global, args.state).await

@@ -8,8 +8,8 @@ use crate::output::{self, style};
 use super::super::{CliError, GlobalArgs, Outcome};
 use super::login;
 
-pub(super) fn status(global: &GlobalArgs) -> Result<Outcome, CliError> {
-    let grants = store::all();
+pub(super) async fn status(global: &GlobalArgs) -> Result<Outcome, CliError> {
+    let grants = store::all().await;
     if global.json {
         let servers: Vec<Value> = grants.iter().map(grant_json).collect();
         output::print_json(&json!({"success": true, "servers": servers}))?;
@@ -77,6 +77,7 @@ fn expiry_text(at: Option<u64>) -> String {
 
 pub(super) async fn logout(server: &str, global: &GlobalArgs) -> Result<Outcome, CliError> {
     let found = store::all()
+        .await
         .into_iter()
         .find(|g| g.server == server || g.url == server);
     let Some(grant) = found else {

@@ -58,6 +58,8 @@ const SCRUBBED_ENV: &[&str] = &[
     // OAuth tokens go to the 0600 file unless a test gives the process a keyring's bus.
     "DBUS_SESSION_BUS_ADDRESS",
     "MCP_LAUNCH_TOKEN_STORE",
+    // Logins register dynamically unless a test names our client metadata document.
+    "MCP_LAUNCH_CLIENT_METADATA_URL",
 ];
 
 enum StderrRule {
