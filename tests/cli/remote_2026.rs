@@ -14,24 +14,31 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-/// The fixture over HTTP on a free port, in its own process group; killed on drop.
-struct Fixture {
+/// A server of the Python SDK over HTTP on a free port, in its own process group; killed on
+/// drop.
+pub(crate) struct Fixture {
     child: Child,
     port: u16,
 }
 
 impl Fixture {
+    /// The conformance fixture.
     fn start() -> Fixture {
+        Fixture::serve("conformance_server.py")
+    }
+
+    /// `tests/fixtures/SCRIPT --http PORT`, once it listens.
+    pub(crate) fn serve(script: &str) -> Fixture {
         let port = free_port();
         let child = Command::new(sdk_python())
-            .arg(manifest_dir().join("tests/fixtures/conformance_server.py"))
+            .arg(manifest_dir().join("tests/fixtures").join(script))
             .args(["--http", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
-            .expect("start the conformance fixture");
+            .expect("start the fixture");
         let fixture = Fixture { child, port };
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -44,7 +51,7 @@ impl Fixture {
         fixture
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 }

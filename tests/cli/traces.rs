@@ -158,6 +158,14 @@ fn upstream_meta(cmd: &Cmd) -> Value {
     calls[0]["params"]["_meta"].clone()
 }
 
+/// The Python client's `traced` call through the HTTP gateway at `url`, with `extra` flags.
+fn traced_call(cmd: &Cmd, url: &str, extra: &[&str]) -> Value {
+    let tp = traceparent();
+    let mut args = vec!["traced", "--http", url, "--traceparent", &tp];
+    args.extend(extra);
+    drive(cmd.dir(), &args)
+}
+
 /// The gateway's span (server) and the upstream call's (client), with the checks both
 /// transports share: one trace from the client's span to the upstream's `_meta`.
 fn check_the_chain(cmd: &Cmd, receiver: &Receiver, transport: &str) -> (Span, Span) {
@@ -235,16 +243,7 @@ fn the_http_traceparent_header_is_taken_when_meta_carries_none() {
     let receiver = Receiver::start();
     let cmd = project();
     let (_gateway, url) = http_gateway(&cmd, &["--otlp", &receiver.url()]);
-    let tp = traceparent();
-    let args = [
-        "traced",
-        "--http",
-        &url,
-        "--traceparent",
-        &tp,
-        "--trace-header",
-    ];
-    let out = drive(cmd.dir(), &args);
+    let out = traced_call(&cmd, &url, &["--trace-header"]);
     assert_eq!(out["echo"], json!(["traced"]), "{out}");
     check_the_chain(&cmd, &receiver, "tcp");
 }
@@ -289,6 +288,34 @@ fn check_the_chain_named(cmd: &Cmd, receiver: &Receiver) -> (Span, Span) {
         format!("00-{TRACE}-{}-01", hex(&client.span_id))
     );
     (server, client)
+}
+
+/// Towards an HTTP upstream the trace context travels in the W3C headers: the upstream (a
+/// server on the official Python SDK, which reports the headers its call came with) gets a
+/// `traceparent` whose parent is our client span.
+#[test]
+fn an_http_upstream_gets_the_trace_context_in_its_request_headers() {
+    let receiver = Receiver::start();
+    let upstream = crate::remote_2026::Fixture::serve("header_server.py");
+    let cmd = Cmd::new()
+        .config_json(json!({"mcpServers": {"remote": {"type": "http", "url": upstream.url()}}}))
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    let (_gateway, url) = http_gateway(&cmd, &["--otlp", &receiver.url()]);
+    let out = traced_call(&cmd, &url, &["--call", "remote__trace_headers"]);
+    let seen: Value = serde_json::from_str(out["echo"][0].as_str().unwrap_or("null"))
+        .unwrap_or_else(|e| panic!("the upstream's answer is its headers ({e}): {out}"));
+    let client = receiver.span_named("tools/call trace_headers").span;
+    assert_eq!(client.kind, 3, "CLIENT");
+    assert_eq!(attribute(&client, "network.transport"), "tcp");
+    assert_eq!(
+        seen["traceparent"],
+        format!("00-{TRACE}-{}-01", hex(&client.span_id)),
+        "the upstream's parent is our client span: {seen}"
+    );
+    assert_eq!(seen["tracestate"], "client=1", "{seen}");
+    let gateway = receiver.span_named("tools/call remote__trace_headers").span;
+    assert_eq!(hex(&client.parent_span_id), hex(&gateway.span_id));
+    assert_eq!(hex(&gateway.parent_span_id), CLIENT_SPAN);
 }
 
 #[test]
