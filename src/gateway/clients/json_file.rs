@@ -114,17 +114,31 @@ impl<'a> Moves<'a> {
         // `remove` takes the comments after the server to the end of its line with it (`"a":
         // {…}, // note`): they go with the server, as block comments (a line comment would
         // swallow the comma printed after the value).
-        let beside = same_line_comments(&prop);
-        prop.remove();
-        let taken: Vec<String> = beside
-            .into_iter()
-            .filter(|comment| comment.parent().is_none())
-            .map(|comment| as_block_comment(&comment.raw_value()))
+        // A block comment that ends on the server's line before it (`/* … */ "a": {…}`), or
+        // one between its name and value, goes with it too, in front of its value.
+        let before = same_line_comments(prop.previous_siblings());
+        let after = same_line_comments(prop.next_siblings());
+        let inside: Vec<String> = (prop.children().into_iter())
+            .filter_map(|child| match child {
+                CstNode::Leaf(CstLeafNode::Comment(comment)) => {
+                    Some(as_block_comment(&comment.raw_value()))
+                }
+                _ => None,
+            })
             .collect();
-        let value = match taken.is_empty() {
-            true => value,
-            false => format!("{value} {}", taken.join(" ")),
+        prop.remove();
+        let taken = |comments: Vec<CstComment>| -> Vec<String> {
+            comments
+                .into_iter()
+                .filter(|comment| comment.parent().is_none())
+                .map(|comment| as_block_comment(&comment.raw_value()))
+                .collect()
         };
+        let mut before = taken(before);
+        before.reverse();
+        let value = [before, inside, vec![value], taken(after)]
+            .concat()
+            .join(" ");
         self.pending.push((format!("\"{placeholder}\""), value));
     }
 
@@ -146,10 +160,11 @@ impl<'a> Moves<'a> {
     }
 }
 
-/// The comments after `prop` on its line.
-fn same_line_comments(prop: &CstObjectProp) -> Vec<CstComment> {
+/// The comments among `siblings` up to the line's end: a prop's `next_siblings` (the comments
+/// after it on its line) or its `previous_siblings` (those before it, nearest first).
+fn same_line_comments(siblings: impl Iterator<Item = CstNode>) -> Vec<CstComment> {
     let mut comments = Vec::new();
-    for sibling in prop.next_siblings() {
+    for sibling in siblings {
         match sibling {
             CstNode::Leaf(CstLeafNode::Comment(comment)) => comments.push(comment),
             CstNode::Leaf(CstLeafNode::Newline(_)) => break,

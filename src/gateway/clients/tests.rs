@@ -651,3 +651,30 @@ fn a_comment_inside_a_vscode_server_moves_aside_with_it_and_back() {
     );
     assert!(!back.contains(FRONTED_KEY), "{back}");
 }
+
+/// Found by the `client_config` fuzz target (its 10 M run): a block comment ending on a
+/// server's line before it was lost when `--write` set the server aside, and one between its
+/// name and value when `--unwrite` put it back (`fuzz/corpus/client_config/
+/// vscode-block-comment-trailing-space`).
+#[test]
+fn a_block_comment_before_a_server_on_its_line_goes_aside_with_it_and_back() {
+    let home = temp_home();
+    let old =
+        "{\n  \"servers\": {\n    /* the clock \n*/    \"time\": {\"command\": \"uvx\"},\n    \
+               \"b\": {\"command\": \"x\"}\n  }\n}\n";
+    let file = home.put(Client::VsCode, old);
+    home.write(Client::VsCode, &["time"]).unwrap();
+    let written = read(&file);
+    assert!(
+        written.contains("\"time\": /* the clock \n*/ {\"command\": \"uvx\"}"),
+        "{written}"
+    );
+    home.unwrite(Client::VsCode).unwrap();
+    let undone = read(&file);
+    assert_eq!(undone.matches("/* the clock \n*/").count(), 1, "{undone}");
+    let options = Default::default();
+    assert_eq!(
+        jsonc_parser::parse_to_value(&undone, &options).ok(),
+        jsonc_parser::parse_to_value(old, &options).ok()
+    );
+}
