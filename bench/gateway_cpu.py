@@ -124,6 +124,7 @@ class HttpConnection:
         self.port, self.session, self.ids = port, session, ids
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
+        self.extra_head: list[str] = []  # more header lines (`bench/traces.py`: traceparent)
 
     async def post(self, body: dict) -> tuple[dict, dict | None]:
         if self.writer is None:
@@ -134,6 +135,7 @@ class HttpConnection:
                 "MCP-Protocol-Version: 2025-11-25", f"Content-Length: {len(data)}"]
         if self.session:
             head.append(f"Mcp-Session-Id: {self.session}")
+        head += self.extra_head
         self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
         await self.writer.drain()
         status = await self.reader.readline()

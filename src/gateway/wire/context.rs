@@ -2,6 +2,9 @@
 //! which tools it may reach, what a stateless-revision client's server must see, and where its
 //! log messages go.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
+
 use rmcp::model::InputResponses;
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
@@ -65,11 +68,35 @@ pub(super) fn scope_from(
 ) -> crate::outputs::ClientScope {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let session = header("mcp-session-id").filter(|_| !stateless);
-    let id = session
-        .map(|session| format!("session:{session}"))
-        .or_else(|| header("authorization").map(|key| format!("key:{key}")))
+    if let Some(session) = session {
+        return session_scope(session);
+    }
+    let id = header("authorization")
+        .map(|key| format!("key:{key}"))
         .unwrap_or_else(|| "http".into());
     crate::outputs::ClientScope::new(&id)
+}
+
+/// How many sessions' scopes are kept hashed (emptied when full: sessions end, ids do not
+/// come back).
+const SCOPES_KEPT: usize = 1024;
+
+/// The scope of the session `session`, hashed once per session: every call of a session has
+/// the same, and hashing it per call (SHA-256 and hex) was ~4 % of the gateway's instructions
+/// per HTTP `tools/call`. Only session ids are kept (rmcp holds them anyway), never keys.
+fn session_scope(session: &str) -> crate::outputs::ClientScope {
+    static KNOWN: LazyLock<Mutex<HashMap<String, crate::outputs::ClientScope>>> =
+        LazyLock::new(Mutex::default);
+    let mut known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(scope) = known.get(session) {
+        return scope.clone();
+    }
+    if known.len() >= SCOPES_KEPT {
+        known.clear();
+    }
+    let scope = crate::outputs::ClientScope::new(&format!("session:{session}"));
+    known.insert(session.to_string(), scope.clone());
+    scope
 }
 
 /// What the server must see of a request of a stateless-revision client (its `_meta` members
@@ -118,5 +145,17 @@ mod tests {
         assert_ne!(stateless.hash(), in_session.hash());
         let keyed = scope_from(&headers(&[("authorization", "Bearer k")]), true);
         assert_eq!(stateless.hash(), keyed.hash(), "the key is what it proved");
+    }
+
+    /// A session's scope is hashed once and kept: the kept one is the one hashed afresh, and
+    /// another session's is its own.
+    #[test]
+    fn a_sessions_kept_scope_is_the_scope_of_that_session() {
+        let fresh = crate::outputs::ClientScope::new("session:s-kept");
+        let named = headers(&[("mcp-session-id", "s-kept")]);
+        assert_eq!(scope_from(&named, false), fresh);
+        assert_eq!(scope_from(&named, false), fresh, "kept");
+        let other = scope_from(&headers(&[("mcp-session-id", "s-other")]), false);
+        assert_ne!(other, fresh);
     }
 }

@@ -172,7 +172,9 @@ impl ServerHandler for Handler {
                     trace: traced::relayed(&context),
                 };
                 // The task's call is spawned in this span: its upstream call is its child.
-                let made = self.call_as_task(&request.name, arguments, caller);
+                // Boxed: held inline, it made this whole answer's future (copied twice per
+                // call by `timed`) as large as itself.
+                let made = Box::pin(self.call_as_task(&request.name, arguments, caller));
                 return made.instrument(span).await;
             }
             let link = link::PeerLink::new(
@@ -191,9 +193,10 @@ impl ServerHandler for Handler {
                 trace: traced::relayed(&context),
             };
             // Boxed, as `Wire` boxes the whole answer: over HTTP rmcp takes this handler
-            // itself, and moves its future through its wrappers.
-            let call = self.gateway.call_tool(&request.name, arguments, caller);
-            let outcome = Box::pin(call.instrument(span.clone())).await;
+            // itself, and moves its future through its wrappers. Boxed before it is wrapped:
+            // the wrapper then moves a pointer, not the whole call path.
+            let call = Box::pin(self.gateway.call_tool(&request.name, arguments, caller));
+            let outcome = crate::observe::trace::within(span.clone(), call).await;
             traced::record(&span, &outcome);
             let raw = match outcome {
                 Ok(raw) => raw,

@@ -65,6 +65,9 @@ pub fn span(call: &Call) -> Span {
         Transport::Pipe => "pipe",
         Transport::Tcp => "tcp",
     };
+    // Every attribute known now is given at creation: each `record` afterwards is a visit of
+    // the span by the OpenTelemetry layer (a lookup, a lock, the attribute list grown).
+    let session = call.session.map(digest);
     let span = tracing::info_span!(
         target: TARGET,
         "mcp",
@@ -72,32 +75,16 @@ pub fn span(call: &Call) -> Span {
         otel.kind = kind,
         mcp.method.name = call.method,
         network.transport = transport,
-        network.protocol.name = Empty,
-        gen_ai.tool.name = Empty,
-        gen_ai.operation.name = Empty,
-        jsonrpc.request.id = Empty,
-        mcp.session.id = Empty,
-        mcp_launch.server = Empty,
+        network.protocol.name = (call.transport == Transport::Tcp).then_some("http"),
+        gen_ai.tool.name = call.tool,
+        gen_ai.operation.name = call.tool.map(|_| "execute_tool"),
+        jsonrpc.request.id = call.request_id,
+        mcp.session.id = session.as_deref(),
+        mcp_launch.server = call.server,
         error.type = Empty,
         otel.status_code = Empty,
         otel.status_description = Empty,
     );
-    if call.transport == Transport::Tcp {
-        span.record("network.protocol.name", "http");
-    }
-    if let Some(tool) = call.tool {
-        span.record("gen_ai.tool.name", tool);
-        span.record("gen_ai.operation.name", "execute_tool");
-    }
-    if let Some(id) = call.request_id {
-        span.record("jsonrpc.request.id", id);
-    }
-    if let Some(session) = call.session {
-        span.record("mcp.session.id", digest(session).as_str());
-    }
-    if let Some(server) = call.server {
-        span.record("mcp_launch.server", server);
-    }
     call.carrier.adopt_into(&span);
     span
 }
@@ -125,10 +112,12 @@ pub fn record_result(span: &Span, result: &serde_json::Value) {
 /// The first 16 hex digits of the SHA-256 of a session id: the same session reads the same
 /// in every span, and the id itself (enough to continue the session) is never exported.
 fn digest(session: &str) -> String {
-    Sha256::digest(session.as_bytes())[..8]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    use std::fmt::Write as _;
+    let mut shown = String::with_capacity(16);
+    for byte in &Sha256::digest(session.as_bytes())[..8] {
+        let _ = write!(shown, "{byte:02x}");
+    }
+    shown
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 mod life;
 
@@ -252,9 +251,9 @@ impl Upstream {
         let started = Instant::now();
         let mut params = params;
         let span = super::traced::span_of(&self.name, &self.entry, method, &mut params);
+        // The span is held, not entered (`traced`): it ends when the answer is in.
         let outcome = self
             .guarded(session.request_cancellable(method, Some(params), timeout, cancel))
-            .instrument(span.clone())
             .await;
         if let Ok(outcome) = &outcome {
             super::traced::record(&span, outcome);
