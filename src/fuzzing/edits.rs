@@ -322,7 +322,8 @@ fn has_duplicate_keys(text: &str) -> bool {
     parsed.ok().and_then(|p| p.value).is_some_and(|v| walk(&v))
 }
 
-/// Every comment of `before` is in `after`.
+/// Every comment of `before` is in `after` — a line comment that went aside with its server as
+/// a block comment with any `*/` in it written `* /` (else it would end the block early).
 fn comments_kept(before: &str, after: &str) {
     let collect = CollectOptions {
         comments: CommentCollectionStrategy::Separate,
@@ -337,7 +338,9 @@ fn comments_kept(before: &str, after: &str) {
         .flat_map(|map| map.into_values());
     for group in comments {
         for comment in group.iter() {
-            assert!(after.contains(comment.text()), "comment {comment:?} lost");
+            let text = comment.text();
+            let kept = after.contains(text) || after.contains(&text.replace("*/", "* /"));
+            assert!(kept, "comment {comment:?} lost");
         }
     }
 }
