@@ -26,10 +26,13 @@ pub(super) fn add(
     serve: &ServeCommand,
     fronted: &[String],
 ) -> Result<Edit, ClientError> {
-    let mut doc = parse(text, path)?;
+    // Servers set aside before stay as their text: toml_edit would print their comment lines
+    // again, a CRLF in one (a multi-line string's) as LF.
+    let (rest, earlier) = cut_blocks(text);
+    let mut doc = parse(&rest, path)?;
     let servers = servers_table(&mut doc, path)?;
     set_entry(servers, serve);
-    let mut blocks = String::new();
+    let mut blocks: String = earlier.iter().map(|block| block.text.as_str()).collect();
     let mut set_aside = Vec::new();
     for name in fronted.iter().filter(|n| n.as_str() != ENTRY) {
         if let Some(item) = servers.remove(name) {
@@ -151,7 +154,8 @@ fn comment_block(name: &str, item: Item) -> String {
     doc.insert(SERVERS, Item::Table(servers));
     let mut block =
         format!("{BEGIN}{name} (mcp-launch serve runs it now; --unwrite puts it back)\n");
-    for line in doc.to_string().trim().lines() {
+    // Split at `\n` only: a `\r` before it (a CRLF inside a multi-line string) is kept.
+    for line in doc.to_string().trim().split('\n') {
         block.push_str(if line.is_empty() { "#" } else { "# " });
         block.push_str(line);
         block.push('\n');
@@ -219,12 +223,12 @@ fn block_name(rest: &str) -> String {
 fn uncomment(block: &Block) -> Option<Item> {
     let toml: String = block
         .text
-        .lines()
+        .split_inclusive('\n')
         .skip(1)
         .filter(|l| !l.starts_with(END))
         .map(|l| {
             let l = l.strip_prefix('#').unwrap_or(l);
-            format!("{}\n", l.strip_prefix(' ').unwrap_or(l))
+            l.strip_prefix(' ').unwrap_or(l)
         })
         .collect();
     // A block someone edited into invalid TOML stays a comment.
@@ -305,11 +309,14 @@ fn json_of(item: &Item) -> serde_json::Value {
 mod tests {
     use super::*;
 
-    /// `text` with `server` set aside (as `--write` leaves it), and then put back.
+    /// `text` with `server` set aside (as `--write` leaves it; a second write changes
+    /// nothing), and then put back.
     fn aside_and_back(text: &str, server: &str) -> (Edit, Edit) {
         let serve = ServeCommand::new("/bin/mcp-launch".into(), &[], &[], Path::new("/"));
         let path = Path::new("config.toml");
         let added = add(text, path, &serve, &[server.into()]).unwrap();
+        let again = add(&added.text, path, &serve, &[server.into()]).unwrap();
+        assert_eq!(again.text, added.text, "a second write changed it");
         let removed = remove(&added.text, path).unwrap();
         assert_eq!(removed.restored, [server]);
         (added, removed)
@@ -330,11 +337,11 @@ mod tests {
     }
 
     /// Found by the `client_config` fuzz target: a line of a multi-line string ending in a
-    /// space lost it on its way aside and back
-    /// (`fuzz/corpus/client_config/codex-toml-multiline-trailing-space`).
+    /// space, or in a CRLF, lost it on its way aside and back
+    /// (`fuzz/corpus/client_config/codex-toml-multiline-trailing-space`, `codex-toml-crlf`).
     #[test]
     fn a_server_set_aside_and_back_keeps_its_strings_trailing_spaces() {
-        let text = "[mcp_servers.time]\ncommand = '''uvx \n  mcp-server-time\t\n'''\n";
+        let text = "[mcp_servers.time]\ncommand = '''uvx \n  mcp-server-time\t\r\n'''\n";
         let (_, removed) = aside_and_back(text, "time");
         let command = |t: &str| {
             t.parse::<DocumentMut>().unwrap()["mcp_servers"]["time"]["command"]
