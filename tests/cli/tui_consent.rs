@@ -13,10 +13,6 @@ use crate::tui::{launch_on_a_free_port, Tmux};
 use crate::util::{assert_pid_gone, client_json, fault, manifest_dir, sdk_python, Cmd, BIN};
 
 #[test]
-#[ignore = "flaky (1 run in ~13 on a loaded 2-core machine): the Python SDK's OAuth client's \
-            first requests to a stack launched from the TUI sometimes end in `Server \
-            disconnected without sending a response` before the consent is asked; cause not \
-            found yet. Run it with `cargo test --test cli -- --ignored tui_consent`"]
 fn a_client_asking_a_stack_launched_from_the_tui_is_approved_there() {
     let cmd = Cmd::new();
     let config = json!({"mcpServers": {"fault": fault(&[])}});
