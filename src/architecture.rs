@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 /// Each room and its floor. A room may use rooms on lower floors only (its own files freely).
 const FLOORS: &[(&str, u8)] = &[
     ("error", 0),
+    ("client_id", 0),
     ("auth", 1),
     ("duration", 0),
     ("files", 0),

@@ -43,6 +43,7 @@ pub mod auth;
 pub mod backoff;
 pub mod catalog;
 pub mod cli;
+pub mod client_id;
 pub mod config;
 pub mod doctor;
 pub mod duration;

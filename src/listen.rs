@@ -8,17 +8,27 @@
 //!   kernel's backlog rather than costing memory;
 //! - TCP_NODELAY (a response written as headers then body otherwise stalls ~40 ms on a
 //!   kept-alive connection: Nagle's algorithm waiting for the client's delayed ACK);
+//! - an answer given before the request's body was read (a refusal, say) says
+//!   `Connection: close`: hyper cannot carry another request on that connection and closes
+//!   it, and a client told nothing reuses it and finds it closed under its next request;
 //! - graceful shutdown: on cancel, stop accepting and let requests in flight finish.
 //!
 //! The other listeners in `src/` are not HTTP: the daemon's unix socket (no Nagle there; its
 //! own line protocol and loop, `gateway::daemon`), and the ports `launch` binds only to
 //! reserve or probe them (`plan`, `tunnel`, `launcher`; those served are served here).
 
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
+use axum::http::{header, HeaderValue};
 use axum::Router;
+use bytes::Bytes;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -103,13 +113,8 @@ pub async fn serve_with(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let service =
-            app.clone()
-                .map_request(move |request: hyper::Request<hyper::body::Incoming>| {
-                    let mut request = request.map(axum::body::Body::new);
-                    request.extensions_mut().insert(ConnectInfo(peer));
-                    request
-                });
+        let app = app.clone();
+        let service = tower::service_fn(move |request| answer(app.clone(), request, peer));
         let connection =
             http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
@@ -123,6 +128,61 @@ pub async fn serve_with(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// `app`'s answer to `request` from `peer`, saying `Connection: close` when it was given
+/// before the request's body was read to its end (see the module doc).
+async fn answer(
+    app: Router,
+    request: hyper::Request<Incoming>,
+    peer: std::net::SocketAddr,
+) -> Result<axum::response::Response, Infallible> {
+    let read = (!request.body().is_end_stream()).then(|| Arc::new(AtomicBool::new(false)));
+    let mut request = request.map(|body| match &read {
+        Some(read) => axum::body::Body::new(Noted {
+            body,
+            read: Arc::clone(read),
+        }),
+        None => axum::body::Body::new(body),
+    });
+    request.extensions_mut().insert(ConnectInfo(peer));
+    let mut response = app.oneshot(request).await?;
+    if read.is_some_and(|read| !read.load(Ordering::Acquire)) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    Ok(response)
+}
+
+/// A request body that notes when it has been read to its end.
+struct Noted {
+    body: Incoming,
+    read: Arc<AtomicBool>,
+}
+
+impl Body for Noted {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.body.is_end_stream() {
+            self.read.store(true, Ordering::Release);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Whether the server side of `client`'s connection (an accepted socket of this process,
@@ -176,7 +236,16 @@ mod tests {
     use tokio::net::TcpStream;
 
     async fn server(limits: Limits) -> (String, CancellationToken) {
-        let app = Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
+        let app = Router::new()
+            .route("/healthz", axum::routing::get(|| async { "ok" }))
+            .route(
+                "/refuse",
+                axum::routing::post(|| async { axum::http::StatusCode::UNAUTHORIZED }),
+            )
+            .route(
+                "/read",
+                axum::routing::post(|body: String| async move { body }),
+            );
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let shutdown = CancellationToken::new();
@@ -254,6 +323,35 @@ mod tests {
             started.elapsed() >= Duration::from_millis(300),
             "served before a slot was free"
         );
+        shutdown.cancel();
+    }
+
+    /// The head of the answer to a POST of `body` to `path` on a kept-alive connection.
+    async fn post(addr: &str, path: &str, body: &str) -> String {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut head = vec![0; 1024];
+        let n = tcp.read(&mut head).await.unwrap();
+        String::from_utf8_lossy(&head[..n]).to_ascii_lowercase()
+    }
+
+    /// A refusal given before the body was read says the connection closes (a client told
+    /// nothing reused it and found it closed); an answer after reading it keeps it alive.
+    #[tokio::test]
+    async fn an_answer_before_the_body_was_read_closes_the_connection() {
+        let (addr, shutdown) = server(Limits::default()).await;
+        let refused = post(&addr, "/refuse", "{\"jsonrpc\":\"2.0\"}").await;
+        assert!(refused.starts_with("http/1.1 401"), "{refused}");
+        assert!(refused.contains("connection: close"), "{refused}");
+        let read = post(&addr, "/read", "hello").await;
+        assert!(read.starts_with("http/1.1 200"), "{read}");
+        assert!(!read.contains("connection: close"), "{read}");
+        let get = healthz(&addr).await;
+        assert!(get.ends_with("ok"), "{get}");
         shutdown.cancel();
     }
 }

@@ -123,38 +123,12 @@ pub(crate) fn shape(entry: &Map<String, Value>) -> Result<Option<OAuthShape<'_>>
 /// The field naming our Client ID Metadata Document, as errors name it.
 pub(crate) const CLIENT_METADATA_URL: &str = "oauth.clientMetadataUrl";
 
-/// What a Client ID Metadata Document's URL must be (draft-ietf-oauth-client-id-metadata-
-/// document §3, as the authorization servers check it): said in errors.
-pub const CLIENT_METADATA_URL_FORM: &str = "an https URL with a path (https://host/path/client.json): no fragment, no user or password, no . or .. segments, written as it is sent (lower-case host)";
+/// What a Client ID Metadata Document's URL must be, as errors say it.
+pub use crate::client_id::FORM as CLIENT_METADATA_URL_FORM;
 
 /// Why `url` cannot be a Client ID Metadata Document's URL (the client id, compared as a
 /// string by the authorization server); `None` when it can.
-pub fn client_metadata_url_fault(url: &str) -> Option<&'static str> {
-    let Ok(parsed) = reqwest::Url::parse(url) else {
-        return Some("it is not a URL");
-    };
-    let dotted = url
-        .split(['?', '#'])
-        .next()
-        .unwrap_or_default()
-        .split('/')
-        .any(|segment| segment == "." || segment == "..");
-    if parsed.scheme() != "https" {
-        Some("it is not https")
-    } else if matches!(parsed.path(), "" | "/") {
-        Some("it has no path")
-    } else if parsed.fragment().is_some() {
-        Some("it has a fragment")
-    } else if !parsed.username().is_empty() || parsed.password().is_some() {
-        Some("it carries a user or password")
-    } else if dotted {
-        Some("it has a . or .. segment")
-    } else if parsed.as_str() != url {
-        Some("it is not written as it is sent (the authorization server compares it as a string)")
-    } else {
-        None
-    }
-}
+pub use crate::client_id::fault as client_metadata_url_fault;
 
 /// The value of a string field written `name` or `alias` (not both).
 fn text<'e>(
@@ -274,27 +248,6 @@ mod tests {
             let ours = ours.unwrap().unwrap();
             assert_eq!(ours.client_metadata_url, Some(document), "{spelling}");
             assert_eq!(ours.client_id, None);
-        }
-    }
-
-    #[test]
-    fn a_client_metadata_url_is_an_https_url_with_a_path_written_as_sent() {
-        assert_eq!(
-            client_metadata_url_fault("https://me.example/mcp/client.json"),
-            None
-        );
-        for (bad, why) in [
-            ("http://me.example/client.json", "https"),
-            ("https://me.example", "path"),
-            ("https://me.example/", "path"),
-            ("https://me.example/c.json#x", "fragment"),
-            ("https://u:p@me.example/c.json", "user"),
-            ("https://me.example/a/../c.json", ". or .."),
-            ("https://ME.example/c.json", "as it is sent"),
-            ("me.example/c.json", "not a URL"),
-        ] {
-            let fault = client_metadata_url_fault(bad);
-            assert!(fault.is_some_and(|f| f.contains(why)), "{bad}: {fault:?}");
         }
     }
 

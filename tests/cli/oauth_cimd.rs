@@ -280,23 +280,24 @@ fn the_document_lists_the_logins_redirects_and_bad_urls_are_named() {
     );
     assert_eq!(printed["token_endpoint_auth_method"], "none", "{printed}");
 
-    let bad = Cmd::new().config_json(
-        json!({"mcpServers": {"remote": {"url": "https://a.example/mcp",
-        "oauth": {"clientMetadataUrl": "http://me.example/c.json"}}}}),
-    );
-    let message = refused_login(bad, &[]);
-    for named in [
-        "config.json",
-        "\"remote\"",
-        "oauth.clientMetadataUrl",
-        "https",
-    ] {
-        assert!(message.contains(named), "{named}: {message}");
+    let bad = json!({"mcpServers": {"remote": {"url": "https://a.example/mcp",
+        "oauth": {"clientMetadataUrl": "http://me.example/c.json"}}}});
+    for command in [&["login", "remote"][..], &["client-metadata"]] {
+        let message = refused(Cmd::new().config_json(bad.clone()), command, &[]);
+        for named in [
+            "config.json",
+            "\"remote\"",
+            "oauth.clientMetadataUrl",
+            "https",
+        ] {
+            assert!(message.contains(named), "{command:?}, {named}: {message}");
+        }
     }
     let plain =
         Cmd::new().config_json(json!({"mcpServers": {"remote": {"url": "https://a.example/mcp"}}}));
-    let message = refused_login(
+    let message = refused(
         plain,
+        &["login", "remote"],
         &[("MCP_LAUNCH_CLIENT_METADATA_URL", "https://me.example/")],
     );
     assert!(
@@ -305,21 +306,16 @@ fn the_document_lists_the_logins_redirects_and_bad_urls_are_named() {
     );
 }
 
-/// The message of `auth login remote` in `cmd` with `env`, refused as a usage error.
-fn refused_login(cmd: Cmd, env: &[(&str, &str)]) -> String {
-    let mut login = (cmd.cmd())
-        .args([
-            "--config",
-            "config.json",
-            "auth",
-            "login",
-            "remote",
-            "--json",
-        ])
+/// The message of `auth COMMAND…` in `cmd` with `env`, refused as a usage error.
+fn refused(cmd: Cmd, command: &[&str], env: &[(&str, &str)]) -> String {
+    let mut run = (cmd.cmd())
+        .args(["--config", "config.json", "auth"])
+        .args(command)
+        .args(["--json"])
         .status(2);
     for (name, value) in env {
-        login = login.env(name, value);
+        run = run.env(name, value);
     }
-    let out = login.run();
+    let out = run.run();
     out.json()["error"]["message"].as_str().unwrap().to_string()
 }

@@ -185,7 +185,7 @@ fn documents_that_lie_overflow_or_point_inside_are_refused() {
 
     // Without the development switch, a loopback document is not fetched at all.
     let (running, gateway_base) = gateway(&cmd, false);
-    refused(&gateway_base, "/good.json", REDIRECT, "not an https URL");
+    refused(&gateway_base, "/good.json", REDIRECT, "it is not https");
     stop(running);
 }
 

@@ -143,26 +143,7 @@ pub async fn protect(
             request.extensions_mut().insert(grant);
             next.run(request).await
         }
-        Err(refusal) => {
-            let mut response = server.refuse(&refusal);
-            // The body was not read: the connection cannot carry another request, and a
-            // client that reused it (the Python SDK's first POST, then its metadata GET) found
-            // it closed under it. Saying so makes the client open a new one.
-            if has_body(request.headers()) {
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            response
-        }
+        // An unread body: `listen` says `Connection: close` on the refusal.
+        Err(refusal) => server.refuse(&refusal),
     }
-}
-
-/// Whether a request carries a body (a length above zero, or chunked).
-fn has_body(headers: &axum::http::HeaderMap) -> bool {
-    let length = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim() != "0");
-    length || headers.contains_key(header::TRANSFER_ENCODING)
 }

@@ -7,7 +7,10 @@
 use clap::Args;
 
 use crate::auth::client::metadata_document;
-use crate::config::{client_metadata_url_fault, Loaded, ServerSpec, CLIENT_METADATA_URL_FORM};
+use crate::config::{
+    client_metadata_url_fault, ConfigError, Loaded, ServerFault, ServerSpec,
+    CLIENT_METADATA_URL_FORM,
+};
 use crate::output;
 
 use super::super::{load_config, CliError, GlobalArgs, Outcome};
@@ -67,13 +70,22 @@ fn document_at(given: Option<String>, loaded: &Loaded) -> Result<String, CliErro
     }
     let mut named = Vec::new();
     for entry in loaded.servers() {
-        if let Ok(ServerSpec::Http {
-            oauth: Some(oauth), ..
-        }) = &entry.spec
-        {
-            if let Some(url) = &oauth.client_metadata_url {
-                push_new(&mut named, url.clone());
+        match &entry.spec {
+            Ok(ServerSpec::Http {
+                oauth: Some(oauth), ..
+            }) => {
+                if let Some(url) = &oauth.client_metadata_url {
+                    push_new(&mut named, url.clone());
+                }
             }
+            // A document URL the config names but cannot be one: say so, not "none named".
+            Err(
+                error @ ConfigError::InvalidServer {
+                    fault: ServerFault::BadClientIdUrl { .. },
+                    ..
+                },
+            ) => return Err(CliError::Config(error.clone())),
+            _ => {}
         }
     }
     match named.as_slice() {

@@ -82,6 +82,13 @@ impl CallRequest {
     }
 }
 
+/// Which file `path` names (device and inode), when there is one.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    Some((meta.dev(), meta.ino()))
+}
+
 /// A connection to a gateway's socket.
 pub struct Client {
     socket: PathBuf,
@@ -94,11 +101,16 @@ impl Client {
     /// Connects to `socket`; `None` when no gateway listens there (a file a dead gateway left
     /// is removed).
     pub async fn connect(socket: &Path) -> Result<Option<Client>, DaemonError> {
+        let tried = file_id(socket);
         let stream = match UnixStream::connect(socket).await {
             Ok(stream) => stream,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                let _ = std::fs::remove_file(socket);
+                // Only the file that refused: a gateway that linked its socket into place
+                // meanwhile keeps it.
+                if tried.is_some() && file_id(socket) == tried {
+                    let _ = std::fs::remove_file(socket);
+                }
                 return Ok(None);
             }
             Err(source) => {
