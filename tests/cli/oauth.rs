@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::oauth_preregistered::watch_login;
 use crate::util::*;
 
 /// The fixture on a free port, in its own process group; killed on drop.
@@ -104,63 +105,30 @@ fn login_with(dir: &std::path::Path, server: &str, more: &[&str]) -> (Value, Str
     login_in(dir, server, more, &[])
 }
 
-/// [`login_with`] with variables for the process (none of the caller's D-Bus session or token
-/// store choice reaches it otherwise: tokens go to the file unless a test gives it a keyring).
+/// [`login_with`] with variables for the process (`watch_login` keeps the caller's D-Bus
+/// session and token store choice from it: tokens go to the file unless `env` says
+/// otherwise).
 pub(crate) fn login_in(
     dir: &std::path::Path,
     server: &str,
     more: &[&str],
     env: &[(&str, &str)],
 ) -> (Value, String, String) {
-    let mut child = Command::new(BIN)
-        .args([
-            "--config",
-            "config.json",
-            "auth",
-            "login",
-            server,
-            "--no-browser",
-            "--json",
-        ])
-        .args(more)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env_remove("XDG_STATE_HOME")
-        .env("XDG_CACHE_HOME", dir.join(".cache"))
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .env_remove("MCP_LAUNCH_TOKEN_STORE")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start auth login");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let mut said = String::new();
-    let url = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "login printed no URL: {said}"
-        );
-        if line.starts_with("http") {
-            break line.trim().to_string();
+    let flags: Vec<&str> = ["--no-browser"].iter().chain(more).copied().collect();
+    let mut shown = None;
+    let (ok, stdout, said) = watch_login(dir, server, &flags, env, |line, said, child| {
+        if shown.is_none() && line.starts_with("http") {
+            let redirect = authorize(line.trim());
+            writeln!(child.stdin.take().unwrap(), "{redirect}").unwrap();
+            shown = Some((line.trim().to_string(), said.to_string()));
         }
-        said.push_str(&line);
-    };
+    });
+    let (url, before) = shown.unwrap_or_else(|| panic!("login printed no URL: {said}"));
+    assert!(ok, "login failed: {stdout}\n{said}");
     assert!(url.contains("code_challenge_method=S256"), "{url}");
     assert!(url.contains("resource="), "no resource indicator: {url}");
-    let redirect = authorize(&url);
-    writeln!(child.stdin.take().unwrap(), "{redirect}").unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "login failed: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let printed = serde_json::from_slice(&out.stdout).expect("login JSON");
-    (printed, url, said)
+    let printed = serde_json::from_str(&stdout).expect("login JSON");
+    (printed, url, before)
 }
 
 /// `call prot TOOL {"message":"hi"} --json` with the test's config.

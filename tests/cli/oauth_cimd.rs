@@ -97,13 +97,18 @@ fn consent(gateway: &Cmd, authorize_url: &str) -> String {
 
 /// `auth login SERVER --no-browser` in `client` with `env`, the person played: its JSON.
 fn login(gateway: &Cmd, client: &Cmd, env: &[(&str, &str)]) -> Value {
-    let (ok, stdout, said) =
-        watch_login(client, SERVER, &["--no-browser"], env, |line, _, child| {
+    let (ok, stdout, said) = watch_login(
+        client.dir(),
+        SERVER,
+        &["--no-browser"],
+        env,
+        |line, _, child| {
             if line.starts_with("http") {
                 let redirect = consent(gateway, line.trim());
                 writeln!(child.stdin.take().unwrap(), "{redirect}").unwrap();
             }
-        });
+        },
+    );
     assert!(ok, "login failed: {stdout}\n{said}");
     serde_json::from_str(&stdout).expect("login's JSON")
 }
@@ -204,11 +209,12 @@ fn a_login_names_our_hosted_document_where_the_server_takes_them_else_registers(
     let added = Cmd::new().config_json(json!({"mcpServers": {unlisted: {
         "url": format!("{base}/mcp"), "oauth": {"clientMetadataUrl": url}}}}));
     let flags = ["--no-browser"];
-    let (ok, stdout, said) = watch_login(&added, unlisted, &flags, &trusted, |line, _, child| {
-        if let (true, Some(mut stdin)) = (line.starts_with("http"), child.stdin.take()) {
-            let _ = writeln!(stdin, "the browser was sent: the document went unchecked");
-        }
-    });
+    let (ok, stdout, said) =
+        watch_login(added.dir(), unlisted, &flags, &trusted, |line, _, child| {
+            if let (true, Some(mut stdin)) = (line.starts_with("http"), child.stdin.take()) {
+                let _ = writeln!(stdin, "the browser was sent: the document went unchecked");
+            }
+        });
     assert!(!ok, "{stdout}\n{said}");
     let error: Value = serde_json::from_str(&stdout).expect("the error as JSON");
     assert_eq!(error["error"]["type"], "auth_client_rejected", "{error}");

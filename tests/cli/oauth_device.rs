@@ -128,7 +128,7 @@ fn person(complete_uri: &str, approve: bool) -> String {
 /// `auth login gw` with `flags`, with no display (a headless machine): the person is played
 /// on the URI it shows (approving or not); whether it succeeded, its stdout and stderr.
 fn login(cmd: &Cmd, flags: &[&str], approve: bool) -> (bool, String, String) {
-    watch_login(cmd, "gw", flags, &[], |line, _, _| {
+    watch_login(cmd.dir(), "gw", flags, &[], |line, _, _| {
         if let Some(rest) = line.trim().strip_prefix("(or open ") {
             let uri = rest
                 .split_whitespace()

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
@@ -35,7 +36,7 @@ fn browse(url: &str, until: &str) -> Result<String, String> {
 /// (stdout, stderr) and whether it succeeded; the browser is played when it prints a URL.
 fn login(cmd: &Cmd, server: &str, env: &[(&str, &str)], until: &str) -> (bool, String, String) {
     let flags = ["--no-browser"];
-    watch_login(cmd, server, &flags, env, |line, said, child| {
+    watch_login(cmd.dir(), server, &flags, env, |line, said, child| {
         if line.starts_with("http") {
             let redirect = browse(line.trim(), until)
                 .unwrap_or_else(|page| panic!("{page}\nlogin said: {said}"));
@@ -44,12 +45,13 @@ fn login(cmd: &Cmd, server: &str, env: &[(&str, &str)], until: &str) -> (bool, S
     })
 }
 
-/// `auth login SERVER --json` with `flags` in `cmd`'s directory (its own home, the config
-/// `config.json`) with `env`, and no display: each line it writes on stderr goes to `on_line`
+/// `auth login SERVER --json` with `flags` in `dir` (its own home, the config `config.json`)
+/// with `env`, and no display, D-Bus session or token store choice of the caller's (tokens go
+/// to the file unless `env` gives it a keyring): each line it writes on stderr goes to `on_line`
 /// with what it said before and the child (to answer on its stdin). Whether it succeeded,
 /// its stdout and its stderr.
 pub(crate) fn watch_login(
-    cmd: &Cmd,
+    dir: &Path,
     server: &str,
     flags: &[&str],
     env: &[(&str, &str)],
@@ -58,10 +60,12 @@ pub(crate) fn watch_login(
     let mut child = Command::new(BIN)
         .args(["--config", "config.json", "auth", "login", server, "--json"])
         .args(flags)
-        .current_dir(cmd.dir())
-        .env("HOME", cmd.dir())
+        .current_dir(dir)
+        .env("HOME", dir)
         .env_remove("XDG_STATE_HOME")
-        .env("XDG_CACHE_HOME", cmd.dir().join(".cache"))
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env_remove("MCP_LAUNCH_TOKEN_STORE")
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
         .env_remove("MCP_LAUNCH_CLIENT_METADATA_URL")
