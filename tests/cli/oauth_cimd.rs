@@ -14,12 +14,12 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::oauth_device::exchange;
+use crate::oauth_device::{device_login, exchange};
 use crate::oauth_preregistered::watch_login;
 use crate::serve::eventually;
 use crate::serve_oauth_cimd::gateway_with;
 use crate::serve_oauth_ts::loopback_certificate;
-use crate::serve_oidc::stop;
+use crate::serve_oidc::{stop, Provider};
 use crate::util::*;
 
 /// The server's name in the clients' configs: its loopback port (derived from the name) is
@@ -324,4 +324,48 @@ fn refused(cmd: Cmd, command: &[&str], env: &[(&str, &str)]) -> String {
     }
     let out = run.run();
     out.json()["error"]["message"].as_str().unwrap().to_string()
+}
+
+/// Device authorization by our document: the certified OpenID provider, taking both Client ID
+/// Metadata Documents (its `clientIdMetadataDocument` feature) and device logins, in front of
+/// a gateway delegating to it. `auth login --device` names the hosted document as its client
+/// (no registration: the provider offers none), the provider fetches it, the person approves
+/// on the provider's pages, and a tool is called with the token.
+#[test]
+fn a_device_login_names_our_hosted_document_as_its_client() {
+    let host = Cmd::new();
+    let (cert, key) = loopback_certificate(host.dir());
+    let root = host.path("hosted");
+    std::fs::create_dir_all(&root).unwrap();
+    let documents = Documents::serve(&root, &cert, &key);
+    let url = format!("https://127.0.0.1:{}/mcp-launch.json", documents.port);
+    let trusted = [("NODE_EXTRA_CA_CERTS", cert.as_str())];
+    let provider = Provider::start_in(&["--device", "1", "--cimd", "1"], &trusted);
+    let served = Cmd::new().config_json(json!({"mcpServers": {"fault": fault(&[])}}));
+    let (_gateway, base) = crate::serve_oidc::gateway(&served, &provider, &["--mode", "full"]);
+
+    let by_document = client(
+        &base,
+        json!({"clientMetadataUrl": url, "scopes": "tools:all"}),
+    );
+    let printed = (by_document.cmd())
+        .args([
+            "--config",
+            "config.json",
+            "auth",
+            "client-metadata",
+            "--json",
+        ])
+        .run();
+    std::fs::write(root.join("mcp-launch.json"), &printed.stdout).unwrap();
+    let env = [("SSL_CERT_FILE", cert.as_str())];
+    let (ok, stdout, said) = device_login(&by_document, SERVER, &["--device"], &env, true);
+    assert!(ok, "login failed: {stdout}\n{said}");
+    assert!(said.contains("enter the code"), "{said}");
+    assert_eq!(
+        client_id(&by_document),
+        url,
+        "it did not log in as the document"
+    );
+    echo(&by_document);
 }

@@ -101,7 +101,7 @@ fn hidden_form(page: &str, extra: &[(&str, &str)]) -> String {
 
 /// The person: opens the URI that carries the code, confirms it, then approves (logs in and
 /// consents through the fixture's interaction hook) or aborts. The last page.
-fn person(complete_uri: &str, approve: bool) -> String {
+pub(crate) fn person(complete_uri: &str, approve: bool) -> String {
     let mut cookies = BTreeMap::new();
     let (status, _, page) = exchange(&mut cookies, "GET", complete_uri, None);
     assert_eq!(status, 200, "the code's page: {page}");
@@ -128,7 +128,20 @@ fn person(complete_uri: &str, approve: bool) -> String {
 /// `auth login gw` with `flags`, with no display (a headless machine): the person is played
 /// on the URI it shows (approving or not); whether it succeeded, its stdout and stderr.
 fn login(cmd: &Cmd, flags: &[&str], approve: bool) -> (bool, String, String) {
-    watch_login(cmd.dir(), "gw", flags, &[], |line, _, _| {
+    device_login(cmd, "gw", flags, &[], approve)
+}
+
+/// `auth login SERVER` with `flags` and `env` in `cmd`, with no display: the person is
+/// played on the device URI it shows (approving or not); whether it succeeded, its stdout and
+/// its stderr.
+pub(crate) fn device_login(
+    cmd: &Cmd,
+    server: &str,
+    flags: &[&str],
+    env: &[(&str, &str)],
+    approve: bool,
+) -> (bool, String, String) {
+    watch_login(cmd.dir(), server, flags, env, |line, _, _| {
         if let Some(rest) = line.trim().strip_prefix("(or open ") {
             let uri = rest
                 .split_whitespace()

@@ -28,6 +28,11 @@ impl Provider {
 
     /// The provider with the fixture's flags (`--callback-port N`).
     pub(crate) fn start_with(flags: &[&str]) -> Provider {
+        Provider::start_in(flags, &[])
+    }
+
+    /// [`Provider::start_with`] with variables for its process (`NODE_EXTRA_CA_CERTS`).
+    pub(crate) fn start_in(flags: &[&str], env: &[(&str, &str)]) -> Provider {
         let deps = manifest_dir().join(".deps/oidc");
         assert!(
             deps.join("node_modules/oidc-provider/package.json")
@@ -41,6 +46,7 @@ impl Provider {
             .arg("--deps")
             .arg(&deps)
             .args(flags)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
