@@ -113,6 +113,22 @@ fn login(gateway: &Cmd, client: &Cmd, env: &[(&str, &str)]) -> Value {
     serde_json::from_str(&stdout).expect("login's JSON")
 }
 
+/// Hosts the document `auth client-metadata` prints for `client` as `root`/mcp-launch.json:
+/// the document.
+fn host_document(client: &Cmd, root: &std::path::Path) -> Value {
+    let printed = (client.cmd())
+        .args([
+            "--config",
+            "config.json",
+            "auth",
+            "client-metadata",
+            "--json",
+        ])
+        .run();
+    std::fs::write(root.join("mcp-launch.json"), &printed.stdout).unwrap();
+    printed.json()
+}
+
 /// A client project naming the gateway with `oauth` (none when null).
 fn client(base: &str, oauth: Value) -> Cmd {
     let mut entry = json!({"url": format!("{base}/mcp")});
@@ -163,18 +179,8 @@ fn a_login_names_our_hosted_document_where_the_server_takes_them_else_registers(
 
     // The server's own key: the document printed is the one hosted.
     let by_key = client(&base, json!({"clientMetadataUrl": url}));
-    let printed = (by_key.cmd())
-        .args([
-            "--config",
-            "config.json",
-            "auth",
-            "client-metadata",
-            "--json",
-        ])
-        .run();
-    let document: Value = printed.json();
+    let document = host_document(&by_key, &root);
     assert_eq!(document["client_id"], url.as_str(), "{document}");
-    std::fs::write(root.join("mcp-launch.json"), &printed.stdout).unwrap();
     let trusted = [("SSL_CERT_FILE", cert.as_str())];
     login(&gateway, &by_key, &trusted);
     assert_eq!(client_id(&by_key), url, "it registered instead");
@@ -348,16 +354,7 @@ fn a_device_login_names_our_hosted_document_as_its_client() {
         &base,
         json!({"clientMetadataUrl": url, "scopes": "tools:all"}),
     );
-    let printed = (by_document.cmd())
-        .args([
-            "--config",
-            "config.json",
-            "auth",
-            "client-metadata",
-            "--json",
-        ])
-        .run();
-    std::fs::write(root.join("mcp-launch.json"), &printed.stdout).unwrap();
+    host_document(&by_document, &root);
     let env = [("SSL_CERT_FILE", cert.as_str())];
     let (ok, stdout, said) = device_login(&by_document, SERVER, &["--device"], &env, true);
     assert!(ok, "login failed: {stdout}\n{said}");
