@@ -1,7 +1,7 @@
 //! The exposition read back: `mcp-launch top` asks each running process for the text
 //! [`super::metrics::render`] writes (over a gateway's socket, or a stack front's `/metrics`)
 //! and turns it into per-upstream figures — calls, errors, latency quantiles from the
-//! histogram's buckets, restarts, bytes cut — and, from two readings, rates.
+//! histogram's buckets, restarts, tokens and bytes cut — and, from two readings, rates.
 //!
 //! Only the series `metrics.rs` writes are read; anything else in the text is skipped, and a
 //! line that does not parse is skipped too (the text comes from another process: never a
@@ -30,6 +30,8 @@ pub struct ServerTotals {
     pub cuts: u64,
     /// Bytes of its results kept out of answers by budgets (behind handles).
     pub cut_bytes: u64,
+    /// Tokens of its results' text kept out of answers by budgets.
+    pub cut_tokens: u64,
 }
 
 /// A process's figures since it started, as one reading of its exposition gives them.
@@ -133,6 +135,7 @@ pub fn totals(text: &str) -> Totals {
             "mcp_launch_upstream_restarts_total" => entry.restarts = count,
             "mcp_launch_output_cuts_total" => entry.cuts = count,
             "mcp_launch_output_cut_bytes_total" => entry.cut_bytes = count,
+            "mcp_launch_output_cut_tokens_total" => entry.cut_tokens = count,
             _ => {}
         }
     }
@@ -252,6 +255,7 @@ mcp_launch_upstream_up{server="a"} 1
 mcp_launch_upstream_up{server="q\"b"} 0
 mcp_launch_upstream_restarts_total{server="a"} 2
 mcp_launch_output_cut_bytes_total{server="a"} 5000
+mcp_launch_output_cut_tokens_total{server="a"} 1200
 mcp_launch_sessions 2
 garbage{server="a" 3
 # EOF
@@ -264,8 +268,8 @@ garbage{server="a" 3
         assert_eq!(totals.sessions, 2);
         let a = &totals.servers["a"];
         assert_eq!(
-            (a.calls, a.errors, a.restarts, a.cut_bytes),
-            (5, 1, 2, 5000)
+            (a.calls, a.errors, a.restarts, a.cut_bytes, a.cut_tokens),
+            (5, 1, 2, 5000, 1200)
         );
         assert_eq!(a.is_up, Some(true));
         assert_eq!(

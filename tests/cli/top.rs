@@ -118,6 +118,7 @@ fn json_prints_one_snapshot_with_the_documented_fields() {
             "calls",
             "calls_per_s",
             "cut_bytes",
+            "cut_tokens",
             "cuts",
             "errors",
             "idle_s",
@@ -240,14 +241,18 @@ fn row<'a>(screen: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no row for {name}:\n{screen}"))
 }
 
+/// Its calls, and the tokens its budget cut from a result of server-everything's over it.
 #[test]
 fn an_up_stack_is_found_through_its_record_and_its_calls_read_from_its_front() {
     let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
-    let stack = crate::native::launch(&cmd);
+    let stack = crate::native::launch_with(&cmd, &["--max-output-tokens", "300"]);
     for n in 0..2 {
         let reply = stack.post("everything/echo", json!({"message": format!("{n}")}));
         assert_eq!(reply.status, 200, "{}", reply.body);
     }
+    // The echo of 2,000 words: ~2,000 tokens, over the budget of 300.
+    let reply = stack.post("everything/echo", json!({"message": "word ".repeat(2000)}));
+    assert_eq!(reply.status, 200, "{}", reply.body);
     let snapshot = top_json(&cmd);
     let process = snapshot["processes"]
         .as_array()
@@ -258,8 +263,12 @@ fn an_up_stack_is_found_through_its_record_and_its_calls_read_from_its_front() {
     assert_eq!(process["stacks"], json!(["a"]));
     assert!(process["error"].is_null(), "{snapshot}");
     let everything = upstream(&snapshot, "up", "everything");
-    assert_eq!(everything["calls"], 2, "{snapshot}");
+    assert_eq!(everything["calls"], 3, "{snapshot}");
     assert_eq!(everything["state"], "up");
+    assert_eq!(everything["cuts"], 1, "{snapshot}");
+    let tokens = everything["cut_tokens"].as_u64().unwrap();
+    assert!((1500..2000).contains(&tokens), "{snapshot}");
+    assert!(everything["cut_bytes"].as_u64().unwrap() > tokens);
 }
 
 #[test]
