@@ -144,6 +144,7 @@ struct Metrics {
     sessions: Gauge,
     output_cuts: Family<ServerLabels, Counter>,
     output_cut_bytes: Family<ServerLabels, Counter>,
+    output_cut_tokens: Family<ServerLabels, Counter>,
     handles_stored: Counter,
     sparse_tokens_saved: Counter,
     rest_requests: Family<RestLabels, Counter>,
@@ -168,6 +169,7 @@ impl Metrics {
             sessions: Gauge::default(),
             output_cuts: Family::default(),
             output_cut_bytes: Family::default(),
+            output_cut_tokens: Family::default(),
             handles_stored: Counter::default(),
             sparse_tokens_saved: Counter::default(),
             rest_requests: Family::default(),
@@ -237,6 +239,11 @@ impl Metrics {
             "Bytes of tool results kept out of the answer by their budget (behind handles), by server",
             Unit::Bytes,
             self.output_cut_bytes.clone(),
+        );
+        r.register(
+            "output_cut_tokens",
+            "Tokens of tool results' text kept out of the answer by their budget (each cut part's tokens less those sent of it), by server",
+            self.output_cut_tokens.clone(),
         );
         r.register(
             "output_handles_stored",
@@ -380,20 +387,34 @@ pub fn sessions_changed(open: usize) {
     m.sessions.set(i64::try_from(open).unwrap_or(i64::MAX));
 }
 
-/// A result of `server`'s was budgeted: `cut_bytes` kept out of the answer (0: it fit), behind
-/// `handles` new handles.
-pub fn output_budgeted(server: &str, cut_bytes: usize, handles: usize) {
+/// What a budget kept out of one result's answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutputCut {
+    /// Bytes of the result as it came less those sent (0: it fit).
+    pub bytes: usize,
+    /// Tokens of its text kept out, as the budget pass counted them (binaries count in bytes
+    /// only).
+    pub tokens: usize,
+    /// Handles stored for what was kept out.
+    pub handles: usize,
+}
+
+/// A result of `server`'s was budgeted and `cut` kept out of its answer.
+pub fn output_budgeted(server: &str, cut: OutputCut) {
     let Some(m) = recording() else { return };
-    if cut_bytes == 0 && handles == 0 {
+    if cut == OutputCut::default() {
         return;
     }
     let labels = self::server(server);
+    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
     m.output_cuts.get_or_create(&labels).inc();
     m.output_cut_bytes
         .get_or_create(&labels)
-        .inc_by(u64::try_from(cut_bytes).unwrap_or(u64::MAX));
-    m.handles_stored
-        .inc_by(u64::try_from(handles).unwrap_or(u64::MAX));
+        .inc_by(count(cut.bytes));
+    m.output_cut_tokens
+        .get_or_create(&labels)
+        .inc_by(count(cut.tokens));
+    m.handles_stored.inc_by(count(cut.handles));
 }
 
 /// A sparse `tools/list` answered: `saved` tokens of definitions not sent.

@@ -82,6 +82,17 @@ fn find<'a>(samples: &'a [Sample], name: &str, pairs: &[(&str, &str)]) -> Option
     })
 }
 
+/// The value of a series of `server`'s, by name (-1 when absent), from the exposition now.
+fn server_values(server: &str) -> impl Fn(&str) -> f64 {
+    let samples = parse(&render());
+    let server = server.to_string();
+    move |name| {
+        find(&samples, name, &[("server", &server)])
+            .map(|s| s.value)
+            .unwrap_or(-1.0)
+    }
+}
+
 #[test]
 fn the_exposition_parses_and_names_follow_prometheus_conventions() {
     upstream_known("conv-srv", false);
@@ -175,16 +186,30 @@ fn restarts_and_idle_stops_are_counted_apart() {
     upstream_started("life-srv", Duration::from_millis(10), false);
     // An operator's stop (`top`'s `s`) is not an idle stop.
     upstream_stopped("life-srv", Stop::Asked);
-    let samples = parse(&render());
-    let value = |name: &str| {
-        find(&samples, name, &[("server", "life-srv")])
-            .map(|s| s.value)
-            .unwrap_or(-1.0)
-    };
+    let value = server_values("life-srv");
     assert_eq!(value("mcp_launch_upstream_starts_total"), 3.0);
     assert_eq!(value("mcp_launch_upstream_restarts_total"), 1.0);
     assert_eq!(value("mcp_launch_upstream_idle_stops_total"), 1.0);
     assert_eq!(value("mcp_launch_upstream_up"), 0.0);
+}
+
+/// Issue 28: what budgets cut is counted in tokens (`…_cut_tokens_total`, a counter with
+/// no unit suffix, like `sparse_tokens_saved_total`) beside the bytes; a result that fit is
+/// not a cut.
+#[test]
+fn tokens_and_bytes_cut_are_counted_per_server() {
+    let cut = OutputCut {
+        bytes: 9000,
+        tokens: 1700,
+        handles: 1,
+    };
+    output_budgeted("cut-srv", cut);
+    output_budgeted("cut-srv", cut);
+    output_budgeted("cut-srv", OutputCut::default());
+    let value = server_values("cut-srv");
+    assert_eq!(value("mcp_launch_output_cuts_total"), 2.0);
+    assert_eq!(value("mcp_launch_output_cut_tokens_total"), 3400.0);
+    assert_eq!(value("mcp_launch_output_cut_bytes_total"), 18000.0);
 }
 
 #[test]

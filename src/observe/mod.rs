@@ -19,6 +19,6 @@ pub mod trace;
 pub use metrics::{
     call_served, output_budgeted, request_served, rest_served, sessions_changed,
     sparse_list_served, upstream_known, upstream_request, upstream_started, upstream_stopped,
-    Outcome, Stop,
+    Outcome, OutputCut, Stop,
 };
 pub use metrics_http::{health_routes, metrics_page, serve_metrics, Readiness};

@@ -1,7 +1,7 @@
 //! The exposition read back: `mcp-launch top` asks each running process for the text
 //! [`super::metrics::render`] writes (over a gateway's socket, or a stack front's `/metrics`)
 //! and turns it into per-upstream figures — calls, errors, latency quantiles from the
-//! histogram's buckets, restarts, bytes cut — and, from two readings, rates.
+//! histogram's buckets, restarts, tokens and bytes cut — and, from two readings, rates.
 //!
 //! Only the series `metrics.rs` writes are read; anything else in the text is skipped, and a
 //! line that does not parse is skipped too (the text comes from another process: never a
@@ -11,6 +11,12 @@ use std::collections::BTreeMap;
 
 /// The upstream call histogram's series (`_bucket`, `_count` follow).
 const UPSTREAM_SECONDS: &str = "mcp_launch_upstream_request_duration_seconds";
+
+/// A stack front's REST request histogram's buckets (by server only).
+const REST_BUCKETS: &str = "mcp_launch_rest_request_duration_seconds_bucket";
+
+/// Histogram buckets being added up: per server, per bound.
+type Buckets = BTreeMap<String, BTreeMap<Bound, u64>>;
 
 /// One upstream server's figures since its process started.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,6 +36,8 @@ pub struct ServerTotals {
     pub cuts: u64,
     /// Bytes of its results kept out of answers by budgets (behind handles).
     pub cut_bytes: u64,
+    /// Tokens of its results' text kept out of answers by budgets.
+    pub cut_tokens: u64,
 }
 
 /// A process's figures since it started, as one reading of its exposition gives them.
@@ -43,6 +51,11 @@ pub struct Totals {
     pub sessions: u64,
     /// Tokens of tool definitions sparse `tools/list` answers did not send.
     pub sparse_tokens_saved: u64,
+    /// A stack front's REST requests, per server it exposes: `calls` those naming one of the
+    /// server's tools, `errors` those of them answered with an error (not a tool's own
+    /// `isError`: 424), `buckets` the time to answer every REST request of the server's.
+    /// Behind mcpo these are the only figures of its servers (mcpo runs them).
+    pub rest: BTreeMap<String, ServerTotals>,
 }
 
 impl ServerTotals {
@@ -96,7 +109,8 @@ impl ServerTotals {
 /// Reads an exposition into per-server totals.
 pub fn totals(text: &str) -> Totals {
     let mut totals = Totals::default();
-    let mut buckets: BTreeMap<String, BTreeMap<Bound, u64>> = BTreeMap::new();
+    let mut buckets = Buckets::new();
+    let mut rest_buckets = Buckets::new();
     for sample in text.lines().filter_map(sample) {
         let count = sample.value.max(0.0) as u64;
         match sample.name {
@@ -111,6 +125,10 @@ pub fn totals(text: &str) -> Totals {
         if server.is_empty() {
             continue;
         }
+        if sample.name.starts_with("mcp_launch_rest_") {
+            read_rest(&mut totals, &mut rest_buckets, &sample, count);
+            continue;
+        }
         let entry = totals.servers.entry(server.to_string()).or_default();
         let is_call = sample.label("method") == Some("tools/call");
         match sample.name.strip_prefix(UPSTREAM_SECONDS) {
@@ -120,12 +138,7 @@ pub fn totals(text: &str) -> Totals {
                     entry.errors += count;
                 }
             }
-            Some("_bucket") if is_call => {
-                if let Some(bound) = sample.label("le").and_then(|le| le.parse::<f64>().ok()) {
-                    let bounds = buckets.entry(server.to_string()).or_default();
-                    *bounds.entry(Bound(bound)).or_default() += count;
-                }
-            }
+            Some("_bucket") if is_call => add_bucket(&mut buckets, &sample, count),
             _ => {}
         }
         match sample.name {
@@ -133,15 +146,50 @@ pub fn totals(text: &str) -> Totals {
             "mcp_launch_upstream_restarts_total" => entry.restarts = count,
             "mcp_launch_output_cuts_total" => entry.cuts = count,
             "mcp_launch_output_cut_bytes_total" => entry.cut_bytes = count,
+            "mcp_launch_output_cut_tokens_total" => entry.cut_tokens = count,
             _ => {}
         }
     }
+    set_buckets(&mut totals.servers, buckets);
+    set_buckets(&mut totals.rest, rest_buckets);
+    totals
+}
+
+/// A sample of the REST families (its `server` label set) into `totals.rest`.
+fn read_rest(totals: &mut Totals, buckets: &mut Buckets, sample: &Sample<'_>, count: u64) {
+    let server = sample.label("server").unwrap_or_default();
+    if sample.name == REST_BUCKETS {
+        totals.rest.entry(server.to_string()).or_default();
+        add_bucket(buckets, sample, count);
+        return;
+    }
+    let is_call = sample.label("tool").is_some_and(|t| t != "other");
+    if sample.name != "mcp_launch_rest_requests_total" || !is_call {
+        return;
+    }
+    let entry = totals.rest.entry(server.to_string()).or_default();
+    entry.calls += count;
+    if sample.label("outcome") == Some("error") {
+        entry.errors += count;
+    }
+}
+
+/// A `_bucket` sample added to its server's bound (outcomes add up).
+fn add_bucket(buckets: &mut Buckets, sample: &Sample<'_>, count: u64) {
+    let server = sample.label("server").unwrap_or_default();
+    if let Some(bound) = sample.label("le").and_then(|le| le.parse::<f64>().ok()) {
+        let bounds = buckets.entry(server.to_string()).or_default();
+        *bounds.entry(Bound(bound)).or_default() += count;
+    }
+}
+
+/// The buckets added up, into the servers' entries.
+fn set_buckets(servers: &mut BTreeMap<String, ServerTotals>, buckets: Buckets) {
     for (server, bounds) in buckets {
-        if let Some(entry) = totals.servers.get_mut(&server) {
+        if let Some(entry) = servers.get_mut(&server) {
             entry.buckets = bounds.into_iter().map(|(b, n)| (b.0, n)).collect();
         }
     }
-    totals
 }
 
 /// A bucket bound as a map key (bounds are never NaN: they parse from our own `le`s).
@@ -252,7 +300,13 @@ mcp_launch_upstream_up{server="a"} 1
 mcp_launch_upstream_up{server="q\"b"} 0
 mcp_launch_upstream_restarts_total{server="a"} 2
 mcp_launch_output_cut_bytes_total{server="a"} 5000
+mcp_launch_output_cut_tokens_total{server="a"} 1200
 mcp_launch_sessions 2
+mcp_launch_rest_requests_total{server="m",tool="now",outcome="ok"} 3
+mcp_launch_rest_requests_total{server="m",tool="now",outcome="error"} 1
+mcp_launch_rest_requests_total{server="m",tool="other",outcome="ok"} 5
+mcp_launch_rest_request_duration_seconds_bucket{server="m",le="0.01"} 8
+mcp_launch_rest_request_duration_seconds_bucket{server="m",le="+Inf"} 9
 garbage{server="a" 3
 # EOF
 "#;
@@ -264,8 +318,8 @@ garbage{server="a" 3
         assert_eq!(totals.sessions, 2);
         let a = &totals.servers["a"];
         assert_eq!(
-            (a.calls, a.errors, a.restarts, a.cut_bytes),
-            (5, 1, 2, 5000)
+            (a.calls, a.errors, a.restarts, a.cut_bytes, a.cut_tokens),
+            (5, 1, 2, 5000, 1200)
         );
         assert_eq!(a.is_up, Some(true));
         assert_eq!(
@@ -274,6 +328,10 @@ garbage{server="a" 3
             "outcomes added up by bound"
         );
         assert_eq!(totals.servers["q\"b"].is_up, Some(false), "escapes read");
+        let m = &totals.rest["m"];
+        assert_eq!((m.calls, m.errors), (4, 1), "calls name a tool: {m:?}");
+        assert_eq!(m.buckets, vec![(0.01, 8), (f64::INFINITY, 9)]);
+        assert!(!totals.servers.contains_key("m"), "REST figures kept apart");
     }
 
     #[test]

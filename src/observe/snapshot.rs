@@ -94,6 +94,8 @@ pub struct Upstream {
     pub cuts: u64,
     /// Bytes of its results the budgets kept out of answers (behind handles).
     pub cut_bytes: u64,
+    /// Tokens of its results' text the budgets kept out of answers.
+    pub cut_tokens: u64,
     /// The last thing that went wrong.
     pub last_error: Option<String>,
 }
@@ -112,6 +114,7 @@ impl Upstream {
             upstream.restarts = t.restarts;
             upstream.cuts = t.cuts;
             upstream.cut_bytes = t.cut_bytes;
+            upstream.cut_tokens = t.cut_tokens;
             upstream.state = match t.is_up {
                 Some(true) => "up".into(),
                 Some(false) => "down".into(),

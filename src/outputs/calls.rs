@@ -151,6 +151,7 @@ impl Outputs {
             bytes_sent: bytes,
             bytes_total: bytes,
             tokens_sent: None,
+            tokens_cut: 0,
             is_cut: false,
             handles: Vec::new(),
         };
@@ -236,11 +237,16 @@ fn write_batches(log: &UsageLog, records: &mpsc::Receiver<UsageRecord>) {
     }
 }
 
-/// Counts a cut result in the metrics: the bytes kept out of the answer, the handles made.
+/// Counts a cut result in the metrics: the bytes and tokens kept out of the answer (the
+/// tokens as the budget pass counted them: nothing is counted again here), the handles made.
 fn count_cut(server: &str, stats: &Stats) {
     if stats.is_cut {
-        let cut = stats.bytes_total.saturating_sub(stats.bytes_sent);
-        crate::observe::output_budgeted(server, cut, stats.handles.len());
+        let cut = crate::observe::OutputCut {
+            bytes: stats.bytes_total.saturating_sub(stats.bytes_sent),
+            tokens: stats.tokens_cut,
+            handles: stats.handles.len(),
+        };
+        crate::observe::output_budgeted(server, cut);
     }
 }
 
@@ -269,6 +275,7 @@ mod tests {
             bytes_sent: 10,
             bytes_total: 10,
             tokens_sent: None,
+            tokens_cut: 0,
             is_cut: false,
             handles: Vec::new(),
         };

@@ -31,8 +31,13 @@ pub struct Stats {
     pub bytes_sent: usize,
     /// Bytes of the result as it came.
     pub bytes_total: usize,
-    /// Tokens of what was kept, when the tokenizer was needed (never for small results).
+    /// Tokens of the text sent (the envelope's included), when the tokenizer was needed
+    /// (never for small results).
     pub tokens_sent: Option<usize>,
+    /// Tokens of the text kept out of the answer: each cut part's tokens as it came (the
+    /// envelope's figure: exact up to 1 MB, else bytes / 4) less the tokens of what of it was
+    /// sent. Binaries replaced by links are not text: they count in bytes only.
+    pub tokens_cut: usize,
     /// True when anything was cut or replaced by a link.
     pub is_cut: bool,
     /// The handles made, in the order of the envelope.
@@ -120,6 +125,7 @@ pub fn budget_result_with(
             bytes_sent: bytes_total,
             bytes_total,
             tokens_sent,
+            tokens_cut: 0,
             is_cut: false,
             handles: Vec::new(),
         },
@@ -142,9 +148,10 @@ pub fn budget_result_with(
         .max(budget.max_tokens / 2)
         .max(1);
     let mut cuts = Vec::new();
+    let mut tally = Tally::default();
 
     // structuredContent gets the whole budget: a client shows it or the text, not both.
-    let mut mirror: Option<(Value, String)> = None;
+    let mut mirror: Option<(Value, String, usize)> = None;
     let policy = structured;
     if let Some(structured) = fields.get("structuredContent") {
         let cut = match policy {
@@ -159,8 +166,12 @@ pub fn budget_result_with(
                 Kind::Json,
                 readable_json(structured).as_bytes(),
             );
-            cuts.push(json_cut("structuredContent", handle, &cut, &full));
-            mirror = Some((structured.clone(), cut.value.to_string()));
+            let shown = cut.value.to_string();
+            let shown_tokens = tokens(&shown);
+            let part = json_cut("structuredContent", handle, &cut, &full);
+            tally.cut(&part, shown_tokens);
+            cuts.push(part);
+            mirror = Some((structured.clone(), shown, shown_tokens));
             fields.insert("structuredContent".into(), cut.value);
         }
     }
@@ -189,7 +200,11 @@ pub fn budget_result_with(
             .count();
         let mut remaining = limit.saturating_sub(sure_links * LINK_TOKENS);
         let mut kept = Vec::with_capacity(blocks.len());
+        // Text blocks kept whole without counting (`kept`'s indices), counted only if
+        // something is cut.
+        let mut uncounted = Vec::new();
         let mut spill: Option<Spill> = None;
+        let mut spill_kept = 0;
         for mut block in blocks {
             let kind = block
                 .get("type")
@@ -210,27 +225,32 @@ pub fn budget_result_with(
                     kept.push(block);
                     continue;
                 };
-                if let Some((original, cut_text)) = &mirror {
+                if let Some((original, cut_text, cut_tokens)) = &mirror {
                     if text.len() >= cut_text.len()
                         && parse_json_text(&text).as_ref() == Some(original)
                     {
                         // The text mirror of structuredContent says what the cut one says.
                         block["text"] = Value::String(cut_text.clone());
+                        tally.sent += cut_tokens;
                         kept.push(block);
                         continue;
                     }
                 }
                 if !is_counting {
                     remaining = remaining.saturating_sub(text.len());
+                    uncounted.push(kept.len());
                     kept.push(block);
                     continue;
                 }
                 if let Some(cost) = cost_within(&text, remaining) {
                     remaining -= cost;
+                    tally.sent += cost;
                     kept.push(block);
                     continue;
                 }
                 let (shown, note) = cut_block(&text, remaining);
+                spill_kept = tokens(&shown);
+                tally.sent += spill_kept;
                 block["text"] = Value::String(shown);
                 kept.push(block);
                 spill = Some(Spill {
@@ -268,7 +288,16 @@ pub fn budget_result_with(
             counted = Some(limit - remaining);
         }
         if let Some(spill) = spill {
-            cuts.push(spill.finish(store, scope));
+            let part = spill.finish(store, scope);
+            tally.cut(&part, spill_kept);
+            cuts.push(part);
+        }
+        if !cuts.is_empty() {
+            tally.sent += uncounted
+                .iter()
+                .filter_map(|i| kept[*i].get("text").and_then(Value::as_str))
+                .map(tokens)
+                .sum::<usize>();
         }
         fields.insert("content".into(), Value::Array(kept));
     }
@@ -278,6 +307,7 @@ pub fn budget_result_with(
         return Ok(untouched(result, counted));
     }
     let envelope = envelope_text(&cuts, budget, store);
+    tally.sent += tokens(&envelope);
     let envelope = json!({"type": "text", "text": envelope});
     match fields.get_mut("content") {
         Some(Value::Array(content)) => content.push(envelope),
@@ -301,23 +331,38 @@ pub fn budget_result_with(
         }
     }
     let result = Value::Object(fields);
-    let sent_text: String = result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n");
     Ok(Budgeted {
         stats: Stats {
             bytes_sent: json_len(&result),
             bytes_total,
-            tokens_sent: Some(tokens(&sent_text)),
+            tokens_sent: Some(tally.sent),
+            tokens_cut: tally.cut_total.saturating_sub(tally.cut_kept),
             is_cut: true,
             handles,
         },
         result,
     })
+}
+
+/// Tokens counted on the way through a result that is cut, so the figures at the end count
+/// nothing twice.
+#[derive(Default)]
+struct Tally {
+    /// Tokens of the text sent: blocks kept whole, what of a cut part was kept, the envelope.
+    sent: usize,
+    /// Tokens of the cut parts as they came.
+    cut_total: usize,
+    /// Tokens of what of them was kept.
+    cut_kept: usize,
+}
+
+impl Tally {
+    /// `part` was cut, and `kept` tokens of it sent.
+    fn cut(&mut self, part: &Cut, kept: usize) {
+        let total = part.total.get("tokens").and_then(Value::as_u64);
+        self.cut_total += total.map_or(0, |t| usize::try_from(t).unwrap_or(usize::MAX));
+        self.cut_kept += kept;
+    }
 }
 
 /// `structured` cut to `limit` by shortening arrays, when that reaches the budget and still

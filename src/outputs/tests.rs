@@ -485,3 +485,45 @@ fn what_arrays_cannot_bring_within_or_would_not_conform_is_sent_whole_with_its_m
     assert_eq!(budgeted.result["structuredContent"], bad);
     assert!(texts(&budgeted.result)[0].len() < 3000);
 }
+
+/// Issue 28: tokens cut are the result's tokens less those sent of it, from the counts the
+/// budget pass makes (the cut text's total and the kept part's), for text and for
+/// `structuredContent` with its mirror; the tokens sent add up the pieces sent.
+#[test]
+fn tokens_cut_are_the_results_tokens_less_what_was_kept() {
+    let (_dir, store) = store();
+    let me = ClientScope::local();
+    let text: String = (1..=3000).map(|i| format!("row {i}: ok\n")).collect();
+    let budgeted = budget_result(text_result(&text), Budget::new(400), &store, &me).unwrap();
+    let shown = texts(&budgeted.result);
+    let kept = tokens(&shown[0]);
+    assert_eq!(budgeted.stats.tokens_cut, tokens(&text) - kept);
+    assert!(
+        budgeted.stats.tokens_cut > 10 * kept,
+        "{:?}",
+        budgeted.stats
+    );
+    let sent = budgeted.stats.tokens_sent.unwrap();
+    assert_eq!(
+        sent,
+        kept + tokens(&shown[1]),
+        "the kept text and the envelope"
+    );
+
+    let items: Vec<Value> = (0..2000).map(|i| json!({"n": i})).collect();
+    let structured = json!({"items": items});
+    let result = json!({
+        "content": [{"type": "text", "text": structured.to_string()}],
+        "structuredContent": structured,
+    });
+    let budgeted = budget_result(result, Budget::new(300), &store, &me).unwrap();
+    let cut = budgeted.result["structuredContent"].to_string();
+    assert_eq!(
+        budgeted.stats.tokens_cut,
+        tokens(&structured.to_string()) - tokens(&cut),
+        "the mirror is the structured content: counted once"
+    );
+    // Fits whole: nothing cut, nothing counted for it.
+    let fits = budget_result(text_result("hello"), Budget::new(400), &store, &me).unwrap();
+    assert_eq!(fits.stats.tokens_cut, 0);
+}

@@ -136,6 +136,7 @@ impl Tools {
                     bytes_sent: bytes,
                     bytes_total: bytes,
                     tokens_sent: None,
+                    tokens_cut: 0,
                     is_cut: false,
                     handles: Vec::new(),
                 }

@@ -119,8 +119,8 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-/// The gateway with a key, on a free loopback port, and a second loopback port for
-/// `--metrics`: the process, its base URL and the metrics listener's.
+/// The gateway with a key and a budget of 300 tokens, on a free loopback port, and a second
+/// loopback port for `--metrics`: the process, its base URL and the metrics listener's.
 fn keyed_gateway(cmd: &Cmd) -> (Running, String, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let metrics = format!("127.0.0.1:{}", free_port());
@@ -128,6 +128,7 @@ fn keyed_gateway(cmd: &Cmd) -> (Running, String, String) {
         .cmd()
         .args(["--config", "config.json", "serve", "--mode", "full"])
         .args(["--http", &addr, "--api-key", KEY, "--metrics", &metrics])
+        .args(["--max-output-tokens", "300"])
         .stderr_any()
         .spawn();
     eventually(20, "the gateway listens", || {
@@ -169,6 +170,10 @@ fn prometheus_scrapes_the_gateway_and_sees_the_calls_made_through_it() {
         let seen = call("everything__echo", &arguments);
         assert!(seen.get("error").is_none(), "{seen}");
     }
+    // A result over the budget (the echo of 2,000 words, ~2,000 tokens) is cut.
+    let long = json!({"message": "word ".repeat(2000)}).to_string();
+    let seen = call("everything__echo", &long);
+    assert!(seen.get("error").is_none(), "{seen}");
     let seen = call("everything__no_such_tool", "{}");
     assert!(
         seen["error"]
@@ -213,6 +218,15 @@ fn prometheus_scrapes_the_gateway_and_sees_the_calls_made_through_it() {
     prometheus.wait_for("sum(mcp_launch_upstream_up)", |v| v == 1.0, &dir);
     prometheus.wait_for("sum(mcp_launch_upstream_starts_total)", |v| v >= 1.0, &dir);
     prometheus.wait_for(r#"up{job="mcp-launch"}"#, |v| v == 1.0, &dir);
+    // Tokens cut: the result's ~2,000 less the ≤300 sent; bytes cut beside them.
+    prometheus.wait_for("sum(mcp_launch_output_cuts_total)", |v| v == 1.0, &dir);
+    let tokens = prometheus.wait_for(
+        "sum(mcp_launch_output_cut_tokens_total)",
+        |v| (1500.0..2000.0).contains(&v),
+        &dir,
+    );
+    let bytes = prometheus.wait_for("sum(mcp_launch_output_cut_bytes_total)", |v| v > 0.0, &dir);
+    assert!(value(&bytes) > value(&tokens), "{bytes} {tokens}");
 
     // What Prometheus stored: no client's argument, no key, no unbounded label.
     let series = http(

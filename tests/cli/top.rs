@@ -118,6 +118,7 @@ fn json_prints_one_snapshot_with_the_documented_fields() {
             "calls",
             "calls_per_s",
             "cut_bytes",
+            "cut_tokens",
             "cuts",
             "errors",
             "idle_s",
@@ -240,14 +241,18 @@ fn row<'a>(screen: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no row for {name}:\n{screen}"))
 }
 
+/// Its calls, and the tokens its budget cut from a result of server-everything's over it.
 #[test]
 fn an_up_stack_is_found_through_its_record_and_its_calls_read_from_its_front() {
     let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
-    let stack = crate::native::launch(&cmd);
+    let stack = crate::native::launch_with(&cmd, &["--max-output-tokens", "300"]);
     for n in 0..2 {
         let reply = stack.post("everything/echo", json!({"message": format!("{n}")}));
         assert_eq!(reply.status, 200, "{}", reply.body);
     }
+    // The echo of 2,000 words: ~2,000 tokens, over the budget of 300.
+    let reply = stack.post("everything/echo", json!({"message": "word ".repeat(2000)}));
+    assert_eq!(reply.status, 200, "{}", reply.body);
     let snapshot = top_json(&cmd);
     let process = snapshot["processes"]
         .as_array()
@@ -258,8 +263,65 @@ fn an_up_stack_is_found_through_its_record_and_its_calls_read_from_its_front() {
     assert_eq!(process["stacks"], json!(["a"]));
     assert!(process["error"].is_null(), "{snapshot}");
     let everything = upstream(&snapshot, "up", "everything");
-    assert_eq!(everything["calls"], 2, "{snapshot}");
+    assert_eq!(everything["calls"], 3, "{snapshot}");
     assert_eq!(everything["state"], "up");
+    assert_eq!(everything["cuts"], 1, "{snapshot}");
+    let tokens = everything["cut_tokens"].as_u64().unwrap();
+    assert!((1500..2000).contains(&tokens), "{snapshot}");
+    assert!(everything["cut_bytes"].as_u64().unwrap() > tokens);
+}
+
+/// An `up` with mcpo (which runs the servers, so no upstream of ours is counted): its row
+/// shows the calls, errors and latency of the front's REST requests to the server, made while
+/// `top --json` waits between its two readings. Issue 28.
+#[test]
+fn an_mcpo_stacks_server_shows_the_calls_its_front_answered() {
+    use crate::launch_util::{project, request, stack, terminate, wait_ready};
+    let cmd = project(&[("a.json", json!({"everything": everything()}))]);
+    let port = crate::util::free_ports(2);
+    let up = cmd
+        .cmd()
+        .args(["up", "--config", "a.json", "--tunnel", "none"])
+        .args(["--port", &port.to_string()])
+        .args(["--mcpo-port", &(port + 1).to_string()])
+        .stderr_any()
+        .spawn();
+    let state = wait_ready(&up, cmd.dir(), 1);
+    let a = stack(&state, "a");
+    assert_eq!(a["controller"], "mcpo", "{state}");
+    let url = format!("http://127.0.0.1:{}/everything/echo", a["port"]);
+    let key = [("X-API-Key", a["api_key"].as_str().unwrap())];
+    let post = |body: Value| request("POST", &url, &key, Some(body.to_string().into_bytes()));
+    let top = cmd
+        .cmd()
+        .args(["top", "--json", "--interval", "6s"])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(1000));
+    for n in 0..2 {
+        let reply = post(json!({"message": format!("{n}")}));
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    }
+    // No `message`: mcpo refuses it (422), an error.
+    let reply = post(json!({}));
+    assert_eq!(reply.status, 422, "{}", reply.body);
+    let snapshot = top.wait().json();
+    let everything = upstream(&snapshot, "up", "everything");
+    assert_eq!(everything["calls"], 3, "{snapshot}");
+    assert_eq!(everything["errors"], 1, "{snapshot}");
+    assert!(
+        everything["state"].as_str().unwrap().contains("mcpo"),
+        "{snapshot}"
+    );
+    assert!(
+        everything["calls_per_s"].as_f64().unwrap() > 0.0,
+        "{snapshot}"
+    );
+    let (p50, p99) = (everything["p50_ms"].as_f64(), everything["p99_ms"].as_f64());
+    assert!(
+        p50.unwrap() > 0.0 && p99.unwrap() >= p50.unwrap(),
+        "{snapshot}"
+    );
+    terminate(up, &state);
 }
 
 #[test]

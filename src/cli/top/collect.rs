@@ -142,10 +142,11 @@ async fn up(record: &Record, http: &reqwest::Client) -> Option<(Process, Totals)
         .collect();
     let first = stacks.first()?;
     let channel = format!("{}/metrics", first.local_url());
-    let (totals, error) = match front_metrics(first, &channel, http).await {
+    let (mut totals, error) = match front_metrics(first, &channel, http).await {
         Ok(text) => (reading::totals(&text), None),
         Err(why) => (Totals::default(), Some(why)),
     };
+    mcpo_figures(&stacks, &mut totals);
     let upstreams = stacks
         .iter()
         .flat_map(|s| stack_upstreams(s, &totals))
@@ -203,15 +204,33 @@ async fn front_metrics(
     answer.text().await.map_err(|e| e.without_url().to_string())
 }
 
-/// A stack's servers: the native bridge's, with their states; mcpo's by name only.
+/// The figures of mcpo stacks' servers: mcpo runs them, so the front's REST requests to each
+/// (calls, errors, latency) stand for its calls — filed under the server's name as an
+/// upstream's are, so rates and quantiles come the same way. (`up`'s first check of the
+/// servers leaves series of their name, without calls: those are replaced.)
+fn mcpo_figures(stacks: &[&StackState], totals: &mut Totals) {
+    let mcpo = stacks.iter().filter(|s| s.bridge_servers.is_empty());
+    for server in mcpo.flat_map(|s| &s.servers) {
+        let Some(rest) = totals.rest.get(&server.name) else {
+            continue;
+        };
+        let entry = totals.servers.entry(server.name.clone()).or_default();
+        entry.calls = rest.calls;
+        entry.errors = rest.errors;
+        entry.buckets.clone_from(&rest.buckets);
+    }
+}
+
+/// A stack's servers: the native bridge's, with their states; mcpo's with the figures of
+/// their REST requests ([`mcpo_figures`]).
 fn stack_upstreams(stack: &StackState, totals: &Totals) -> Vec<Upstream> {
     if stack.bridge_servers.is_empty() {
         return stack
             .servers
             .iter()
             .map(|s| {
-                let mut upstream = Upstream::from_totals(&s.name, None);
-                upstream.state = format!("{} (mcpo)", stack.controller);
+                let mut upstream = Upstream::from_totals(&s.name, totals.servers.get(&s.name));
+                upstream.state.clone_from(&stack.controller);
                 upstream
             })
             .collect();

@@ -24,6 +24,7 @@ fn upstream(name: &str, state: &str, per_s: f64, p99: f64, errors: u64) -> Upstr
         idle_s: Some(75),
         cuts: 2,
         cut_bytes: 48_000,
+        cut_tokens: 11_500,
         last_error: None,
     }
 }

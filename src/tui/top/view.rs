@@ -13,7 +13,7 @@ use crate::tui::theme::Theme;
 use super::app::{App, LogPane, KEYS};
 
 /// The widths of the figure columns after the name (state, calls/s, p50, p99, errors,
-/// restarts, idle, cut).
+/// restarts, idle, tokens cut).
 const COLUMNS: [(&str, usize); 8] = [
     ("STATE", 12),
     ("CALL/S", 7),
@@ -22,7 +22,7 @@ const COLUMNS: [(&str, usize); 8] = [
     ("ERR", 5),
     ("RST", 4),
     ("IDLE", 6),
-    ("CUT", 6),
+    ("CUT TOK", 7),
 ];
 
 /// Draws the whole screen.
@@ -173,7 +173,7 @@ fn upstream_line(upstream: &Upstream, name_width: usize, theme: &Theme) -> Line<
         upstream.errors.to_string(),
         upstream.restarts.to_string(),
         upstream.idle_s.map_or("-".into(), seconds),
-        bytes(upstream.cut_bytes),
+        count(upstream.cut_tokens),
     ];
     let mut spans = vec![
         Span::raw(format!("  {name:w$}", w = name_width - 2)),
@@ -215,7 +215,8 @@ fn seconds(s: u64) -> String {
     }
 }
 
-fn bytes(n: u64) -> String {
+/// `812`, `12K`, `1.5M`.
+fn count(n: u64) -> String {
     match n {
         0..1000 => n.to_string(),
         1000..1_000_000 => format!("{}K", n / 1000),
@@ -251,7 +252,7 @@ mod tests {
         assert_eq!(millis(Some(0.4213)), "0.42ms");
         assert_eq!(millis(Some(1534.0)), "1.5s");
         assert_eq!(seconds(125), "2m");
-        assert_eq!(bytes(12_345), "12K");
+        assert_eq!(count(12_345), "12K");
         assert_eq!(rate(Some(2.25)), "2.2");
     }
 }
