@@ -54,7 +54,8 @@ pub struct Process {
     pub log: Option<PathBuf>,
     /// `sparse` or `full` for a gateway.
     pub mode: Option<String>,
-    /// Whether its upstreams can be stopped and restarted from `top` (gateways: yes).
+    /// Whether its upstreams can be stopped and restarted from `top` (gateways, and an `up`
+    /// with a native bridge: yes; mcpo runs its servers itself).
     pub controls: bool,
     /// Requests its clients sent per second (between the two readings).
     pub requests_per_s: Option<f64>,

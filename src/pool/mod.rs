@@ -23,6 +23,7 @@
 //!   backoff, idle stop). A server that does not speak it is marked so at that first connect
 //!   ([`Upstream::refused`]) and its handshake upstream serves those clients.
 
+mod action;
 mod failure;
 mod task;
 mod traced;
@@ -39,6 +40,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::ServerEntry;
 use crate::mcp::{ConnectOptions, Session};
 
+pub use action::{Acted, UpstreamAction};
 pub use failure::{retry_text, seconds_until, Failure, PoolError};
 pub use upstream::{describe, Upstream};
 

@@ -324,12 +324,17 @@ fn an_mcpo_stacks_server_shows_the_calls_its_front_answered() {
     terminate(up, &state);
 }
 
+/// `r` and `s` on an `up` stack's native bridge server act through the stack front's admin
+/// route on the bridge's pool: `r` starts it again at once (a new process group), `s` ends
+/// its session as a stop asked for (not a crash: the next call starts it, no backoff's 502).
 #[test]
-fn s_on_an_up_stacks_server_ends_its_process_group_and_its_next_call_starts_it() {
+fn r_and_s_on_an_up_stacks_server_restart_and_stop_it_through_its_front() {
     let cmd = crate::launch_util::project(&[("a.json", json!({"everything": everything()}))]);
     let stack = crate::native::launch(&cmd);
     let reply = stack.post("everything/echo", json!({"message": "before"}));
     assert_eq!(reply.status, 200, "{}", reply.body);
+    let group = || bridge_group(&cmd, "everything");
+    let first = group().expect("the server's process group is recorded");
     let dir = cmd.dir().display().to_string();
     let command = format!(
         "cd {dir} && env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME={dir} \
@@ -339,28 +344,31 @@ fn s_on_an_up_stacks_server_ends_its_process_group_and_its_next_call_starts_it()
     tmux.wait_for(&["up ", "everything"]);
     wait_row(&tmux, "everything", " up ");
     tmux.keys(&["Down"]);
-    tmux.keys(&["s"]);
-    let screen = wait_row(&tmux, "everything", "exited");
-    assert!(
-        screen.contains("everything stopped (a call after"),
-        "{screen}"
-    );
-    // The bridge took the end for a crash: a call within its backoff (1 s) is answered 502.
+    tmux.keys(&["r"]);
+    tmux.wait_for(&["everything restarted"]);
     let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let reply = stack.post("everything/echo", json!({"message": "after"}));
-        if reply.status == 200 {
-            break;
-        }
-        assert_eq!(reply.status, 502, "{}", reply.body);
-        assert!(
-            Instant::now() < deadline,
-            "never started again: {}",
-            reply.body
-        );
-        std::thread::sleep(Duration::from_millis(500));
+    while group() == Some(first) || group().is_none() {
+        assert!(Instant::now() < deadline, "the server was not started anew");
+        std::thread::sleep(Duration::from_millis(200));
     }
+    tmux.keys(&["s"]);
+    tmux.wait_for(&["everything stopped (its next call starts it)"]);
+    let reply = stack.post("everything/echo", json!({"message": "after"}));
+    assert_eq!(reply.status, 200, "{}", reply.body);
     wait_row(&tmux, "everything", " up ");
+}
+
+/// The process group the state file records for the bridge server `name` of `cmd`'s stack.
+fn bridge_group(cmd: &Cmd, name: &str) -> Option<i64> {
+    let state: Value =
+        serde_json::from_slice(&std::fs::read(cmd.path(".mcp-launch/state.json")).ok()?).ok()?;
+    let stacks = state["stacks"].as_array()?;
+    let servers = stacks
+        .iter()
+        .flat_map(|s| s["bridge_servers"].as_array())
+        .flatten();
+    let server = servers.into_iter().find(|b| b["name"] == name)?;
+    server["process"]["pgid"].as_i64()
 }
 
 #[test]

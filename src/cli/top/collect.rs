@@ -11,15 +11,14 @@ use crate::gateway::daemon::{self, Client};
 use crate::launch::state::{BridgeServerState, StackState, StateFile};
 use crate::observe::reading::{self, Totals};
 use crate::observe::snapshot::{Process, Rates, Snapshot, Upstream};
-use crate::process::Expect;
 
 use super::records::{self, Record};
 
 /// How long one process may take to answer a sample: a stuck one must not hold the view.
 const ANSWER_WAIT: Duration = Duration::from_millis(1500);
 
-/// How long a stopped `up` server's process group gets between TERM and KILL.
-const STOP_GRACE: Duration = Duration::from_secs(3);
+/// How long a stack front may take to stop or restart a server (a restart waits for its start).
+const ACTION_WAIT: Duration = Duration::from_secs(35);
 
 /// Samples again and again, keeping the last readings for rates.
 pub struct Sampler {
@@ -142,7 +141,7 @@ async fn up(record: &Record, http: &reqwest::Client) -> Option<(Process, Totals)
         .collect();
     let first = stacks.first()?;
     let channel = format!("{}/metrics", first.local_url());
-    let (mut totals, error) = match front_metrics(first, &channel, http).await {
+    let (mut totals, error) = match front_metrics(first, http).await {
         Ok(text) => (reading::totals(&text), None),
         Err(why) => (Totals::default(), Some(why)),
     };
@@ -161,7 +160,7 @@ async fn up(record: &Record, http: &reqwest::Client) -> Option<(Process, Totals)
         cwd: Some(record.cwd.clone()),
         channel,
         log: log_of(record.pid as u32),
-        controls: false,
+        controls: stacks.iter().any(|s| !s.bridge_servers.is_empty()),
         sessions: totals.sessions,
         sparse_tokens_saved: totals.sparse_tokens_saved,
         error,
@@ -171,23 +170,9 @@ async fn up(record: &Record, http: &reqwest::Client) -> Option<(Process, Totals)
     Some((process, totals))
 }
 
-/// A stack front's `/metrics`, asked only on loopback (the state file lives in the project
-/// and could name any address) with the stack's key.
-async fn front_metrics(
-    stack: &StackState,
-    url: &str,
-    http: &reqwest::Client,
-) -> Result<String, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
-    let host = parsed.host_str().unwrap_or_default();
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let is_loopback = host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    if !is_loopback {
-        return Err(format!("its front is not on loopback ({})", stack.host));
-    }
+/// A stack front's `/metrics`, asked only on loopback with the stack's key.
+async fn front_metrics(stack: &StackState, http: &reqwest::Client) -> Result<String, String> {
+    let parsed = loopback(stack, "/metrics")?;
     let answer = http
         .get(parsed)
         .header("X-API-Key", &stack.api_key)
@@ -202,6 +187,23 @@ async fn front_metrics(
         ));
     }
     answer.text().await.map_err(|e| e.without_url().to_string())
+}
+
+/// `path` on `stack`'s front, when the front is on loopback: the state file lives in the
+/// project and could name any address, and what is sent there carries the stack's secrets.
+fn loopback(stack: &StackState, path: &str) -> Result<reqwest::Url, String> {
+    let url = format!("{}{path}", stack.local_url());
+    let parsed = reqwest::Url::parse(&url).map_err(|e| e.to_string())?;
+    let host = parsed.host_str().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let is_loopback = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match is_loopback {
+        true => Ok(parsed),
+        false => Err(format!("its front is not on loopback ({})", stack.host)),
+    }
 }
 
 /// The figures of mcpo stacks' servers: mcpo runs them, so the front's REST requests to each
@@ -299,21 +301,21 @@ impl Action {
     }
 }
 
-/// Carries `action` on `server` to `process`: over a gateway's socket, or for an `up`'s
-/// native bridge by ending the server's recorded process group (the bridge starts it again
-/// on its next call). The answer in words, or why not.
+/// Carries `action` on `server` to `process`: over a gateway's socket, or to an `up`'s stack
+/// front (its admin route acts on the native bridge's pool). The answer in words, or why not.
 pub async fn control(process: &Process, server: &str, action: Action) -> Result<String, String> {
-    if process.kind == "up" {
-        return stop_bridge_server(process, server, action).await;
-    }
-    let socket = Path::new(&process.channel);
-    let mut client = match Client::connect(socket).await {
-        Ok(Some(client)) => client,
-        Ok(None) => return Err(format!("pid {} no longer answers", process.pid)),
-        Err(e) => return Err(e.to_string()),
+    let answer = if process.kind == "up" {
+        bridge_server(process, server, action).await?
+    } else {
+        let socket = Path::new(&process.channel);
+        let mut client = match Client::connect(socket).await {
+            Ok(Some(client)) => client,
+            Ok(None) => return Err(format!("pid {} no longer answers", process.pid)),
+            Err(e) => return Err(e.to_string()),
+        };
+        let answer = client.upstream(server, action.word()).await;
+        answer.map_err(|e| e.to_string())?
     };
-    let answer = client.upstream(server, action.word()).await;
-    let answer = answer.map_err(|e| e.to_string())?;
     Ok(match (action, answer["error"].as_str()) {
         (Action::Restart, Some(error)) => format!("{server}: restart failed: {error}"),
         (Action::Restart, None) => format!("{server} restarted"),
@@ -321,42 +323,37 @@ pub async fn control(process: &Process, server: &str, action: Action) -> Result<
     })
 }
 
-async fn stop_bridge_server(
-    process: &Process,
-    server: &str,
-    action: Action,
-) -> Result<String, String> {
-    if action == Action::Restart {
-        return Err(
-            "an `up` stack starts a stopped server on its next call: press s to stop it".into(),
-        );
-    }
+/// `action` on the native bridge server `server` of the `up` `process`: its stack front's
+/// admin route (`POST /_mcp-launch/upstream`, the stack's admin token, loopback only). An
+/// mcpo stack's servers are mcpo's to run.
+async fn bridge_server(process: &Process, server: &str, action: Action) -> Result<Value, String> {
     let cwd = process.cwd.as_deref().ok_or("no project directory")?;
     let state = StateFile::in_project(cwd)
         .read()
         .map_err(|e| e.to_string())?;
     let pid = process.pid as i32;
-    let stack = state.stacks.iter().filter(|s| s.supervisor.pgid == pid);
-    let found = stack
-        .flat_map(|s| s.bridge_servers.iter().map(move |b| (s, b)))
-        .find(|(_, b)| b.name == server);
-    let (stack, bridge) = found.ok_or(format!("{server} is not a native bridge server"))?;
-    let group = bridge
-        .process
-        .filter(|p| p.group_alive())
-        .ok_or(format!("{server} is not running"))?;
-    let started = stack
-        .supervisor
-        .started
-        .ok_or("its `up` was recorded without a start time")?;
-    let expect = Expect::ChildOf { pid, started };
-    let stopped =
-        crate::process::stop_recorded_group(group.pgid, group.started, &expect, STOP_GRACE).await;
-    match stopped {
-        Ok(true) => Ok(format!(
-            "{server} stopped (a call after the bridge's backoff starts it)"
-        )),
-        Ok(false) => Err(format!("{server}: some of its processes survived")),
-        Err(why) => Err(format!("{server} left alone: {why}")),
+    let mut stacks = state.stacks.iter().filter(|s| s.supervisor.pgid == pid);
+    let stack = stacks
+        .find(|s| s.bridge_servers.iter().any(|b| b.name == server))
+        .ok_or(format!(
+            "{server} is not a native bridge server (mcpo runs an mcpo stack's servers)"
+        ))?;
+    let url = loopback(stack, crate::launch::front::UPSTREAM_PATH)?;
+    let answer = reqwest::Client::new()
+        .post(url)
+        .header(crate::auth::ADMIN_HEADER, &stack.admin_token)
+        .json(&serde_json::json!({"server": server, "action": action.word()}))
+        .timeout(ACTION_WAIT)
+        .send()
+        .await
+        .map_err(|e| format!("its front does not answer: {}", e.without_url()))?;
+    let ok = answer.status().is_success();
+    let body: Value = answer.json().await.unwrap_or_default();
+    match ok {
+        true => Ok(body),
+        false => Err(body["error"]["message"]
+            .as_str()
+            .unwrap_or("its front refused")
+            .to_string()),
     }
 }

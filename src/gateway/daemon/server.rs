@@ -328,36 +328,22 @@ async fn search(shared: &Shared, request: &Value) -> Result<Value, GatewayError>
 /// at once. An always-on server, or one a request holds, is not stopped.
 async fn upstream(shared: &Shared, request: &Value) -> Result<Value, GatewayError> {
     let text = |key: &str| request.get(key).and_then(Value::as_str).unwrap_or_default();
-    let pool = shared.gateway.pool();
-    let name = text("server");
-    // The handshake-era upstream first: a stateless twin of the same name, if any, holds no
-    // session to stop.
-    let upstream = match (pool.get(name), pool.stateless(name)) {
-        (Some(upstream), _) | (None, Some(upstream)) => upstream,
-        (None, None) => pool.upstream(name)?,
-    };
-    let action = text("action");
-    if !matches!(action, "stop" | "restart") {
+    let (name, action) = (text("server"), text("action"));
+    let Some(action) = crate::pool::UpstreamAction::parse(action) else {
         return Err(GatewayError::BadInput {
             message: format!("action `{action}` is neither stop nor restart"),
             help: "send action stop or restart".into(),
         });
-    }
-    let stopped = upstream.stop_unless_used().await;
-    if action == "stop" && !stopped && upstream.status().state == crate::pool::ServerState::Up {
+    };
+    let acted = shared.gateway.pool().act(name, action).await?;
+    if acted.refused {
         return Err(GatewayError::BadInput {
             message: format!("server `{name}` is always on or busy with a request"),
             help: "wait for its requests to end; an always-on server is stopped with its gateway"
                 .into(),
         });
     }
-    if action == "restart" {
-        let started = upstream.ensure_connected().await;
-        return Ok(
-            json!({"server": name, "stopped": stopped, "started": started.is_ok(), "error": started.err()}),
-        );
-    }
-    Ok(json!({"server": name, "stopped": stopped}))
+    Ok(acted.to_json())
 }
 
 /// `{"op":"reload"}`: the catalog rebuilt from the overrides and the tool approvals as they

@@ -137,6 +137,18 @@ pub enum FrontError {
     /// The reload handler failed.
     #[error("reload failed: {0}")]
     ReloadFailed(super::ReloadError),
+    /// An upstream action on a stack whose servers this process does not run (mcpo's).
+    #[error("stack `{stack}` runs its servers in mcpo, not in this process")]
+    NoBridge {
+        /// The stack.
+        stack: String,
+    },
+    /// A stop of a server that is always on or busy with a request.
+    #[error("server `{server}` is always on or busy with a request")]
+    UpstreamBusy {
+        /// The server.
+        server: String,
+    },
 }
 
 impl FrontError {
@@ -158,6 +170,7 @@ impl FrontError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Self::ReloadFailed(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::NoBridge { .. } | Self::UpstreamBusy { .. } => StatusCode::CONFLICT,
         }
     }
 
@@ -187,6 +200,8 @@ impl Actionable for FrontError {
             Self::UpstreamRejectedKey { .. } => "upstream_rejected_key",
             Self::ReloadUnavailable { .. } => "reload_unavailable",
             Self::ReloadFailed(_) => "reload_failed",
+            Self::NoBridge { .. } => "no_bridge",
+            Self::UpstreamBusy { .. } => "upstream_busy",
         }
     }
 
@@ -260,6 +275,13 @@ impl Actionable for FrontError {
                 "the stack is still starting; retry in a few seconds".to_string()
             }
             Self::ReloadFailed(e) => e.help(),
+            Self::NoBridge { .. } => "mcpo starts and stops its servers itself: restart the \
+                stack (`mcp-launch down`, then `mcp-launch up`), or launch it with the native \
+                bridge"
+                .to_string(),
+            Self::UpstreamBusy { .. } => "wait for its requests to end; an always-on server \
+                stops with its stack"
+                .to_string(),
         }
     }
 }

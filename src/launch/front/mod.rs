@@ -13,6 +13,7 @@
 //! | `GET /metrics` | the key | the process's metrics (`crate::observe`: the native bridge's upstreams) |
 //! | `GET /openapi.json` | none, or the key with `protect_spec` | the published spec, 503 before |
 //! | `POST /_mcp-launch/reload` | `X-MCP-Launch-Admin` | the [`ReloadHandler`]'s JSON |
+//! | `POST /_mcp-launch/upstream` | `X-MCP-Launch-Admin` | a native bridge's server stopped or restarted (`upstream`) |
 //! | `/mcp` and its OAuth routes, once mounted | the side's own | the [`McpSide`] (see `mcp`) |
 //! | anything else | the key | gated by the exposure, then forwarded (counted in `/metrics`: `mcp_launch_rest_requests_total`) |
 
@@ -24,6 +25,7 @@ mod proxy;
 mod spec;
 #[cfg(test)]
 mod tests;
+mod upstream;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +51,7 @@ pub use proxy::{
     ForwardLimits, DEFAULT_FORWARD_TIMEOUT, FORWARD_TIMEOUT, FORWARD_TIMEOUT_ENV, IN_FLIGHT,
     IN_FLIGHT_ENV,
 };
+pub use upstream::UPSTREAM_PATH;
 
 use super::Exposure;
 use path::{Pass, RequestPath};
@@ -147,6 +150,8 @@ struct Inner {
     local_upstream: RwLock<Option<Router>>,
     upstream_ready: AtomicBool,
     reload: RwLock<Option<ReloadHandler>>,
+    /// The native bridge's pool, for the upstream admin route.
+    pool: RwLock<Option<crate::pool::Pool>>,
     /// The MCP side, once `up` mounted one.
     mcp: mcp::Mounted,
 }
@@ -181,6 +186,7 @@ impl Front {
             local_upstream: RwLock::new(None),
             upstream_ready: AtomicBool::new(false),
             reload: RwLock::new(None),
+            pool: RwLock::new(None),
             mcp: mcp::Mounted::default(),
         };
         Ok(Front {
@@ -243,6 +249,7 @@ impl Front {
             .route("/metrics", get(metrics))
             .route("/openapi.json", get(openapi))
             .route(RELOAD_PATH, post(reload))
+            .route(upstream::UPSTREAM_PATH, post(upstream::upstream))
             .method_not_allowed_fallback(method_not_allowed)
             .fallback(gate_and_forward)
             .layer(middleware::from_fn_with_state(self.clone(), log_request))

@@ -104,6 +104,7 @@ pub async fn start(
         Started::Native(bridge, unverified) => {
             // In the same process: the front calls its routes directly, not over loopback.
             front.set_local_upstream(bridge.router());
+            front.set_pool(bridge.pool().clone());
             (Controller::Native(bridge), unverified, None)
         }
     };

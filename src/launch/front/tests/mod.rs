@@ -3,6 +3,7 @@
 mod counted;
 mod harness;
 mod limits;
+mod upstream;
 
 use std::time::Duration;
 
