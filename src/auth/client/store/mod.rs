@@ -1,7 +1,9 @@
 //! The token store: one owner-only (0600) JSON file under the user's state dir, keyed by the
 //! MCP endpoint's URL, changed only under its lock. A refresh happens under that lock too, so
 //! two processes that find the same token expired make one refresh: the second reads what
-//! the first wrote.
+//! the first wrote. A request's token is taken from what this process last read while the
+//! file is the same one (`seen`: its stamp is checked per request, the file read again only
+//! when it changed), so logins, refreshes and logouts by other processes are still seen.
 //!
 //! A grant's secrets (its tokens, a registered client's secret) go to the OS keyring when one
 //! answers (`keyring`, `MCP_LAUNCH_TOKEN_STORE`): the file's record then holds them empty and
