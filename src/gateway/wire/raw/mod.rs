@@ -94,6 +94,17 @@ pub(crate) fn splice(message: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
     if !found.any() {
         return None;
     }
+    if found.carried && !found.listed && !found.tasked {
+        // A call result (every HTTP call's answer): put back in place, no tree built.
+        if let Some(spliced) = in_place::splice_carried(message) {
+            return Some(spliced);
+        }
+    }
+    splice_tree(message, tools, found)
+}
+
+/// [`splice`] through a tree of the message: every case.
+fn splice_tree(message: &[u8], tools: Tools<'_>, found: Marks) -> Option<Vec<u8>> {
     let Marks {
         listed,
         carried,
@@ -431,5 +442,6 @@ fn splice_line(line: &[u8], tools: Tools<'_>) -> Option<Vec<u8>> {
     Some(spliced)
 }
 
+mod in_place;
 #[cfg(test)]
 mod tests;

@@ -154,3 +154,49 @@ fn a_carried_text_that_is_no_object_is_dropped() {
         assert_eq!(back["result"], json!({"contents": []}), "{back}");
     }
 }
+
+/// The in-place splice of a call result (every HTTP call's answer) makes what the tree splice
+/// makes; what it does not take (a member twice) is left to the tree.
+#[test]
+fn a_carried_result_put_back_in_place_is_what_the_tree_makes() {
+    let results = [
+        json!({"content": [{"type": "text", "text": "hi \"q\" \u{e9} \\n \u{0}"}], "isError": false}),
+        json!({}),
+        json!({"content": [], "_meta": {"vendor/k": 1}}),
+        json!({"structuredContent": {"a": [1, 2.5, -3e40, null]}, "content": []}),
+    ];
+    let mut messages = vec![];
+    for result in results {
+        let mut placeholder = carry_result(result);
+        let plain = json!({"jsonrpc": "2.0", "id": 7, "result": placeholder.clone()});
+        messages.push(plain.to_string());
+        placeholder["resultType"] = json!("complete");
+        placeholder["_meta"]["other/key"] = json!({"x": [1]});
+        let added = json!({"id": "we\"ird\u{0}", "jsonrpc": "2.0", "result": placeholder});
+        messages.push(added.to_string());
+    }
+    // Written by hand: an escaped name, spaces, a carried text with spaces round it, and a
+    // member twice.
+    let carried = serde_json::to_string(r#" {"content":[],"x":1} "#).unwrap();
+    let result = format!(r#"{{ "content": [], "_meta": {{ "{CARRIED}": {carried} }} }}"#);
+    messages.push(format!(
+        r#"{{ "jsonrpc" : "2.0", "i\u0064": 1, "result": {result} }}"#
+    ));
+    let twice = format!(r#"{{"jsonrpc":"2.0","id":1,"id":2,"result":{result}}}"#);
+    messages.push(twice.clone());
+    for message in messages {
+        let bytes = message.as_bytes();
+        let tree = splice_tree(bytes, &catalog, marks(bytes)).expect("spliced");
+        let tree: Value = serde_json::from_slice(&tree).unwrap();
+        match in_place::splice_carried(bytes) {
+            Some(text) => {
+                let back: Value = serde_json::from_slice(&text).unwrap();
+                assert_eq!(back, tree, "{message}");
+                assert!(!String::from_utf8_lossy(&text).contains(CARRIED));
+            }
+            None => assert_eq!(message, twice, "left to the tree"),
+        }
+        let spliced = splice(bytes, &catalog).expect("spliced");
+        assert_eq!(serde_json::from_slice::<Value>(&spliced).unwrap(), tree);
+    }
+}

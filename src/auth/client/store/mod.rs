@@ -1,7 +1,9 @@
 //! The token store: one owner-only (0600) JSON file under the user's state dir, keyed by the
 //! MCP endpoint's URL, changed only under its lock. A refresh happens under that lock too, so
 //! two processes that find the same token expired make one refresh: the second reads what
-//! the first wrote.
+//! the first wrote. A request's token is taken from what this process last read while the
+//! file is the same one (`seen`: its stamp is checked per request, the file read again only
+//! when it changed), so logins, refreshes and logouts by other processes are still seen.
 //!
 //! A grant's secrets (its tokens, a registered client's secret) go to the OS keyring when one
 //! answers (`keyring`, `MCP_LAUNCH_TOKEN_STORE`): the file's record then holds them empty and
@@ -16,6 +18,8 @@ use super::error::{AuthError, Step};
 use super::keyring::{self, Choice, Secrets};
 use super::Grant;
 use crate::files;
+
+mod seen;
 
 /// A token this close to its expiry is refreshed before use.
 const EXPIRY_MARGIN_SECS: u64 = 30;
@@ -120,7 +124,11 @@ fn on_disk(grant: &Grant) -> Grant {
 }
 
 fn read() -> Grants {
-    std::fs::read(path())
+    read_at(&path())
+}
+
+fn read_at(path: &std::path::Path) -> Grants {
+    std::fs::read(path)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
@@ -176,18 +184,20 @@ pub async fn remove(url: &str) -> Result<Option<Grant>, AuthError> {
 }
 
 /// The access token to send to `url`: the stored one while it is fresh, else refreshed
-/// first. `None` when nothing is stored (the server may need no login at all).
+/// first. `None` when nothing is stored (the server may need no login at all). Asked before
+/// every request to a remote server: the store is read again only when its file changed
+/// since this process last read it ([`seen::held`]).
 pub async fn token_for(url: &str) -> Result<Option<String>, AuthError> {
-    let Some(grant) = load(url).await else {
+    let Some(held) = seen::held(&path(), url).await else {
         return Ok(None);
     };
-    if grant.lacks_secrets() {
+    if held.lacks_secrets {
         return Err(keyring_silent(url));
     }
-    if !grant.expires_soon() {
-        return Ok(Some(grant.access_token));
+    if !held.expires_soon() {
+        return Ok(Some(held.access_token));
     }
-    refresh(url, &grant.access_token).await.map(Some)
+    refresh(url, &held.access_token).await.map(Some)
 }
 
 /// Replaces the access token `rejected` (expired, or answered 401) with a new one. Under the
@@ -270,7 +280,11 @@ impl Grant {
 
     /// Whether the access token is expired or about to be.
     pub fn expires_soon(&self) -> bool {
-        self.expires_at
-            .is_some_and(|at| at <= super::now() + EXPIRY_MARGIN_SECS)
+        expires_soon(self.expires_at)
     }
+}
+
+/// Whether a token expiring at `at` is expired or about to be.
+fn expires_soon(at: Option<u64>) -> bool {
+    at.is_some_and(|at| at <= super::now() + EXPIRY_MARGIN_SECS)
 }
