@@ -1,6 +1,7 @@
 //! Clients of the stateless revision (2026-07-28, SEP-2575) reach their servers in it: a stdio
-//! server serves one era per process, so the pool keeps a second upstream per server for them
-//! (`Pool::stateless`), and their requests carry the client's own `_meta` (protocol version,
+//! server serves one era per process and an HTTP session one per connection, so the pool keeps
+//! a second upstream per server for them (`Pool::stateless`: a second process, or over HTTP a
+//! stateless connection), and their requests carry the client's own `_meta` (protocol version,
 //! capabilities, client info, log level) and, on a retry, its `inputResponses` and
 //! `requestState` (SEP-2322), verbatim. An `InputRequiredResult` comes back as the server sent
 //! it, and the retry reaches the same server process (the one upstream, while it lives).

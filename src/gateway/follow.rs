@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::mcp::Session;
+use crate::pool::Upstream;
 
 use super::items::Kind;
 use super::{Event, Gateway};
@@ -36,9 +37,9 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
                     .clone()
                     .spawn(async move { gateway.relist_if_from_index(&server).await });
             }
+            let era = Era::of(upstream);
             let server = upstream.name().to_string();
-            let stateless = upstream.is_stateless();
-            gateway.spawn(follow(gateway.clone(), server, session, stateless));
+            gateway.spawn(follow(gateway.clone(), server, session, era));
         }
         tokio::select! {
             changed = changes.changed() => if changed.is_err() { return },
@@ -80,13 +81,35 @@ fn listen(gateway: &Gateway, session: &Arc<Session>) {
     gateway.spawn(session.open_stream("subscriptions/listen", params));
 }
 
-/// Passes on what `server`'s `session` announces. A stateless-revision session's tool changes
+/// Which session of its server a followed session is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Era {
+    /// The handshake era's: the catalog lists its tools.
+    Handshake,
+    /// A stateless-revision process of a stdio server: its state is its own.
+    OwnProcess,
+    /// A stateless-revision session of an HTTP server: the same server the catalog lists.
+    SameServer,
+}
+
+impl Era {
+    fn of(upstream: &Upstream) -> Era {
+        match (upstream.is_stateless(), upstream.is_remote()) {
+            (false, _) => Era::Handshake,
+            (true, false) => Era::OwnProcess,
+            (true, true) => Era::SameServer,
+        }
+    }
+}
+
+/// Passes on what `server`'s `session` announces. A stateless-revision process's tool changes
 /// are told to clients as they are (the catalog lists the handshake process's tools, which
-/// did not change).
-async fn follow(gateway: Gateway, server: String, session: Arc<Session>, stateless: bool) {
+/// did not change); an HTTP server's re-list its tools, whichever session heard of them (and
+/// the stateless session learns its tools' `Mcp-Param-*` headers again).
+async fn follow(gateway: Gateway, server: String, session: Arc<Session>, era: Era) {
     let mut notices = session.notifications();
     let closed = session.closed();
-    drop(session);
+    let session = Arc::downgrade(&session);
     tokio::pin!(closed);
     loop {
         let notice = tokio::select! {
@@ -99,8 +122,15 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>, statele
             Err(_) => return,
         };
         match notice.method.as_str() {
-            "notifications/tools/list_changed" if stateless => {
+            "notifications/tools/list_changed" if era == Era::OwnProcess => {
                 let _ = gateway.inner.changed.send(Event::Tools);
+            }
+            "notifications/tools/list_changed" if era == Era::SameServer => {
+                if let Some(session) = session.upgrade() {
+                    let timeout = gateway.inner.options.connect.list_timeout;
+                    let _ = session.list_tools(timeout).await;
+                }
+                gateway.refresh_server(&server).await;
             }
             "notifications/tools/list_changed" => gateway.refresh_server(&server).await,
             "notifications/resources/list_changed" => {

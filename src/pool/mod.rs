@@ -18,10 +18,12 @@
 //!   new one and the request is sent once more.
 //! - **Health**: [`Pool::status`] per server; [`Pool::changes`] ticks on every change.
 //! - **Both eras** (with [`PoolConfig::stateless`]): a stdio server holds one era per process
-//!   (its first request decides), so each gets a second upstream for clients of the stateless
-//!   revision (2026-07-28), started on their first request and run the same way (lazy,
-//!   backoff, idle stop). A server that does not speak it is marked so at that first connect
-//!   ([`Upstream::refused`]) and its handshake upstream serves those clients.
+//!   (its first request decides), and a Streamable HTTP session one era per connection, so
+//!   each gets a second upstream for clients of the stateless revision (2026-07-28), started
+//!   on their first request and run the same way (lazy, backoff, idle stop): a second process,
+//!   or over HTTP only a `server/discover` (no process, no session to hold). A server that
+//!   does not speak it is marked so at that first connect ([`Upstream::refused`]; an HTTP
+//!   server that cannot be reached is not) and its handshake upstream serves those clients.
 
 mod action;
 mod failure;
@@ -37,8 +39,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::ServerEntry;
-use crate::mcp::{ConnectOptions, Session};
+use crate::config::{ServerEntry, ServerSpec};
+use crate::mcp::{ConnectOptions, Session, DISCOVER_WINDOW};
 
 pub use action::{Acted, UpstreamAction};
 pub use failure::{retry_text, seconds_until, Failure, PoolError};
@@ -84,7 +86,8 @@ pub struct PoolConfig {
     pub idle: Option<Duration>,
     /// Set up each new session (the gateway passes the server's own requests on).
     pub on_session: Option<SessionHook>,
-    /// Keep a stateless-revision upstream beside each stdio server's (see the module doc).
+    /// Keep a stateless-revision upstream beside each stdio and Streamable HTTP server's (see
+    /// the module doc).
     pub stateless: bool,
 }
 
@@ -144,7 +147,7 @@ struct Inner {
     /// In the order given (for `status`).
     servers: Vec<Arc<Upstream>>,
     by_name: HashMap<String, Arc<Upstream>>,
-    /// The stateless-revision upstreams of stdio servers, by name.
+    /// The stateless-revision upstreams of stdio and Streamable HTTP servers, by name.
     stateless: HashMap<String, Arc<Upstream>>,
     idle: Option<Duration>,
     /// Cancelled by [`Pool::shutdown`]: requests end with `ShuttingDown`, connects stop.
@@ -169,17 +172,14 @@ impl Pool {
                 tracing::warn!(server = %server.entry.name, "duplicate server name; ignored");
                 continue;
             }
-            let stdio = matches!(
-                server.entry.spec,
-                Ok(crate::config::ServerSpec::Stdio { .. })
-            );
-            if config.stateless && stdio {
+            let revision = config
+                .stateless
+                .then(|| stateless_options(&server.entry, config.connect))
+                .flatten();
+            if let Some(connect) = revision {
                 let upstream = Upstream::new(
                     PoolServer::lazy(server.entry.clone()),
-                    ConnectOptions {
-                        stateless: true,
-                        ..config.connect
-                    },
+                    connect,
                     config.on_session.clone(),
                     closing.clone(),
                     Arc::clone(&changes),
@@ -214,7 +214,7 @@ impl Pool {
         self.inner.by_name.get(name)
     }
 
-    /// The stateless-revision upstream of the stdio server named `name` (see the module doc).
+    /// The stateless-revision upstream of the server named `name` (see the module doc).
     pub fn stateless(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.inner.stateless.get(name)
     }
@@ -325,6 +325,27 @@ impl Pool {
             .map(|u| u.close());
         futures_util::future::join_all(closes).await;
         self.inner.tasks.wait().await;
+    }
+}
+
+/// How a server's stateless-revision upstream connects, when it may have one: a stdio server
+/// with the pool's options (its process starts in the revision); a Streamable HTTP server
+/// within [`DISCOVER_WINDOW`], as the era probe asks (a server of the handshake era refuses
+/// `server/discover` at once, or never answers it). Legacy SSE is of the handshake era only.
+fn stateless_options(entry: &ServerEntry, connect: ConnectOptions) -> Option<ConnectOptions> {
+    let stateless = ConnectOptions {
+        stateless: true,
+        probe_revision: false,
+        ..connect
+    };
+    match entry.spec.as_ref().ok()? {
+        ServerSpec::Stdio { .. } => Some(stateless),
+        ServerSpec::Http { .. } => Some(ConnectOptions {
+            fast_window: DISCOVER_WINDOW.min(connect.fast_window),
+            slow_window: Duration::ZERO,
+            ..stateless
+        }),
+        ServerSpec::Sse { .. } => None,
     }
 }
 

@@ -214,3 +214,128 @@ async fn a_server_of_the_handshake_era_refuses_the_stateless_upstream_once() {
     assert_eq!(starts(&s.starts), 2, "one start per era");
     pool.shutdown().await;
 }
+
+/// The official Python SDK's server of both eras over Streamable HTTP
+/// (tests/fixtures/era_server.py) on a free port, in its own process group; killed on drop.
+struct EraServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl EraServer {
+    fn start() -> EraServer {
+        use std::os::unix::process::CommandExt;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new(root.join(".deps/venv-sdk/bin/python"))
+            .arg(root.join("tests/fixtures/era_server.py"))
+            .args(["--http", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("start era_server.py (scripts/install-test-deps.sh)");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "era_server.py never listened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        EraServer { child, url }
+    }
+}
+
+impl Drop for EraServer {
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+fn remote(name: &str, url: &str, sse: bool) -> ServerEntry {
+    let mut entry = ServerEntry::stdio("test", name, "unused", Vec::new());
+    entry.spec = Ok(match sse {
+        false => crate::config::ServerSpec::Http {
+            url: url.to_string(),
+            headers: Vec::new(),
+            oauth: None,
+        },
+        true => crate::config::ServerSpec::Sse {
+            url: url.to_string(),
+            headers: Vec::new(),
+        },
+    });
+    entry
+}
+
+/// The text of a tool result's first block, as JSON.
+fn seen(answer: &serde_json::Value) -> serde_json::Value {
+    let text = answer["content"][0]["text"].as_str().unwrap_or("null");
+    serde_json::from_str(text).expect("whoami answers JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_of_the_2026_revision_is_reached_in_it_beside_its_handshake_session() {
+    let server = EraServer::start();
+    let pool = pool_of_eras(
+        vec![PoolServer::lazy(remote("e", &server.url, false))],
+        None,
+        true,
+    );
+    let modern = pool
+        .stateless("e")
+        .expect("an HTTP server has a stateless upstream");
+    assert!(modern.is_stateless() && modern.is_remote());
+    let answer = modern.call("whoami", json!({}), CALL).await.unwrap();
+    let told = seen(&answer);
+    assert_eq!(told["protocol"], "2026-07-28", "{told}");
+    assert_eq!(told["mcpName"], "whoami", "{told}");
+    assert_eq!(
+        told["meta"]["io.modelcontextprotocol/clientInfo"]["name"], "mcp-launch",
+        "{told}"
+    );
+    assert!(!modern.refused());
+    let legacy = pool.upstream("e").unwrap();
+    let answer = legacy.call("whoami", json!({}), CALL).await.unwrap();
+    assert_ne!(
+        seen(&answer)["protocol"],
+        "2026-07-28",
+        "the handshake session stays"
+    );
+    assert_eq!(
+        pool.stateless_status().len(),
+        1,
+        "{:?}",
+        pool.stateless_status()
+    );
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_http_server_is_not_taken_for_one_of_the_handshake_era() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let pool = pool_of_eras(
+        vec![
+            PoolServer::lazy(remote("gone", &url, false)),
+            PoolServer::lazy(remote("old", &url, true)),
+        ],
+        None,
+        true,
+    );
+    assert!(pool.stateless("old").is_none(), "legacy SSE has one era");
+    let modern = pool.stateless("gone").expect("a stateless upstream");
+    assert!(modern.session().await.is_err());
+    assert!(
+        !modern.refused(),
+        "not reached is not refused: once it is up, its 2026 clients reach it in their era"
+    );
+    pool.shutdown().await;
+}

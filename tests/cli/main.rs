@@ -17,6 +17,7 @@ mod conformance;
 mod daemon;
 mod doctor;
 mod durations;
+mod gateway_2026;
 mod handshake;
 mod hostile;
 mod index;

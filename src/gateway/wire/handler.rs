@@ -16,7 +16,9 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
     SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{
+    NotificationContext, RequestContext, RoleServer, SubscriptionContext, SubscriptionSendError,
+};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
@@ -482,7 +484,11 @@ impl ServerHandler for Handler {
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 };
-                if sent.is_err() {
+                // A change the client did not ask to hear of is left out; the stream goes on.
+                if let Err(
+                    SubscriptionSendError::SubscriptionClosed | SubscriptionSendError::Service(_),
+                ) = sent
+                {
                     return Ok(());
                 }
             }

@@ -87,6 +87,9 @@ impl Upstream {
                 return Err(PoolError::ShuttingDown);
             }
         };
+        if let Ok(session) = &outcome {
+            self.learn_tool_headers(session).await;
+        }
         // Told once the slot below is updated and its lock released.
         let _notify = Notify(&self.changes);
         let mut slot = self.slot();
@@ -113,7 +116,7 @@ impl Upstream {
             }
             Err(problem) => {
                 let failure = Failure::from_problem(&problem);
-                if self.connect.stateless && slot.sessions == 0 {
+                if self.connect.stateless && slot.sessions == 0 && !unreachable(&problem) {
                     // Most servers: not a fault, their clients are served in the handshake era.
                     tracing::info!(server = %self.name, "the server does not speak the stateless revision (2026-07-28): {}", failure.message);
                     self.refused.store(true, Ordering::Relaxed);
@@ -127,6 +130,18 @@ impl Upstream {
                     retry_at: slot.retry_at(),
                 })
             }
+        }
+    }
+
+    /// Lists a stateless-revision HTTP session's tools once, so that its calls carry the
+    /// `Mcp-Param-*` headers their tools ask for (SEP-2243; the connection learns them from
+    /// the list). A failure only costs those headers: the server says what it missed.
+    async fn learn_tool_headers(&self, session: &Session) {
+        if !(self.connect.stateless && self.is_remote()) {
+            return;
+        }
+        if let Err(error) = session.list_tools(self.connect.list_timeout).await {
+            tracing::debug!(server = %self.name, %error, "cannot list the tools of the 2026-07-28 session");
         }
     }
 
@@ -303,4 +318,13 @@ async fn release(mut session: Arc<Session>) -> Result<Session, Arc<Session>> {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Whether a connect failed before the server could say which revisions it speaks (not
+/// reached, or not logged in to): that is no refusal of the stateless revision.
+fn unreachable(problem: &catalog::ServerProblem) -> bool {
+    matches!(
+        problem,
+        catalog::ServerProblem::Mcp(McpError::Connect { .. } | McpError::Auth(_))
+    )
 }
