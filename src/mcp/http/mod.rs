@@ -109,10 +109,18 @@ pub(crate) fn header_map(url: &str, headers: &[(String, String)]) -> Result<Head
     Ok(map)
 }
 
-/// A pooled client with our connect timeout.
+/// How long a pooled connection may sit idle before we drop it: under the keep-alive limit
+/// servers commonly close idle connections at (Node's HTTP server, the transport of most
+/// remote MCP servers: 5 s). A request sent on a connection the server is closing at that
+/// moment fails (`connection closed before message completed`) and cannot be sent again
+/// safely (a tool call may have run); reqwest's own default keeps idle connections 90 s.
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
+/// A pooled client with our connect timeout, idle connections dropped at [`POOL_IDLE`].
 pub(crate) fn client(url: &str) -> Result<reqwest::Client, McpError> {
     reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
+        .pool_idle_timeout(POOL_IDLE)
         .build()
         .map_err(|e| McpError::Connect {
             url: url.to_string(),
