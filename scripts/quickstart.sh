@@ -29,7 +29,7 @@ if ! command -v uvx >/dev/null; then
   FROM_DEPS+=("PATH=\"$ROOT/.deps/venv-tools/bin:\$PATH\"")
 fi
 
-echo "==> building mcp-launch (release; the first build takes about 5 minutes on 2 cores)"
+echo "==> building mcp-launch (release; the first build compiles ~390 crates: tens of minutes on 2 cores)"
 cargo build --release --locked
 BIN="$ROOT/target/release/mcp-launch"
 echo "==> mcp-launch --config mcp_configs/example.json list"

@@ -183,7 +183,8 @@ fn json_that_is_no_message_a_wrong_type_and_an_unknown_session_are_json_rpc_erro
     let id = session(&url);
     let ours = [("mcp-session-id", id.as_str())];
     let answer = send("DELETE", &url, &ours, Vec::new());
-    assert_eq!(answer.status, 202, "{}", answer.body);
+    // 200: the official Python SDK warns "Session termination failed" on rmcp's 202.
+    assert_eq!(answer.status, 200, "{}", answer.body);
     let answer = send("DELETE", &url, &ours, Vec::new());
     assert_eq!(
         (answer.status, answer.code()),

@@ -10,7 +10,8 @@
 //! - a session client's 2025-11-25 task request: answered by [`super::tasks25`] (rmcp drops
 //!   what it does not know), once rmcp has accepted its session;
 //! - a batch: answered by [`super::batch`] on a 2025-03-26 session, else 400, -32600;
-//! - DELETE of a session that does not exist (or has ended): 404, -32001 ("the server MUST
+//! - DELETE of a session: 200 (rmcp's 202 is a failure to the Python SDK); of one that does
+//!   not exist (or has ended): 404, -32001 ("the server MUST
 //!   respond to requests containing that session ID with HTTP 404 Not Found", Streamable HTTP,
 //!   session management); rmcp answers it 202. With `--state`, a session another replica
 //!   began ends here too: its record goes and every replica holding it closes its copy;
@@ -290,7 +291,13 @@ async fn delete(guard: &Guard, request: Request) -> Response {
             Value::Null,
         );
     }
-    rewrap(forward(&guard.inner, request).await).await
+    let mut response = rewrap(forward(&guard.inner, request).await).await;
+    // rmcp says 202; the official Python SDK takes anything but 200 and 204 for a failed
+    // termination and warns at every close ("Session termination failed: 202").
+    if response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }
 
 /// rmcp's plain-text refusal as a JSON-RPC error with the same status; anything else as is.
