@@ -109,7 +109,10 @@ impl Era {
 async fn follow(gateway: Gateway, server: String, session: Arc<Session>, era: Era) {
     let mut notices = session.notifications();
     let closed = session.closed();
-    let session = Arc::downgrade(&session);
+    // Only a weak one kept: a strong one would hold the session for its whole life, and the
+    // pool never stops a session a request (any strong holder) holds.
+    let weak = Arc::downgrade(&session);
+    drop(session);
     tokio::pin!(closed);
     loop {
         let notice = tokio::select! {
@@ -126,7 +129,7 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>, era: Er
                 let _ = gateway.inner.changed.send(Event::Tools);
             }
             "notifications/tools/list_changed" if era == Era::SameServer => {
-                if let Some(session) = session.upgrade() {
+                if let Some(session) = weak.upgrade() {
                     let timeout = gateway.inner.options.connect.list_timeout;
                     let _ = session.list_tools(timeout).await;
                 }

@@ -5,7 +5,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use reqwest::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
@@ -133,7 +132,7 @@ pub(crate) fn start(
     url: &str,
     headers: &[(String, String)],
     peer: Arc<Peer>,
-    outbox: mpsc::Receiver<Value>,
+    mut outbox: mpsc::Receiver<Value>,
     body_limit: usize,
     stateless: bool,
 ) -> Result<Handle, McpError> {
@@ -144,21 +143,50 @@ pub(crate) fn start(
         protocol_version: stateless.then(|| STATELESS_PROTOCOL_VERSION.to_string()),
         ..SessionState::default()
     }));
-    let target = reqwest::Url::parse(url).map_err(|e| McpError::Connect {
-        url: url.to_string(),
-        message: format!("not a URL: {e}"),
-    })?;
     let listening = CancellationToken::new();
-    let post = Post {
-        client: client.clone(),
-        url: url.to_string(),
-        target,
-        headers: headers.clone(),
-        state: Arc::clone(&state),
-        peer,
-        body_limit,
+    let writer = {
+        let (client, url, headers, state) = (
+            client.clone(),
+            url.to_string(),
+            headers.clone(),
+            Arc::clone(&state),
+        );
+        let listening = listening.clone();
+        tokio::spawn(
+            async move {
+                while let Some(msg) = outbox.recv().await {
+                    let post = Post {
+                        client: client.clone(),
+                        url: url.clone(),
+                        headers: headers.clone(),
+                        state: Arc::clone(&state),
+                        peer: Arc::clone(&peer),
+                        body_limit,
+                    };
+                    let is_request = msg.get("method").is_some() && msg.get("id").is_some();
+                    let opens_session = !stateless
+                        && msg.get("method").and_then(Value::as_str)
+                            == Some("notifications/initialized");
+                    if is_request {
+                        // Requests are independent: each POST (and its answer stream) runs on its
+                        // own, so slow tool calls do not hold up the others.
+                        tokio::spawn(post.send(msg).in_current_span());
+                    } else {
+                        // Notifications and answers are acknowledged at once (202) and must reach
+                        // the server in order: `tools/list` racing ahead of
+                        // `notifications/initialized` misses tools a server registers on it.
+                        let listener = post.sibling();
+                        post.send(msg).await;
+                        if opens_session {
+                            let listen = listener.listen(listening.clone());
+                            tokio::spawn(listen.in_current_span());
+                        }
+                    }
+                }
+            }
+            .in_current_span(),
+        )
     };
-    let writer = tokio::spawn(post.write(outbox, listening.clone()).in_current_span());
     Ok(Handle {
         writer,
         listening,
@@ -172,8 +200,6 @@ pub(crate) fn start(
 struct Post {
     client: reqwest::Client,
     url: String,
-    /// `url` parsed, once.
-    target: reqwest::Url,
     headers: HeaderMap,
     state: Arc<Mutex<SessionState>>,
     peer: Arc<Peer>,
@@ -182,56 +208,16 @@ struct Post {
 }
 
 impl Post {
-    /// POSTs each message of `outbox`. Requests are independent: each POST and its answer
-    /// stream runs beside the others, so slow tool calls do not hold up the rest — all polled
-    /// by this task (a task per POST cost its spawn and a hand-off between threads per call).
-    /// Notifications and answers are acknowledged at once (202) and must reach the server in
-    /// order: `tools/list` racing ahead of `notifications/initialized` misses tools a server
-    /// registers on it; the requests in flight go on while one is sent.
-    async fn write(self, mut outbox: mpsc::Receiver<Value>, listening: CancellationToken) {
-        let mut requests = FuturesUnordered::new();
-        loop {
-            let msg = tokio::select! {
-                msg = outbox.recv() => msg,
-                Some(()) = requests.next(), if !requests.is_empty() => continue,
-            };
-            let Some(msg) = msg else {
-                break;
-            };
-            if msg.get("method").is_some() && msg.get("id").is_some() {
-                requests.push(self.send(msg));
-                continue;
-            }
-            let opens_session = !lock(&self.state).stateless
-                && msg.get("method").and_then(Value::as_str) == Some("notifications/initialized");
-            let sent = self.send(msg);
-            tokio::pin!(sent);
-            loop {
-                tokio::select! {
-                    () = &mut sent => break,
-                    Some(()) = requests.next(), if !requests.is_empty() => {}
-                }
-            }
-            if opens_session {
-                let listen = self.sibling().listen(listening.clone());
-                tokio::spawn(listen.in_current_span());
-            }
-        }
-        // Nothing more to send: the requests in flight still get their answers.
-        while requests.next().await.is_some() {}
-    }
-
-    async fn send(&self, msg: Value) {
+    async fn send(self, msg: Value) {
         let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
         let method = msg
             .get("method")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let mut req = self.client.post(self.target.clone());
-        if !self.headers.is_empty() {
-            req = req.headers(self.headers.clone());
-        }
-        let mut req = req
+        let mut req = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
             .header(ACCEPT, "application/json, text/event-stream")
             .json(&msg);
         {

@@ -135,7 +135,6 @@ impl Post {
         Post {
             client: self.client.clone(),
             url: self.url.clone(),
-            target: self.target.clone(),
             headers: self.headers.clone(),
             state: Arc::clone(&self.state),
             peer: Arc::clone(&self.peer),
