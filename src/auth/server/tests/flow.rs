@@ -99,11 +99,7 @@ async fn an_unregistered_redirect_uri_gets_a_page_not_a_redirect() {
         );
     }
     let body = json!({"redirect_uris": ["http://evil.example/cb"]});
-    let request = Request::post("/register")
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    let (status, _, body) = send(&fx.app, request).await;
+    let (status, body) = post_register(&fx.app, &body).await;
     assert_eq!(
         status,
         StatusCode::BAD_REQUEST,

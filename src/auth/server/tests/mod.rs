@@ -91,14 +91,20 @@ fn form(uri: &str, pairs: &[(&str, &str)], cookie: Option<&str>) -> Request<Body
     request.body(Body::from(body)).unwrap()
 }
 
+/// `POST /register` with `metadata`: the status and the body.
+async fn post_register(app: &Router, metadata: &Value) -> (StatusCode, String) {
+    let request = Request::post("/register")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(metadata.to_string()))
+        .unwrap();
+    let (status, _, body) = send(app, request).await;
+    (status, body)
+}
+
 /// Registers a public client redirecting to `REDIRECT`: its id.
 async fn register(app: &Router) -> String {
     let body = json!({"client_name": "test client", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"});
-    let request = Request::post("/register")
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    let (status, _, body) = send(app, request).await;
+    let (status, body) = post_register(app, &body).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     serde_json::from_str::<Value>(&body).unwrap()["client_id"]
         .as_str()

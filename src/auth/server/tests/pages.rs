@@ -152,11 +152,7 @@ async fn script_and_data_redirect_uris_are_not_registered() {
         "https://tools.example/cb#fragment",
     ] {
         let body = json!({"redirect_uris": [redirect], "token_endpoint_auth_method": "none"});
-        let request = Request::post("/register")
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let (status, _, body) = send(&fx.app, request).await;
+        let (status, body) = post_register(&fx.app, &body).await;
         assert_eq!(
             status,
             StatusCode::BAD_REQUEST,
