@@ -3,10 +3,12 @@
 //! resource updates are passed on to clients.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
+use crate::backoff::Backoff;
 use crate::mcp::Session;
 use crate::pool::Upstream;
 
@@ -70,15 +72,63 @@ fn announce(gateway: &Gateway, session: &Arc<Session>) {
     }
 }
 
+/// How soon a `subscriptions/listen` stream the server ended is opened again: 1 s, doubling
+/// while the server keeps ending it soon after it opened, up to a minute.
+const RELISTEN: Backoff =
+    Backoff::new(Duration::from_secs(1), Duration::from_secs(60)).stable_after(STABLE_LISTEN);
+
+/// A listen stream that stayed open this long was not ended for being opened.
+const STABLE_LISTEN: Duration = Duration::from_secs(60);
+
+/// The notification that opens every listen stream.
+const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
+/// The list changes a listen stream asks for (and what a stream opened again stands for).
+const LIST_CHANGES: [&str; 3] = [
+    "notifications/tools/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/prompts/list_changed",
+];
+
 /// Asks a stateless-revision session for its list changes (`subscriptions/listen`): that
-/// server process has its own state, and the clients calling it should hear of them.
+/// server process has its own state, and the clients calling it should hear of them. A
+/// stream the server ends while the session lives is opened again ([`RELISTEN`]); what it
+/// announced meanwhile is not replayed, so [`follow`] takes the new stream's acknowledgement
+/// as a change of every list.
 fn listen(gateway: &Gateway, session: &Arc<Session>) {
+    let weak = Arc::downgrade(session);
+    let stopping = gateway.inner.shutdown.clone();
+    gateway.spawn(async move {
+        let mut backoff = RELISTEN;
+        while let Some(stream) = open_listen(&weak) {
+            backoff.started();
+            stream.await;
+            if weak.upgrade().is_none_or(|session| session.is_closed()) {
+                return;
+            }
+            let (delay, attempt) = backoff.next_delay();
+            tracing::debug!(
+                ?delay,
+                attempt,
+                "the server ended its listen stream; listening again"
+            );
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = stopping.cancelled() => return,
+            }
+        }
+    });
+}
+
+/// The listen request on `session`, while it is open; its future ends with the stream.
+fn open_listen(session: &Weak<Session>) -> Option<impl std::future::Future<Output = ()>> {
+    let session = session.upgrade().filter(|session| !session.is_closed())?;
     let params = json!({
         "notifications": {"toolsListChanged": true, "promptsListChanged": true,
             "resourcesListChanged": true},
         "_meta": crate::mcp::own_meta(),
     });
-    gateway.spawn(session.open_stream("subscriptions/listen", params));
+    Some(session.open_stream("subscriptions/listen", params))
 }
 
 /// Which session of its server a followed session is.
@@ -114,6 +164,13 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>, era: Er
     let weak = Arc::downgrade(&session);
     drop(session);
     tokio::pin!(closed);
+    let heard = Heard {
+        gateway: &gateway,
+        server: &server,
+        session: &weak,
+        era,
+    };
+    let mut acknowledged = 0_u32;
     loop {
         let notice = tokio::select! {
             notice = notices.recv() => notice,
@@ -124,18 +181,45 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>, era: Er
             Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
             Err(_) => return,
         };
-        match notice.method.as_str() {
-            "notifications/tools/list_changed" if era == Era::OwnProcess => {
+        if notice.method == ACKNOWLEDGED {
+            acknowledged += 1;
+            // A listen stream opened again: what the server announced while none was open
+            // is lost, so every list is taken as changed.
+            if acknowledged > 1 {
+                for method in LIST_CHANGES {
+                    heard.pass_on(method, None).await;
+                }
+            }
+            continue;
+        }
+        heard.pass_on(&notice.method, notice.params).await;
+    }
+}
+
+/// Where what one followed session announces goes.
+struct Heard<'a> {
+    gateway: &'a Gateway,
+    server: &'a str,
+    session: &'a Weak<Session>,
+    era: Era,
+}
+
+impl Heard<'_> {
+    /// Passes on the notification `method` (with `params`) the server sent.
+    async fn pass_on(&self, method: &str, params: Option<Value>) {
+        let (gateway, server) = (self.gateway, self.server);
+        match method {
+            "notifications/tools/list_changed" if self.era == Era::OwnProcess => {
                 let _ = gateway.inner.changed.send(Event::Tools);
             }
-            "notifications/tools/list_changed" if era == Era::SameServer => {
-                if let Some(session) = weak.upgrade() {
+            "notifications/tools/list_changed" if self.era == Era::SameServer => {
+                if let Some(session) = self.session.upgrade() {
                     let timeout = gateway.inner.options.connect.list_timeout;
                     let _ = session.list_tools(timeout).await;
                 }
-                gateway.refresh_server(&server).await;
+                gateway.refresh_server(server).await;
             }
-            "notifications/tools/list_changed" => gateway.refresh_server(&server).await,
+            "notifications/tools/list_changed" => gateway.refresh_server(server).await,
             "notifications/resources/list_changed" => {
                 let _ = gateway.inner.changed.send(Event::Resources);
             }
@@ -143,16 +227,16 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>, era: Er
                 let _ = gateway.inner.changed.send(Event::Prompts);
             }
             // During a call, its own relay passes the server's messages to the caller.
-            "notifications/message" if gateway.inner.callers.is_calling(&server) => {}
+            "notifications/message" if gateway.inner.callers.is_calling(server) => {}
             "notifications/message" => {
                 let _ = gateway
                     .inner
                     .changed
-                    .send(Event::Log(notice.params.unwrap_or_default()));
+                    .send(Event::Log(params.unwrap_or_default()));
             }
             "notifications/resources/updated" => {
-                let mut params = notice.params.unwrap_or_default();
-                gateway.rename(&server, Kind::Resources, &mut params);
+                let mut params = params.unwrap_or_default();
+                gateway.rename(server, Kind::Resources, &mut params);
                 let _ = gateway.inner.changed.send(Event::ResourceUpdated(params));
             }
             _ => {}

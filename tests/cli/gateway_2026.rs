@@ -20,10 +20,16 @@ use crate::util::*;
 
 /// The SDK client against `target` (`--http URL` or `--stdio COMMAND…`), adding `grow`.
 fn drive(dir: &Path, grow: &str, target: &[String]) -> Value {
+    drive_with(dir, grow, &[], target)
+}
+
+/// [`drive`], with more of era_client.py's options (`extra`).
+fn drive_with(dir: &Path, grow: &str, extra: &[&str], target: &[String]) -> Value {
     let mut command = Command::new(sdk_python());
     command
         .arg(manifest_dir().join("tests/fixtures/era_client.py"))
         .args(["--prefix", "era__", "--grow", grow, "--name", "Grace"])
+        .args(extra)
         .args(target);
     client_json(command, dir, "the Python SDK client")
 }
@@ -70,6 +76,25 @@ fn a_2026_client_reaches_a_2026_http_server_in_that_revision_over_http_and_stdio
     let target = stdio_gateway(cmd.dir(), &["--mode", "full"]);
     let seen = drive(cmd.dir(), "grown_two", &target);
     check(&seen, "grown_two");
+}
+
+/// The server ends the gateway's own `subscriptions/listen` stream while its session lives
+/// and adds a tool at once, before the gateway listens again (a second later): the new
+/// stream's acknowledgement makes the gateway list again, so the tool reaches the client; a
+/// tool added later is heard on the new stream itself.
+#[test]
+fn a_listen_stream_the_server_ends_is_opened_again_and_nothing_missed() {
+    let fixture = Fixture::serve("era_server.py");
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {
+        "era": {"type": "http", "url": fixture.url()},
+    }}));
+    let (_gateway, url) = http_gateway(&cmd, &["--mode", "full"]);
+    let target = ["--http".to_string(), url];
+    let in_the_gap = ["--end-listens", "--settle", "0"];
+    let seen = drive_with(cmd.dir(), "in_the_gap", &in_the_gap, &target);
+    check(&seen, "in_the_gap");
+    let seen = drive(cmd.dir(), "on_the_new_stream", &target);
+    check(&seen, "on_the_new_stream");
 }
 
 #[test]

@@ -497,6 +497,11 @@ impl Session {
         self.peer.closed().cancelled_owned()
     }
 
+    /// Whether the connection has closed (see [`Session::closed`]).
+    pub fn is_closed(&self) -> bool {
+        self.peer.closed().is_cancelled()
+    }
+
     /// Why the connection closed, as the error a request would get now.
     pub fn close_error(&self) -> McpError {
         self.closed_error("its session")
