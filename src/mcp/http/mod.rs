@@ -31,6 +31,8 @@ use self::streams::revision_headers;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+/// A POST's `Accept` (checked once, not per request).
+const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 
 /// Limit for connecting to a remote server; an unreachable host must not hang preflight.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -237,9 +239,7 @@ impl Post {
         if !self.headers.is_empty() {
             req = req.headers(self.headers.clone());
         }
-        let mut req = req
-            .header(ACCEPT, "application/json, text/event-stream")
-            .json(&msg);
+        let mut req = req.header(ACCEPT, ACCEPT_BOTH).json(&msg);
         {
             let state = lock(&self.state);
             if let Some(id) = &state.session_id {
@@ -452,8 +452,9 @@ pub(crate) async fn send_authorized(
     if headers.contains_key(AUTHORIZATION) {
         return req.send().await.map_err(connect);
     }
-    let retry = req.try_clone();
     let token = store::token_for(url).await?;
+    // Only a sent token can be refreshed and the request sent again (a copy costs its body).
+    let retry = token.as_ref().and_then(|_| req.try_clone());
     let req = match &token {
         Some(token) => req.bearer_auth(token),
         None => req,
