@@ -2,9 +2,11 @@
 //! an SSE stream on that POST. The server's `Mcp-Session-Id` is echoed on every later request,
 //! and the negotiated version travels in `MCP-Protocol-Version`.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use reqwest::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
@@ -21,12 +23,16 @@ use super::limits::{read_capped, read_prefix, ERROR_BODY_BYTES};
 use super::message::STATELESS_PROTOCOL_VERSION;
 use super::peer::Peer;
 
+#[cfg(test)]
+mod standalone_tests;
 mod streams;
 
 use self::streams::revision_headers;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+/// A POST's `Accept` (checked once, not per request).
+const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 
 /// Limit for connecting to a remote server; an unreachable host must not hang preflight.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,6 +53,10 @@ const RESUMES: usize = 3;
 
 /// The wait before a resume when the server named none in `retry`.
 const RESUME_WAIT: Duration = Duration::from_secs(1);
+
+/// The longest a new session waits for its standalone stream's GET to be answered before it
+/// sends on (see [`Post::write`]).
+const LISTEN_WAIT: Duration = Duration::from_secs(2);
 
 /// Where a POST's event stream stopped: its last event id and the wait the server asked for.
 #[derive(Default)]
@@ -132,7 +142,7 @@ pub(crate) fn start(
     url: &str,
     headers: &[(String, String)],
     peer: Arc<Peer>,
-    mut outbox: mpsc::Receiver<Value>,
+    outbox: mpsc::Receiver<Value>,
     body_limit: usize,
     stateless: bool,
 ) -> Result<Handle, McpError> {
@@ -143,50 +153,21 @@ pub(crate) fn start(
         protocol_version: stateless.then(|| STATELESS_PROTOCOL_VERSION.to_string()),
         ..SessionState::default()
     }));
+    let target = reqwest::Url::parse(url).map_err(|e| McpError::Connect {
+        url: url.to_string(),
+        message: format!("not a URL: {e}"),
+    })?;
     let listening = CancellationToken::new();
-    let writer = {
-        let (client, url, headers, state) = (
-            client.clone(),
-            url.to_string(),
-            headers.clone(),
-            Arc::clone(&state),
-        );
-        let listening = listening.clone();
-        tokio::spawn(
-            async move {
-                while let Some(msg) = outbox.recv().await {
-                    let post = Post {
-                        client: client.clone(),
-                        url: url.clone(),
-                        headers: headers.clone(),
-                        state: Arc::clone(&state),
-                        peer: Arc::clone(&peer),
-                        body_limit,
-                    };
-                    let is_request = msg.get("method").is_some() && msg.get("id").is_some();
-                    let opens_session = !stateless
-                        && msg.get("method").and_then(Value::as_str)
-                            == Some("notifications/initialized");
-                    if is_request {
-                        // Requests are independent: each POST (and its answer stream) runs on its
-                        // own, so slow tool calls do not hold up the others.
-                        tokio::spawn(post.send(msg).in_current_span());
-                    } else {
-                        // Notifications and answers are acknowledged at once (202) and must reach
-                        // the server in order: `tools/list` racing ahead of
-                        // `notifications/initialized` misses tools a server registers on it.
-                        let listener = post.sibling();
-                        post.send(msg).await;
-                        if opens_session {
-                            let listen = listener.listen(listening.clone());
-                            tokio::spawn(listen.in_current_span());
-                        }
-                    }
-                }
-            }
-            .in_current_span(),
-        )
+    let post = Post {
+        client: client.clone(),
+        url: url.to_string(),
+        target,
+        headers: headers.clone(),
+        state: Arc::clone(&state),
+        peer,
+        body_limit,
     };
+    let writer = tokio::spawn(post.write(outbox, listening.clone()).in_current_span());
     Ok(Handle {
         writer,
         listening,
@@ -200,6 +181,8 @@ pub(crate) fn start(
 struct Post {
     client: reqwest::Client,
     url: String,
+    /// `url` parsed, once.
+    target: reqwest::Url,
     headers: HeaderMap,
     state: Arc<Mutex<SessionState>>,
     peer: Arc<Peer>,
@@ -208,18 +191,55 @@ struct Post {
 }
 
 impl Post {
-    async fn send(self, msg: Value) {
+    /// POSTs each message of `outbox`. Requests are independent: each POST and its answer
+    /// stream runs beside the others, so slow tool calls do not hold up the rest — all polled
+    /// by this task (a task per POST cost its spawn and a hand-off between threads per call).
+    /// Notifications and answers are acknowledged at once (202) and must reach the server in
+    /// order: `tools/list` racing ahead of `notifications/initialized` misses tools a server
+    /// registers on it; the requests in flight go on while one is sent.
+    async fn write(self, mut outbox: mpsc::Receiver<Value>, listening: CancellationToken) {
+        let mut requests = FuturesUnordered::new();
+        loop {
+            let msg = tokio::select! {
+                msg = outbox.recv() => msg,
+                Some(()) = requests.next(), if !requests.is_empty() => continue,
+            };
+            let Some(msg) = msg else {
+                break;
+            };
+            if msg.get("method").is_some() && msg.get("id").is_some() {
+                requests.push(self.send(msg));
+                continue;
+            }
+            let opens_session = !lock(&self.state).stateless
+                && msg.get("method").and_then(Value::as_str) == Some("notifications/initialized");
+            beside(&mut requests, self.send(msg)).await;
+            if opens_session {
+                // A server sends what belongs to no request (TypeScript SDK servers: even a
+                // tool's elicitation) on the standalone stream, and drops it while that stream
+                // is not open: nothing more goes out before its GET is answered (a request
+                // sent first could ask before anyone listens; a bounded wait, once a session).
+                let (opened, listener) = self.sibling().listen(listening.clone());
+                tokio::spawn(listener.in_current_span());
+                let opened = tokio::time::timeout(LISTEN_WAIT, opened);
+                beside(&mut requests, async { drop(opened.await) }).await;
+            }
+        }
+        // Nothing more to send: the requests in flight still get their answers.
+        while requests.next().await.is_some() {}
+    }
+
+    async fn send(&self, msg: Value) {
         let request_id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
         let method = msg
             .get("method")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let mut req = self
-            .client
-            .post(&self.url)
-            .headers(self.headers.clone())
-            .header(ACCEPT, "application/json, text/event-stream")
-            .json(&msg);
+        let mut req = self.client.post(self.target.clone());
+        if !self.headers.is_empty() {
+            req = req.headers(self.headers.clone());
+        }
+        let mut req = req.header(ACCEPT, ACCEPT_BOTH).json(&msg);
         {
             let state = lock(&self.state);
             if let Some(id) = &state.session_id {
@@ -326,6 +346,20 @@ impl Post {
     }
 }
 
+/// Runs `first` to its end while the requests in flight go on.
+async fn beside<F: Future<Output = ()>>(
+    requests: &mut FuturesUnordered<impl Future<Output = ()>>,
+    first: F,
+) {
+    tokio::pin!(first);
+    loop {
+        tokio::select! {
+            () = &mut first => return,
+            Some(()) = requests.next(), if !requests.is_empty() => {}
+        }
+    }
+}
+
 /// The Bearer challenge of a 401 or 403 answer, if it carries one.
 fn bearer_challenge(resp: &Response) -> Option<crate::auth::challenge::BearerChallenge> {
     let status = resp.status();
@@ -418,8 +452,9 @@ pub(crate) async fn send_authorized(
     if headers.contains_key(AUTHORIZATION) {
         return req.send().await.map_err(connect);
     }
-    let retry = req.try_clone();
     let token = store::token_for(url).await?;
+    // Only a sent token can be refreshed and the request sent again (a copy costs its body).
+    let retry = token.as_ref().and_then(|_| req.try_clone());
     let req = match &token {
         Some(token) => req.bearer_auth(token),
         None => req,

@@ -3,12 +3,14 @@
 //! handshake era, a JSON-RPC refusal carried by a failure status, and the 2026-07-28
 //! revision's headers (SEP-2243).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use reqwest::header::ACCEPT;
 use serde_json::Value;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -112,22 +114,33 @@ impl Post {
     /// The standalone stream of the handshake era: a server sends on it the requests and
     /// notifications that belong to no POST (an elicitation outside a call's stream, list
     /// changes). Opened once the session is, reopened from its last event after the server's
-    /// `retry` wait at most [`RESUMES`] times, ended with the session.
-    pub(super) async fn listen(self, stop: CancellationToken) {
-        let listening = async {
+    /// `retry` wait at most [`RESUMES`] times, ended with the session. The receiver resolves
+    /// once the first GET was answered (with a stream or without).
+    pub(super) fn listen(
+        self,
+        stop: CancellationToken,
+    ) -> (oneshot::Receiver<()>, impl Future<Output = ()>) {
+        let (opened, answered) = oneshot::channel();
+        let listening = async move {
+            let mut opened = Some(opened);
             let mut resume = Resume::default();
             for _ in 0..=RESUMES {
-                let Some(resp) = self.get_stream(resume.last_event_id.as_deref()).await else {
+                let resp = self.get_stream(resume.last_event_id.as_deref()).await;
+                opened.take();
+                let Some(resp) = resp else {
                     return;
                 };
                 self.read_events(resp, "", None, &mut resume).await;
                 tokio::time::sleep(resume.retry.unwrap_or(RESUME_WAIT)).await;
             }
         };
-        tokio::select! {
-            () = listening => {}
-            () = stop.cancelled() => {}
-        }
+        let listener = async move {
+            tokio::select! {
+                () = listening => {}
+                () = stop.cancelled() => {}
+            }
+        };
+        (answered, listener)
     }
 
     /// Another Post over the same connection and session.
@@ -135,6 +148,7 @@ impl Post {
         Post {
             client: self.client.clone(),
             url: self.url.clone(),
+            target: self.target.clone(),
             headers: self.headers.clone(),
             state: Arc::clone(&self.state),
             peer: Arc::clone(&self.peer),
