@@ -3,6 +3,9 @@
 //! (`opentelemetry-proto`); the client is the official Python SDK sending W3C trace context,
 //! the upstream the fault server, whose log shows the `_meta` it got. Checked: client →
 //! gateway → upstream parentage, the semantic conventions' attributes, and nothing secret.
+//! The tests that need the exporter need the cargo feature `otel` (default); built without it,
+//! asking for traces is an error.
+#![cfg_attr(not(feature = "otel"), allow(dead_code, unused_imports))]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -215,6 +218,7 @@ fn check_the_chain(cmd: &Cmd, receiver: &Receiver, transport: &str) -> (Span, Sp
     (server.clone(), client.clone())
 }
 
+#[cfg(feature = "otel")]
 #[test]
 fn a_call_through_the_http_gateway_continues_the_clients_trace_to_the_upstream() {
     let receiver = Receiver::start();
@@ -238,6 +242,7 @@ fn a_call_through_the_http_gateway_continues_the_clients_trace_to_the_upstream()
     assert_eq!(attribute(&listed, "mcp.session.id"), session);
 }
 
+#[cfg(feature = "otel")]
 #[test]
 fn the_http_traceparent_header_is_taken_when_meta_carries_none() {
     let receiver = Receiver::start();
@@ -248,6 +253,7 @@ fn the_http_traceparent_header_is_taken_when_meta_carries_none() {
     check_the_chain(&cmd, &receiver, "tcp");
 }
 
+#[cfg(feature = "otel")]
 #[test]
 fn over_stdio_the_variables_turn_traces_on_and_the_last_spans_leave_at_exit() {
     let receiver = Receiver::start();
@@ -293,6 +299,7 @@ fn check_the_chain_named(cmd: &Cmd, receiver: &Receiver) -> (Span, Span) {
 /// Towards an HTTP upstream the trace context travels in the W3C headers: the upstream (a
 /// server on the official Python SDK, which reports the headers its call came with) gets a
 /// `traceparent` whose parent is our client span.
+#[cfg(feature = "otel")]
 #[test]
 fn an_http_upstream_gets_the_trace_context_in_its_request_headers() {
     let receiver = Receiver::start();
@@ -357,6 +364,7 @@ fn with_traces_off_the_clients_traceparent_reaches_the_upstream_unchanged() {
 /// A 2026-07-28 client's task: the call the gateway spawns for it runs in the `tools/call`
 /// request's span, so the upstream call is that span's child in the client's trace (before,
 /// the request had no span and the upstream call began a trace of its own).
+#[cfg(feature = "otel")]
 #[test]
 fn a_2026_task_call_is_a_child_of_its_requests_span() {
     let receiver = Receiver::start();
@@ -386,5 +394,24 @@ fn a_2026_task_call_is_a_child_of_its_requests_span() {
         hex(&upstream.parent_span_id),
         hex(&request.span_id),
         "the task's upstream call is the request span's child"
+    );
+}
+
+/// Built without the cargo feature `otel`: `--otlp` or the standard variables are refused with
+/// what to do, never ignored.
+#[cfg(not(feature = "otel"))]
+#[test]
+fn without_the_otel_feature_asking_for_traces_is_an_error() {
+    let said = |cmd: Cmd| {
+        cmd.status(2)
+            .stderr_has("built without traces (cargo feature `otel`)")
+            .stderr_has("rebuild with default features")
+            .run();
+    };
+    said(Cmd::new().args(["--otlp", "http://127.0.0.1:4318", "list"]));
+    said(
+        Cmd::new()
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+            .args(["list"]),
     );
 }
