@@ -325,6 +325,31 @@ fn an_http_upstream_gets_the_trace_context_in_its_request_headers() {
     assert_eq!(hex(&gateway.parent_span_id), CLIENT_SPAN);
 }
 
+/// A tool's error (`isError`) marks both spans failed: `error.type = tool_error`, status
+/// `ERROR` with its description; parentage as for a call that succeeds.
+#[cfg(feature = "otel")]
+#[test]
+fn a_tools_error_marks_the_gateway_and_upstream_spans_failed() {
+    let receiver = Receiver::start();
+    let cmd = project();
+    let (_gateway, url) = http_gateway(&cmd, &["--otlp", &receiver.url()]);
+    let out = traced_call(&cmd, &url, &["--call", "fault__fail"]);
+    assert_eq!(out["echo"], json!(["deliberate failure"]), "{out}");
+    let gateway = receiver.span_named("tools/call fault__fail").span;
+    let upstream = receiver.span_named("tools/call fail").span;
+    assert_eq!(hex(&gateway.parent_span_id), CLIENT_SPAN);
+    assert_eq!(hex(&upstream.parent_span_id), hex(&gateway.span_id));
+    for span in [&gateway, &upstream] {
+        assert_eq!(attribute(span, "error.type"), "tool_error", "{}", span.name);
+        let status = span.status.clone().unwrap_or_default();
+        assert_eq!(status.code, 2, "{}: ERROR, {status:?}", span.name);
+        assert_eq!(status.message, "the tool answered with isError");
+    }
+    let listed = receiver.span_named("tools/list").span;
+    assert_eq!(listed.status.unwrap_or_default().code, 0, "UNSET");
+    assert!(text(&listed.attributes, "error.type").is_none());
+}
+
 #[test]
 fn a_bad_otlp_url_is_a_usage_error_naming_what_to_give() {
     Cmd::new()
