@@ -35,8 +35,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    // Before logging starts: the exporter's layer joins the subscriber, and its posts run on
-    // the runtime.
+    // Before logging starts (its error is the first thing said); its posts run on the runtime.
     let traces = match install_traces(&cli.global, runtime.handle()) {
         Ok(traces) => traces,
         Err(e) => {
@@ -49,7 +48,6 @@ fn main() -> ExitCode {
         &cli.global,
         cli.command.streams_child_logs(),
         cli.command.runs_tui(),
-        traces.as_ref(),
     ) {
         Ok(guard) => guard,
         Err(e) => {
@@ -223,7 +221,6 @@ fn init_logging(
     global: &GlobalArgs,
     stream_child_logs: bool,
     tui: bool,
-    traces: Option<&trace::Exporter>,
 ) -> anyhow::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
     let level = match global.verbose {
         0 => "warn",
@@ -303,7 +300,6 @@ fn init_logging(
         .with(stderr_layer)
         .with(pane_layer)
         .with(file_layer)
-        .with(traces.map(|traces| traces.layer()))
         .init();
     Ok(guard)
 }

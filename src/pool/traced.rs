@@ -1,15 +1,14 @@
 //! The span of each request the pool sends upstream (`observe::trace`, kind client): a child
-//! of the request being answered (`trace::within`; else of the span the caller runs in), held
-//! until the answer (never entered: nothing under it makes spans), its W3C context written into
+//! of the request being answered (`trace::within`, `trace::carried`), held until the answer,
+//! its W3C context written into
 //! the request's `_meta` (SEP-414; the HTTP transport also sends it as headers), so the
 //! server's own spans join the client's trace.
 
-use serde_json::{json, Value};
-use tracing::Span;
+use serde_json::Value;
 
 use crate::config::{ServerEntry, ServerSpec};
 use crate::mcp::McpError;
-use crate::observe::trace::{self, Call, Carrier, Kind, Transport};
+use crate::observe::trace::{self, Call, Carrier, Kind, Span, Transport};
 
 /// The span of `method` to `server` (a disabled one, `params` untouched, while traces are
 /// off), its context written into `params._meta`.
@@ -18,23 +17,24 @@ pub(super) fn span_of(server: &str, entry: &ServerEntry, method: &str, params: &
         return Span::none();
     }
     let tool = params.get("name").and_then(Value::as_str);
-    let span = trace::in_request(|| {
-        trace::span(&Call {
-            kind: Kind::Client,
-            method,
-            tool: tool.filter(|_| method == "tools/call"),
-            request_id: None,
-            session: None,
-            transport: match entry.spec {
-                Ok(ServerSpec::Stdio { .. }) => Transport::Pipe,
-                _ => Transport::Tcp,
-            },
-            server: Some(server),
-            carrier: Carrier::default(),
-        })
+    let span = trace::span(&Call {
+        kind: Kind::Client,
+        method,
+        tool: tool.filter(|_| method == "tools/call"),
+        request_id: None,
+        session: None,
+        transport: match entry.spec {
+            Ok(ServerSpec::Stdio { .. }) => Transport::Pipe,
+            _ => Transport::Tcp,
+        },
+        server: Some(server),
+        carrier: Carrier::default(),
     });
+    #[cfg(feature = "otel")]
     if let Some(fields) = params.as_object_mut() {
-        let meta = fields.entry("_meta").or_insert_with(|| json!({}));
+        let meta = fields
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
         if let Some(meta) = meta.as_object_mut() {
             trace::inject(&span, meta);
         }

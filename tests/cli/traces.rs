@@ -3,6 +3,9 @@
 //! (`opentelemetry-proto`); the client is the official Python SDK sending W3C trace context,
 //! the upstream the fault server, whose log shows the `_meta` it got. Checked: client →
 //! gateway → upstream parentage, the semantic conventions' attributes, and nothing secret.
+//! The tests that need the exporter need the cargo feature `otel` (default); built without it,
+//! asking for traces is an error.
+#![cfg_attr(not(feature = "otel"), allow(dead_code, unused_imports))]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -215,6 +218,7 @@ fn check_the_chain(cmd: &Cmd, receiver: &Receiver, transport: &str) -> (Span, Sp
     (server.clone(), client.clone())
 }
 
+#[cfg(feature = "otel")]
 #[test]
 fn a_call_through_the_http_gateway_continues_the_clients_trace_to_the_upstream() {
     let receiver = Receiver::start();
@@ -238,6 +242,7 @@ fn a_call_through_the_http_gateway_continues_the_clients_trace_to_the_upstream()
     assert_eq!(attribute(&listed, "mcp.session.id"), session);
 }
 
+#[cfg(feature = "otel")]
 #[test]
 fn the_http_traceparent_header_is_taken_when_meta_carries_none() {
     let receiver = Receiver::start();
@@ -248,6 +253,7 @@ fn the_http_traceparent_header_is_taken_when_meta_carries_none() {
     check_the_chain(&cmd, &receiver, "tcp");
 }
 
+#[cfg(feature = "otel")]
 #[test]
 fn over_stdio_the_variables_turn_traces_on_and_the_last_spans_leave_at_exit() {
     let receiver = Receiver::start();
@@ -293,6 +299,7 @@ fn check_the_chain_named(cmd: &Cmd, receiver: &Receiver) -> (Span, Span) {
 /// Towards an HTTP upstream the trace context travels in the W3C headers: the upstream (a
 /// server on the official Python SDK, which reports the headers its call came with) gets a
 /// `traceparent` whose parent is our client span.
+#[cfg(feature = "otel")]
 #[test]
 fn an_http_upstream_gets_the_trace_context_in_its_request_headers() {
     let receiver = Receiver::start();
@@ -316,6 +323,31 @@ fn an_http_upstream_gets_the_trace_context_in_its_request_headers() {
     let gateway = receiver.span_named("tools/call remote__trace_headers").span;
     assert_eq!(hex(&client.parent_span_id), hex(&gateway.span_id));
     assert_eq!(hex(&gateway.parent_span_id), CLIENT_SPAN);
+}
+
+/// A tool's error (`isError`) marks both spans failed: `error.type = tool_error`, status
+/// `ERROR` with its description; parentage as for a call that succeeds.
+#[cfg(feature = "otel")]
+#[test]
+fn a_tools_error_marks_the_gateway_and_upstream_spans_failed() {
+    let receiver = Receiver::start();
+    let cmd = project();
+    let (_gateway, url) = http_gateway(&cmd, &["--otlp", &receiver.url()]);
+    let out = traced_call(&cmd, &url, &["--call", "fault__fail"]);
+    assert_eq!(out["echo"], json!(["deliberate failure"]), "{out}");
+    let gateway = receiver.span_named("tools/call fault__fail").span;
+    let upstream = receiver.span_named("tools/call fail").span;
+    assert_eq!(hex(&gateway.parent_span_id), CLIENT_SPAN);
+    assert_eq!(hex(&upstream.parent_span_id), hex(&gateway.span_id));
+    for span in [&gateway, &upstream] {
+        assert_eq!(attribute(span, "error.type"), "tool_error", "{}", span.name);
+        let status = span.status.clone().unwrap_or_default();
+        assert_eq!(status.code, 2, "{}: ERROR, {status:?}", span.name);
+        assert_eq!(status.message, "the tool answered with isError");
+    }
+    let listed = receiver.span_named("tools/list").span;
+    assert_eq!(listed.status.unwrap_or_default().code, 0, "UNSET");
+    assert!(text(&listed.attributes, "error.type").is_none());
 }
 
 #[test]
@@ -357,6 +389,7 @@ fn with_traces_off_the_clients_traceparent_reaches_the_upstream_unchanged() {
 /// A 2026-07-28 client's task: the call the gateway spawns for it runs in the `tools/call`
 /// request's span, so the upstream call is that span's child in the client's trace (before,
 /// the request had no span and the upstream call began a trace of its own).
+#[cfg(feature = "otel")]
 #[test]
 fn a_2026_task_call_is_a_child_of_its_requests_span() {
     let receiver = Receiver::start();
@@ -386,5 +419,24 @@ fn a_2026_task_call_is_a_child_of_its_requests_span() {
         hex(&upstream.parent_span_id),
         hex(&request.span_id),
         "the task's upstream call is the request span's child"
+    );
+}
+
+/// Built without the cargo feature `otel`: `--otlp` or the standard variables are refused with
+/// what to do, never ignored.
+#[cfg(not(feature = "otel"))]
+#[test]
+fn without_the_otel_feature_asking_for_traces_is_an_error() {
+    let said = |cmd: Cmd| {
+        cmd.status(2)
+            .stderr_has("built without traces (cargo feature `otel`)")
+            .stderr_has("rebuild with default features")
+            .run();
+    };
+    said(Cmd::new().args(["--otlp", "http://127.0.0.1:4318", "list"]));
+    said(
+        Cmd::new()
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+            .args(["list"]),
     );
 }

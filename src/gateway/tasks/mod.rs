@@ -117,7 +117,8 @@ impl Gateway {
             }
             gateway.inner.task_store.finish(&id, outcome);
         };
-        self.spawn(call.instrument(tracing::Span::current()));
+        // Still answering the request (its span the upstream call's parent, `trace::carried`).
+        self.spawn(crate::observe::trace::carried(call).instrument(tracing::Span::current()));
         Ok(made.snapshot)
     }
 

@@ -22,10 +22,10 @@ use rmcp::service::{
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
-use tracing::{Instrument, Span};
 
 use crate::gateway::items::{object, Kind};
 use crate::gateway::{asks_for_input, Caller, Event, Progress};
+use crate::observe::trace::{self, Span};
 use crate::serving::typed;
 
 use super::context::{log_sink, reach_of, reach_of_notice, scope_of, stateless_of};
@@ -47,7 +47,7 @@ fn timed<'a, T: Send + 'a>(
 ) -> Pin<Box<dyn Future<Output = Result<T, ErrorData>> + Send + 'a>> {
     Box::pin(async move {
         let started = std::time::Instant::now();
-        let result = answer.instrument(span.clone()).await;
+        let result = trace::within(span.clone(), answer).await;
         let outcome = match &result {
             Ok(_) => crate::observe::Outcome::Ok,
             Err(_) => crate::observe::Outcome::Error,
@@ -173,11 +173,12 @@ impl ServerHandler for Handler {
                     reach: reach_of(&context),
                     trace: traced::relayed(&context),
                 };
-                // The task's call is spawned in this span: its upstream call is its child.
+                // The task's call is spawned answering this request (`trace::carried`): its
+                // upstream call is the span's child.
                 // Boxed: held inline, it made this whole answer's future (copied twice per
                 // call by `timed`) as large as itself.
                 let made = Box::pin(self.call_as_task(&request.name, arguments, caller));
-                return made.instrument(span).await;
+                return trace::within(span, made).await;
             }
             let link = link::PeerLink::new(
                 context.peer.clone(),
@@ -198,7 +199,7 @@ impl ServerHandler for Handler {
             // itself, and moves its future through its wrappers. Boxed before it is wrapped:
             // the wrapper then moves a pointer, not the whole call path.
             let call = Box::pin(self.gateway.call_tool(&request.name, arguments, caller));
-            let outcome = crate::observe::trace::within(span.clone(), call).await;
+            let outcome = trace::within(span.clone(), call).await;
             traced::record(&span, &outcome);
             let raw = match outcome {
                 Ok(raw) => raw,

@@ -4,11 +4,10 @@
 
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
-use tracing::Span;
 
 use crate::error::Actionable;
 use crate::gateway::error::GatewayError;
-use crate::observe::trace::{self, Call, Carrier, Kind, Transport};
+use crate::observe::trace::{self, Call, Carrier, Kind, Span, Transport};
 
 /// The request's span; a disabled one (nothing looked at) while traces are off.
 pub(super) fn span(context: &RequestContext<RoleServer>, method: &str, tool: Option<&str>) -> Span {

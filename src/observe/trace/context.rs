@@ -1,15 +1,23 @@
 //! W3C trace context in and out: taken from a client's request (`_meta` first, as the MCP
 //! convention (SEP-414) and the semantic conventions ask, else the HTTP `traceparent` and
-//! `tracestate` headers) and written into the `_meta` of what we send upstream. The official
-//! propagator parses and writes the values (a malformed `traceparent` is ignored: the span
-//! starts a trace of its own).
+//! `tracestate` headers) and written into the `_meta` of what we send upstream. With traces on
+//! the official propagator parses and writes the values (a malformed `traceparent` is ignored:
+//! the span starts a trace of its own); with traces off (or not built in) a valid
+//! `traceparent` is passed on as it came.
 
+#[cfg(feature = "otel")]
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+#[cfg(feature = "otel")]
 use opentelemetry::trace::TraceContextExt;
+#[cfg(feature = "otel")]
+use opentelemetry::Context;
+#[cfg(feature = "otel")]
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+#[cfg(feature = "otel")]
+use super::Span;
 
 /// Where a client's request may carry its trace context.
 #[derive(Clone, Copy, Default)]
@@ -20,9 +28,10 @@ pub struct Carrier<'a> {
     pub headers: Option<&'a HeaderMap>,
 }
 
+#[cfg(feature = "otel")]
 impl Carrier<'_> {
-    /// The client's span as the parent of ours, when the request names a valid one.
-    pub(super) fn adopt_into(&self, span: &tracing::Span) {
+    /// The client's span, to be the parent of ours, when the request names a valid one.
+    pub(super) fn adopted(&self) -> Option<Context> {
         let propagator = TraceContextPropagator::new();
         let from_meta = self
             .meta
@@ -33,10 +42,7 @@ impl Carrier<'_> {
                 .filter(|headers| headers.contains_key("traceparent"))
                 .map(|headers| propagator.extract(&HeaderCarrier(headers)))
         });
-        if let Some(parent) = parent.filter(|cx| cx.span().span_context().is_valid()) {
-            // Only fails when no OpenTelemetry layer is installed, i.e. traces are off.
-            let _ = span.set_parent(parent);
-        }
+        parent.filter(|cx| cx.span().span_context().is_valid())
     }
 }
 
@@ -63,12 +69,29 @@ impl Carrier<'_> {
             let headers = self.headers?;
             pair(&|name| headers.get(name)?.to_str().ok().map(str::to_string))
         })?;
-        let relayed = Relayed { parent, state };
-        let mut meta = Map::new();
-        relayed.write_into(&mut meta);
-        let context = TraceContextPropagator::new().extract(&MetaCarrier(&meta));
-        context.span().span_context().is_valid().then_some(relayed)
+        valid_traceparent(&parent).then_some(Relayed { parent, state })
     }
+}
+
+/// Whether `value` is a W3C `traceparent` naming a span: `version-traceid-parentid-flags` in
+/// lowercase hex, version not `ff` (`00`: exactly these four parts), ids not all zeros.
+fn valid_traceparent(value: &str) -> bool {
+    let hex = |part: &str, len: usize| {
+        part.len() == len && part.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    let nonzero = |part: &str| part.bytes().any(|b| b != b'0');
+    let parts: Vec<&str> = value.trim().split('-').collect();
+    let [version, trace, span, flags, rest @ ..] = parts.as_slice() else {
+        return false;
+    };
+    hex(version, 2)
+        && *version != "ff"
+        && (*version != "00" || rest.is_empty())
+        && hex(trace, 32)
+        && nonzero(trace)
+        && hex(span, 16)
+        && nonzero(span)
+        && hex(flags, 2)
 }
 
 /// A client's W3C trace context, kept as it came (see [`Carrier::relayed`]).
@@ -90,16 +113,21 @@ impl Relayed {
 
 /// Writes `span`'s context as `traceparent` (and `tracestate` when there is one) into
 /// `meta`, replacing any the client sent: the upstream's parent is our span.
-pub fn inject(span: &tracing::Span, meta: &mut Map<String, Value>) {
-    let context = span.context();
+#[cfg(feature = "otel")]
+pub fn inject(span: &Span, meta: &mut Map<String, Value>) {
+    let Some(context) = span.context() else {
+        return;
+    };
     if !context.span().span_context().is_valid() {
         return;
     }
-    TraceContextPropagator::new().inject_context(&context, &mut MetaCarrier(meta));
+    TraceContextPropagator::new().inject_context(context, &mut MetaCarrier(meta));
 }
 
+#[cfg(feature = "otel")]
 struct MetaCarrier<M>(M);
 
+#[cfg(feature = "otel")]
 impl Extractor for MetaCarrier<&Map<String, Value>> {
     fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).and_then(Value::as_str)
@@ -110,6 +138,7 @@ impl Extractor for MetaCarrier<&Map<String, Value>> {
     }
 }
 
+#[cfg(feature = "otel")]
 impl Injector for MetaCarrier<&mut Map<String, Value>> {
     fn set(&mut self, key: &str, value: String) {
         if key == "tracestate" && value.is_empty() {
@@ -120,8 +149,10 @@ impl Injector for MetaCarrier<&mut Map<String, Value>> {
     }
 }
 
+#[cfg(feature = "otel")]
 struct HeaderCarrier<'a>(&'a HeaderMap);
 
+#[cfg(feature = "otel")]
 impl Extractor for HeaderCarrier<'_> {
     fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).and_then(|value| value.to_str().ok())
@@ -170,6 +201,14 @@ mod tests {
             *json!({"traceparent": PARENT}).as_object().unwrap()
         );
         assert_eq!(given(json!({"traceparent": "00-zz-01"}), &[]), None);
+        let zeros = "00-00000000000000000000000000000000-00f067aa0ba902b7-01";
+        assert_eq!(given(json!({ "traceparent": zeros }), &[]), None);
+        let upper = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01";
+        assert_eq!(given(json!({ "traceparent": upper }), &[]), None);
+        let future = format!("cc-{}-extra", &PARENT[3..]);
+        assert!(given(json!({ "traceparent": future }), &[]).is_some());
+        let extra = format!("{PARENT}-extra");
+        assert_eq!(given(json!({ "traceparent": extra }), &[]), None);
         assert_eq!(given(json!({}), &[]), None);
     }
 }
