@@ -7,7 +7,8 @@
 //! framing is never used.
 
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
 
 /// The largest line we keep in memory. Tool results of tens of megabytes are legitimate;
 /// an endless line from a broken server must not exhaust memory.
@@ -16,9 +17,58 @@ pub const MAX_LINE_BYTES: usize = super::limits::MAX_MESSAGE_BYTES;
 /// One message as a line for a server's stdin: compact JSON (which escapes every newline in
 /// its strings) and one `\n`.
 pub fn encode(message: &Value) -> Vec<u8> {
-    let mut line = message.to_string().into_bytes();
-    line.push(b'\n');
+    let mut line = Vec::new();
+    append_line(message, &mut line);
     line
+}
+
+/// `message` as a line (as [`encode`]) at the end of `batch`.
+pub fn append_line(message: &Value, batch: &mut Vec<u8>) {
+    // Writing a `Value` (string keys) into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *batch, message);
+    batch.push(b'\n');
+}
+
+/// The bytes past which [`gather`] takes no more of the queue: one write's worth.
+pub const BATCH_BYTES: usize = 256 * 1024;
+
+/// Waits for the next queued message, then takes it and every message already queued behind
+/// it (until `batch` holds [`BATCH_BYTES`]), each put at the end of `batch` in order; `false`
+/// once the queue is closed and empty. Under load several messages then leave in one write
+/// (one system call); a lone message is never held back for company.
+async fn gather<T>(
+    queue: &mut mpsc::Receiver<T>,
+    batch: &mut Vec<u8>,
+    mut put: impl FnMut(T, &mut Vec<u8>),
+) -> bool {
+    let Some(first) = queue.recv().await else {
+        return false;
+    };
+    put(first, batch);
+    while batch.len() < BATCH_BYTES {
+        match queue.try_recv() {
+            Ok(next) => put(next, batch),
+            Err(_) => break,
+        }
+    }
+    true
+}
+
+/// Writes what `queue` holds to `out`, each message put as its line by `put` and the messages
+/// queued together in one write ([`gather`]), until the queue closes (all written) or a write
+/// fails (its error).
+pub async fn write_queued<T, W: AsyncWrite + Unpin>(
+    out: &mut W,
+    queue: &mut mpsc::Receiver<T>,
+    mut put: impl FnMut(T, &mut Vec<u8>),
+) -> std::io::Result<()> {
+    let mut batch = Vec::new();
+    while gather(queue, &mut batch, &mut put).await {
+        out.write_all(&batch).await?;
+        out.flush().await?;
+        batch.clear();
+    }
+    Ok(())
 }
 
 /// Reads newline-delimited JSON values from a server's stdout.
@@ -256,6 +306,42 @@ mod tests {
             out.push(v);
         }
         (out, reader.skipped)
+    }
+
+    /// What is queued leaves in one batch, whole lines in order; a lone message is not held
+    /// back; a closed queue ends.
+    #[tokio::test]
+    async fn gather_takes_what_is_queued_in_order_and_never_waits_for_more() {
+        let (queue, mut queued) = mpsc::channel(8);
+        for id in 1..=3 {
+            queue.send(json!({"id": id})).await.unwrap();
+        }
+        let mut batch = Vec::new();
+        let put = |message: Value, batch: &mut Vec<u8>| append_line(&message, batch);
+        assert!(gather(&mut queued, &mut batch, put).await);
+        assert_eq!(batch, b"{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n");
+        batch.clear();
+        queue.send(json!({"id": 4})).await.unwrap();
+        assert!(gather(&mut queued, &mut batch, put).await);
+        assert_eq!(batch, b"{\"id\":4}\n");
+        drop(queue);
+        assert!(!gather(&mut queued, &mut batch, put).await);
+    }
+
+    /// A batch stops taking once it holds [`BATCH_BYTES`]; the rest is the next batch's.
+    #[tokio::test]
+    async fn a_batch_stops_at_its_size() {
+        let (queue, mut queued) = mpsc::channel(8);
+        let big = json!("x".repeat(BATCH_BYTES));
+        queue.send(big.clone()).await.unwrap();
+        queue.send(json!(1)).await.unwrap();
+        let mut batch = Vec::new();
+        let put = |message: Value, batch: &mut Vec<u8>| append_line(&message, batch);
+        assert!(gather(&mut queued, &mut batch, put).await);
+        assert_eq!(batch, encode(&big));
+        batch.clear();
+        assert!(gather(&mut queued, &mut batch, put).await);
+        assert_eq!(batch, b"1\n");
     }
 
     #[tokio::test]

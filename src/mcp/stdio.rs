@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
@@ -12,7 +12,7 @@ use tracing::Instrument;
 use crate::process::{self, Exit, ProcessGuard, SpawnSpec, StderrHandle};
 
 use super::error::McpError;
-use super::framing::{Frame, LineReader};
+use super::framing::{self, Frame, LineReader};
 use super::peer::{CloseReason, Peer};
 
 /// After the direct child exits, how long its stdout may still deliver buffered answers before
@@ -51,18 +51,12 @@ pub(crate) fn start(
 }
 
 /// Writes each queued message as one line to the server's stdin, until the queue closes or the
-/// pipe breaks (the reader then sees the end of the process and fails what is pending).
+/// pipe breaks (the reader then sees the end of the process and fails what is pending). The
+/// messages queued together leave in one write ([`framing::write_queued`]).
 async fn write_messages(mut stdin: ChildStdin, mut outbox: mpsc::Receiver<Value>) {
-    while let Some(msg) = outbox.recv().await {
-        let line = crate::mcp::framing::encode(&msg);
-        let written = async {
-            stdin.write_all(&line).await?;
-            stdin.flush().await
-        };
-        if let Err(e) = written.await {
-            tracing::debug!(error = %e, "writing to server stdin failed");
-            break;
-        }
+    let put = |msg: Value, batch: &mut Vec<u8>| framing::append_line(&msg, batch);
+    if let Err(e) = framing::write_queued(&mut stdin, &mut outbox, put).await {
+        tracing::debug!(error = %e, "writing to server stdin failed");
     }
 }
 

@@ -10,16 +10,19 @@
 //!   naming the cap and its variable, with the request's id when the line's first or last bytes
 //!   show a numeric one, so that request fails at once.
 //!
-//! Answers and these errors leave through one writer, a whole message at a time. A server may
-//! take some lines itself before rmcp reads them ([`Intercept`]: the gateway's 2025-11-25
-//! tasks, whose `task` member and methods rmcp drops); their answers leave through the same
-//! writer ([`Outlet`]).
+//! Answers and these errors leave through one writer task, whole messages in the order they were
+//! queued; the messages queued while it wrote leave together in its next write (one system
+//! call), a lone one at once ([`write_queued`]). A server may take some lines itself before rmcp
+//! reads them ([`Intercept`]: the gateway's 2025-11-25 tasks, whose `task` member and methods
+//! rmcp drops); their answers leave through the same writer ([`Outlet`]). Sending returns once
+//! the message is queued, so the server waits for the writer ([`Written`]) before it exits.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
-use futures_util::{Sink, Stream};
+use futures_util::{future, Sink, SinkExt, Stream};
 use memchr::memmem;
 use rmcp::model::{
     CallToolRequest, ClientNotification, ClientRequest, ClientResult, JsonRpcMessage,
@@ -27,11 +30,13 @@ use rmcp::model::{
 };
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::PollSender;
 
 use crate::mcp::cap::bytes_text;
-use crate::mcp::framing::{Line, LineReader};
+use crate::mcp::framing::{append_line, write_queued, Line, LineReader};
 use crate::mcp::limits::MESSAGE_BYTES;
 
 /// JSON-RPC: the line is not JSON.
@@ -46,6 +51,29 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 pub type Outgoing = Pin<Box<dyn Sink<TxJsonRpcMessage<RoleServer>, Error = io::Error> + Send>>;
 /// What rmcp reads from.
 pub type Incoming = Pin<Box<dyn Stream<Item = RxJsonRpcMessage<RoleServer>> + Send>>;
+/// What rmcp serves through.
+pub type Transport = (Outgoing, Incoming);
+
+/// Lines queued for stdout at most: past them a sender waits for the client to read.
+const QUEUED: usize = 64;
+
+/// How long [`Written::wait`] waits for the last lines to be written (a client that stopped
+/// reading would hold the exit forever).
+const WRITTEN_WAIT: Duration = Duration::from_secs(2);
+
+/// The transport's writer task, which ends once the transport is dropped and what was queued is
+/// written (or stdout is gone).
+pub struct Written(JoinHandle<()>);
+
+impl Written {
+    /// Waits until the lines queued before rmcp let go of the transport are written (at most
+    /// [`WRITTEN_WAIT`]).
+    pub async fn wait(self) {
+        if tokio::time::timeout(WRITTEN_WAIT, self.0).await.is_err() {
+            tracing::debug!("the client stopped reading stdout: the last answers are dropped");
+        }
+    }
+}
 
 /// Lines a server answers itself, before rmcp reads them.
 pub trait Intercept: Send + Sync + 'static {
@@ -56,7 +84,7 @@ pub trait Intercept: Send + Sync + 'static {
 
 type SendFn = dyn Fn(Value) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync;
 
-/// Where a taken line's answers go: the transport's one writer.
+/// Where a taken line's answers go: the transport's one writer (while the transport lives).
 #[derive(Clone)]
 pub struct Outlet(Arc<SendFn>);
 
@@ -68,8 +96,8 @@ impl Outlet {
 }
 
 /// The transport over `input` and `output`, lines capped by [`MESSAGE_BYTES`] (its variable,
-/// or its default).
-pub fn transport<R, W>(input: R, output: W) -> (Outgoing, Incoming)
+/// or its default), and its writer.
+pub fn transport<R, W>(input: R, output: W) -> (Transport, Written)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -82,7 +110,7 @@ pub fn transport_with<R, W>(
     input: R,
     output: W,
     intercept: Arc<dyn Intercept>,
-) -> (Outgoing, Incoming)
+) -> (Transport, Written)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -97,63 +125,102 @@ pub fn transport_capped<R, W>(
     output: W,
     cap: usize,
     intercept: Option<Arc<dyn Intercept>>,
-) -> (Outgoing, Incoming)
+) -> (Transport, Written)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let writer = Arc::new(Mutex::new(output));
-    let outgoing = futures_util::sink::unfold(Arc::clone(&writer), |writer, message| async move {
-        let bytes = serde_json::to_vec(&message).map_err(io::Error::other)?;
-        write_line(&writer, bytes).await?;
-        Ok::<_, io::Error>(writer)
-    });
+    let (queue, queued) = mpsc::channel(QUEUED);
+    let written = Written(tokio::spawn(write_lines(output, queued)));
+    let outgoing = PollSender::new(queue.clone())
+        .sink_map_err(|_| stdout_gone())
+        .with(|message: TxJsonRpcMessage<RoleServer>| future::ready(line_of(&message)));
     let lines = LineReader::new(BufReader::with_capacity(64 * 1024, input)).with_limit(cap);
-    let taken = intercept.map(|intercept| (intercept, outlet(Arc::clone(&writer))));
+    let taken = intercept.map(|intercept| (intercept, outlet(queue.downgrade())));
     let reader = Reader {
         lines,
-        writer,
+        queue,
         taken,
     };
     let incoming = futures_util::stream::unfold(reader, |mut reader| async move {
         let message = reader.next().await?;
         Some((message, reader))
     });
-    (Box::pin(outgoing), Box::pin(incoming))
+    ((Box::pin(outgoing), Box::pin(incoming)), written)
 }
 
-fn outlet<W: AsyncWrite + Unpin + Send + 'static>(writer: Arc<Mutex<W>>) -> Outlet {
+fn stdout_gone() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "stdout is gone")
+}
+
+/// rmcp's message as one line.
+fn line_of(message: &TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// Writes the queued lines to `output`, those queued together in one write, until every sender
+/// is gone (and all is written) or a write fails.
+async fn write_lines<W: AsyncWrite + Unpin>(mut output: W, mut queued: mpsc::Receiver<Vec<u8>>) {
+    let put = |line: Vec<u8>, batch: &mut Vec<u8>| batch.extend_from_slice(&line);
+    if let Err(e) = write_queued(&mut output, &mut queued, put).await {
+        tracing::debug!(error = %e, "cannot write: stdout is gone");
+    }
+}
+
+/// Waits until `serving` (rmcp serving over a [`transport`]) ends, then until the lines it
+/// queued (an answer to a bad `initialize` too) are written.
+pub async fn served<S: rmcp::Service<RoleServer>>(
+    serving: impl std::future::Future<
+        Output = Result<
+            rmcp::service::RunningService<RoleServer, S>,
+            rmcp::service::ServerInitializeError,
+        >,
+    >,
+    written: Written,
+) -> io::Result<()> {
+    let ended = match serving.await {
+        Ok(running) => running.waiting().await.map(drop).map_err(io::Error::other),
+        Err(e) => Err(io::Error::other(e.to_string())),
+    };
+    written.wait().await;
+    ended
+}
+
+/// The transport's writer for taken lines; it does not keep the writer alive.
+fn outlet(queue: mpsc::WeakSender<Vec<u8>>) -> Outlet {
     Outlet(Arc::new(move |message: Value| {
-        let writer = Arc::clone(&writer);
+        let queue = queue.upgrade();
         Box::pin(async move {
-            let bytes = serde_json::to_vec(&message).unwrap_or_default();
-            if let Err(e) = write_line(&writer, bytes).await {
-                tracing::debug!(error = %e, "cannot answer: stdout is gone");
+            let sent = match queue {
+                Some(queue) => queue_line(&queue, &message).await,
+                None => false,
+            };
+            if !sent {
+                tracing::debug!("cannot answer: stdout is gone");
             }
         })
     }))
 }
 
-/// Writes `bytes` and a newline as one message.
-async fn write_line<W: AsyncWrite + Unpin>(
-    writer: &Mutex<W>,
-    mut bytes: Vec<u8>,
-) -> io::Result<()> {
-    bytes.push(b'\n');
-    let mut writer = writer.lock().await;
-    writer.write_all(&bytes).await?;
-    writer.flush().await
+/// Queues `message` as one line; `false` when stdout is gone.
+async fn queue_line(queue: &mpsc::Sender<Vec<u8>>, message: &Value) -> bool {
+    let mut line = Vec::new();
+    append_line(message, &mut line);
+    queue.send(line).await.is_ok()
 }
 
 /// The client's lines, read into messages; what is not one is answered.
-struct Reader<R, W> {
+struct Reader<R> {
     lines: LineReader<BufReader<R>>,
-    writer: Arc<Mutex<W>>,
+    /// The writer's queue.
+    queue: mpsc::Sender<Vec<u8>>,
     /// What takes lines first, and where their answers go.
     taken: Option<(Arc<dyn Intercept>, Outlet)>,
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Reader<R, W> {
+impl<R: AsyncRead + Unpin> Reader<R> {
     /// The next message; `None` once stdin ends (or fails, or stdout is gone).
     async fn next(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
@@ -171,16 +238,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Reader<R, W> {
                     return None;
                 }
             };
-            let bytes = serde_json::to_vec(&answer).unwrap_or_default();
-            if let Err(e) = write_line(&self.writer, bytes).await {
-                tracing::debug!(error = %e, "cannot answer a bad line: stdout is gone");
+            if !queue_line(&self.queue, &answer).await {
+                tracing::debug!("cannot answer a bad line: stdout is gone");
                 return None;
             }
         }
     }
 }
 
-impl<R, W> Reader<R, W> {
+impl<R> Reader<R> {
     fn takes(&self, line: &[u8]) -> bool {
         self.taken
             .as_ref()
@@ -276,7 +342,8 @@ mod tests {
     async fn exchange(input: &[u8], cap: usize) -> (Vec<Value>, usize) {
         let (mut client, server_in) = tokio::io::duplex(1 << 22);
         let (server_out, client_out) = tokio::io::duplex(1 << 22);
-        let (_outgoing, mut incoming) = transport_capped(server_in, server_out, cap, None);
+        let ((outgoing, mut incoming), written) =
+            transport_capped(server_in, server_out, cap, None);
         client.write_all(input).await.unwrap();
         drop(client);
         let mut passed = 0;
@@ -284,7 +351,8 @@ mod tests {
             passed += 1;
         }
         drop(incoming);
-        drop(_outgoing);
+        drop(outgoing);
+        written.wait().await;
         let mut answers = Vec::new();
         let mut lines = tokio::io::BufReader::new(client_out).lines();
         while let Ok(Some(line)) = lines.next_line().await {
@@ -294,6 +362,97 @@ mod tests {
     }
 
     const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+
+    /// stdout that keeps each write it was given.
+    #[derive(Clone, Default)]
+    struct Writes(Arc<std::sync::Mutex<Vec<Vec<u8>>>>);
+
+    impl Writes {
+        fn taken(&self) -> Vec<Vec<u8>> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    impl AsyncWrite for Writes {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            self.0.lock().unwrap().push(buf.to_vec());
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(
+            self: Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    fn answer_to(id: u64) -> TxJsonRpcMessage<RoleServer> {
+        serde_json::from_value(json!({"jsonrpc": "2.0", "id": id, "result": {}})).unwrap()
+    }
+
+    /// Messages queued while the writer had not run leave in one write, whole and in order.
+    #[tokio::test(flavor = "current_thread")]
+    async fn messages_queued_together_leave_in_one_write_in_order() {
+        let writes = Writes::default();
+        let ((mut outgoing, incoming), written) =
+            transport_capped(tokio::io::empty(), writes.clone(), 1 << 20, None);
+        for id in 1..=5 {
+            outgoing.feed(answer_to(id)).await.unwrap();
+        }
+        // As rmcp's `send` does: the last message leaves the sink (queued, not yet written).
+        outgoing.flush().await.unwrap();
+        assert!(writes.taken().is_empty(), "the writer has not run yet");
+        drop((outgoing, incoming));
+        written.wait().await;
+        let writes = writes.taken();
+        assert_eq!(writes.len(), 1, "one write: {writes:?}");
+        let ids: Vec<Value> = writes[0]
+            .split_inclusive(|b| *b == b'\n')
+            .map(|line| {
+                assert!(line.ends_with(b"\n"));
+                serde_json::from_slice::<Value>(line).unwrap()["id"].clone()
+            })
+            .collect();
+        assert_eq!(ids, [1, 2, 3, 4, 5].map(Value::from));
+    }
+
+    /// A lone message is written as soon as the writer runs: no timer, no wait for company,
+    /// the transport still open.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lone_message_is_written_at_once() {
+        let writes = Writes::default();
+        let ((mut outgoing, _incoming), _written) =
+            transport_capped(tokio::io::empty(), writes.clone(), 1 << 20, None);
+        outgoing.send(answer_to(7)).await.unwrap();
+        tokio::task::yield_now().await;
+        let line = serde_json::to_vec(&answer_to(7)).unwrap();
+        assert_eq!(writes.taken(), [[line, b"\n".to_vec()].concat()]);
+    }
+
+    /// Once stdout is gone the writer ends and sending fails, as writing did.
+    #[tokio::test(flavor = "current_thread")]
+    async fn sending_fails_once_stdout_is_gone() {
+        let (client_out, server_out) = tokio::io::duplex(1 << 16);
+        drop(client_out);
+        let ((mut outgoing, _incoming), _written) =
+            transport_capped(tokio::io::empty(), server_out, 1 << 20, None);
+        let _ = outgoing.send(answer_to(1)).await;
+        tokio::task::yield_now().await;
+        let error = outgoing.send(answer_to(2)).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
+    }
 
     /// The `tools/call` parse gives what rmcp's whole parse gives, for calls of every shape
     /// (ids, `_meta`, a progress token, a task, nested and numeric arguments), and leaves to

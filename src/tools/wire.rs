@@ -29,15 +29,13 @@ pub async fn serve_stdio(
 ) -> Result<(), std::io::Error> {
     use rmcp::ServiceExt;
     let (ready, _) = tokio::sync::watch::channel(false);
-    let running = Wire(Arc::new(tools), Arc::new(ready))
-        .serve_with_ct(
-            crate::serving::stdio::transport(tokio::io::stdin(), tokio::io::stdout()),
-            stop,
-        )
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    running.waiting().await.map_err(std::io::Error::other)?;
-    Ok(())
+    let (transport, written) =
+        crate::serving::stdio::transport(tokio::io::stdin(), tokio::io::stdout());
+    crate::serving::stdio::served(
+        Wire(Arc::new(tools), Arc::new(ready)).serve_with_ct(transport, stop),
+        written,
+    )
+    .await
 }
 
 /// The tools, and whether the roots are settled (a client with roots is asked for them

@@ -53,13 +53,8 @@ pub async fn serve_stdio(
     let (stdin, stdout) = stdio::streams();
     let stdout = raw::SplicingWriter::new(stdout, gateway.clone());
     let tasks = Arc::new(tasks25::Tasks25(gateway.clone()));
-    let transport = crate::serving::stdio::transport_with(stdin, stdout, tasks);
-    let running = Wire::new(gateway)
-        .serve_with_ct(transport, stop)
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    running.waiting().await.map_err(std::io::Error::other)?;
-    Ok(())
+    let (transport, written) = crate::serving::stdio::transport_with(stdin, stdout, tasks);
+    crate::serving::stdio::served(Wire::new(gateway).serve_with_ct(transport, stop), written).await
 }
 
 /// The handler rmcp drives, and the raw answers it keeps for [`Wire`].
