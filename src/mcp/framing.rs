@@ -29,8 +29,11 @@ pub fn append_line(message: &Value, batch: &mut Vec<u8>) {
     batch.push(b'\n');
 }
 
-/// The bytes past which [`gather`] takes no more of the queue: one write's worth.
-pub const BATCH_BYTES: usize = 256 * 1024;
+/// The bytes past which [`gather`] takes no more of the queue: one pipe's worth (Linux's
+/// default 64 KiB). What a batch holds has left the bounded queue, so a peer that stopped
+/// reading must not let a batch take much more than the pipe would: the queue, not the
+/// batch, is where senders are told to wait (`mcp::session`'s stall test).
+pub const BATCH_BYTES: usize = 64 * 1024;
 
 /// Waits for the next queued message, then takes it and every message already queued behind
 /// it (until `batch` holds [`BATCH_BYTES`]), each put at the end of `batch` in order; `false`
