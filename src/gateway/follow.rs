@@ -2,7 +2,6 @@
 //! tools, their resources and prompts changes (and their arrival, when they offer them) and
 //! resource updates are passed on to clients.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -19,15 +18,14 @@ use super::{Event, Gateway};
 /// resources and prompts changes (and its arrival, when it offers them) are passed on.
 pub(super) async fn watch_upstreams(gateway: Gateway) {
     let mut changes = gateway.inner.pool.changes();
-    let mut watched: HashSet<usize> = HashSet::new();
+    let mut watched = Followed::default();
     loop {
         let pool = &gateway.inner.pool;
         for upstream in pool.servers().iter().chain(pool.stateless_servers()) {
             let Some(session) = upstream.current_session() else {
                 continue;
             };
-            let key = Arc::as_ptr(&session) as usize;
-            if !watched.insert(key) {
+            if !watched.first_sight(&session) {
                 continue;
             }
             if upstream.is_stateless() {
@@ -47,6 +45,34 @@ pub(super) async fn watch_upstreams(gateway: Gateway) {
             changed = changes.changed() => if changed.is_err() { return },
             () = gateway.inner.shutdown.cancelled() => return,
         }
+    }
+}
+
+/// The sessions already followed, known by identity. Each is held by a weak reference, which
+/// keeps its allocation from being reused while it is listed: known by address alone, a
+/// session that ended could leave its address to a new one, never followed then (its listen
+/// stream never opened, its list changes never heard). The ended are let go at each look.
+struct Followed<T>(Vec<Weak<T>>);
+
+impl<T> Default for Followed<T> {
+    fn default() -> Self {
+        Followed(Vec::new())
+    }
+}
+
+impl<T> Followed<T> {
+    /// Whether `session` is seen for the first time (it is followed from now on).
+    fn first_sight(&mut self, session: &Arc<T>) -> bool {
+        self.0.retain(|known| known.strong_count() > 0);
+        if self
+            .0
+            .iter()
+            .any(|known| known.as_ptr() == Arc::as_ptr(session))
+        {
+            return false;
+        }
+        self.0.push(Arc::downgrade(session));
+        true
     }
 }
 
@@ -241,5 +267,30 @@ impl Heard<'_> {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::Followed;
+
+    #[test]
+    fn a_session_is_new_once_and_one_ended_leaves_no_trace_on_its_successor() {
+        let mut followed = Followed::default();
+        let first = Arc::new([0_u64; 8]);
+        assert!(followed.first_sight(&first));
+        assert!(!followed.first_sight(&Arc::clone(&first)));
+        let address = Arc::as_ptr(&first);
+        drop(first);
+        // The allocator may well hand the ended session's memory to the next one; it is new
+        // all the same.
+        let reused = (0..64)
+            .map(|_| Arc::new([1_u64; 8]))
+            .find(|next| Arc::as_ptr(next) == address);
+        let next = reused.unwrap_or_else(|| Arc::new([2_u64; 8]));
+        assert!(followed.first_sight(&next));
+        assert!(!followed.first_sight(&next));
     }
 }
