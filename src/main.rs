@@ -235,12 +235,22 @@ fn init_logging(
     } else {
         ""
     };
+    // rmcp's service logs an ERROR for each answer it could not send because the client had
+    // left (every 2026-07-28 client closing its listen stream): routine for a server, so
+    // shown with -v only.
+    let rmcp = if global.verbose == 0 {
+        ",rmcp::service=off"
+    } else {
+        ""
+    };
     let stderr_filter = EnvFilter::try_from_env("MCP_LAUNCH_LOG")
-        .unwrap_or_else(|_| EnvFilter::new(format!("mcp_launch={level},warn{child}")));
+        .unwrap_or_else(|_| EnvFilter::new(format!("mcp_launch={level},warn{child}{rmcp}")));
     // The TUI owns the terminal: its log pane gets these lines (and the children's) instead.
     let (stderr_layer, pane_layer) = if tui {
         let filter = EnvFilter::try_from_env("MCP_LAUNCH_LOG").unwrap_or_else(|_| {
-            EnvFilter::new(format!("mcp_launch={level},warn,mcp_launch::child=info"))
+            EnvFilter::new(format!(
+                "mcp_launch={level},warn,mcp_launch::child=info{rmcp}"
+            ))
         });
         let layer = fmt::layer()
             .with_writer(mcp_launch::tui::log::LogWriter)

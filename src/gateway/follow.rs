@@ -109,9 +109,12 @@ const STABLE_LISTEN: Duration = Duration::from_secs(60);
 /// The notification that opens every listen stream.
 const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
+/// A server's tools changed.
+const TOOLS_CHANGED: &str = "notifications/tools/list_changed";
+
 /// The list changes a listen stream asks for (and what a stream opened again stands for).
 const LIST_CHANGES: [&str; 3] = [
-    "notifications/tools/list_changed",
+    TOOLS_CHANGED,
     "notifications/resources/list_changed",
     "notifications/prompts/list_changed",
 ];
@@ -209,13 +212,7 @@ async fn follow(gateway: Gateway, server: String, session: Arc<Session>, era: Er
         };
         if notice.method == ACKNOWLEDGED {
             acknowledged += 1;
-            // A listen stream opened again: what the server announced while none was open
-            // is lost, so every list is taken as changed.
-            if acknowledged > 1 {
-                for method in LIST_CHANGES {
-                    heard.pass_on(method, None).await;
-                }
-            }
+            heard.acknowledged(acknowledged).await;
             continue;
         }
         heard.pass_on(&notice.method, notice.params).await;
@@ -231,6 +228,21 @@ struct Heard<'a> {
 }
 
 impl Heard<'_> {
+    /// The server acknowledged the session's listen stream (the `count`th time). What it
+    /// announced before is not replayed: after a stream it ended, every list is taken as
+    /// changed; before the first, an HTTP server's tools are listed again (the catalog's list
+    /// came from the tool index or a list made before the stream opened; clients hear only if
+    /// it differs).
+    async fn acknowledged(&self, count: u32) {
+        if count > 1 {
+            for method in LIST_CHANGES {
+                self.pass_on(method, None).await;
+            }
+        } else if self.era == Era::SameServer {
+            self.pass_on(TOOLS_CHANGED, None).await;
+        }
+    }
+
     /// Passes on the notification `method` (with `params`) the server sent.
     async fn pass_on(&self, method: &str, params: Option<Value>) {
         let (gateway, server) = (self.gateway, self.server);

@@ -78,6 +78,45 @@ fn a_2026_client_reaches_a_2026_http_server_in_that_revision_over_http_and_stdio
     check(&seen, "grown_two");
 }
 
+/// The tool index is older than the server: a tool added after `list` filled it (and before
+/// the gateway listened) is listed to clients once the gateway's listen stream to the server
+/// is acknowledged — the changes a server announced before that stream are not replayed. The
+/// client closing its own listen stream logs no error.
+#[test]
+fn a_tool_added_before_the_gateway_listened_is_listed_all_the_same() {
+    let fixture = Fixture::serve("era_server.py");
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {
+        "era": {"type": "http", "url": fixture.url()},
+    }}));
+    cmd.cmd()
+        .args(["--config", "config.json", "list"])
+        .stderr_any()
+        .run();
+    // Straight to the server: neither the index nor any gateway hears of it.
+    let direct = ["--http".to_string(), fixture.url()];
+    let seen = drive_with(cmd.dir(), "unannounced", &["--prefix", ""], &direct);
+    assert_eq!(seen.get("error"), None, "{seen}");
+
+    let (gateway, url) = http_gateway(&cmd, &["--mode", "full"]);
+    // Listed before anything through the gateway changes a tool (that would list all anew).
+    let awaited = ["--await-tool", "era__unannounced", "--wait", "8"];
+    let seen = drive_with(
+        cmd.dir(),
+        "announced",
+        &awaited,
+        &["--http".to_string(), url],
+    );
+    check(&seen, "announced");
+    assert_eq!(
+        seen["awaited"], true,
+        "the tool added before the gateway listened is not listed: {seen}"
+    );
+    // A client that closed its listen stream is routine, not an error to show the operator.
+    kill(Pid::from_raw(gateway.pid()), Signal::SIGTERM).expect("signal the gateway");
+    let stopped = gateway.wait();
+    assert!(!stopped.stderr.contains("ERROR"), "{stopped}");
+}
+
 /// The server ends the gateway's own `subscriptions/listen` stream while its session lives
 /// and adds a tool at once, before the gateway listens again (a second later): the new
 /// stream's acknowledgement makes the gateway list again, so the tool reaches the client; a
