@@ -25,6 +25,15 @@ off (`MCP_LAUNCH_METRICS=off`), metrics on (the default, plus `--metrics` on a l
 and traces on too (`--otlp` at a local OTLP/HTTP receiver that reads and discards each export;
 every client call then makes two spans). They alternate in each round; the figure is each
 side's p50 minus the off side's, per round, then the median of the rounds. Goal: on <= 0.05 ms.
+
+  python3 bench/real_clients.py --floor [--relay target/release/examples/null_relay] ...
+
+With `--floor` a third side sits between direct and through: a process that relays the bytes
+unread, where the gateway goes — over stdio `null_relay` (examples/null_relay.rs: one blocking
+thread per direction, read then write; `cargo build --release --example null_relay`), over HTTP
+HAProxy in TCP mode (Debian's, installed by the test-deps script). What it adds over direct is
+what one more process costs on this machine before any work is done; the gateway's added p50
+is set beside it, and each one's CPU time per call, from /proc.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,7 +82,7 @@ def run_client(argv: list[str], env: dict) -> dict:
     out = json.loads(done.stdout.strip().splitlines()[-1])
     s = sorted(out["samples_ms"])
     return {"p50": pct(s, 50), "p90": pct(s, 90), "p99": pct(s, 99), "ping": out["ping_ms"],
-            "calls_per_s": len(s) / out["wall_s"], "version": out["protocolVersion"]}
+            "calls_per_s": len(s) / out["wall_s"], "calls": len(s), "version": out["protocolVersion"]}
 
 
 def wait_port(port: int, deadline: float) -> None:
@@ -222,9 +232,140 @@ def measure(bin_path: str, tmp: str, env: dict, calls: int, rounds: int) -> dict
     return results
 
 
+HAPROXY_TCP = """global
+    maxconn 1024
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 120s
+    timeout server 120s
+frontend relay
+    bind 127.0.0.1:{listen}
+    default_backend server
+backend server
+    server everything 127.0.0.1:{server}
+"""
+
+
+def haproxy_relay(tmp: str, listen: int, server: int) -> subprocess.Popen:
+    """HAProxy relaying TCP from `listen` to `server` unread (no HTTP parsing)."""
+    config = os.path.join(tmp, "haproxy.cfg")
+    with open(config, "w") as f:
+        f.write(HAPROXY_TCP.format(listen=listen, server=server))
+    binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    proc = subprocess.Popen([binary, "-db", "-f", config], stdout=subprocess.DEVNULL,
+                            stderr=open(os.path.join(tmp, "haproxy.log"), "w"), start_new_session=True)
+    wait_port(listen, time.monotonic() + 30)
+    return proc
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process `pid` and its threads so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Spawned(threading.Thread):
+    """The CPU time of the process a client spawns (found by its command line's first words,
+    `argv`): read every 5 ms from /proc while it lives, the last reading kept (what it spends
+    in its last 5 ms, shutting down, is missed)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.argv, self.cpu, self.done = [a.encode() for a in argv], 0.0, threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        pid = None
+        while not self.done.is_set() and pid is None:
+            pid = next((int(p) for p in os.listdir("/proc") if p.isdigit() and self.matches(p)), None)
+            time.sleep(0.002)
+        while pid is not None and not self.done.is_set():
+            try:
+                self.cpu = cpu_seconds(pid)
+            except (OSError, IndexError, ValueError):
+                return
+            time.sleep(0.005)
+
+    def matches(self, pid: str) -> bool:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                words = f.read().split(b"\0")
+        except OSError:
+            return False
+        return words[:len(self.argv)] == self.argv
+
+    def stop(self) -> float:
+        self.done.set()
+        self.join(timeout=5)
+        return self.cpu
+
+
+def timed(watch: int | list[str] | None, run) -> dict:
+    """`run()`'s figures, with the CPU time spent per timed call during it (ms; the client's
+    session set-up and warm-up calls are in it too) by the process `watch` names: a pid
+    (running before and after), or the command line of the one the client spawns."""
+    if watch is None:
+        return run()
+    if isinstance(watch, int):
+        before = cpu_seconds(watch)
+        out = run()
+        spent = cpu_seconds(watch) - before
+    else:
+        spawned = Spawned(watch)
+        out = run()
+        spent = spawned.stop()
+    out["cpu_ms_per_call"] = spent * 1000 / out["calls"]
+    return out
+
+
+def measure_floor(bin_path: str, relay_bin: str, tmp: str, env: dict, calls: int, rounds: int,
+                  concs: list[int]) -> dict:
+    """Direct, through an unread relay, and through the gateway (see the module doc)."""
+    results: dict = {}
+    http = Http(bin_path, tmp, env)
+    relay_port = free_ports(1)
+    haproxy = haproxy_relay(tmp, relay_port, http.server_port)
+    gateway_pid = http.procs[1].pid
+    try:
+        stdio_direct, stdio_through = stdio_targets(bin_path, tmp)
+        targets = {
+            "stdio": {"direct": (stdio_direct, None, "echo"),
+                      "relay": (["--stdio", relay_bin] + stdio_direct[1:], [relay_bin], "echo"),
+                      "through": (stdio_through, stdio_through[1:], "everything__echo")},
+            "http": {"direct": (http.direct(), None, "echo"),
+                     "relay": (["--http", f"http://127.0.0.1:{relay_port}/mcp"], haproxy.pid, "echo"),
+                     "through": (http.through(), gateway_pid, "everything__echo")},
+        }
+        for client in ("ts", "python"):
+            for transport, sides in targets.items():
+                for conc in concs:
+                    key = f"{client}/{transport}/c{conc}"
+                    runs: dict = {side: [] for side in sides}
+                    for _ in range(rounds):
+                        for side, (target, pid, tool) in sides.items():
+                            argv = client_argv(client, target, calls, conc, tool)
+                            runs[side].append(timed(pid, lambda: run_client(argv, env)))
+                    added = {side: statistics.median(s["p50"] - d["p50"] for d, s in zip(runs["direct"], runs[side]))
+                             for side in ("relay", "through")}
+                    added["through_over_relay"] = statistics.median(
+                        t["p50"] - r["p50"] for r, t in zip(runs["relay"], runs["through"]))
+                    results[key] = {**runs, "added_p50": added}
+                    log(f"{key}: direct p50 {statistics.median(x['p50'] for x in runs['direct']):.2f} ms, "
+                        + ", ".join(f"{k} {v:+.2f} ms" for k, v in added.items()))
+    finally:
+        os.killpg(haproxy.pid, 15)
+        haproxy.wait(timeout=10)
+        http.close()
+    return results
+
+
 def report(r: dict) -> str:
     if r.get("observe"):
         return report_observe(r)
+    if r.get("floor"):
+        return report_floor(r)
     lines = [f"# real clients, {r['machine']}, {r['date']}, {r['commit']}",
              f"{r['calls']} calls per run, {r['rounds']} rounds; ms; added = through - direct (p50, median of rounds)",
              "", "| client | transport | c | direct p50 | through p50 | through p90 | ping through | added p50 | calls/s through |",
@@ -238,6 +379,24 @@ def report(r: dict) -> str:
             f"{med(v['through'], 'calls_per_s'):.0f} |")
     versions = sorted({f"{k.split('/')[0]}: {x['version']}" for k, v in r["results"].items() for x in v["through"]})
     lines += ["", "negotiated through the gateway: " + ", ".join(versions)]
+    return "\n".join(lines)
+
+
+def report_floor(r: dict) -> str:
+    lines = [f"# real clients, direct vs an unread relay vs the gateway, {r['machine']}, {r['date']}, "
+             f"{r['commit']}, load {r.get('load', '?')}",
+             f"{r['calls']} calls per run, {r['rounds']} rounds; ms; added = side - direct "
+             "(p50, median of rounds); CPU = the relay's or the gateway's CPU time per call",
+             "", "| client | transport | c | direct p50 | relay added | gateway added | gateway − relay "
+             "| relay CPU/call | gateway CPU/call |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for key, v in r["results"].items():
+        client, transport, conc = key.split("/")
+        med = lambda runs, f: statistics.median(x[f] for x in runs)  # noqa: E731
+        cpu = lambda side: f"{med(v[side], 'cpu_ms_per_call'):.3f}" if "cpu_ms_per_call" in v[side][0] else "–"  # noqa: E731
+        a = v["added_p50"]
+        lines.append(f"| {client} | {transport} | {conc[1:]} | {med(v['direct'], 'p50'):.2f} | {a['relay']:+.2f} | "
+                     f"{a['through']:+.2f} | {a['through_over_relay']:+.2f} | {cpu('relay')} | {cpu('through')} |")
     return "\n".join(lines)
 
 
@@ -263,6 +422,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--render", metavar="FILE", help="print the report of a saved --json result")
     ap.add_argument("--observe", action="store_true", help="metrics off vs on vs traces on (issue 28)")
+    ap.add_argument("--floor", action="store_true", help="direct vs an unread relay vs the gateway")
+    ap.add_argument("--relay", default=os.path.join(ROOT, "target", "release", "examples", "null_relay"),
+                    help="the stdio relay of --floor (examples/null_relay.rs)")
     ap.add_argument("--concurrency", default="1,16", help="comma-separated concurrencies (default 1,16)")
     a = ap.parse_args()
     if a.render:
@@ -279,7 +441,10 @@ def main() -> None:
         result = {"machine": f"{os.cpu_count()} cores, {platform.machine()}",
                   "date": time.strftime("%Y-%m-%d"), "commit": commit, "calls": a.calls,
                   "rounds": a.rounds}
-        if a.observe:
+        if a.floor:
+            concs = [int(c) for c in a.concurrency.split(",")]
+            result.update(floor=True, results=measure_floor(a.bin, a.relay, tmp, env, a.calls, a.rounds, concs))
+        elif a.observe:
             concs = [int(c) for c in a.concurrency.split(",")]
             result.update(observe=True, **measure_observe(a.bin, tmp, env, a.calls, a.rounds, concs))
         else:
