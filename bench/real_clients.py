@@ -260,10 +260,16 @@ def haproxy_relay(tmp: str, listen: int, server: int) -> subprocess.Popen:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process `pid` and its threads so far, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The CPU time process `pid`'s living threads ran so far, in seconds (the scheduler's own
+    nanoseconds, /proc/PID/task/*/schedstat: /proc/PID/stat counts in 10 ms ticks)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            pass  # a thread that just ended
+    return total / 1e9
 
 
 class Spawned(threading.Thread):
@@ -277,9 +283,11 @@ class Spawned(threading.Thread):
         self.start()
 
     def run(self) -> None:
+        # One of an earlier run may still be ending: only a process new since now counts.
+        earlier = set(self.matching())
         pid = None
         while not self.done.is_set() and pid is None:
-            pid = next((int(p) for p in os.listdir("/proc") if p.isdigit() and self.matches(p)), None)
+            pid = next((p for p in self.matching() if p not in earlier), None)
             time.sleep(0.002)
         while pid is not None and not self.done.is_set():
             try:
@@ -287,6 +295,9 @@ class Spawned(threading.Thread):
             except (OSError, IndexError, ValueError):
                 return
             time.sleep(0.005)
+
+    def matching(self) -> list[int]:
+        return [int(p) for p in os.listdir("/proc") if p.isdigit() and self.matches(p)]
 
     def matches(self, pid: str) -> bool:
         try:
@@ -321,7 +332,7 @@ def timed(watch: int | list[str] | None, run) -> dict:
 
 
 def measure_floor(bin_path: str, relay_bin: str, tmp: str, env: dict, calls: int, rounds: int,
-                  concs: list[int]) -> dict:
+                  concs: list[int], transports: list[str]) -> dict:
     """Direct, through an unread relay, and through the gateway (see the module doc)."""
     results: dict = {}
     http = Http(bin_path, tmp, env)
@@ -340,6 +351,8 @@ def measure_floor(bin_path: str, relay_bin: str, tmp: str, env: dict, calls: int
         }
         for client in ("ts", "python"):
             for transport, sides in targets.items():
+                if transport not in transports:
+                    continue
                 for conc in concs:
                     key = f"{client}/{transport}/c{conc}"
                     runs: dict = {side: [] for side in sides}
@@ -426,6 +439,7 @@ def main() -> None:
     ap.add_argument("--relay", default=os.path.join(ROOT, "target", "release", "examples", "null_relay"),
                     help="the stdio relay of --floor (examples/null_relay.rs)")
     ap.add_argument("--concurrency", default="1,16", help="comma-separated concurrencies (default 1,16)")
+    ap.add_argument("--transports", default="stdio,http", help="with --floor: comma-separated (default stdio,http)")
     a = ap.parse_args()
     if a.render:
         with open(a.render) as f:
@@ -443,7 +457,8 @@ def main() -> None:
                   "rounds": a.rounds}
         if a.floor:
             concs = [int(c) for c in a.concurrency.split(",")]
-            result.update(floor=True, results=measure_floor(a.bin, a.relay, tmp, env, a.calls, a.rounds, concs))
+            result.update(floor=True, results=measure_floor(a.bin, a.relay, tmp, env, a.calls, a.rounds, concs,
+                                                       a.transports.split(",")))
         elif a.observe:
             concs = [int(c) for c in a.concurrency.split(",")]
             result.update(observe=True, **measure_observe(a.bin, tmp, env, a.calls, a.rounds, concs))
