@@ -1,8 +1,10 @@
 //! What the MCP servers we serve (the gateway, the lean tools server) share of rmcp, their
 //! server side: results built from JSON into rmcp's types. With `gateway/wire/` and
 //! `tools/wire.rs`, the only places that name rmcp (a test checks). `stdio`: the stdio
-//! transport both serve through (every bad line answered).
+//! transport both serve through (every bad line answered); `fds`: the process's stdin and
+//! stdout under it, through the reactor.
 
+pub mod fds;
 pub mod stdio;
 
 use rmcp::ErrorData;

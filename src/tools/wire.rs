@@ -29,8 +29,8 @@ pub async fn serve_stdio(
 ) -> Result<(), std::io::Error> {
     use rmcp::ServiceExt;
     let (ready, _) = tokio::sync::watch::channel(false);
-    let (transport, written) =
-        crate::serving::stdio::transport(tokio::io::stdin(), tokio::io::stdout());
+    let (stdin, stdout) = crate::serving::fds::streams();
+    let (transport, written) = crate::serving::stdio::transport(stdin, stdout);
     crate::serving::stdio::served(
         Wire(Arc::new(tools), Arc::new(ready)).serve_with_ct(transport, stop),
         written,

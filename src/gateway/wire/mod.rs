@@ -37,7 +37,6 @@ mod link;
 pub(crate) mod raw;
 mod resume;
 mod sessions;
-mod stdio;
 mod tasks;
 mod tasks25;
 mod traced;
@@ -50,7 +49,7 @@ pub async fn serve_stdio(
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), std::io::Error> {
     use rmcp::ServiceExt;
-    let (stdin, stdout) = stdio::streams();
+    let (stdin, stdout) = crate::serving::fds::streams();
     let stdout = raw::SplicingWriter::new(stdout, gateway.clone());
     let tasks = Arc::new(tasks25::Tasks25(gateway.clone()));
     let (transport, written) = crate::serving::stdio::transport_with(stdin, stdout, tasks);

@@ -1,8 +1,8 @@
-//! stdin and stdout for the stdio transport. MCP clients connect us through pipes (Python's
-//! `subprocess`, most clients) or socket pairs (Node's `child_process`, so the TypeScript SDK):
-//! both are read and written through the reactor (non-blocking, epoll), so a message costs no
-//! hand-off to a blocking thread. Anything else (a terminal, a file) goes through tokio's
-//! blocking stdio.
+//! The process's stdin and stdout for the stdio transport (the gateway's and the lean tools
+//! server's). MCP clients connect us through pipes (Python's `subprocess`, most clients) or
+//! socket pairs (Node's `child_process`, so the TypeScript SDK): both are read and written
+//! through the reactor (non-blocking, epoll), so a message costs no hand-off to a blocking
+//! thread. Anything else (a terminal, a file) goes through tokio's blocking stdio.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
