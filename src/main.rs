@@ -235,11 +235,9 @@ fn init_logging(
     } else {
         ""
     };
-    // rmcp's service logs an ERROR for each answer it could not send because the client had
-    // left (every 2026-07-28 client closing its listen stream): routine for a server, so
-    // shown with -v only.
+    // What rmcp logs as errors of a client that left is shown with -v only.
     let rmcp = if global.verbose == 0 {
-        ",rmcp::service=off"
+        mcp_launch::serving::QUIET_LOGS
     } else {
         ""
     };

@@ -7,6 +7,11 @@
 pub mod fds;
 pub mod stdio;
 
+/// Log filter directives (appended to the default filter, each after a comma) for what rmcp
+/// logs at ERROR that is routine for a server: its service's answers it could not send
+/// because the client had left (every 2026-07-28 client closing its listen stream).
+pub const QUIET_LOGS: &str = ",rmcp::service=off";
+
 use rmcp::ErrorData;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
