@@ -34,6 +34,12 @@ thread per direction, read then write; `cargo build --release --example null_rel
 HAProxy in TCP mode (Debian's, installed by the test-deps script). What it adds over direct is
 what one more process costs on this machine before any work is done; the gateway's added p50
 is set beside it, and each one's CPU time per call, from /proc.
+
+  python3 bench/real_clients.py --versus OTHER_BIN [--transports http] ...
+
+With `--versus` the middle side is the gateway of another build (say main's, before a change):
+two builds in the same rounds, so a change is measured against what the machine does at the
+same minutes, not against a run taken earlier.
 """
 
 from __future__ import annotations
@@ -101,8 +107,8 @@ class Http:
     """server-everything's own Streamable HTTP transport and a gateway in front of it."""
 
     def __init__(self, bin_path: str, tmp: str, env: dict, sides: dict | None = None) -> None:
-        """`sides`: name → (extra `serve` flags, extra environment) of one gateway each (the
-        default: one plain gateway, "through")."""
+        """`sides`: name → (extra `serve` flags, extra environment[, another binary]) of one
+        gateway each (the default: one plain gateway of `bin_path`, "through")."""
         sides = sides or {"through": ([], {})}
         base = free_ports(1 + len(sides))
         self.server_port = base
@@ -117,11 +123,12 @@ class Http:
         with open(config, "w") as f:
             json.dump({"mcpServers": {"everything": {
                 "type": "http", "url": f"http://127.0.0.1:{self.server_port}/mcp"}}}, f)
-        for side, (flags, extra_env) in sides.items():
+        for side, (flags, extra_env, *other) in sides.items():
             port = self.gateway_ports[side]
+            binary = other[0] if other else bin_path
             self.procs.append(subprocess.Popen(
-                [bin_path, "serve", "--config", config, "--mode", "full",
-                 "--http", f"127.0.0.1:{port}"] + no_auth(bin_path) + flags,
+                [binary, "serve", "--config", config, "--mode", "full",
+                 "--http", f"127.0.0.1:{port}"] + no_auth(binary) + flags,
                 env=dict(env, **extra_env), cwd=tmp, stdout=subprocess.DEVNULL,
                 stderr=open(os.path.join(tmp, f"gateway-http-{side}.log"), "w"), start_new_session=True))
             wait_port(port, time.monotonic() + 30)
@@ -172,7 +179,54 @@ def stdio_side(target: list[str], side: tuple[list[str], dict]) -> list[str]:
     return target[:1] + env_words + target[1:] + flags  # "--stdio", then the command
 
 
-def measure_observe(bin_path: str, tmp: str, env: dict, calls: int, rounds: int, concs: list[int]) -> dict:
+def rounds(client: str, conc: int, sides: dict, env: dict, calls: int, n: int) -> dict:
+    """`n` rounds of one run per side, the sides alternating within each round (what the
+    machine does meanwhile falls on all of them alike). `sides`: name → (the client's target,
+    whose CPU to read (see `timed`) or None, the tool to call)."""
+    runs: dict = {side: [] for side in sides}
+    for _ in range(n):
+        for side, (target, watch, tool) in sides.items():
+            argv = client_argv(client, target, calls, conc, tool)
+            runs[side].append(timed(watch, lambda: run_client(argv, env)))
+    return runs
+
+
+def added(runs: dict, side: str, base: str) -> float:
+    """`side`'s p50 minus `base`'s, per round, then the median of the rounds."""
+    return statistics.median(s["p50"] - b["p50"] for b, s in zip(runs[base], runs[side]))
+
+
+def keys(transports: list[str], concs: list[int]):
+    """(client, transport, concurrency, result key) of every measured row."""
+    for client in ("ts", "python"):
+        for transport in transports:
+            for conc in concs:
+                yield client, transport, conc, f"{client}/{transport}/c{conc}"
+
+
+def summary(key: str, runs: dict, base: str, sides: list[str]) -> tuple[dict, str]:
+    """Each of `sides` added over `base`, and the log line saying so."""
+    over = {side: added(runs, side, base) for side in sides}
+    line = (f"{key}: {base} p50 {statistics.median(x['p50'] for x in runs[base]):.3f} ms, "
+            + ", ".join(f"{side} {v:+.3f} ms" for side, v in over.items()))
+    return over, line
+
+
+def beside(targets: dict, middle: str, env: dict, calls: int, n: int, concs: list[int],
+           transports: list[str]) -> dict:
+    """Direct, a `middle` side and through the gateway, per row (`targets`: transport → the
+    three sides, see `rounds`): each one's added p50, and the gateway's over the middle's."""
+    results: dict = {}
+    for client, transport, conc, key in keys(transports, concs):
+        runs = rounds(client, conc, targets[transport], env, calls, n)
+        over, line = summary(key, runs, "direct", [middle, "through"])
+        over[f"through_over_{middle}"] = added(runs, "through", middle)
+        results[key] = {**runs, "added_p50": over}
+        log(line + f", through − {middle} {over[f'through_over_{middle}']:+.3f} ms")
+    return results
+
+
+def measure_observe(bin_path: str, tmp: str, env: dict, calls: int, n: int, concs: list[int]) -> dict:
     """Metrics off vs on vs traces on, every side through a gateway (see the module doc)."""
     results: dict = {}
     sink = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
@@ -184,52 +238,57 @@ def measure_observe(bin_path: str, tmp: str, env: dict, calls: int, rounds: int,
     http = Http(bin_path, tmp, env, sides)
     try:
         _, stdio_through = stdio_targets(bin_path, tmp)
-        for client in ("ts", "python"):
-            for transport in ("stdio", "http"):
-                for conc in concs:
-                    key = f"{client}/{transport}/c{conc}"
-                    runs: dict = {side: [] for side in sides}
-                    for _ in range(rounds):
-                        for side in sides:
-                            target = (http.through(side) if transport == "http"
-                                      else stdio_side(stdio_through, stdio_sides[side]))
-                            runs[side].append(run_client(
-                                client_argv(client, target, calls, conc, "everything__echo"), env))
-                    added = {side: statistics.median(t["p50"] - o["p50"] for o, t in zip(runs["off"], runs[side]))
-                             for side in sides if side != "off"}
-                    results[key] = {**runs, "added_p50": added}
-                    log(f"{key}: off p50 {statistics.median(x['p50'] for x in runs['off']):.3f} ms, "
-                        + ", ".join(f"{side} {v:+.3f} ms" for side, v in added.items()))
+        for client, transport, conc, key in keys(["stdio", "http"], concs):
+            targets = {side: ((http.through(side) if transport == "http"
+                               else stdio_side(stdio_through, stdio_sides[side])), None, "everything__echo")
+                       for side in sides}
+            runs = rounds(client, conc, targets, env, calls, n)
+            over, line = summary(key, runs, "off", ["metrics", "traces"])
+            results[key] = {**runs, "added_p50": over}
+            log(line)
     finally:
         http.close()
         sink.shutdown()
     return {"results": results, "exports": Sink.exports, "exported_bytes": Sink.spans_bytes}
 
 
-def measure(bin_path: str, tmp: str, env: dict, calls: int, rounds: int) -> dict:
+def measure(bin_path: str, tmp: str, env: dict, calls: int, n: int) -> dict:
     results: dict = {}
     http = Http(bin_path, tmp, env)
     try:
         stdio_direct, stdio_through = stdio_targets(bin_path, tmp)
         targets = {"stdio": (stdio_direct, stdio_through), "http": (http.direct(), http.through())}
-        for client in ("ts", "python"):
-            for transport, (direct, through) in targets.items():
-                for conc in (1, 16):
-                    key = f"{client}/{transport}/c{conc}"
-                    runs = {"direct": [], "through": []}
-                    for r in range(rounds):
-                        runs["direct"].append(run_client(
-                            client_argv(client, direct, calls, conc, "echo"), env))
-                        runs["through"].append(run_client(
-                            client_argv(client, through, calls, conc, "everything__echo"), env))
-                    added = [t["p50"] - d["p50"] for d, t in zip(runs["direct"], runs["through"])]
-                    results[key] = {**runs, "added_p50": statistics.median(added)}
-                    log(f"{key}: direct p50 {statistics.median(x['p50'] for x in runs['direct']):.2f} ms, "
-                        f"through {statistics.median(x['p50'] for x in runs['through']):.2f} ms, "
-                        f"added {results[key]['added_p50']:+.2f} ms")
+        for client, transport, conc, key in keys(["stdio", "http"], [1, 16]):
+            direct, through = targets[transport]
+            sides = {"direct": (direct, None, "echo"), "through": (through, None, "everything__echo")}
+            runs = rounds(client, conc, sides, env, calls, n)
+            over, line = summary(key, runs, "direct", ["through"])
+            results[key] = {**runs, "added_p50": over["through"]}
+            log(line)
     finally:
         http.close()
     return results
+
+
+def measure_versus(bin_path: str, other: str, tmp: str, env: dict, calls: int, n: int,
+                   concs: list[int], transports: list[str]) -> dict:
+    """Direct, through the gateway of `bin_path` and through that of `other` (another build):
+    two builds compared in the same rounds, not minutes apart."""
+    http = Http(bin_path, tmp, env, {"through": ([], {}), "versus": ([], {}, other)})
+    try:
+        stdio_direct, stdio_through = stdio_targets(bin_path, tmp)
+        _, stdio_versus = stdio_targets(other, tmp)
+        targets = {
+            "stdio": {"direct": (stdio_direct, None, "echo"),
+                      "through": (stdio_through, stdio_through[1:], "everything__echo"),
+                      "versus": (stdio_versus, stdio_versus[1:], "everything__echo")},
+            "http": {"direct": (http.direct(), None, "echo"),
+                     "through": (http.through(), http.procs[1].pid, "everything__echo"),
+                     "versus": (http.through("versus"), http.procs[2].pid, "everything__echo")},
+        }
+        return beside(targets, "versus", env, calls, n, concs, transports)
+    finally:
+        http.close()
 
 
 HAPROXY_TCP = """global
@@ -331,10 +390,9 @@ def timed(watch: int | list[str] | None, run) -> dict:
     return out
 
 
-def measure_floor(bin_path: str, relay_bin: str, tmp: str, env: dict, calls: int, rounds: int,
+def measure_floor(bin_path: str, relay_bin: str, tmp: str, env: dict, calls: int, n: int,
                   concs: list[int], transports: list[str]) -> dict:
     """Direct, through an unread relay, and through the gateway (see the module doc)."""
-    results: dict = {}
     http = Http(bin_path, tmp, env)
     relay_port = free_ports(1)
     haproxy = haproxy_relay(tmp, relay_port, http.server_port)
@@ -349,29 +407,11 @@ def measure_floor(bin_path: str, relay_bin: str, tmp: str, env: dict, calls: int
                      "relay": (["--http", f"http://127.0.0.1:{relay_port}/mcp"], haproxy.pid, "echo"),
                      "through": (http.through(), gateway_pid, "everything__echo")},
         }
-        for client in ("ts", "python"):
-            for transport, sides in targets.items():
-                if transport not in transports:
-                    continue
-                for conc in concs:
-                    key = f"{client}/{transport}/c{conc}"
-                    runs: dict = {side: [] for side in sides}
-                    for _ in range(rounds):
-                        for side, (target, pid, tool) in sides.items():
-                            argv = client_argv(client, target, calls, conc, tool)
-                            runs[side].append(timed(pid, lambda: run_client(argv, env)))
-                    added = {side: statistics.median(s["p50"] - d["p50"] for d, s in zip(runs["direct"], runs[side]))
-                             for side in ("relay", "through")}
-                    added["through_over_relay"] = statistics.median(
-                        t["p50"] - r["p50"] for r, t in zip(runs["relay"], runs["through"]))
-                    results[key] = {**runs, "added_p50": added}
-                    log(f"{key}: direct p50 {statistics.median(x['p50'] for x in runs['direct']):.2f} ms, "
-                        + ", ".join(f"{k} {v:+.2f} ms" for k, v in added.items()))
+        return beside(targets, "relay", env, calls, n, concs, transports)
     finally:
         os.killpg(haproxy.pid, 15)
         haproxy.wait(timeout=10)
         http.close()
-    return results
 
 
 def report(r: dict) -> str:
@@ -379,6 +419,8 @@ def report(r: dict) -> str:
         return report_observe(r)
     if r.get("floor"):
         return report_floor(r)
+    if r.get("versus"):
+        return report_versus(r)
     lines = [f"# real clients, {r['machine']}, {r['date']}, {r['commit']}",
              f"{r['calls']} calls per run, {r['rounds']} rounds; ms; added = through - direct (p50, median of rounds)",
              "", "| client | transport | c | direct p50 | through p50 | through p90 | ping through | added p50 | calls/s through |",
@@ -396,20 +438,30 @@ def report(r: dict) -> str:
 
 
 def report_floor(r: dict) -> str:
-    lines = [f"# real clients, direct vs an unread relay vs the gateway, {r['machine']}, {r['date']}, "
-             f"{r['commit']}, load {r.get('load', '?')}",
+    title = "direct vs an unread relay vs the gateway"
+    return report_sides(r, title, "relay", "relay", "gateway")
+
+
+def report_versus(r: dict) -> str:
+    title = f"direct vs the gateway of {r['versus']} (versus) vs this one's (through)"
+    return report_sides(r, title, "versus", "versus", "through")
+
+
+def report_sides(r: dict, title: str, middle: str, middle_name: str, through_name: str) -> str:
+    """Direct, a `middle` side and the gateway: each one's added p50 and CPU per call."""
+    lines = [f"# real clients, {title}, {r['machine']}, {r['date']}, {r['commit']}, load {r.get('load', '?')}",
              f"{r['calls']} calls per run, {r['rounds']} rounds; ms; added = side - direct "
-             "(p50, median of rounds); CPU = the relay's or the gateway's CPU time per call",
-             "", "| client | transport | c | direct p50 | relay added | gateway added | gateway − relay "
-             "| relay CPU/call | gateway CPU/call |",
+             f"(p50, median of rounds); CPU = the {middle_name}'s or the {through_name}'s CPU time per call",
+             "", f"| client | transport | c | direct p50 | {middle_name} added | {through_name} added | "
+             f"{through_name} − {middle_name} | {middle_name} CPU/call | {through_name} CPU/call |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for key, v in r["results"].items():
         client, transport, conc = key.split("/")
         med = lambda runs, f: statistics.median(x[f] for x in runs)  # noqa: E731
         cpu = lambda side: f"{med(v[side], 'cpu_ms_per_call'):.3f}" if "cpu_ms_per_call" in v[side][0] else "–"  # noqa: E731
         a = v["added_p50"]
-        lines.append(f"| {client} | {transport} | {conc[1:]} | {med(v['direct'], 'p50'):.2f} | {a['relay']:+.2f} | "
-                     f"{a['through']:+.2f} | {a['through_over_relay']:+.2f} | {cpu('relay')} | {cpu('through')} |")
+        lines.append(f"| {client} | {transport} | {conc[1:]} | {med(v['direct'], 'p50'):.2f} | {a[middle]:+.2f} | "
+                     f"{a['through']:+.2f} | {a[f'through_over_{middle}']:+.2f} | {cpu(middle)} | {cpu('through')} |")
     return "\n".join(lines)
 
 
@@ -438,8 +490,9 @@ def main() -> None:
     ap.add_argument("--floor", action="store_true", help="direct vs an unread relay vs the gateway")
     ap.add_argument("--relay", default=os.path.join(ROOT, "target", "release", "examples", "null_relay"),
                     help="the stdio relay of --floor (examples/null_relay.rs)")
+    ap.add_argument("--versus", metavar="BIN", help="direct vs the gateway of BIN (another build) vs --bin's")
     ap.add_argument("--concurrency", default="1,16", help="comma-separated concurrencies (default 1,16)")
-    ap.add_argument("--transports", default="stdio,http", help="with --floor: comma-separated (default stdio,http)")
+    ap.add_argument("--transports", default="stdio,http", help="with --floor or --versus: comma-separated (default stdio,http)")
     a = ap.parse_args()
     if a.render:
         with open(a.render) as f:
@@ -459,6 +512,10 @@ def main() -> None:
             concs = [int(c) for c in a.concurrency.split(",")]
             result.update(floor=True, results=measure_floor(a.bin, a.relay, tmp, env, a.calls, a.rounds, concs,
                                                        a.transports.split(",")))
+        elif a.versus:
+            concs = [int(c) for c in a.concurrency.split(",")]
+            result.update(versus=a.versus, results=measure_versus(
+                a.bin, a.versus, tmp, env, a.calls, a.rounds, concs, a.transports.split(",")))
         elif a.observe:
             concs = [int(c) for c in a.concurrency.split(",")]
             result.update(observe=True, **measure_observe(a.bin, tmp, env, a.calls, a.rounds, concs))
