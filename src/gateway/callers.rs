@@ -1,10 +1,13 @@
 //! Passing an upstream's own requests (sampling, elicitation, roots) on to a client: the
 //! client whose call caused the request, or nobody.
 //!
-//! A server's request carries no mark of the call it belongs to (stdio has no correlation at
-//! all), so it is answered only when it can be attributed: by the one client with calls to
-//! that server under way. With none, or with calls of several clients under way, the upstream
-//! gets -32601 and the refusal is logged — never another client's answer.
+//! A server's request over Streamable HTTP that comes on the response stream of a call is
+//! that call's: its client answers it ([`Callers::answering`]), however many other clients
+//! are calling. Any other request (stdio has no correlation at all; an HTTP server may also
+//! send on its standalone stream) is answered only when it can be attributed: by the one
+//! client with calls to that server under way. With none, or with calls of several clients
+//! under way, the upstream gets -32601 and the refusal is logged — never another client's
+//! answer.
 //!
 //! Servers cache what they asked (server-everything asks `roots/list` once and keeps the answer
 //! until `notifications/roots/list_changed`), and a cache holds one client's roots at a time.
@@ -310,6 +313,22 @@ impl Callers {
         })
     }
 
+    /// Answers the requests `server`'s upstream (of the stateless revision when `stateless`)
+    /// makes about one call of `link`'s (see the module doc): `link` answers them.
+    pub fn answering(
+        self: &Arc<Self>,
+        server: &str,
+        stateless: bool,
+        link: Arc<dyn ClientLink>,
+    ) -> ServerRequestHandler {
+        let callers = Arc::clone(self);
+        let key = key(server, stateless);
+        Arc::new(move |method: String, params: Option<Value>| {
+            let (callers, key, link) = (Arc::clone(&callers), key.clone(), Arc::clone(&link));
+            Box::pin(async move { callers.answer_by(&key, link, method, params).await })
+        })
+    }
+
     /// Answers a request of `key`'s server (see the module doc).
     async fn answer(
         &self,
@@ -337,6 +356,17 @@ impl Callers {
                 });
             }
         };
+        self.answer_by(key, link, method, params).await
+    }
+
+    /// Has `link` answer a request of `key`'s server.
+    async fn answer_by(
+        &self,
+        key: &str,
+        link: Arc<dyn ClientLink>,
+        method: String,
+        params: Option<Value>,
+    ) -> Result<Value, RpcError> {
         if method != ROOTS_LIST {
             return link.ask(method, params).await;
         }

@@ -202,17 +202,17 @@ impl Gateway {
                 .await;
         }
         let session = upstream.session().await.map_err(GatewayError::from_pool)?;
-        let _calling = match caller.link {
+        let (_calling, answerer) = match caller.link {
             Some(link) => {
                 let callers = &self.inner.callers;
                 let stateless = upstream.is_stateless();
-                Some(
-                    callers
-                        .enter(&found.server, stateless, link, &session)
-                        .await,
-                )
+                let answerer = callers.answering(&found.server, stateless, Arc::clone(&link));
+                let calling = callers
+                    .enter(&found.server, stateless, link, &session)
+                    .await;
+                (Some(calling), Some(answerer))
             }
-            None => None,
+            None => (None, None),
         };
         let mut params = json!({"name": found.tool, "arguments": arguments});
         let done = CancellationToken::new();
@@ -256,8 +256,9 @@ impl Gateway {
                     .call_task_on(&session, params, timeout, &caller.cancel)
                     .await
             } else {
+                let cancel = &caller.cancel;
                 upstream
-                    .request_cancellable(&session, "tools/call", params, timeout, &caller.cancel)
+                    .request_cancellable(&session, "tools/call", params, timeout, cancel, answerer)
                     .await
             };
             // What the server sent before its answer reaches the client before the answer.

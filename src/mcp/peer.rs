@@ -4,6 +4,12 @@
 //! Transports feed every message they receive into [`Peer::handle`] from one reader task and
 //! call [`Peer::close`] once when the connection ends; every pending request then fails at
 //! once with the reason instead of waiting for its timeout.
+//!
+//! A server's request comes with no mark of what it is about, except over Streamable HTTP: one
+//! sent on the response stream of one of our requests is about that request
+//! ([`Peer::handle_related`]). A request sent with an answerer of its own
+//! ([`Peer::send_request_answered`]) has such requests answered by it; every other one goes to
+//! the session's handler.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +27,8 @@ type Reply = oneshot::Sender<Result<Value, McpError>>;
 struct PendingRequest {
     method: String,
     reply: Reply,
+    /// Answers the server's requests about this one, instead of the session's handler.
+    answerer: Option<ServerRequestHandler>,
 }
 
 /// Why a connection ended; turned into an error for each request still pending.
@@ -120,6 +128,19 @@ impl Peer {
         params: Option<Value>,
         deadline: tokio::time::Instant,
     ) -> Result<(u64, oneshot::Receiver<Result<Value, McpError>>), McpError> {
+        self.send_request_answered(method, params, deadline, None)
+            .await
+    }
+
+    /// [`Peer::send_request`], the server's requests about it answered by `answerer` (see the
+    /// module doc).
+    pub(crate) async fn send_request_answered(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        deadline: tokio::time::Instant,
+        answerer: Option<ServerRequestHandler>,
+    ) -> Result<(u64, oneshot::Receiver<Result<Value, McpError>>), McpError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -132,6 +153,7 @@ impl Peer {
                 PendingRequest {
                     method: method.to_string(),
                     reply: tx,
+                    answerer,
                 },
             );
         }
@@ -196,6 +218,12 @@ impl Peer {
     /// Handles one message from the server: resolves a pending request, answers a server
     /// request, records a notification, or logs and skips anything else.
     pub(crate) fn handle(&self, value: Value) {
+        self.handle_related(value, None);
+    }
+
+    /// [`Peer::handle`] for a message that came on the response stream of our request
+    /// `related`: a server request there is about that request.
+    pub(crate) fn handle_related(&self, value: Value, related: Option<u64>) {
         match Incoming::classify(value) {
             Some(Incoming::Response { id, outcome }) => {
                 let request = id.as_u64().and_then(|id| self.lock().requests.remove(&id));
@@ -214,7 +242,7 @@ impl Peer {
             Some(Incoming::Request { id, method, params }) => {
                 tracing::debug!(%id, %method, "← server request");
                 if method != "ping" {
-                    if let Some(handler) = self.server_request_handler() {
+                    if let Some(handler) = self.answerer_of(related) {
                         self.pass_on(handler, id, method, params);
                         return;
                     }
@@ -276,6 +304,16 @@ impl Peer {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Who answers a server request about our request `related`: that request's own answerer
+    /// while it is pending, else the session's handler.
+    fn answerer_of(&self, related: Option<u64>) -> Option<ServerRequestHandler> {
+        let own = related.and_then(|id| {
+            let pending = self.lock();
+            pending.requests.get(&id).and_then(|r| r.answerer.clone())
+        });
+        own.or_else(|| self.server_request_handler())
     }
 
     /// Answers a server request through `handler`, in its own task (the reader never waits).
@@ -349,6 +387,58 @@ mod tests {
         peer.handle(json!({"jsonrpc": "2.0", "id": id.to_string(), "result": {"wrong": true}}));
         peer.handle(json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}}));
         assert_eq!(reply.await.unwrap().unwrap(), json!({"tools": []}));
+    }
+
+    /// A handler answering every request with `name`.
+    fn answering(name: &'static str) -> ServerRequestHandler {
+        std::sync::Arc::new(move |_method: String, _params: Option<Value>| {
+            Box::pin(async move { Ok(json!({"by": name})) })
+        })
+    }
+
+    /// A server request on the response stream of a pending request of ours goes to that
+    /// request's own answerer; one on no stream, about a request without an answerer or about
+    /// one already answered goes to the session's handler.
+    #[tokio::test]
+    async fn a_request_about_ours_is_answered_by_its_own_answerer_else_the_sessions() {
+        let (tx, mut rx) = mpsc::channel(OUTBOX_CAPACITY);
+        let peer = Peer::new(tx);
+        peer.set_server_request_handler(answering("session"));
+        let (own, reply) = peer
+            .send_request_answered("tools/call", None, later(), Some(answering("call")))
+            .await
+            .unwrap();
+        let (plain, _) = peer
+            .send_request("tools/call", None, later())
+            .await
+            .unwrap();
+        let _sent = (rx.recv().await.unwrap(), rx.recv().await.unwrap());
+        let ask = |id: u64, related: Option<u64>| {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "sampling/createMessage"});
+            peer.handle_related(request, related);
+        };
+        ask(1, Some(own));
+        ask(2, None);
+        ask(3, Some(plain));
+        let mut answers = HashMap::new();
+        for _ in 0..3 {
+            let answer = rx.recv().await.unwrap();
+            answers.insert(
+                answer["id"].as_u64().unwrap(),
+                answer["result"]["by"].clone(),
+            );
+        }
+        assert_eq!(answers[&1], "call");
+        assert_eq!(answers[&2], "session");
+        assert_eq!(answers[&3], "session");
+
+        peer.handle(json!({"jsonrpc": "2.0", "id": own, "result": {}}));
+        reply.await.unwrap().unwrap();
+        peer.handle_related(
+            json!({"jsonrpc": "2.0", "id": 4, "method": "sampling/createMessage"}),
+            Some(own),
+        );
+        assert_eq!(rx.recv().await.unwrap()["result"]["by"], "session");
     }
 
     #[tokio::test]

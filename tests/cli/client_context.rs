@@ -3,7 +3,9 @@
 //! `mcp-launch serve` by clients with roots of their own — the official Python SDK
 //! (`tests/fixtures/context_client.py`) and the raw 2026-07-28 client
 //! (`tests/fixtures/stateless_client.py`) — over Streamable HTTP (several sessions on one
-//! gateway) and stdio (one client whose roots change).
+//! gateway) and stdio (one client whose roots change). And a server's sampling requests sent on
+//! a call's own response stream (server-everything over Streamable HTTP) reach the client whose
+//! call it is, while other clients' calls are under way.
 
 use std::path::Path;
 use std::process::Command;
@@ -12,6 +14,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
+use crate::remote::RemoteServer;
 use crate::serve::{http_gateway, stateless, stdio_gateway, text_of};
 use crate::util::*;
 
@@ -123,4 +126,71 @@ fn a_stdio_client_whose_roots_change_is_seen_with_the_new_ones_in_both_eras() {
     stdio.extend(gateway[1..].iter().map(String::as_str));
     let text = stateless_roots(&dir, &stdio);
     assert_eq!(roots_in(&text), Vec::<&str>::new(), "{text}");
+}
+
+/// One session's calls of server-everything's `trigger-sampling-request` through `url`, each
+/// sampling answered with `sample` after a pause (so the two clients' calls overlap).
+fn sampling_client(dir: &Path, url: &str, sample: &str, calls: usize) -> Value {
+    let mut command = Command::new(sdk_python());
+    command
+        .arg(manifest_dir().join("tests/fixtures/input_client.py"))
+        .args(["--legacy", "--tool", "everything__trigger-sampling-request"])
+        .args(["--args", r#"{"prompt": "say hi"}"#, "--sample", sample])
+        .args(["--sample-delay", "0.4", "--calls", &calls.to_string()])
+        .args(["--http", url]);
+    client_json(command, dir, "the sampling client")
+}
+
+/// Two clients sample at once through one gateway in front of an HTTP server: the server
+/// sends each sampling request on the response stream of the call it belongs to, so each
+/// reaches the client whose call it is — none refused for "calls of several clients", none
+/// answered by the other client.
+#[test]
+fn sampling_requests_of_an_http_server_reach_their_own_callers_while_both_call() {
+    let everything = RemoteServer::start(
+        "streamableHttp",
+        "MCP Streamable HTTP Server listening on port",
+    );
+    let upstream = format!("http://127.0.0.1:{}/mcp", everything.port);
+    let cmd = Cmd::new()
+        .config_json(json!({"mcpServers": {"everything": {"type": "http", "url": upstream}}}));
+    let (running, url) = http_gateway(&cmd, &["--mode", "full"]);
+    let calls = 5;
+    let seen: Vec<(&str, Value)> = std::thread::scope(|scope| {
+        let started: Vec<_> = ["sample-of-alpha", "sample-of-beta"]
+            .into_iter()
+            .map(|sample| {
+                let (dir, url) = (cmd.dir(), url.as_str());
+                scope.spawn(move || (sample, sampling_client(dir, url, sample, calls)))
+            })
+            .collect();
+        started
+            .into_iter()
+            .map(|t| t.join().expect("client thread"))
+            .collect()
+    });
+    for (sample, seen) in &seen {
+        assert_eq!(seen.get("error"), None, "{seen}");
+        let asked = seen["asked"].as_array().map_or(0, Vec::len);
+        assert_eq!(
+            asked, calls,
+            "each call's sampling reached {sample}'s client: {seen}"
+        );
+        let results = seen["results"].as_array().expect("results");
+        assert_eq!(results.len(), calls, "{seen}");
+        for result in results {
+            let text = result.to_string();
+            assert!(
+                text.contains(sample) && !text.contains("refused") && !text.contains("-32601"),
+                "{sample}'s call got its own client's sample: {seen}"
+            );
+        }
+    }
+    kill(Pid::from_raw(running.pid()), Signal::SIGTERM).expect("signal the gateway");
+    let out = running.wait();
+    assert!(
+        !out.stderr.contains("refused a server request"),
+        "{}",
+        out.stderr
+    );
 }

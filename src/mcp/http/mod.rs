@@ -333,7 +333,7 @@ impl Post {
                     lock(&self.state).protocol_version = Some(version.to_string());
                 }
             }
-            self.peer.handle(message);
+            self.peer.handle_related(message, request_id);
         }
         answered
     }

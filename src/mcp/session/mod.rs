@@ -389,7 +389,7 @@ impl Session {
         timeout: Duration,
     ) -> Result<Value, McpError> {
         let span = self.span.clone();
-        self.request_in_span(method, params, timeout, None)
+        self.request_in_span(method, params, timeout, None, None)
             .instrument(span)
             .await
     }
@@ -404,7 +404,25 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<Value, McpError> {
         let span = self.span.clone();
-        self.request_in_span(method, params, timeout, Some(cancel))
+        self.request_in_span(method, params, timeout, Some(cancel), None)
+            .instrument(span)
+            .await
+    }
+
+    /// [`Session::request_cancellable`], the server's requests about this one answered by
+    /// `answerer` instead of the session's handler ([`Session::on_server_request`]). Only
+    /// Streamable HTTP says what a server's request is about (it comes on the response stream
+    /// of ours); over stdio the session's handler answers them all.
+    pub async fn request_answered_by(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        answerer: super::peer::ServerRequestHandler,
+    ) -> Result<Value, McpError> {
+        let span = self.span.clone();
+        self.request_in_span(method, params, timeout, Some(cancel), Some(answerer))
             .instrument(span)
             .await
     }
@@ -415,10 +433,15 @@ impl Session {
         params: Option<Value>,
         timeout: Duration,
         cancel: Option<&CancellationToken>,
+        answerer: Option<super::peer::ServerRequestHandler>,
     ) -> Result<Value, McpError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let params = self.stamped(params);
-        let (id, reply) = match self.peer.send_request(method, params, deadline).await {
+        let sent = self
+            .peer
+            .send_request_answered(method, params, deadline, answerer)
+            .await;
+        let (id, reply) = match sent {
             Ok(sent) => sent,
             // The writer saw the pipe break before the reader saw the exit: wait for the
             // reader's verdict, which carries the exit status and the stderr tail.

@@ -15,7 +15,7 @@ use super::failure::{Failure, PoolError};
 use super::{ServerState, ServerStatus, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::backoff::Backoff;
 use crate::config::{ServerEntry, ServerSpec};
-use crate::mcp::{ConnectOptions, McpError, ServerInfo, Session, ToolList};
+use crate::mcp::{ConnectOptions, McpError, ServerInfo, ServerRequestHandler, Session, ToolList};
 
 /// One server: its session and its health.
 pub struct Upstream {
@@ -55,6 +55,25 @@ struct Slot {
     next_attempt: Option<Instant>,
     /// When the last request through the current session ended (or the session started).
     last_used: Instant,
+}
+
+/// How one request is sent: how long it may take, what cancels it, who answers the server's
+/// requests about it (`None`: the session's handler).
+struct Sending<'a> {
+    timeout: Duration,
+    cancel: Option<&'a CancellationToken>,
+    answerer: Option<ServerRequestHandler>,
+}
+
+impl Sending<'_> {
+    /// Within `timeout`, nothing else.
+    fn plain(timeout: Duration) -> Self {
+        Sending {
+            timeout,
+            cancel: None,
+            answerer: None,
+        }
+    }
 }
 
 impl Slot {
@@ -195,14 +214,16 @@ impl Upstream {
     ) -> Result<Value, PoolError> {
         let session = self.session().await?;
         match self
-            .send(&session, method, params.clone(), timeout, None)
+            .send(&session, method, params.clone(), Sending::plain(timeout))
             .await?
         {
             Err(McpError::Http { status: 404, .. }) => {
                 tracing::info!(server = %self.name, "the server forgot our session; starting a new one");
                 self.forget(&session);
                 let session = self.session().await?;
-                let outcome = self.send(&session, method, params, timeout, None).await?;
+                let outcome = self
+                    .send(&session, method, params, Sending::plain(timeout))
+                    .await?;
                 outcome.map_err(|error| self.failed(&session, method, error))
             }
             outcome => outcome.map_err(|error| self.failed(&session, method, error)),
@@ -218,11 +239,15 @@ impl Upstream {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, PoolError> {
-        let outcome = self.send(session, method, params, timeout, None).await?;
+        let outcome = self
+            .send(session, method, params, Sending::plain(timeout))
+            .await?;
         outcome.map_err(|error| self.failed(session, method, error))
     }
 
-    /// [`Upstream::request_on`] that ends when `cancel` fires, telling the server.
+    /// [`Upstream::request_on`] that ends when `cancel` fires, telling the server; the
+    /// server's requests about it answered by `answerer` when one is given (see
+    /// [`Session::request_answered_by`]).
     pub async fn request_cancellable(
         &self,
         session: &Arc<Session>,
@@ -230,10 +255,14 @@ impl Upstream {
         params: Value,
         timeout: Duration,
         cancel: &CancellationToken,
+        answerer: Option<ServerRequestHandler>,
     ) -> Result<Value, PoolError> {
-        let outcome = self
-            .send(session, method, params, timeout, Some(cancel))
-            .await?;
+        let sending = Sending {
+            timeout,
+            cancel: Some(cancel),
+            answerer,
+        };
+        let outcome = self.send(session, method, params, sending).await?;
         outcome.map_err(|error| self.failed(session, method, error))
     }
 
@@ -243,18 +272,25 @@ impl Upstream {
         session: &Session,
         method: &str,
         params: Value,
-        timeout: Duration,
-        cancel: Option<&CancellationToken>,
+        sending: Sending<'_>,
     ) -> Result<Result<Value, McpError>, PoolError> {
         let never = CancellationToken::new();
-        let cancel = cancel.unwrap_or(&never);
+        let (timeout, cancel) = (sending.timeout, sending.cancel.unwrap_or(&never));
         let started = Instant::now();
         let mut params = params;
         let span = super::traced::span_of(&self.name, &self.entry, method, &mut params);
         // The span is held, not entered (`traced`): it ends when the answer is in.
-        let outcome = self
-            .guarded(session.request_cancellable(method, Some(params), timeout, cancel))
-            .await;
+        let outcome = match sending.answerer {
+            Some(answerer) => {
+                let sent =
+                    session.request_answered_by(method, Some(params), timeout, cancel, answerer);
+                self.guarded(sent).await
+            }
+            None => {
+                let sent = session.request_cancellable(method, Some(params), timeout, cancel);
+                self.guarded(sent).await
+            }
+        };
         if let Ok(outcome) = &outcome {
             super::traced::record(&span, outcome);
         }
