@@ -206,11 +206,14 @@ impl Gateway {
             Some(link) => {
                 let callers = &self.inner.callers;
                 let stateless = upstream.is_stateless();
-                let answerer = callers.answering(&found.server, stateless, Arc::clone(&link));
+                // Only Streamable HTTP says which call a server's request is about.
+                let answerer = upstream
+                    .is_remote()
+                    .then(|| callers.answering(&found.server, stateless, Arc::clone(&link)));
                 let calling = callers
                     .enter(&found.server, stateless, link, &session)
                     .await;
-                (Some(calling), Some(answerer))
+                (Some(calling), answerer)
             }
             None => (None, None),
         };

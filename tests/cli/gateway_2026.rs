@@ -18,6 +18,15 @@ use crate::remote_2026::Fixture;
 use crate::serve::{http_gateway, stdio_gateway};
 use crate::util::*;
 
+/// era_server.py running, and a project whose one server (`era`) is it over HTTP.
+fn era_project() -> (Fixture, Cmd) {
+    let fixture = Fixture::serve("era_server.py");
+    let cmd = Cmd::new().config_json(json!({"mcpServers": {
+        "era": {"type": "http", "url": fixture.url()},
+    }}));
+    (fixture, cmd)
+}
+
 /// The SDK client against `target` (`--http URL` or `--stdio COMMAND…`), adding `grow`.
 fn drive(dir: &Path, grow: &str, target: &[String]) -> Value {
     drive_with(dir, grow, &[], target)
@@ -65,10 +74,7 @@ fn check(seen: &Value, grown: &str) {
 
 #[test]
 fn a_2026_client_reaches_a_2026_http_server_in_that_revision_over_http_and_stdio() {
-    let fixture = Fixture::serve("era_server.py");
-    let cmd = Cmd::new().config_json(json!({"mcpServers": {
-        "era": {"type": "http", "url": fixture.url()},
-    }}));
+    let (_fixture, cmd) = era_project();
     let (_gateway, url) = http_gateway(&cmd, &["--mode", "full"]);
     let seen = drive(cmd.dir(), "grown_one", &["--http".to_string(), url]);
     check(&seen, "grown_one");
@@ -84,10 +90,7 @@ fn a_2026_client_reaches_a_2026_http_server_in_that_revision_over_http_and_stdio
 /// client closing its own listen stream logs no error.
 #[test]
 fn a_tool_added_before_the_gateway_listened_is_listed_all_the_same() {
-    let fixture = Fixture::serve("era_server.py");
-    let cmd = Cmd::new().config_json(json!({"mcpServers": {
-        "era": {"type": "http", "url": fixture.url()},
-    }}));
+    let (fixture, cmd) = era_project();
     cmd.cmd()
         .args(["--config", "config.json", "list"])
         .stderr_any()
@@ -123,10 +126,7 @@ fn a_tool_added_before_the_gateway_listened_is_listed_all_the_same() {
 /// tool added later is heard on the new stream itself.
 #[test]
 fn a_listen_stream_the_server_ends_is_opened_again_and_nothing_missed() {
-    let fixture = Fixture::serve("era_server.py");
-    let cmd = Cmd::new().config_json(json!({"mcpServers": {
-        "era": {"type": "http", "url": fixture.url()},
-    }}));
+    let (_fixture, cmd) = era_project();
     let (_gateway, url) = http_gateway(&cmd, &["--mode", "full"]);
     let target = ["--http".to_string(), url];
     let in_the_gap = ["--end-listens", "--settle", "0"];
