@@ -410,19 +410,19 @@ impl Session {
     }
 
     /// [`Session::request_cancellable`], the server's requests about this one answered by
-    /// `answerer` instead of the session's handler ([`Session::on_server_request`]). Only
-    /// Streamable HTTP says what a server's request is about (it comes on the response stream
-    /// of ours); over stdio the session's handler answers them all.
+    /// `answerer`, when given, instead of the session's handler ([`Session::on_server_request`]).
+    /// Only Streamable HTTP says what a server's request is about (it comes on the response
+    /// stream of ours); over stdio the session's handler answers them all.
     pub async fn request_answered_by(
         &self,
         method: &str,
         params: Option<Value>,
         timeout: Duration,
         cancel: &CancellationToken,
-        answerer: super::peer::ServerRequestHandler,
+        answerer: Option<super::peer::ServerRequestHandler>,
     ) -> Result<Value, McpError> {
         let span = self.span.clone();
-        self.request_in_span(method, params, timeout, Some(cancel), Some(answerer))
+        self.request_in_span(method, params, timeout, Some(cancel), answerer)
             .instrument(span)
             .await
     }

@@ -280,17 +280,9 @@ impl Upstream {
         let mut params = params;
         let span = super::traced::span_of(&self.name, &self.entry, method, &mut params);
         // The span is held, not entered (`traced`): it ends when the answer is in.
-        let outcome = match sending.answerer {
-            Some(answerer) => {
-                let sent =
-                    session.request_answered_by(method, Some(params), timeout, cancel, answerer);
-                self.guarded(sent).await
-            }
-            None => {
-                let sent = session.request_cancellable(method, Some(params), timeout, cancel);
-                self.guarded(sent).await
-            }
-        };
+        let answerer = sending.answerer;
+        let sent = session.request_answered_by(method, Some(params), timeout, cancel, answerer);
+        let outcome = self.guarded(sent).await;
         if let Ok(outcome) = &outcome {
             super::traced::record(&span, outcome);
         }
